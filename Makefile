@@ -1,0 +1,62 @@
+# postmortem — developer entry points. Each target creates .venv itself.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SINCE  ?= 2025-05-25 20:00
+BENCH_SCALE ?= 1
+
+.PHONY: demo test lint typecheck pytest bench fuzz samples clean venv dev
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(BIN)/.dev-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/.installed $@
+
+venv: $(BIN)/.installed
+dev: $(BIN)/.dev-installed
+
+## demo: set up and write the sample incident's report under reports/
+demo: $(BIN)/.installed
+	rm -f reports/demo.duckdb
+	$(BIN)/postmortem build --since '$(SINCE)' --logs sample_logs --db reports/demo.duckdb --out reports
+	@echo
+	@echo "Report index: reports/index.md"
+
+## test: ruff, mypy (strict) and pytest
+test: $(BIN)/.dev-installed
+	$(BIN)/ruff check postmortem tests scripts bench
+	$(BIN)/ruff format --check postmortem tests scripts bench
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+lint: $(BIN)/.dev-installed
+	$(BIN)/ruff check postmortem tests scripts bench
+	$(BIN)/ruff format --check postmortem tests scripts bench
+
+typecheck: $(BIN)/.dev-installed
+	$(BIN)/mypy
+
+pytest: $(BIN)/.dev-installed
+	$(BIN)/pytest -q
+
+## bench: generate large inputs, ingest, build; compare with lnav
+bench: $(BIN)/.dev-installed
+	BENCH_SCALE=$(BENCH_SCALE) $(BIN)/python bench/run.py
+
+## fuzz: the long property-test budget
+fuzz: $(BIN)/.dev-installed
+	POSTMORTEM_FUZZ=long $(BIN)/pytest -q tests/test_fuzz.py
+
+## samples: regenerate sample_logs/ (deterministic)
+samples: $(BIN)/.installed
+	$(BIN)/python scripts/gen_sample_logs.py sample_logs
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb

@@ -1,0 +1,61 @@
+"""``build``: incremental ingest, then analysis, then rendering — one library call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from pathlib import Path
+
+from .ingest import IngestOptions, IngestSummary, ingest_paths
+from .store.db import Store
+from .timeutil import UTC, check_range
+
+
+@dataclass
+class BuildOptions:
+    db: str
+    logs: list[str]
+    out: Path
+    since: datetime | None = None
+    until: datetime | None = None
+    zone: tzinfo = UTC
+    ingest: IngestOptions = field(default_factory=IngestOptions)
+    templates: list[str] = field(default_factory=list)
+    window_s: float = 1800.0
+    report_format: str = "markdown"
+    bundle: bool = False
+    redact: bool = True
+    anonymize: bool = False
+    wait: float = 0.0
+    now: datetime | None = None  # frozen clock for reproducible reports
+
+
+@dataclass
+class BuildResult:
+    ingest: IngestSummary
+    reports: list[Path]
+    index: Path | None
+    incidents: int = 0
+    bundles: list[Path] = field(default_factory=list)
+
+
+def build(options: BuildOptions) -> BuildResult:
+    check_range(options.since, options.until)
+    store = Store.open(options.db, wait=options.wait)
+    try:
+        summary = ingest_paths(store, options.logs, options.ingest)
+        from .analysis import rebuild
+
+        rebuild(store, window_s=options.window_s)
+        from .report import write_reports
+
+        written = write_reports(store, options)
+    finally:
+        store.close()
+    return BuildResult(
+        ingest=summary,
+        reports=written.reports,
+        index=written.index,
+        incidents=written.incidents,
+        bundles=written.bundles,
+    )

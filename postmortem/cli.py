@@ -1,0 +1,378 @@
+"""The command line: options → one library call → exit code. No SQL, no parsing here.
+
+Exit codes: 0 ok, 1 error (one ``Error: …`` line on stderr), 2 usage. Tracebacks only with
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from . import __version__
+from .errors import ExitCode, PostmortemError, UsageError
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from .ingest import IngestOptions, IngestSummary
+
+app = typer.Typer(
+    name="postmortem",
+    help="Incident postmortems for LLM-serving machines: ingest journald, kernel OOM records, "
+    "SGLang logs and nvidia-smi snapshots into DuckDB and write Markdown reports.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="Database file (default: $POSTMORTEM_DB, postmortem.toml, postmortem.duckdb)."),
+]
+TzOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tz", help="IANA zone of zone-less timestamps and of --since/--until (default: this machine's)."
+    ),
+]
+WaitOpt = Annotated[
+    float, typer.Option("--wait", help="Seconds to wait for another postmortem holding the database.")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"postmortem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    _state["debug"] = debug or bool(os.environ.get("POSTMORTEM_DEBUG"))
+
+
+def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
+    from .timeutil import get_zone
+
+    name = tz or config_tz
+    return get_zone(name), name is not None
+
+
+def _when(value: str | None, zone: tzinfo) -> datetime | None:
+    if value is None:
+        return None
+    from .timeutil import parse_when
+
+    return parse_when(value, zone)
+
+
+def _ingest_options(
+    *,
+    fmt: str | None,
+    tz: str | None,
+    year: int | None,
+    host: str | None,
+    since: str | None,
+    boot_time: str | None = None,
+    at: str | None = None,
+    columns: str | None = None,
+    unit: str | None = None,
+    max_bytes: int | None = None,
+    progress: bool = True,
+) -> IngestOptions:
+    from .config import load_config
+    from .ingest import IngestOptions
+
+    config = load_config()
+    zone, given = _zone(tz, config.tz)
+    opts = IngestOptions(
+        format=fmt,
+        zone=zone,
+        zone_given=given,
+        year=year,
+        host=host,
+        since=_when(since, zone),
+        boot_time=_when(boot_time, zone),
+        at=_when(at, zone),
+        columns=[c.strip() for c in columns.split(",")] if columns else None,
+        unit=unit,
+        config=config,
+    )
+    if max_bytes is not None:
+        opts.max_bytes = max_bytes
+    if progress and sys.stderr.isatty():
+        opts.progress = _progress_printer()
+    return opts
+
+
+def _progress_printer() -> Callable[[str, int, int | None], None]:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+    )
+    from rich.progress import TaskID
+
+    tasks: dict[str, TaskID] = {}
+    threshold = 32 << 20
+
+    def update(path: str, done: int, total: int | None) -> None:
+        if total is not None and total < threshold:
+            return
+        if path not in tasks:
+            if not tasks:
+                bar.start()
+            tasks[path] = bar.add_task(os.path.basename(path), total=total)
+        bar.update(tasks[path], completed=done)
+        if total is not None and done >= total:
+            bar.remove_task(tasks.pop(path))
+            if not tasks:
+                bar.stop()
+
+    return update
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files or directories (recursive); '-' reads stdin.")],
+    db: DbOpt = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Force a format (see 'postmortem formats').")
+    ] = None,
+    tz: TzOpt = None,
+    year: Annotated[
+        int | None, typer.Option("--year", help="Year of the first line of year-less logs.")
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Host name for sources that do not print one.")
+    ] = None,
+    unit: Annotated[str | None, typer.Option("--unit", help="systemd unit an SGLang log belongs to.")] = None,
+    boot_time: Annotated[
+        str | None, typer.Option("--boot-time", help="Boot time, to anchor dmesg's monotonic stamps.")
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="Time of snapshots that print none (bare nvidia-smi tables).")
+    ] = None,
+    columns: Annotated[
+        str | None, typer.Option("--columns", help="Field list of a noheader nvidia-smi CSV.")
+    ] = None,
+    max_bytes: Annotated[
+        int | None, typer.Option("--max-bytes", help="Decompressed size limit per file.")
+    ] = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Ingest log files into the store (format detected from content)."""
+    from .config import load_config
+    from .ingest import describe_result, ingest_paths
+    from .store.db import Store
+
+    opts = _ingest_options(
+        fmt=fmt,
+        tz=tz,
+        year=year,
+        host=host,
+        since=None,
+        boot_time=boot_time,
+        at=at,
+        columns=columns,
+        unit=unit,
+        max_bytes=max_bytes,
+    )
+    store = Store.open(load_config().db_path(db), wait=wait)
+    try:
+        summary = ingest_paths(store, paths, opts)
+    finally:
+        store.close()
+    for r in summary.files:
+        typer.echo(describe_result(r))
+        for note in r.notes:
+            typer.echo(f"  note: {note}")
+    _fail_on_errors(summary)
+
+
+def _fail_on_errors(summary: IngestSummary) -> None:
+    errors = summary.errors
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise PostmortemError(f"{first.path}: {first.error}{more}")
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="One SELECT statement.")],
+    db: DbOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Run read-only SQL over the store."""
+    from .config import load_config
+    from .query import FORMATTERS, run_user_query
+    from .store.db import Store
+
+    if fmt not in FORMATTERS:
+        raise UsageError(f"unknown --format {fmt!r} (use table, csv or json)")
+    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    try:
+        result = run_user_query(store, sql)
+    finally:
+        store.close()
+    sys.stdout.write(FORMATTERS[fmt](result))
+    if fmt == "json":
+        sys.stdout.write("\n")
+
+
+@app.command()
+def sources(db: DbOpt = None, wait: WaitOpt = 0.0) -> None:
+    """What was ingested, with counts."""
+    from .config import load_config
+    from .query import format_table, run_named
+    from .store.db import Store
+
+    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    try:
+        result = run_named(store, "sources_list")
+    finally:
+        store.close()
+    sys.stdout.write(format_table(result))
+
+
+@app.command()
+def formats() -> None:
+    """List the input formats postmortem recognises."""
+    from .parsers import all_parsers
+
+    for name, parser in sorted(all_parsers().items()):
+        typer.echo(f"{name:24} {parser.description}")
+
+
+@app.command()
+def build(
+    since: Annotated[
+        str | None, typer.Option("--since", help="Start of the window (journalctl syntax).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="End of the window (journalctl syntax).")
+    ] = None,
+    logs: Annotated[
+        list[str] | None, typer.Option("--logs", help="Log files or directories (repeatable).")
+    ] = None,
+    db: DbOpt = None,
+    out: Annotated[str | None, typer.Option("--out", help="Report directory (default: reports).")] = None,
+    tz: TzOpt = None,
+    year: Annotated[int | None, typer.Option("--year", help="Year of year-less logs.")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Host name for sources that print none.")] = None,
+    window: Annotated[
+        str, typer.Option("--window", help="Memory-pressure window before each kill.")
+    ] = "30min",
+    templates: Annotated[
+        str | None,
+        typer.Option("--templates", help="Your template directory, searched first (trusted code)."),
+    ] = None,
+    report_format: Annotated[str, typer.Option("--format", help="markdown or json.")] = "markdown",
+    bundle: Annotated[
+        bool, typer.Option("--bundle", help="Also write a .tar.gz per report for tickets.")
+    ] = False,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact secrets in quoted lines.")
+    ] = True,
+    anonymize: Annotated[
+        bool, typer.Option("--anonymize", help="Replace host names and IP addresses.")
+    ] = False,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Ingest new log lines, rebuild the analysis and write the reports."""
+    from .build import BuildOptions
+    from .build import build as run_build
+    from .config import DEFAULT_OUT, load_config
+    from .ingest import describe_result
+    from .timeutil import parse_duration
+
+    config = load_config()
+    opts = _ingest_options(fmt=None, tz=tz, year=year, host=host, since=since)
+    zone = opts.zone
+    if report_format not in ("markdown", "json"):
+        raise UsageError(f"unknown --format {report_format!r} (use markdown or json)")
+    options = BuildOptions(
+        db=config.db_path(db),
+        logs=config.log_paths(logs),
+        out=Path(out or config.out or DEFAULT_OUT),
+        since=opts.since,
+        until=_when(until, zone),
+        zone=zone,
+        ingest=opts,
+        templates=[templates] if templates else [],
+        window_s=parse_duration(window),
+        report_format=report_format,
+        bundle=bundle,
+        redact=redact,
+        anonymize=anonymize,
+        wait=wait,
+    )
+    result = run_build(options)
+    for r in result.ingest.files:
+        if r.status != "unchanged":
+            typer.echo(describe_result(r))
+    typer.echo(f"{result.incidents} incident(s); reports in {options.out}")
+    for p in result.reports:
+        typer.echo(f"  {p}")
+    if result.index:
+        typer.echo(f"  {result.index}")
+    for p in result.bundles:
+        typer.echo(f"  {p}")
+    _fail_on_errors(result.ingest)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app and map exceptions to exit codes."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except PostmortemError as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        typer.echo(f"Error: {exc}", err=True)
+        sys.exit(int(exc.exit_code))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Error: aborted", err=True)
+        sys.exit(int(ExitCode.ERROR))
+    except KeyboardInterrupt:
+        typer.echo("Error: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        import click  # type: ignore[import-not-found,unused-ignore]
+
+        if isinstance(exc, click.exceptions.UsageError):
+            exc.show()
+            sys.exit(int(ExitCode.USAGE))
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if _state["debug"]:
+            traceback.print_exc()
+        typer.echo(
+            f"Error: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)",
+            err=True,
+        )
+        sys.exit(int(ExitCode.BUG))

@@ -1,0 +1,132 @@
+"""``postmortem.toml``: optional project configuration, searched in the working directory.
+
+Example::
+
+    [defaults]
+    db = "postmortem.duckdb"     # POSTMORTEM_DB and --db override it
+    tz = "Europe/Berlin"          # zone of zone-less timestamps (--tz overrides)
+    host = "dflash-train"         # host for sources that do not name one (--host overrides)
+    logs = ["/var/log/postmortem", "sample_logs"]
+    out = "reports"
+
+    [[sources]]                   # per-file hints, matched by glob on the path
+    path = "*/sglang-k26-eagle3*.log"
+    unit = "sglang-k26-eagle3.service"
+    format = "sglang"
+
+    [collect]
+    sglang_logs = ["/var/log/sglang/*.log"]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+CONFIG_NAME = "postmortem.toml"
+DEFAULT_DB = "postmortem.duckdb"
+DEFAULT_LOGS = ("sample_logs",)
+DEFAULT_OUT = "reports"
+
+
+@dataclass(frozen=True)
+class SourceHint:
+    pattern: str
+    unit: str | None = None
+    format: str | None = None
+    host: str | None = None
+    tz: str | None = None
+
+    def matches(self, path: str) -> bool:
+        return fnmatch.fnmatch(path, self.pattern) or fnmatch.fnmatch(os.path.basename(path), self.pattern)
+
+
+@dataclass
+class Config:
+    path: Path | None = None
+    db: str | None = None
+    tz: str | None = None
+    host: str | None = None
+    logs: list[str] = field(default_factory=list)
+    out: str | None = None
+    sources: list[SourceHint] = field(default_factory=list)
+    collect_logs: list[str] = field(default_factory=list)
+
+    def hint_for(self, path: str) -> SourceHint | None:
+        for hint in self.sources:
+            if hint.matches(path):
+                return hint
+        return None
+
+    def db_path(self, cli_value: str | None) -> str:
+        return cli_value or os.environ.get("POSTMORTEM_DB") or self.db or DEFAULT_DB
+
+    def log_paths(self, cli_values: list[str] | None) -> list[str]:
+        if cli_values:
+            return list(cli_values)
+        if self.logs:
+            return list(self.logs)
+        return list(DEFAULT_LOGS)
+
+
+def _str(table: dict[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: '{key}' must be a string")
+    return value
+
+
+def load_config(directory: Path | None = None) -> Config:
+    """Read ``postmortem.toml`` from ``directory`` (default: the working directory)."""
+    path = (directory or Path.cwd()) / CONFIG_NAME
+    if not path.is_file():
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+    where = str(path)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise UsageError(f"{where}: [defaults] must be a table")
+    logs = defaults.get("logs", [])
+    if isinstance(logs, str):
+        logs = [logs]
+    if not isinstance(logs, list) or not all(isinstance(x, str) for x in logs):
+        raise UsageError(f"{where}: 'logs' must be a list of paths")
+    base = path.parent
+    hints = []
+    for i, item in enumerate(data.get("sources", [])):
+        if not isinstance(item, dict) or "path" not in item:
+            raise UsageError(f"{where}: [[sources]] entry {i + 1} needs a 'path'")
+        hints.append(
+            SourceHint(
+                pattern=str(item["path"]),
+                unit=_str(item, "unit", where),
+                format=_str(item, "format", where),
+                host=_str(item, "host", where),
+                tz=_str(item, "tz", where),
+            )
+        )
+    collect = data.get("collect", {})
+    collect_logs = collect.get("sglang_logs", []) if isinstance(collect, dict) else []
+    return Config(
+        path=path,
+        db=_str(defaults, "db", where),
+        tz=_str(defaults, "tz", where),
+        host=_str(defaults, "host", where),
+        logs=[str(base / p) if not os.path.isabs(p) else p for p in logs],
+        out=_str(defaults, "out", where),
+        sources=hints,
+        collect_logs=[str(x) for x in collect_logs] if isinstance(collect_logs, list) else [],
+    )

@@ -1,0 +1,461 @@
+"""The ingest pipeline: files → format detection → parser → store.
+
+One transaction per file; a file already in the store (same path, size and modification time,
+or the same content under another name) adds nothing; a file that has grown adds only its new
+lines. Every physical line is accounted for: ``parsed + ignored + unparsed == lines``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+
+from .config import Config
+from .errors import InputError, PostmortemError, UsageError
+from .io import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_RATIO,
+    JOURNAL_MAGIC,
+    InputFile,
+    OverlongLine,
+    StreamState,
+    compression_of,
+    expand_paths,
+    iter_blocks,
+    iter_lines,
+    journalctl_export,
+    read_head,
+)
+from .parsers import all_parsers, detect, get_parser
+from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
+from .store.db import Store, ident
+from .store.loader import SourceWriter
+from .timeutil import UTC as _UTC
+
+BINARY_JOURNAL_FORMAT = "journal-export"
+
+Progress = Callable[[str, int, int | None], None]
+
+
+@dataclass
+class IngestOptions:
+    format: str | None = None
+    zone: tzinfo = _UTC
+    zone_given: bool = False
+    year: int | None = None
+    host: str | None = None
+    since: datetime | None = None
+    boot_time: datetime | None = None
+    at: datetime | None = None
+    columns: list[str] | None = None
+    unit: str | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_ratio: float = DEFAULT_MAX_RATIO
+    config: Config = field(default_factory=Config)
+    progress: Progress | None = None
+    strict: bool = False  # re-raise parser bugs (tests)
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: str  # ingested | appended | replaced | unchanged | duplicate | undetected | error
+    format: str | None = None
+    source_id: int | None = None
+    lines: int = 0
+    parsed: int = 0
+    ignored: int = 0
+    records: int = 0
+    parse_issues: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    per_table: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [f for f in self.files if f.status == "error"]
+
+    @property
+    def ingested(self) -> list[FileResult]:
+        return [f for f in self.files if f.status in ("ingested", "appended", "replaced")]
+
+
+@dataclass
+class _Planned:
+    inp: InputFile
+    head: Head
+    parser: Parser | None
+    score: int
+    binary_journal: bool
+
+
+def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
+    planned = []
+    for inp in inputs:
+        head = read_head(inp, max_bytes=options.max_bytes)
+        binary = head.data.startswith(JOURNAL_MAGIC)
+        hint = options.config.hint_for(inp.display)
+        forced = options.format or (hint.format if hint else None)
+        parser: Parser | None
+        score = 100
+        if binary:
+            parser = get_parser(BINARY_JOURNAL_FORMAT)
+        elif forced:
+            parser = get_parser(forced)
+            if parser is None:
+                names = ", ".join(sorted(all_parsers()))
+                raise UsageError(f"unknown format {forced!r}; known formats: {names}")
+        else:
+            parser, score = detect(head)
+        planned.append(_Planned(inp, head, parser, score, binary))
+    planned.sort(key=lambda p: (p.parser.priority if p.parser else 99, p.inp.display))
+    return planned
+
+
+def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> IngestSummary:
+    """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin)."""
+    inputs = list(expand_paths(paths))
+    summary = IngestSummary()
+    if not inputs:
+        raise InputError(f"{', '.join(paths)}: no files to ingest")
+    for item in _plan(inputs, options):
+        if item.parser is None:
+            summary.files.append(
+                FileResult(
+                    item.inp.display,
+                    "undetected",
+                    error="format not recognised (use --format NAME to force one)",
+                )
+            )
+            continue
+        summary.files.append(ingest_file(store, item.inp, item.parser, options, item))
+    return summary
+
+
+def _unit_from_name(path: str) -> str | None:
+    """``/var/log/sglang-k26-eagle3.log`` → ``sglang-k26-eagle3.service`` (a naming guess)."""
+    stem = os.path.basename(path)
+    stem = re.sub(r"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+))+$", "", stem)
+    if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
+        return stem
+    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
+        return f"{stem}.service"
+    return None
+
+
+def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -> ParseContext:
+    hint = options.config.hint_for(inp.display)
+    zone = options.zone
+    zone_given = options.zone_given
+    if hint and hint.tz and not options.zone_given:
+        from .timeutil import get_zone
+
+        zone, zone_given = get_zone(hint.tz), True
+    unit = options.unit or (hint.unit if hint else None) or _unit_from_name(inp.display)
+    return ParseContext(
+        path=inp.display,
+        host=options.host or (hint.host if hint else None) or options.config.host,
+        zone=zone,
+        zone_given=zone_given,
+        year=options.year,
+        mtime=inp.mtime,
+        since=options.since,
+        boot_time=options.boot_time,
+        at=options.at,
+        unit=unit,
+        columns=options.columns,
+        anchors=store.boot_anchors(),
+    )
+
+
+def _find_source(store: Store, path: str) -> tuple[int, str, int, int, int | None, datetime | None] | None:
+    rows = store.fetchall(
+        "SELECT source_id, sha256, bytes, lines, file_size, file_mtime FROM sources "
+        "WHERE path = ? ORDER BY source_id DESC LIMIT 1",
+        [path],
+    )
+    if not rows:
+        return None
+    r = rows[0]
+    return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5]
+
+
+def _same_mtime(a: datetime | None, b: datetime | None) -> bool:
+    if a is None or b is None:
+        return False
+    return abs((a - b).total_seconds()) < 1e-6
+
+
+def ingest_file(
+    store: Store,
+    inp: InputFile,
+    parser: Parser,
+    options: IngestOptions,
+    planned: _Planned | None = None,
+) -> FileResult:
+    started = time.monotonic()
+    head = planned.head if planned else read_head(inp, max_bytes=options.max_bytes)
+    binary = planned.binary_journal if planned else head.data.startswith(JOURNAL_MAGIC)
+    display = inp.display
+    fmt = parser.name
+    existing = _find_source(store, display) if inp.path is not None else None
+    skip_bytes = 0
+    first_line = 1
+    mode = "ingested"
+    reuse_id: int | None = None
+    if existing is not None:
+        sid, sha, old_bytes, old_lines, old_size, old_mtime = existing
+        if old_size == inp.size and _same_mtime(old_mtime, inp.mtime):
+            return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
+        if not binary and _grew_from(inp, sha, old_bytes, options):
+            skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
+        else:
+            mode, reuse_id = "replaced", sid
+
+    ctx = _context(store, inp, head, options)
+    state = StreamState()
+    result = FileResult(display, mode, fmt)
+    lines = 0
+    overlong = 0
+    store.con.execute("BEGIN TRANSACTION")
+    try:
+        if reuse_id is not None and mode == "replaced":
+            _delete_source_rows(store, reuse_id)
+        if reuse_id is None:
+            row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
+            assert row is not None
+            source_id = int(row[0])
+            store.execute(
+                "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
+                "parse_issues, parsed_lines, ignored_lines, ingested_at) "
+                "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, ?)",
+                [source_id, display, fmt, datetime.now(UTC)],
+            )
+        else:
+            source_id = reuse_id
+        ctx.source_id = source_id
+        writer = SourceWriter(store, source_id)
+        if mode == "appended":
+            prev = store.fetchall(
+                "SELECT parsed_lines, ignored_lines, records, parse_issues FROM sources WHERE source_id = ?",
+                [source_id],
+            )[0]
+            ctx.parsed_lines, ctx.ignored_lines = int(prev[0]), int(prev[1])
+            writer.records, writer.issue_count = int(prev[2]), int(prev[3])
+            writer.unparsed_lines = int(
+                store.fetchall(
+                    "SELECT count(*) FROM parse_issues WHERE source_id = ? AND unparsed",
+                    [source_id],
+                )[0][0]
+            )
+            ctx.options["resume"] = "1"
+            lines = first_line - 1
+
+        total = inp.size
+        progress = options.progress
+
+        if binary:
+            assert inp.path is not None
+            blocks: Iterator[bytes] = _hash_and_export(inp, state, ctx)
+        else:
+            blocks = iter_blocks(
+                inp,
+                state,
+                skip=skip_bytes,
+                max_bytes=options.max_bytes,
+                max_ratio=options.max_ratio,
+            )
+
+        if isinstance(parser, BytesParser):
+            counted: list[int] = [0]
+            last_byte = [b"\n"]
+
+            def counting(src: Iterator[bytes]) -> Iterator[bytes]:
+                for block in src:
+                    counted[0] += block.count(b"\n")
+                    last_byte[0] = block[-1:]
+                    if progress:
+                        progress(display, state.raw_bytes, total)
+                    yield block
+
+            writer.add_all(parser.parse_bytes(counting(blocks), ctx))
+            lines += counted[0] + (1 if last_byte[0] not in (b"\n", b"") else 0)
+        else:
+
+            def chunks() -> Iterator[LineChunk]:
+                nonlocal lines, overlong
+                for item in iter_lines(blocks, first_line):
+                    if isinstance(item, OverlongLine):
+                        lines += 1
+                        overlong += 1
+                        writer.add_issue(
+                            ctx.issue(
+                                item.line_no,
+                                f"line too long ({item.size} bytes); skipped",
+                                item.head,
+                            )
+                        )
+                        continue
+                    lines += len(item)
+                    if progress:
+                        progress(display, state.raw_bytes, total)
+                    yield item
+
+            writer.add_all(parser.parse(chunks(), ctx))
+        writer.flush()
+
+        if state.error is not None:
+            ctx.note(str(state.error))
+        unparsed = writer.unparsed_lines
+        accounted = ctx.parsed_lines + ctx.ignored_lines + unparsed
+        if accounted != lines:
+            msg = (
+                f"line accounting mismatch in {fmt}: {lines} lines but {ctx.parsed_lines} parsed "
+                f"+ {ctx.ignored_lines} ignored + {unparsed} unparsed"
+            )
+            if options.strict:
+                raise AssertionError(msg)
+            ctx.note(msg)
+
+        sha = state.sha256.hexdigest()
+        if mode == "ingested":
+            dup = store.fetchall(
+                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? LIMIT 1",
+                [sha, source_id],
+            )
+            if dup:
+                store.con.execute("ROLLBACK")
+                return FileResult(
+                    display,
+                    "duplicate",
+                    fmt,
+                    notes=[f"same content as {dup[0][0]}, already ingested"],
+                    seconds=time.monotonic() - started,
+                )
+        ts_range = _source_span(store, source_id, writer)
+        store.execute(
+            "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
+            "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "
+            "file_size = ?, file_mtime = ?, first_ts = ?, last_ts = ?, notes = ?, "
+            "format = ?, ingested_at = ? WHERE source_id = ?",
+            [
+                sha,
+                state.bytes + skip_bytes if not binary else state.raw_bytes,
+                lines,
+                writer.records,
+                writer.issue_count,
+                ctx.parsed_lines,
+                ctx.ignored_lines,
+                "journalctl" if binary else state.compression,
+                ctx.host,
+                getattr(ctx.zone, "key", str(ctx.zone)),
+                inp.size,
+                inp.mtime,
+                ts_range[0],
+                ts_range[1],
+                "; ".join(ctx.notes) or None,
+                fmt,
+                datetime.now(UTC),
+                source_id,
+            ],
+        )
+        store.con.execute("COMMIT")
+    except PostmortemError:
+        store.con.execute("ROLLBACK")
+        raise
+    except Exception as exc:
+        store.con.execute("ROLLBACK")
+        if options.strict:
+            raise
+        return FileResult(
+            display,
+            "error",
+            fmt,
+            error=f"internal error while parsing ({type(exc).__name__}: {exc}); "
+            "please report it with the file (rerun with --debug for the traceback)",
+            seconds=time.monotonic() - started,
+        )
+    result.source_id = source_id
+    result.lines = lines
+    result.parsed = ctx.parsed_lines
+    result.ignored = ctx.ignored_lines
+    result.records = writer.records
+    result.parse_issues = writer.issue_count
+    result.bytes = state.bytes if not binary else state.raw_bytes
+    result.notes = list(ctx.notes)
+    result.per_table = dict(writer.per_table)
+    result.seconds = time.monotonic() - started
+    if state.error is not None:
+        result.status = "error"
+        result.error = str(state.error)
+    return result
+
+
+def _source_span(
+    store: Store, source_id: int, writer: SourceWriter
+) -> tuple[datetime | None, datetime | None]:
+    return writer.first_ts, writer.last_ts
+
+
+def _hash_and_export(inp: InputFile, state: StreamState, ctx: ParseContext) -> Iterator[bytes]:
+    assert inp.path is not None
+    with inp.open_raw() as fh:
+        while True:
+            block = fh.read(1 << 22)
+            if not block:
+                break
+            state.sha256.update(block)
+            state.raw_bytes += len(block)
+    for block in journalctl_export(inp.path, on_stderr=lambda e: ctx.note(f"journalctl: {e}")):
+        state.bytes += len(block)
+        yield block
+
+
+def _grew_from(inp: InputFile, sha: str, old_bytes: int, options: IngestOptions) -> bool:
+    """True when ``inp`` (uncompressed) starts with exactly the content stored before, ending
+    at a line boundary, and then continues."""
+    if inp.path is None or inp.size is None or inp.size <= old_bytes or old_bytes == 0:
+        return False
+    if compression_of(inp.first_bytes()) is not None:
+        return False  # compressed files are replaced, not appended to
+    h = hashlib.sha256()
+    last = b""
+    with inp.open_raw() as fh:
+        remaining = old_bytes
+        while remaining:
+            block = fh.read(min(remaining, 1 << 22))
+            if not block:
+                return False
+            h.update(block)
+            last = block[-1:]
+            remaining -= len(block)
+    return last == b"\n" and h.hexdigest() == sha
+
+
+def _delete_source_rows(store: Store, source_id: int) -> None:
+    for table in store.table_names():
+        cols = [c for c, _ in store.columns(table)]
+        if "source_id" in cols and table != "sources":
+            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
+
+
+def describe_result(r: FileResult) -> str:
+    if r.status in ("unchanged", "duplicate", "undetected", "error") and not r.lines:
+        extra = r.error or "; ".join(r.notes) or ""
+        return f"{r.path}: {r.status}" + (f" — {extra}" if extra else "")
+    return (
+        f"{r.path}: {r.status} as {r.format}: {r.lines} lines, {r.records} records, "
+        f"{r.parse_issues} parse issues, {r.ignored} ignored"
+    )

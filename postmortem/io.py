@@ -1,0 +1,465 @@
+"""Reading inputs: files, directories, stdin, compressed streams, binary journals.
+
+Everything here streams in bounded memory. Compression is recognised by magic bytes (not the
+file name). Decompression is bounded by ``max_bytes`` and a ratio guard against bombs, and a
+truncated or corrupt archive raises :class:`~postmortem.errors.ArchiveError` *after* the data
+before the damage has been delivered, so the caller can keep it.
+"""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from .errors import ArchiveError, InputError, ToolMissingError
+from .parsers.base import Head, LineChunk
+
+BLOCK_SIZE = 4 << 20  # bytes read per block
+MAX_LINE_BYTES = 8 << 20  # a longer physical line is recorded as a parse issue and skipped
+HEAD_BYTES = 64 << 10
+HEAD_LINES = 64
+DEFAULT_MAX_BYTES = 20 << 30  # 20 GiB decompressed per file
+DEFAULT_MAX_RATIO = 1000  # decompressed / compressed, checked after RATIO_GRACE bytes
+RATIO_GRACE = 256 << 20
+
+JOURNAL_MAGIC = b"LPKSHHRH"
+
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bz2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+def compression_of(first_bytes: bytes) -> str | None:
+    """The compression a stream uses, from its first bytes.
+
+    >>> compression_of(b"\\x1f\\x8b\\x08\\x00"), compression_of(b"Mar 14 09:00:00 host")
+    ('gzip', None)
+    """
+    for magic, name in _MAGIC:
+        if first_bytes.startswith(magic):
+            if name == "bz2" and not (len(first_bytes) > 3 and first_bytes[3:4].isdigit()):
+                continue
+            return name
+    return None
+
+
+class _Decompressor(Protocol):
+    def feed(self, data: bytes) -> Iterator[bytes]: ...
+    def finish(self) -> None: ...
+
+
+class _ZlibLike:
+    """gzip (multi-member), xz (multi-stream) and bz2 with bounded output per call."""
+
+    OUT = 1 << 20
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._new()
+        self.ended = False
+
+    def _new(self) -> None:
+        if self.kind == "gzip":
+            self._z: object = zlib.decompressobj(wbits=47)
+        elif self.kind == "xz":
+            self._z = lzma.LZMADecompressor()
+        else:
+            self._z = bz2.BZ2Decompressor()
+        self.ended = False
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            if self.ended:
+                data = data.lstrip(b"\x00") if self.kind == "gzip" else data
+                if not data:
+                    return
+                self._new()
+            self._started = True
+            if self.kind == "gzip":
+                z = self._z
+                assert isinstance(z, type(zlib.decompressobj()))
+                out = z.decompress(data, self.OUT)
+                if out:
+                    yield out
+                data = z.unconsumed_tail
+                if z.eof:
+                    self.ended = True
+                    data = z.unused_data + data
+                elif not data:
+                    return
+            else:
+                d = self._z
+                assert isinstance(d, (lzma.LZMADecompressor, bz2.BZ2Decompressor))
+                out = d.decompress(data, self.OUT)
+                if out:
+                    yield out
+                data = b""
+                while not d.eof and not d.needs_input:
+                    out = d.decompress(b"", self.OUT)
+                    if out:
+                        yield out
+                if d.eof:
+                    self.ended = True
+                    data = d.unused_data
+
+    def finish(self) -> None:
+        if self._started and not self.ended:
+            raise EOFError("compressed data ended before the end-of-stream marker")
+
+
+class _Zstd:
+    FEED = 2048  # compressed bytes per call keeps one call's output bounded
+
+    def __init__(self) -> None:
+        import zstandard
+
+        self._zstd = zstandard
+        self._d = zstandard.ZstdDecompressor().decompressobj()
+        self.ended = False
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        view = memoryview(data)
+        pos = 0
+        while pos < len(view):
+            piece = bytes(view[pos : pos + self.FEED])
+            pos += len(piece)
+            while piece:
+                if self.ended:
+                    self._d = self._zstd.ZstdDecompressor().decompressobj()
+                    self.ended = False
+                self._started = True
+                out = self._d.decompress(piece)
+                if out:
+                    yield out
+                piece = b""
+                if self._d.eof:
+                    self.ended = True
+                    piece = self._d.unused_data
+
+    def finish(self) -> None:
+        if self._started and not self.ended:
+            raise EOFError("compressed data ended before the end of the last zstd frame")
+
+
+def _decompressor(kind: str) -> _Decompressor:
+    return _Zstd() if kind == "zstd" else _ZlibLike(kind)
+
+
+@dataclass
+class InputFile:
+    """One input to ingest: a file on disk or standard input."""
+
+    display: str
+    path: Path | None = None  # None: stdin
+    size: int | None = None
+    mtime: datetime | None = None
+    data: bytes | None = None  # stdin content (read once, kept for hashing and parsing)
+
+    @classmethod
+    def from_path(cls, path: Path) -> InputFile:
+        try:
+            st = path.stat()
+        except PermissionError as exc:
+            raise InputError(f"{path}: permission denied") from exc
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        return cls(
+            display=str(path),
+            path=path,
+            size=st.st_size,
+            mtime=datetime.fromtimestamp(st.st_mtime, UTC),
+        )
+
+    @classmethod
+    def stdin(cls, stream: BinaryIO | None = None) -> InputFile:
+        data = (stream or sys.stdin.buffer).read()
+        return cls(display="<stdin>", data=data, size=len(data), mtime=datetime.now(UTC))
+
+    def open_raw(self) -> BinaryIO:
+        if self.path is None:
+            import io
+
+            return io.BytesIO(self.data or b"")
+        try:
+            return self.path.open("rb")
+        except PermissionError as exc:
+            raise InputError(f"{self.display}: permission denied") from exc
+        except IsADirectoryError as exc:
+            raise InputError(f"{self.display}: is a directory") from exc
+        except OSError as exc:
+            raise InputError(f"{self.display}: {exc.strerror or exc}") from exc
+
+    def first_bytes(self, n: int = 8) -> bytes:
+        with self.open_raw() as fh:
+            return fh.read(n)
+
+
+@dataclass
+class StreamState:
+    """Counters of one read, filled while blocks are delivered."""
+
+    compression: str | None = None
+    raw_bytes: int = 0  # bytes read from disk (compressed size)
+    bytes: int = 0  # decompressed bytes delivered
+    sha256: hashlib._Hash = field(default_factory=hashlib.sha256)
+    error: ArchiveError | None = None
+
+
+def iter_blocks(
+    inp: InputFile,
+    state: StreamState,
+    *,
+    skip: int = 0,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_ratio: float = DEFAULT_MAX_RATIO,
+    block_size: int = BLOCK_SIZE,
+    hash_skipped: bool = True,
+) -> Iterator[bytes]:
+    """Decompressed blocks of ``inp`` after the first ``skip`` bytes (those are hashed only).
+
+    A damaged archive ends the iteration normally after the last good block and leaves the
+    error in ``state.error`` for the caller to report once what was read is stored.
+    """
+    with inp.open_raw() as fh:
+        head = fh.read(8)
+        state.compression = compression_of(head)
+        fh.seek(0)
+        dec = _decompressor(state.compression) if state.compression else None
+        to_skip = skip
+
+        def deliver(block: bytes) -> Iterator[bytes]:
+            nonlocal to_skip
+            if to_skip:
+                take = min(to_skip, len(block))
+                if hash_skipped:
+                    state.sha256.update(block[:take])
+                to_skip -= take
+                block = block[take:]
+                if not block:
+                    return
+            state.sha256.update(block)
+            state.bytes += len(block)
+            yield block
+
+        produced = 0
+        try:
+            while True:
+                raw = fh.read(block_size if dec is None else 1 << 20)
+                if not raw:
+                    break
+                state.raw_bytes += len(raw)
+                if dec is None:
+                    yield from deliver(raw)
+                    continue
+                for out in dec.feed(raw):
+                    produced += len(out)
+                    if produced > max_bytes:
+                        raise ArchiveError(
+                            f"{inp.display}: decompressed size exceeds --max-bytes "
+                            f"({max_bytes} bytes); raise it if this file is genuine"
+                        )
+                    if produced > RATIO_GRACE and produced > max_ratio * state.raw_bytes:
+                        raise ArchiveError(
+                            f"{inp.display}: compression ratio above {max_ratio:g}:1 looks like a "
+                            "decompression bomb; refusing to continue"
+                        )
+                    yield from deliver(out)
+            if dec is not None:
+                dec.finish()
+        except ArchiveError as exc:
+            state.error = exc
+        except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
+            state.error = _archive_error(inp, state, exc)
+        except Exception as exc:  # zstandard.ZstdError is not an OSError
+            if type(exc).__name__ != "ZstdError":
+                raise
+            state.error = _archive_error(inp, state, exc)
+
+
+def _archive_error(inp: InputFile, state: StreamState, exc: BaseException) -> ArchiveError:
+    kind = state.compression or "file"
+    what = "truncated" if isinstance(exc, EOFError) else "corrupt"
+    return ArchiveError(
+        f"{inp.display}: {what} {kind} data after {state.bytes} decompressed bytes ({exc}); "
+        "the lines before the damage were kept"
+    )
+
+
+@dataclass(frozen=True)
+class OverlongLine:
+    line_no: int
+    size: int
+    head: str
+
+
+def iter_lines(
+    blocks: Iterator[bytes], first_line_no: int = 1, max_line: int = MAX_LINE_BYTES
+) -> Iterator[LineChunk | OverlongLine]:
+    """Split byte blocks into :class:`LineChunk` objects at newlines.
+
+    Invalid UTF-8 becomes U+FFFD; ``\\r\\n`` becomes ``\\n``; a final line without a newline
+    counts as a line. A line longer than ``max_line`` bytes is not kept: it is reported as an
+    :class:`OverlongLine` (the caller records a parse issue) and skipped in bounded memory.
+    """
+    line_no = first_line_no
+    buf = b""
+    skipping: OverlongLine | None = None
+    skip_size = 0
+    for block in blocks:
+        if skipping is not None:
+            nl = block.find(b"\n")
+            if nl < 0:
+                skip_size += len(block)
+                continue
+            yield OverlongLine(skipping.line_no, skip_size + nl, skipping.head)
+            line_no += 1
+            skipping = None
+            block = block[nl + 1 :]
+        data = buf + block if buf else block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            buf = data
+            if len(buf) > max_line:
+                skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
+                skip_size = len(buf)
+                buf = b""
+            continue
+        complete, buf = data[:cut], data[cut + 1 :]
+        yield from _chunk(complete, line_no, max_line)
+        line_no += complete.count(b"\n") + 1
+        if len(buf) > max_line:
+            skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
+            skip_size = len(buf)
+            buf = b""
+    if skipping is not None:
+        yield OverlongLine(skipping.line_no, skip_size, skipping.head)
+    elif buf:
+        if buf.endswith(b"\r"):
+            buf = buf[:-1]
+        yield from _chunk(buf, line_no, max_line)
+
+
+def _chunk(data: bytes, line_no: int, max_line: int) -> Iterator[LineChunk | OverlongLine]:
+    """One block of complete lines; long lines inside a block are cut out as overlong."""
+    if len(data) > max_line:
+        # rare: a block that may hold an overlong line. Check line by line.
+        pending: list[str] = []
+        first = line_no
+        for raw in data.split(b"\n"):
+            if len(raw) > max_line:
+                if pending:
+                    yield LineChunk.from_lines(first, pending)
+                    pending = []
+                yield OverlongLine(line_no, len(raw), raw[:200].decode("utf-8", "replace"))
+                first = line_no + 1
+            else:
+                pending.append(_decode(raw))
+            line_no += 1
+        if pending:
+            yield LineChunk.from_lines(first, pending)
+        return
+    yield LineChunk(line_no, _decode(data))
+
+
+def _decode(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if text.endswith("\r"):
+            text = text[:-1]
+    return text
+
+
+def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
+    """The first bytes and lines of ``inp`` (decompressed) for format detection."""
+    state = StreamState()
+    data = b""
+    for block in iter_blocks(inp, state, max_bytes=max_bytes, block_size=HEAD_BYTES):
+        data += block
+        if len(data) >= HEAD_BYTES:
+            break
+    data = data[:HEAD_BYTES]
+    if data.startswith(JOURNAL_MAGIC):
+        return Head(inp.display, data, [])
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if len(data) >= HEAD_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the last one may be cut
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines[:HEAD_LINES]]
+    if lines and lines[-1] == "" and len(lines) > 1:
+        lines = lines[:-1]
+    return Head(inp.display, data, lines)
+
+
+def expand_paths(paths: list[str]) -> Iterator[InputFile]:
+    """Files named by ``paths``: directories recursively (hidden entries and stores skipped)."""
+    for raw in paths:
+        if raw == "-":
+            yield InputFile.stdin()
+            continue
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            raise InputError(f"{raw}: no such file or directory")
+        if path.is_dir():
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise InputError(f"{raw}: permission denied")
+            for sub in sorted(_walk(path)):
+                yield InputFile.from_path(sub)
+        else:
+            yield InputFile.from_path(path)
+
+
+_SKIP_SUFFIXES = (".duckdb", ".duckdb.wal", ".wal", ".lock", ".png", ".tar.gz.part")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or name.endswith(_SKIP_SUFFIXES):
+                continue
+            yield Path(dirpath) / name
+
+
+def journalctl_export(
+    path: Path, journalctl: str | None = None, on_stderr: Callable[[str], None] | None = None
+) -> Iterator[bytes]:
+    """Blocks of ``journalctl --file PATH -o export`` output (a binary journal rendered)."""
+    exe = journalctl or shutil.which("journalctl")
+    if not exe:
+        raise ToolMissingError(f"{path}: is a binary journal; reading it needs journalctl (install systemd)")
+    cmd = [exe, f"--file={path}", "-o", "export", "--no-pager"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    try:
+        while True:
+            block = proc.stdout.read(BLOCK_SIZE)
+            if not block:
+                break
+            yield block
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        proc.stderr.close()
+        rc = proc.wait()
+    if rc != 0:
+        raise InputError(f"{path}: journalctl failed ({rc}): {err.splitlines()[-1] if err else ''}")
+    if err and on_stderr:
+        on_stderr(err)

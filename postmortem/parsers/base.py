@@ -1,0 +1,262 @@
+"""The one small interface every log source implements.
+
+A parser is a class with a registered ``name``, a :meth:`Parser.sniff` that scores the first
+lines of a file, and a streaming :meth:`Parser.parse` that turns chunks of lines into
+records (:mod:`postmortem.records`), :class:`TableBatch` blocks (for vectorised parsers) and
+:class:`ParseIssue` values. Parsers are pure: no database, no files, no clock; everything they
+need about the file comes in the :class:`ParseContext`.
+
+Contract for input (after insights-core):
+
+* present but unusable (a line the parser cannot read) → a :class:`ParseIssue` with the line
+  number and an excerpt; the line counts as *unparsed*;
+* recognised but carrying nothing to store (banners, blank lines, stack frames) → the parser
+  calls :meth:`ParseContext.ignored`;
+* anything the parser stores from → :meth:`ParseContext.parsed`.
+
+Every physical line must end up in exactly one of the three; the store checks
+``parsed + ignored + unparsed == lines`` after each file.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
+
+from ..records import Record
+from ..timeutil import UTC, BootAnchors, YearInference
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+EXCERPT_CHARS = 200
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, printable excerpt of a line for a parse issue.
+
+    >>> excerpt("x" * 300)[-3:]
+    '…'
+    >>> excerpt("a\\x00b")
+    'a\\\\x00b'
+    """
+    cut = text[:limit]
+    cut = "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in cut)
+    return cut + ("…" if len(text) > limit else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseIssue:
+    """A line (or a file-level condition) the parser could not use.
+
+    ``unparsed=True`` means the line at ``line_no`` was not stored at all and counts against
+    the line accounting; ``unparsed=False`` is a warning about a line that was stored (for
+    example one report per file of unknown batch keys).
+    """
+
+    line_no: int
+    reason: str
+    excerpt: str
+    unparsed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TableBatch:
+    """A block of rows for one table, produced by a vectorised parser (an Arrow table whose
+    columns are a subset of the table's columns, without ``source_id``)."""
+
+    table: str
+    data: pa.Table
+
+
+Output: TypeAlias = Record | ParseIssue | TableBatch
+
+
+class LineChunk:
+    """Consecutive physical lines of a file: ``first_line_no`` is 1-based.
+
+    The text is kept as one block; :attr:`lines` (a list) and :meth:`arrow` (an Arrow string
+    array) are computed on demand so Python parsers and vectorised parsers both pay only for
+    what they use. Line terminators are removed (``\\n`` and a ``\\r`` before it); a lone
+    ``\\r`` inside a line (progress bars) is kept.
+
+    >>> chunk = LineChunk(10, "a\\nb")
+    >>> list(chunk)
+    [(10, 'a'), (11, 'b')]
+    >>> len(chunk)
+    2
+    """
+
+    __slots__ = ("_arrow", "_lines", "first_line_no", "text")
+
+    def __init__(self, first_line_no: int, text: str, lines: list[str] | None = None) -> None:
+        self.first_line_no = first_line_no
+        self.text = text
+        self._lines = lines
+        self._arrow: pa.Array | None = None  # type: ignore[type-arg]
+
+    @classmethod
+    def from_lines(cls, first_line_no: int, lines: Sequence[str]) -> LineChunk:
+        return cls(first_line_no, "\n".join(lines), list(lines))
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
+
+    def __len__(self) -> int:
+        if self._lines is not None:
+            return len(self._lines)
+        return self.text.count("\n") + 1
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        return enumerate(self.lines, start=self.first_line_no)
+
+    def arrow(self) -> pa.Array:  # type: ignore[type-arg]
+        """The lines as an Arrow ``large_string`` array (split in C, no Python objects)."""
+        if self._arrow is None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            if self._lines is not None:
+                self._arrow = pa.array(self._lines, type=pa.large_string())
+            else:
+                block = pa.array([self.text], type=pa.large_string())
+                self._arrow = pc.split_pattern(block, "\n").flatten()
+        return self._arrow
+
+
+@dataclass(frozen=True)
+class Head:
+    """What :meth:`Parser.sniff` sees: the path, the first bytes and the first lines."""
+
+    path: str
+    data: bytes
+    lines: list[str]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class ParseContext:
+    """Everything a parser may know about the file it reads; it also keeps the line counts."""
+
+    source_id: int = 1
+    path: str = "<memory>"
+    host: str | None = None
+    zone: tzinfo = UTC
+    zone_given: bool = False
+    year: int | None = None
+    mtime: datetime | None = None
+    since: datetime | None = None
+    boot_time: datetime | None = None
+    at: datetime | None = None
+    unit: str | None = None
+    columns: list[str] | None = None
+    anchors: BootAnchors = field(default_factory=BootAnchors)
+    options: dict[str, str] = field(default_factory=dict)
+    parsed_lines: int = 0
+    ignored_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def parsed(self, n: int = 1) -> None:
+        self.parsed_lines += n
+
+    def ignored(self, n: int = 1) -> None:
+        self.ignored_lines += n
+
+    def note(self, text: str) -> None:
+        """A sentence for the ingest summary (e.g. 'no timestamps: journalctl -o cat')."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def issue(self, line_no: int, reason: str, text: str, *, unparsed: bool = True) -> ParseIssue:
+        return ParseIssue(line_no, reason, excerpt(text), unparsed)
+
+    def make_id(self, line_no: int) -> int:
+        """A store-wide unique id for an event that starts at ``line_no`` of this source."""
+        return (self.source_id << 32) | line_no
+
+    def year_inference(self, first_month: int | None = None) -> YearInference:
+        """Year for year-less stamps: ``--year``, else the year of ``--since``, else mtime."""
+        if self.year is not None:
+            return YearInference(self.year)
+        if self.since is not None:
+            return YearInference(self.since.astimezone(self.zone).year)
+        mtime = self.mtime or datetime.now(UTC)
+        return YearInference.from_mtime(mtime.astimezone(self.zone), first_month)
+
+
+InputKind = Literal["lines", "bytes"]
+
+
+class Parser(abc.ABC):
+    """Base class of all parsers. Subclasses set ``name``, ``description`` and ``tables``.
+
+    ``input_kind = "bytes"`` parsers (journal export) get raw ``bytes`` blocks instead of
+    :class:`LineChunk` objects and must still account for every ``\\n``-terminated line.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    tables: ClassVar[tuple[str, ...]]
+    input_kind: ClassVar[InputKind] = "lines"
+    #: run before other sources when a directory is ingested (boot anchors, units)
+    priority: ClassVar[int] = 50
+
+    @abc.abstractmethod
+    def sniff(self, head: Head) -> int:
+        """Score 0–100: how sure this parser is that the file is its format."""
+
+    @abc.abstractmethod
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        """Stream records, table batches and parse issues from ``chunks``."""
+
+
+class BytesParser(Parser):
+    input_kind: ClassVar[InputKind] = "bytes"
+
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        raise TypeError(f"{self.name} reads bytes: use parse_bytes")
+
+    @abc.abstractmethod
+    def parse_bytes(self, blocks: Iterable[bytes], ctx: ParseContext) -> Iterator[Output]:
+        """Stream outputs from raw byte blocks."""
+
+
+def chunks_of(lines: Iterable[str], first_line_no: int = 1, size: int = 4096) -> Iterator[LineChunk]:
+    """Group an iterable of lines into :class:`LineChunk` objects (tests, sub-parsers)."""
+    buf: list[str] = []
+    start = first_line_no
+    for line in lines:
+        buf.append(line)
+        if len(buf) >= size:
+            yield LineChunk.from_lines(start, buf)
+            start += len(buf)
+            buf = []
+    if buf:
+        yield LineChunk.from_lines(start, buf)
+
+
+def run_parser(
+    parser: Parser, text: str | bytes, ctx: ParseContext | None = None
+) -> tuple[list[Output], ParseContext]:
+    """Parse a whole text in memory (tests and doctests); returns outputs and the context."""
+    ctx = ctx or ParseContext()
+    if isinstance(parser, BytesParser):
+        data = text.encode() if isinstance(text, str) else text
+        return list(parser.parse_bytes([data], ctx)), ctx
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not text:
+        return [], ctx
+    text = text.replace("\r\n", "\n")
+    if text.endswith("\n"):
+        text = text[:-1]
+    return list(parser.parse([LineChunk(1, text)], ctx)), ctx

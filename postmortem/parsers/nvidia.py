@@ -1,0 +1,3 @@
+"""Parsers for nvidia sources (being written)."""
+
+from __future__ import annotations

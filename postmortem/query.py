@@ -1,0 +1,163 @@
+"""Read-only SQL for users (``postmortem query``) and named queries for the library.
+
+User SQL is the only SQL postmortem runs that it did not write itself. It runs on a read-only
+connection with external file access disabled, and only ``SELECT``/``EXPLAIN`` statements
+are accepted, so a query cannot change the store or touch other files.
+
+Named queries live in ``postmortem/queries/<name>.sql`` and take parameters only
+(``$name`` placeholders); nothing is formatted into their text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import duckdb
+
+from .errors import QueryError
+from .store.db import Store
+
+_ALLOWED = {"SELECT", "EXPLAIN"}
+
+
+@dataclass
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def run_user_query(store: Store, sql: str) -> QueryResult:
+    """Run one user statement read-only; refuse anything that is not a query."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL error: {_first_line(exc)}") from exc
+    if not statements:
+        raise QueryError("no SQL statement given")
+    if len(statements) > 1:
+        raise QueryError("give one statement at a time")
+    kind = statements[0].type.name
+    if kind not in _ALLOWED:
+        raise QueryError(f"only SELECT queries are allowed here (got {kind}); the store is read-only")
+    try:
+        store.con.execute("SET enable_external_access = false")
+        store.con.execute("SET lock_configuration = true")
+    except duckdb.Error:
+        pass
+    try:
+        cur = store.con.execute(sql)
+        columns = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL error: {_first_line(exc)}") from exc
+    return QueryResult(columns, rows)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@cache
+def named_sql(name: str) -> str:
+    """The text of ``postmortem/queries/<name>.sql``."""
+    path = resources.files("postmortem.queries").joinpath(f"{name}.sql")
+    if not path.is_file():
+        raise KeyError(f"no named query {name!r}")
+    return path.read_text(encoding="utf-8")
+
+
+def named_query_names() -> list[str]:
+    base = resources.files("postmortem.queries")
+    return sorted(p.name[:-4] for p in base.iterdir() if p.name.endswith(".sql"))
+
+
+def run_named(store: Store, name: str, params: dict[str, Any] | Sequence[Any] | None = None) -> QueryResult:
+    cur = store.con.execute(named_sql(name), params) if params else store.con.execute(named_sql(name))
+    columns = [d[0] for d in cur.description or []]
+    return QueryResult(columns, cur.fetchall())
+
+
+def run_named_dicts(
+    store: Store, name: str, params: dict[str, Any] | Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    res = run_named(store, name, params)
+    return [dict(zip(res.columns, row, strict=True)) for row in res.rows]
+
+
+# ------------------------------------------------------------------ output
+
+
+def json_value(value: Any) -> Any:
+    """JSON-friendly value: timestamps as ISO-8601 in UTC, decimals as floats."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            from datetime import UTC
+
+            value = value.astimezone(UTC)
+            return value.isoformat().replace("+00:00", "Z")
+        return value.isoformat()
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    return value
+
+
+def format_json(result: QueryResult) -> str:
+    rows = [{c: json_value(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows]
+    return json.dumps(rows, ensure_ascii=False, indent=None)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    v = json_value(value)
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
+def format_csv(result: QueryResult) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(result.columns)
+    for row in result.rows:
+        w.writerow([_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def format_table(result: QueryResult, max_width: int = 60) -> str:
+    """A plain aligned text table (stable output for scripts and tests)."""
+    cells = [[_cell(v).replace("\n", "\\n") for v in row] for row in result.rows]
+    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
+    widths = [len(c) for c in result.columns]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    out = [
+        "  ".join(c.ljust(w) for c, w in zip(result.columns, widths, strict=True)).rstrip(),
+        "  ".join("-" * w for w in widths),
+    ]
+    for row in cells:
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
+    return "\n".join(out) + "\n"
+
+
+FORMATTERS = {"table": format_table, "csv": format_csv, "json": format_json}

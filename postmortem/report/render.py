@@ -1,0 +1,91 @@
+"""Jinja2 rendering: packaged templates, a user's directory searched first, StrictUndefined.
+
+User templates are trusted code (Jinja can call methods on the context objects): point
+``--templates`` only at directories you would also run Python from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..errors import UsageError
+from .markdown import md_cell, md_code, md_inline, md_link_text
+
+
+def default_template_dir() -> Path:
+    """``templates/`` of the source tree, or ``postmortem/templates`` inside a wheel."""
+    packaged = resources.files("postmortem").joinpath("templates")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
+    search: list[str] = []
+    for d in user_dirs:
+        p = Path(d)
+        if not p.is_dir():
+            raise UsageError(f"{d}: template directory not found")
+        search.append(str(p))
+    search.append(str(default_template_dir()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["cell"] = md_cell
+    env.filters["inline"] = md_inline
+    env.filters["code"] = md_code
+    env.filters["linktext"] = md_link_text
+    env.filters["num"] = _num
+    env.filters["dur"] = _duration
+    return env
+
+
+def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) -> str:
+    env = environment(user_dirs)
+    try:
+        tpl = env.get_template(template)
+    except jinja2.TemplateNotFound as exc:
+        raise UsageError(f"template {template!r} not found") from exc
+    try:
+        return tpl.render(ctx=context)
+    except jinja2.UndefinedError as exc:
+        raise UsageError(f"template {template!r}: {exc}") from exc
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _duration(seconds: float | None) -> str:
+    """``570`` → ``9 min 30 s``; ``None`` → ``—``."""
+    if seconds is None:
+        return "—"
+    s = float(seconds)
+    if s < 0:
+        return "-" + _duration(-s)
+    if s < 60:
+        return f"{s:.0f} s" if s >= 10 or s == int(s) else f"{s:.1f} s"
+    m, sec = divmod(round(s), 60)
+    if m < 60:
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h} h {m} min" if m else f"{h} h"
+    d, h = divmod(h, 24)
+    return f"{d} d {h} h"

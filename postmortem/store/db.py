@@ -1,0 +1,214 @@
+"""The DuckDB store: opening (with a lock wait), migrations, and read-only access.
+
+Only this package does I/O against the database. Every connection runs in UTC so that
+``TIMESTAMPTZ`` values render the same everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..errors import StoreBusyError, StoreError
+from ..timeutil import BootAnchor, BootAnchors
+
+SCHEMA_VERSION_TABLE = "schema_migrations"
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every ``NNN_name.sql`` in ``store/migrations``, in order."""
+    out = []
+    base = resources.files(__package__).joinpath("migrations")
+    for entry in base.iterdir():
+        m = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
+        if m:
+            out.append((int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def latest_version() -> int:
+    return max(v for v, _, _ in _migrations())
+
+
+_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def ident(name: str) -> str:
+    """Quote an identifier that comes from postmortem's own schema (never from user input)."""
+    if not _IDENT.fullmatch(name):
+        raise StoreError(f"invalid identifier {name!r}")
+    return f'"{name}"'
+
+
+_LOCK_PATTERNS = ("Could not set lock", "Conflicting lock", "database is locked")
+
+
+class Store:
+    """A postmortem database. Use :meth:`open` (read-write, migrated) or :meth:`open_readonly`."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool) -> None:
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+        self._columns: dict[str, list[tuple[str, str]]] = {}
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str | Path, *, wait: float = 0.0) -> Store:
+        store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
+        store.migrate()
+        return store
+
+    @classmethod
+    def open_readonly(cls, path: str | Path, *, wait: float = 0.0) -> Store:
+        p = Path(path)
+        if str(path) != ":memory:" and not p.exists():
+            raise StoreError(f"{path}: no such database (run 'postmortem ingest' or 'build' first)")
+        store = cls(_connect(str(path), read_only=True, wait=wait), str(path), read_only=True)
+        store.check_version()
+        return store
+
+    @classmethod
+    def memory(cls) -> Store:
+        store = cls(_connect(":memory:", read_only=False, wait=0), ":memory:", read_only=False)
+        store.migrate()
+        return store
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+    def version(self) -> int:
+        exists = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+            [SCHEMA_VERSION_TABLE],
+        ).fetchone()
+        if not exists or not exists[0]:
+            return 0
+        row = self.con.execute(f"SELECT max(version) FROM {ident(SCHEMA_VERSION_TABLE)}").fetchone()  # noqa: S608
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def check_version(self) -> None:
+        have, latest = self.version(), latest_version()
+        if have > latest:
+            raise StoreError(
+                f"{self.path}: written by a newer postmortem (schema version {have}, this one "
+                f"knows {latest}); upgrade postmortem or use another --db"
+            )
+
+    def migrate(self) -> None:
+        self.check_version()
+        have = self.version()
+        pending = [m for m in _migrations() if m[0] > have]
+        if not pending:
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute(
+                f"CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} "
+                "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
+            )
+            for version, name, sql in pending:
+                self.con.execute(sql)
+                self.con.execute(
+                    f"INSERT INTO {ident(SCHEMA_VERSION_TABLE)} VALUES (?, ?, ?)",  # noqa: S608
+                    [version, name, datetime.now(UTC)],
+                )
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        self._columns.clear()
+
+    def table_names(self) -> list[str]:
+        rows = self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """(name, DuckDB type) of ``table``'s columns in order."""
+        if table not in self._columns:
+            rows = self.con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_name = ? AND table_schema = 'main' ORDER BY ordinal_position",
+                [table],
+            ).fetchall()
+            if not rows:
+                raise StoreError(f"unknown table {table!r}")
+            self._columns[table] = [(r[0], r[1]) for r in rows]
+        return self._columns[table]
+
+    # ------------------------------------------------------------------ helpers
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
+        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+
+    def fetchall(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        return list(self.execute(sql, params).fetchall())
+
+    def count(self, table: str) -> int:
+        self.columns(table)  # validates the name against the catalog
+        row = self.con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone()  # noqa: S608
+        return int(row[0]) if row else 0
+
+    def boot_anchors(self) -> BootAnchors:
+        """Boot times known to the store (median over the rows of each boot id)."""
+        rows = self.con.execute(
+            "SELECT boot_id, any_value(host), epoch_us(median(boot_ts)::TIMESTAMPTZ), "
+            "min(method) FROM boots GROUP BY boot_id ORDER BY boot_id"
+        ).fetchall()
+        anchors = BootAnchors()
+        for boot_id, host, us, method in rows:
+            ts = datetime.fromtimestamp(us / 1e6, UTC)
+            anchors.add(BootAnchor(boot_id, host, ts, method))
+        return anchors
+
+
+def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            con = duckdb.connect(path, read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            msg = str(exc)
+            if any(p in msg for p in _LOCK_PATTERNS):
+                if time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                holder = re.search(r"\(PID (\d+)\)", msg)
+                who = f" by process {holder.group(1)}" if holder else ""
+                raise StoreBusyError(
+                    f"{path}: database is in use{who}; wait for it to finish or pass --wait SECONDS"
+                ) from exc
+            raise StoreError(f"{path}: cannot open database: {msg.splitlines()[0]}") from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"{path}: cannot open database: {str(exc).splitlines()[0]}") from exc
+    con.execute("SET TimeZone = 'UTC'")
+    return con

@@ -1,0 +1,157 @@
+"""Loading parser output: batched Arrow inserts, one transaction per source file.
+
+:class:`SourceWriter` receives records, table batches and parse issues for one source and
+appends them in blocks (never row by row). The caller owns the transaction, so a file is
+either fully in the store or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from operator import attrgetter
+from typing import Any
+
+import pyarrow as pa
+
+from ..parsers.base import Output, ParseIssue, TableBatch
+from ..records import RECORD_BY_TABLE, Record, field_names
+from .db import Store, ident
+
+FLUSH_ROWS = 50_000
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int32(),
+    "SMALLINT": pa.int16(),
+    "TINYINT": pa.int8(),
+    "DOUBLE": pa.float64(),
+    "FLOAT": pa.float32(),
+    "VARCHAR": pa.string(),
+    "BOOLEAN": pa.bool_(),
+    "TIMESTAMP WITH TIME ZONE": pa.timestamp("us", tz="UTC"),
+    "TIMESTAMP": pa.timestamp("us"),
+}
+
+
+def arrow_schema(store: Store, table: str, names: Iterable[str]) -> pa.Schema:
+    types = dict(store.columns(table))
+    return pa.schema([(n, _ARROW_TYPES[types[n]]) for n in names])
+
+
+class _Buffer:
+    __slots__ = ("getter", "names", "rows", "schema", "table")
+
+    def __init__(self, store: Store, record_type: type[Record]) -> None:
+        self.table = record_type.TABLE
+        self.names = field_names(record_type)
+        self.getter = attrgetter(*self.names)
+        self.schema = arrow_schema(store, self.table, self.names)
+        self.rows: list[tuple[Any, ...]] = []
+
+
+class SourceWriter:
+    """Collects one source's output and inserts it in blocks."""
+
+    def __init__(self, store: Store, source_id: int) -> None:
+        self.store = store
+        self.source_id = source_id
+        self._buffers: dict[type[Record], _Buffer] = {}
+        self.issues: list[ParseIssue] = []
+        self.records = 0
+        self.unparsed_lines = 0
+        self.issue_count = 0
+        self.first_ts: datetime | None = None
+        self.last_ts: datetime | None = None
+        self.per_table: dict[str, int] = {}
+
+    def add(self, item: Output) -> None:
+        if isinstance(item, ParseIssue):
+            self.add_issue(item)
+            return
+        if isinstance(item, TableBatch):
+            self._insert_batch(item)
+            return
+        buf = self._buffers.get(type(item))
+        if buf is None:
+            buf = self._buffers[type(item)] = _Buffer(self.store, type(item))
+        buf.rows.append(buf.getter(item))
+        self.records += 1
+        ts = getattr(item, "ts", None)
+        if ts is not None:
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
+        if len(buf.rows) >= FLUSH_ROWS:
+            self._flush(buf)
+
+    def add_all(self, items: Iterable[Output]) -> None:
+        for item in items:
+            self.add(item)
+
+    def add_issue(self, issue: ParseIssue) -> None:
+        self.issue_count += 1
+        if issue.unparsed:
+            self.unparsed_lines += 1
+        self.issues.append(issue)
+        if len(self.issues) >= FLUSH_ROWS:
+            self._flush_issues()
+
+    def _insert_batch(self, batch: TableBatch) -> None:
+        data = batch.data
+        if data.num_rows == 0:
+            return
+        if batch.table not in RECORD_BY_TABLE:
+            raise ValueError(f"unknown table {batch.table!r} in a TableBatch")
+        self.records += data.num_rows
+        self.per_table[batch.table] = self.per_table.get(batch.table, 0) + data.num_rows
+        if "ts" in data.column_names:
+            import pyarrow.compute as pc
+
+            lo, hi = pc.min(data["ts"]).as_py(), pc.max(data["ts"]).as_py()
+            if lo is not None and (self.first_ts is None or lo < self.first_ts):
+                self.first_ts = lo
+            if hi is not None and (self.last_ts is None or hi > self.last_ts):
+                self.last_ts = hi
+        self._insert_arrow(batch.table, data)
+
+    def _insert_arrow(self, table: str, data: pa.Table) -> None:
+        cols = ", ".join(ident(n) for n in data.column_names)
+        self.store.con.register("_pm_batch", data)
+        try:
+            self.store.con.execute(
+                f"INSERT INTO {ident(table)} (source_id, {cols}) SELECT ?, {cols} FROM _pm_batch",  # noqa: S608
+                [self.source_id],
+            )
+        finally:
+            self.store.con.unregister("_pm_batch")
+
+    def _flush(self, buf: _Buffer) -> None:
+        if not buf.rows:
+            return
+        columns = list(zip(*buf.rows, strict=True))
+        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, buf.schema, strict=True)]
+        data = pa.Table.from_arrays(arrays, schema=buf.schema)
+        self.per_table[buf.table] = self.per_table.get(buf.table, 0) + len(buf.rows)
+        buf.rows = []
+        self._insert_arrow(buf.table, data)
+
+    def _flush_issues(self) -> None:
+        if not self.issues:
+            return
+        data = pa.table(
+            {
+                "line_no": pa.array([i.line_no for i in self.issues], pa.int64()),
+                "reason": pa.array([i.reason for i in self.issues], pa.string()),
+                "excerpt": pa.array([i.excerpt for i in self.issues], pa.string()),
+                "unparsed": pa.array([i.unparsed for i in self.issues], pa.bool_()),
+            }
+        )
+        self.issues = []
+        self._insert_arrow("parse_issues", data)
+
+    def flush(self) -> None:
+        for buf in self._buffers.values():
+            self._flush(buf)
+        self._flush_issues()

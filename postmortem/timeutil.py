@@ -1,0 +1,439 @@
+"""The single home of time inference.
+
+Everything postmortem stores is UTC (``TIMESTAMPTZ``), with the raw text kept beside it and a
+flag saying what was inferred. This module knows how to get there from what logs actually
+print:
+
+* zone-less local times (SGLang, nvidia-smi, ``dmesg -T``, syslog) → :func:`localize`
+* year-less times (journalctl ``short``, RFC 3164 syslog) → :class:`YearInference`
+* boot-relative seconds (dmesg, ``/dev/kmsg``, ``short-monotonic``) → :class:`BootAnchors`
+* what a user types for ``--since`` / ``--until`` → :func:`parse_when`
+
+>>> parse_when("2025-05-25 20:00", get_zone("UTC")).isoformat()
+'2025-05-25T20:00:00+00:00'
+>>> localize(datetime(2025, 5, 25, 20, 17, 19), get_zone("Europe/Berlin")).isoformat()
+'2025-05-25T18:17:19+00:00'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from dateutil import parser as dateutil_parser
+
+from .errors import UsageError
+
+__all__ = [
+    "UTC",
+    "BootAnchors",
+    "Inferred",
+    "YearInference",
+    "epoch_seconds",
+    "get_zone",
+    "localize",
+    "month_number",
+    "parse_iso",
+    "parse_when",
+    "zone_name",
+]
+
+
+class Inferred:
+    """Values of the ``ts_inferred`` column: what had to be assumed to get a UTC time.
+
+    NULL means the source printed an absolute instant (with its zone or as epoch time).
+    """
+
+    ZONE = "zone"  # zone-less local time; --tz (or the machine's zone) applied
+    YEAR = "year"  # year-less; --year / --since / file mtime, rolled over at New Year
+    BOOT = "boot"  # boot-relative seconds converted with a boot anchor
+    MTIME = "mtime"  # no time at all in the record; the file's modification time
+    PREVIOUS = "previous"  # the line has no stamp; it took the previous line's time
+    GIVEN = "given"  # given on the command line (--at)
+
+
+# --------------------------------------------------------------------------- zones
+
+
+def _local_zone_name() -> str | None:
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz.lstrip(":")
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        return None
+    marker = "zoneinfo/"
+    if marker in target:
+        return target.split(marker, 1)[1]
+    return None
+
+
+@lru_cache(maxsize=64)
+def get_zone(name: str | None = None) -> tzinfo:
+    """Return the IANA zone ``name`` (``None``: the machine's zone).
+
+    >>> get_zone("UTC")
+    zoneinfo.ZoneInfo(key='UTC')
+    >>> get_zone("Mars/Olympus")
+    Traceback (most recent call last):
+    ...
+    postmortem.errors.UsageError: unknown time zone 'Mars/Olympus' (use an IANA name such as UTC or Europe/Berlin)
+    """
+    if name is None:
+        name = _local_zone_name() or "UTC"
+    if name in ("Z", "utc"):
+        name = "UTC"
+    try:
+        if not name or name.startswith(("/", ".")) or ".." in name:
+            raise ZoneInfoNotFoundError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, IsADirectoryError) as exc:
+        raise UsageError(
+            f"unknown time zone {name!r} (use an IANA name such as UTC or Europe/Berlin)"
+        ) from exc
+
+
+def zone_name(zone: tzinfo) -> str:
+    key = getattr(zone, "key", None)
+    return str(key) if key else str(zone)
+
+
+def known_zone_names() -> set[str]:
+    return available_timezones()
+
+
+def localize(naive: datetime, zone: tzinfo) -> datetime:
+    """Interpret a zone-less wall-clock time in ``zone`` and return it in UTC.
+
+    Ambiguous times (the repeated hour when clocks go back) take the first occurrence, as
+    syslog readers conventionally do; non-existent times (the skipped hour) are shifted forward.
+
+    >>> z = get_zone("America/Los_Angeles")
+    >>> localize(datetime(2025, 3, 14, 2, 0), z).isoformat()
+    '2025-03-14T09:00:00+00:00'
+    """
+    if naive.tzinfo is not None:
+        return naive.astimezone(UTC)
+    aware = naive.replace(tzinfo=zone)
+    back = aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None)
+    if back != naive:  # a time in the spring-forward gap: use the later offset
+        aware = naive.replace(tzinfo=zone, fold=1)
+    return aware.astimezone(UTC)
+
+
+# --------------------------------------------------------------------------- parsing
+
+_ISO_CACHE_SIZE = 1 << 16
+
+
+@lru_cache(maxsize=_ISO_CACHE_SIZE)
+def _parse_iso_cached(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def parse_iso(text: str, zone: tzinfo | None = None) -> datetime | None:
+    """Parse ISO-8601 (``+0000``, ``+00:00``, ``Z``, ``,`` or ``.`` fractions) to UTC.
+
+    A value without an offset is interpreted in ``zone`` (``None``: returns ``None``).
+
+    >>> parse_iso("2026-12-02T13:30:19,104016+00:00").isoformat()
+    '2026-12-02T13:30:19.104016+00:00'
+    >>> parse_iso("2025-03-14T02:00:00-0700").isoformat()
+    '2025-03-14T09:00:00+00:00'
+    >>> parse_iso("yesterday") is None
+    True
+    """
+    dt = _parse_iso_cached(text)
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        if zone is None:
+            return None
+        return localize(dt, zone)
+    return dt.astimezone(UTC)
+
+
+def epoch_seconds(value: float) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=round(value * 1_000_000))
+
+
+# Month names as journalctl/syslog print them in the locales operators use. Keys are lower-case,
+# without a trailing dot.
+_MONTHS: dict[str, int] = {}
+_MONTH_TABLE = {
+    "en": "jan feb mar apr may jun jul aug sep oct nov dec",
+    "fr": "janv févr mars avr mai juin juil août sept oct nov déc",
+    "fr2": "jan fév mar avr mai jui jul aoû sep oct nov déc",
+    "de": "jan feb mär apr mai jun jul aug sep okt nov dez",
+    "de2": "jän feb mrz apr mai jun jul aug sep okt nov dez",
+    "es": "ene feb mar abr may jun jul ago sep oct nov dic",
+    "es2": "ene feb mar abr may jun jul ago sept oct nov dic",
+    "it": "gen feb mar apr mag giu lug ago set ott nov dic",
+    "pt": "jan fev mar abr mai jun jul ago set out nov dez",
+    "nl": "jan feb mrt apr mei jun jul aug sep okt nov dec",
+    "ru": "янв фев мар апр мая июн июл авг сен окт ноя дек",
+    "ru2": "янв февр март апр май июнь июль авг сент окт нояб дек",
+    "ru3": "янв фев мар апр май июн июл авг сен окт ноя дек",
+    "pl": "sty lut mar kwi maj cze lip sie wrz paź lis gru",
+    "lt": "saus vas kov bal geg birž liep rugp rugs spal lapkr gruod",
+}
+for _names in _MONTH_TABLE.values():
+    for _i, _name in enumerate(_names.split(), start=1):
+        _MONTHS.setdefault(_name, _i)
+for _i in range(1, 13):  # zh_CN / ja_JP: "5月", "12月"; ko_KR: "5월"
+    _MONTHS[f"{_i}月"] = _i
+    _MONTHS[f"{_i:02d}月"] = _i
+    _MONTHS[f"{_i}월"] = _i
+
+
+def month_number(name: str) -> int | None:
+    """Month number for a (possibly localised) abbreviated month name.
+
+    >>> [month_number(m) for m in ("May", "mai", "Mär", "дек", "5月", "avr.", "xyz")]
+    [5, 5, 3, 12, 5, 4, None]
+    """
+    key = name.strip().rstrip(".").lower()
+    hit = _MONTHS.get(key)
+    if hit is None and len(key) > 3:
+        hit = _MONTHS.get(key[:3])
+    return hit
+
+
+@dataclass
+class YearInference:
+    """Assigns years to year-less timestamps in one file, rolling over at New Year.
+
+    ``base_year`` is the year of the first timestamp (from ``--year``, else the year of
+    ``--since``, else derived from the file's modification time by :meth:`from_mtime`).
+
+    >>> y = YearInference(2025)
+    >>> [y.year_for(m, d) for m, d in ((12, 30), (12, 31), (1, 1), (1, 2))]
+    [2025, 2025, 2026, 2026]
+    """
+
+    base_year: int
+    _year: int = field(init=False)
+    _last: tuple[int, int] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._year = self.base_year
+
+    @classmethod
+    def from_mtime(cls, mtime: datetime, first_month: int | None) -> YearInference:
+        """The last line of a log is usually close to its mtime: a first month later in the
+        year than the mtime's month means the file started the year before."""
+        year = mtime.year
+        if first_month is not None and first_month > mtime.month:
+            year -= 1
+        return cls(year)
+
+    def year_for(self, month: int, day: int) -> int:
+        if self._last is not None:
+            last_month = self._last[0]
+            if month < last_month and last_month - month >= 6:
+                self._year += 1
+            elif month > last_month and month - last_month >= 6:
+                # out-of-order line from before New Year right after the rollover
+                self._last = (month, day)
+                return self._year - 1
+        self._last = (month, day)
+        return self._year
+
+
+@dataclass(frozen=True)
+class BootAnchor:
+    boot_id: str | None
+    host: str | None
+    boot_ts: datetime  # UTC wall-clock time of monotonic zero
+    method: str
+
+
+@dataclass
+class BootAnchors:
+    """Wall-clock times of boots, used to turn boot-relative seconds into UTC.
+
+    >>> a = BootAnchors([BootAnchor("b1", "h", datetime(2025, 5, 25, 18, 0, tzinfo=UTC), "journal")])
+    >>> a.to_wall(120.5, host="h").isoformat()
+    '2025-05-25T18:02:00.500000+00:00'
+    """
+
+    anchors: list[BootAnchor] = field(default_factory=list)
+
+    def add(self, anchor: BootAnchor) -> None:
+        self.anchors.append(anchor)
+
+    def find(self, *, boot_id: str | None = None, host: str | None = None) -> BootAnchor | None:
+        if boot_id:
+            for a in self.anchors:
+                if a.boot_id == boot_id:
+                    return a
+        candidates = [a for a in self.anchors if host is None or a.host in (None, host)]
+        if not candidates:
+            return None
+        # without a boot id the most recent boot is the one whose dmesg buffer survived
+        return max(candidates, key=lambda a: a.boot_ts)
+
+    def to_wall(
+        self, monotonic_s: float, *, boot_id: str | None = None, host: str | None = None
+    ) -> datetime | None:
+        anchor = self.find(boot_id=boot_id, host=host)
+        if anchor is None:
+            return None
+        return anchor.boot_ts + timedelta(microseconds=round(monotonic_s * 1_000_000))
+
+
+# --------------------------------------------------------------------------- --since / --until
+
+_REL_UNITS = {
+    "us": 1e-6,
+    "usec": 1e-6,
+    "ms": 1e-3,
+    "msec": 1e-3,
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 7 * 86400,
+    "week": 7 * 86400,
+    "weeks": 7 * 86400,
+    "M": 30.44 * 86400,
+    "month": 30.44 * 86400,
+    "months": 30.44 * 86400,
+    "y": 365.25 * 86400,
+    "year": 365.25 * 86400,
+    "years": 365.25 * 86400,
+}
+_REL_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+_REL_WHOLE = re.compile(r"^([+-])?\s*((?:\d+(?:\.\d+)?\s*[a-zA-Z]+\s*)+)(ago|left)?$")
+
+
+def _relative_seconds(body: str) -> float | None:
+    total = 0.0
+    pos = 0
+    for m in _REL_PART.finditer(body):
+        if body[pos : m.start()].strip():
+            return None
+        unit = m.group(2)
+        factor = _REL_UNITS.get(unit) if unit == "M" else _REL_UNITS.get(unit.lower())
+        if factor is None:
+            return None
+        total += float(m.group(1)) * factor
+        pos = m.end()
+    if body[pos:].strip():
+        return None
+    return total
+
+
+def parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetime:
+    """Parse a ``--since``/``--until`` value the way ``journalctl`` does; return UTC.
+
+    Accepts ``now``, ``today``, ``yesterday``, ``tomorrow``, ``@EPOCH``, relative values
+    (``-2h``, ``-30min``, ``+1d``, ``1 day ago``, ``2h 30min ago``), a date alone
+    (midnight), and absolute times with or without an offset (zone-less ones in ``zone``).
+
+    >>> now = datetime(2025, 5, 26, 12, 0, tzinfo=UTC)
+    >>> utc = get_zone("UTC")
+    >>> [parse_when(v, utc, now).isoformat() for v in ("-2h", "1 day ago", "yesterday")]
+    ['2025-05-26T10:00:00+00:00', '2025-05-25T12:00:00+00:00', '2025-05-25T00:00:00+00:00']
+    >>> parse_when("2025-05-25T20:00:00+02:00", utc).isoformat()
+    '2025-05-25T18:00:00+00:00'
+    >>> parse_when("soon", utc)
+    Traceback (most recent call last):
+    ...
+    postmortem.errors.UsageError: cannot understand the time 'soon' (try '2025-05-25 20:00', '-2h', 'yesterday' or an ISO-8601 time)
+    """
+    raw = text.strip()
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    low = raw.lower()
+    if low == "now":
+        return now
+    if low in ("today", "yesterday", "tomorrow"):
+        local_today = now.astimezone(zone).date()
+        shift = {"today": 0, "yesterday": -1, "tomorrow": 1}[low]
+        day = local_today + timedelta(days=shift)
+        return localize(datetime(day.year, day.month, day.day), zone)  # noqa: DTZ001
+    if raw.startswith("@"):
+        try:
+            return epoch_seconds(float(raw[1:]))
+        except ValueError:
+            pass
+    m = _REL_WHOLE.match(raw)
+    if m:
+        seconds = _relative_seconds(m.group(2))
+        if seconds is not None:
+            sign = -1 if (m.group(1) == "-" or m.group(3) == "ago") else 1
+            if m.group(1) is None and m.group(3) is None:
+                sign = 0  # "2h" alone is not a time
+            if sign:
+                return now + timedelta(seconds=sign * seconds)
+    iso = parse_iso(raw, zone)
+    if iso is not None:
+        return iso
+    try:
+        parsed = dateutil_parser.parse(raw, default=datetime(now.year, 1, 1))  # noqa: DTZ001
+    except (ValueError, OverflowError) as exc:
+        raise UsageError(
+            f"cannot understand the time {text!r} (try '2025-05-25 20:00', '-2h', 'yesterday' "
+            "or an ISO-8601 time)"
+        ) from exc
+    return localize(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise UsageError(f"--since ({since.isoformat()}) is after --until ({until.isoformat()}); swap them")
+
+
+def day_start(d: date, zone: tzinfo) -> datetime:
+    return localize(datetime(d.year, d.month, d.day), zone)  # noqa: DTZ001
+
+
+def median_offset(values: Iterable[float]) -> float | None:
+    data = sorted(values)
+    if not data:
+        return None
+    mid = len(data) // 2
+    return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2
+
+
+def parse_duration(text: str) -> float:
+    """``30min`` → 1800.0; ``2h 30m`` → 9000.0; a bare number is seconds.
+
+    >>> parse_duration("30min"), parse_duration("90"), parse_duration("1h 30min")
+    (1800.0, 90.0, 5400.0)
+    """
+    raw = text.strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        seconds = _relative_seconds(raw)
+        if seconds is None or seconds <= 0:
+            raise UsageError(f"cannot understand the duration {text!r} (try 30min, 2h, 900)") from None
+        return seconds
+    if value <= 0:
+        raise UsageError(f"duration must be positive, got {text!r}")
+    return value
