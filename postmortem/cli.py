@@ -346,7 +346,8 @@ def build(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else 0)
     except PostmortemError as exc:
         if _state["debug"]:
             traceback.print_exc()
@@ -354,6 +355,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(int(exc.exit_code))
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
     except typer.Abort:
         typer.echo("Error: aborted", err=True)
         sys.exit(int(ExitCode.ERROR))
