@@ -437,3 +437,135 @@ def parse_duration(text: str) -> float:
     if value <= 0:
         raise UsageError(f"duration must be positive, got {text!r}")
     return value
+
+
+# --------------------------------------------------------------------------- monitoring tools' stamps
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_CTIME_RE = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +"
+    r"(?:([A-Za-z]{3}) +(\d{1,2})|(\d{1,2}) +([A-Za-z]{3}))"
+    r" +(\d{1,2}):(\d\d):(\d\d)(?: +(AM|PM))?(?: +([A-Z]{1,5}|[+-]\d{4}))? +(\d{4})"
+)
+
+
+def parse_ctime(text: str) -> tuple[datetime, str | None] | None:
+    """A ctime-style stamp → (naive wall-clock time, zone word as printed or ``None``).
+
+    nvidia-smi (table, ``-q``, XML) prints ``Fri Apr 17 00:13:48 2026`` (no zone); ``date``
+    prints ``Wed Feb  5 14:07:58 UTC 2025`` (en_US) or ``Wed  5 Feb 14:07:58 CET 2025`` (en_GB).
+    Use :func:`zone_for_word` and :func:`localize` to get UTC.
+
+    >>> parse_ctime("Fri Apr 17 00:13:48 2026")
+    (datetime.datetime(2026, 4, 17, 0, 13, 48), None)
+    >>> parse_ctime("Wed Feb  5 14:07:58 UTC 2025")
+    (datetime.datetime(2025, 2, 5, 14, 7, 58), 'UTC')
+    >>> parse_ctime("Wed  5 Feb 02:07:58 PM CET 2025")
+    (datetime.datetime(2025, 2, 5, 14, 7, 58), 'CET')
+    >>> parse_ctime("Fri Apr 31 00:13:48 2026") is None
+    True
+    """
+    m = _CTIME_RE.fullmatch(text.strip())
+    if m is None:
+        return None
+    mon_name, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    month = month_number(mon_name)
+    if month is None:
+        return None
+    hour = int(m.group(5))
+    if m.group(8):
+        if hour > 12:
+            return None
+        hour = hour % 12 + (12 if m.group(8) == "PM" else 0)
+    try:
+        naive = datetime(int(m.group(10)), month, int(day), hour, int(m.group(6)), int(m.group(7)))  # noqa: DTZ001
+    except ValueError:
+        return None
+    return naive, m.group(9)
+
+
+def zone_for_word(word: str | None) -> tzinfo | None:
+    """The zone a printed zone word pins down: ``UTC``/``GMT``/``Z`` and numeric offsets.
+
+    Abbreviations such as ``CET`` or ``EST`` are ambiguous: ``None`` (use ``--tz``).
+
+    >>> zone_for_word("UTC"), zone_for_word("CEST")
+    (datetime.timezone.utc, None)
+    >>> str(zone_for_word("-0700"))
+    'UTC-07:00'
+    """
+    if not word:
+        return None
+    if word in ("UTC", "GMT", "Z", "UT"):
+        return UTC
+    if len(word) == 5 and word[0] in "+-" and word[1:].isdigit():
+        from datetime import timezone
+
+        minutes = int(word[1:3]) * 60 + int(word[3:5])
+        return timezone(timedelta(minutes=minutes if word[0] == "+" else -minutes))
+    return None
+
+
+def parse_slash_stamp(text: str) -> datetime | None:
+    """nvidia-smi ``--query-gpu timestamp`` (``YYYY/MM/DD HH:MM:SS.mmm``, local, zone-less) → naive.
+
+    Sliced by position (it is parsed once per CSV row); anything else → ``None``.
+
+    >>> parse_slash_stamp("2024/01/16 14:44:16.977")
+    datetime.datetime(2024, 1, 16, 14, 44, 16, 977000)
+    >>> parse_slash_stamp("2024/01/16 14:44:16"), parse_slash_stamp("2024/13/16 14:44:16.977")
+    (datetime.datetime(2024, 1, 16, 14, 44, 16), None)
+    """
+    n = len(text)
+    if n < 19 or text[4] != "/" or text[7] != "/" or text[10] != " " or text[13] != ":":
+        return None
+    try:
+        micro = 0
+        if n > 19:
+            if text[19] != "." or n > 26 or not text[20:].isdigit():
+                return None
+            micro = int(text[20:].ljust(6, "0"))
+        return datetime(  # noqa: DTZ001
+            int(text[0:4]), int(text[5:7]), int(text[8:10]),
+            int(text[11:13]), int(text[14:16]), int(text[17:19]), micro,
+        )
+    except ValueError:
+        return None
+
+
+@dataclass
+class DayInference:
+    """Dates for time-of-day-only stamps (``nvidia-smi dmon -o T``), rolling over at midnight.
+
+    ``start`` is the local date of the first stamp. :meth:`from_end` derives it from a time known
+    to be at or after the last stamp (the file's mtime): a first time of day later than the
+    mtime's means the capture started the day before (captures are assumed < 24 h).
+
+    >>> d = DayInference(date(2025, 12, 31))
+    >>> [d.date_for(t).isoformat() for t in (86000, 86399, 5, 10)]
+    ['2025-12-31', '2025-12-31', '2026-01-01', '2026-01-01']
+    >>> DayInference.from_end(datetime(2026, 1, 1, 0, 1), 86000).start.isoformat()
+    '2025-12-31'
+    """
+
+    start: date
+    _day: date = field(init=False)
+    _last: int | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._day = self.start
+
+    @classmethod
+    def from_end(cls, end_local: datetime, first_second_of_day: int) -> DayInference:
+        end_tod = end_local.hour * 3600 + end_local.minute * 60 + end_local.second
+        day = end_local.date()
+        if first_second_of_day > end_tod:
+            day -= timedelta(days=1)
+        return cls(day)
+
+    def date_for(self, second_of_day: int) -> date:
+        """``second_of_day`` (0–86399) of the next stamp; a jump back of > 12 h is a new day."""
+        if self._last is not None and self._last - second_of_day > 43200:
+            self._day += timedelta(days=1)
+        self._last = second_of_day
+        return self._day

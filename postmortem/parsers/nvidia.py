@@ -1,3 +1,0 @@
-"""Parsers for nvidia sources (being written)."""
-
-from __future__ import annotations

@@ -1,0 +1,18 @@
+"""NVIDIA GPU telemetry: nvidia-smi (CSV, table, ``-q``, ``-q -x``), dmon/pmon, dcgm-exporter.
+
+Every parser of this package registers here (the registry imports ``postmortem.parsers.nvidia``).
+Shared conventions (null tokens, MiB integers, the canonical bus id, snapshot times, failure
+outputs) live in :mod:`postmortem.parsers.nvidia.common`; ``docs/schema_parts/nvidia.md``
+documents the columns and the ``gpu_events.kind`` values.
+"""
+
+from __future__ import annotations
+
+from .. import register
+from .common import normalise_bus_id, xid_bus_id
+from .query_csv import NvidiaSmiCsv
+
+__all__ = ["NvidiaSmiCsv", "normalise_bus_id", "xid_bus_id"]
+
+for _cls in (NvidiaSmiCsv,):
+    register(_cls)
