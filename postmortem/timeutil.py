@@ -37,6 +37,7 @@ __all__ = [
     "epoch_seconds",
     "get_zone",
     "localize",
+    "localize_abbrev",
     "month_number",
     "parse_iso",
     "parse_when",
@@ -126,6 +127,49 @@ def localize(naive: datetime, zone: tzinfo) -> datetime:
     if back != naive:  # a time in the spring-forward gap: use the later offset
         aware = naive.replace(tzinfo=zone, fold=1)
     return aware.astimezone(UTC)
+
+
+# zone abbreviations that name one offset wherever they are used (hours east of UTC); others
+# (IST, CST in China, BST, …) are resolved only through the zone the viewer used (--tz)
+_ABBREV_HOURS: dict[str, float] = {
+    "UTC": 0, "GMT": 0, "UT": 0, "Z": 0, "WET": 0, "WEST": 1, "CET": 1, "CEST": 2, "MET": 1,
+    "MEST": 2, "EET": 2, "EEST": 3, "MSK": 3, "EST": -5, "EDT": -4, "CDT": -5, "MST": -7,
+    "MDT": -6, "PST": -8, "PDT": -7, "AKST": -9, "AKDT": -8, "HST": -10, "JST": 9, "KST": 9,
+    "HKT": 8, "AWST": 8, "ACST": 9.5, "ACDT": 10.5, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
+}  # fmt: skip
+
+
+def localize_abbrev(naive: datetime, word: str, zone: tzinfo) -> tuple[datetime, bool]:
+    """A wall-clock time printed with a zone word (``%Z``: ``UTC``, ``PDT``, ``+03``) → UTC.
+
+    Returns ``(utc, exact)``. The word is first matched against what ``zone`` (the viewer's
+    ``--tz``) calls that instant — this also picks the right side of a DST fold — then against
+    numeric offsets and unambiguous abbreviations; failing all, the time is localised in
+    ``zone`` and ``exact`` is False.
+
+    >>> la = get_zone("America/Los_Angeles")
+    >>> localize_abbrev(datetime(2025, 11, 2, 1, 30), "PST", la)[0].isoformat()
+    '2025-11-02T09:30:00+00:00'
+    >>> localize_abbrev(datetime(2025, 3, 14, 2, 0), "PDT", UTC)
+    (datetime.datetime(2025, 3, 14, 9, 0, tzinfo=datetime.timezone.utc), True)
+    >>> localize_abbrev(datetime(2025, 3, 14, 2, 0), "+0530", UTC)[0].isoformat()
+    '2025-03-13T20:30:00+00:00'
+    >>> localize_abbrev(datetime(2025, 3, 14, 2, 0), "XYZ", UTC)[1]
+    False
+    """
+    for fold in (0, 1):
+        aware = naive.replace(tzinfo=zone, fold=fold)
+        if aware.tzname() == word:
+            return aware.astimezone(UTC), True
+    hours: float | None = None
+    if word[:1] in "+-" and word[1:].isdigit() and len(word) in (3, 5):
+        hours = int(word[1:3]) + (int(word[3:5]) / 60 if len(word) == 5 else 0)
+        hours = hours if word[0] == "+" else -hours
+    else:
+        hours = _ABBREV_HOURS.get(word)
+    if hours is None:
+        return localize(naive, zone), False
+    return (naive - timedelta(hours=hours)).replace(tzinfo=UTC), True
 
 
 # --------------------------------------------------------------------------- parsing
