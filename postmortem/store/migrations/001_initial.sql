@@ -130,7 +130,11 @@ CREATE TABLE oom_kills (
     total_swap_kb   BIGINT,
     ram_pages       BIGINT,
     header_line_no  BIGINT,
-    message         VARCHAR
+    message         VARCHAR,
+    cpuset          VARCHAR,
+    memsw_usage_kb  BIGINT,
+    memsw_limit_kb  BIGINT,
+    free_pages      BIGINT
 );
 
 CREATE TABLE oom_tasks (
@@ -149,7 +153,10 @@ CREATE TABLE oom_tasks (
     nr_ptes          BIGINT,
     swapents         BIGINT,
     oom_score_adj    INTEGER,
-    name             VARCHAR
+    name             VARCHAR,
+    nr_pmds          BIGINT,
+    cpu              INTEGER,
+    oom_adj          INTEGER
 );
 
 CREATE TABLE server_configs (
@@ -296,7 +303,8 @@ CREATE TABLE gpu_processes (
     pid           INTEGER,
     process_name  VARCHAR,
     used_mib      BIGINT,
-    truncated     BOOLEAN NOT NULL
+    truncated     BOOLEAN NOT NULL,
+    process_type  VARCHAR
 );
 
 CREATE TABLE gpu_xids (
@@ -355,25 +363,43 @@ CREATE TABLE service_loads (
 );
 
 CREATE TABLE incidents (
-    incident_id     INTEGER NOT NULL,
-    host            VARCHAR,
-    ts              TIMESTAMPTZ,
-    unit            VARCHAR,
-    cause           VARCHAR NOT NULL,
-    confidence      DOUBLE,
-    killer          VARCHAR,
-    victim_pid      INTEGER,
-    victim_comm     VARCHAR,
-    victims         INTEGER,
-    anon_rss_kb     BIGINT,
-    memcg_limit_kb  BIGINT,
-    recovered_ts    TIMESTAMPTZ,
-    downtime_s      DOUBLE,
-    fallback_unit   VARCHAR,
-    recovery_unit   VARCHAR,
-    recovery_load_s DOUBLE,
-    restart_count   INTEGER,
-    summary         VARCHAR
+    incident_id        INTEGER NOT NULL,
+    host               VARCHAR,
+    ts                 TIMESTAMPTZ,
+    unit               VARCHAR,
+    cause              VARCHAR NOT NULL,
+    confidence         DOUBLE,
+    killer             VARCHAR,
+    scope              VARCHAR,
+    victim_pid         INTEGER,
+    victim_comm        VARCHAR,
+    victims            INTEGER,
+    anon_rss_kb        BIGINT,
+    memcg_usage_kb     BIGINT,
+    memcg_limit_kb     BIGINT,
+    recovered_ts       TIMESTAMPTZ,
+    downtime_s         DOUBLE,
+    fallback_unit      VARCHAR,
+    recovery_unit      VARCHAR,
+    recovery_load_s    DOUBLE,
+    restart_count      INTEGER,
+    kills_last_hour    INTEGER,
+    running_at_kill    INTEGER,
+    queued_at_kill     INTEGER,
+    last_activity_ts   TIMESTAMPTZ,
+    gpu_memory_freed   BOOLEAN,
+    summary            VARCHAR
+);
+
+CREATE TABLE incident_victims (
+    incident_id  INTEGER NOT NULL,
+    source_id    INTEGER,
+    line_no      BIGINT,
+    ts           TIMESTAMPTZ,
+    pid          INTEGER,
+    comm         VARCHAR,
+    anon_rss_kb  BIGINT,
+    chosen       BOOLEAN NOT NULL
 );
 
 CREATE TABLE incident_evidence (
@@ -385,10 +411,20 @@ CREATE TABLE incident_evidence (
     detail       VARCHAR
 );
 
+CREATE TABLE clock_offsets (
+    source_id            INTEGER NOT NULL,
+    reference_source_id  INTEGER,
+    offset_s             DOUBLE NOT NULL,
+    method               VARCHAR NOT NULL,
+    pairs                INTEGER NOT NULL,
+    note                 VARCHAR
+);
+
 CREATE TABLE recommendations (
     incident_id  INTEGER NOT NULL,
     rule         VARCHAR NOT NULL,
     severity     VARCHAR NOT NULL,
     title        VARCHAR NOT NULL,
-    detail       VARCHAR NOT NULL
+    detail       VARCHAR NOT NULL,
+    evidence     VARCHAR
 );
