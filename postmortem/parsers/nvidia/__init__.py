@@ -11,8 +11,9 @@ from __future__ import annotations
 from .. import register
 from .common import normalise_bus_id, xid_bus_id
 from .query_csv import NvidiaSmiCsv
+from .table import NvidiaSmiTable
 
-__all__ = ["NvidiaSmiCsv", "normalise_bus_id", "xid_bus_id"]
+__all__ = ["NvidiaSmiCsv", "NvidiaSmiTable", "normalise_bus_id", "xid_bus_id"]
 
-for _cls in (NvidiaSmiCsv,):
+for _cls in (NvidiaSmiCsv, NvidiaSmiTable):
     register(_cls)

@@ -394,7 +394,7 @@ class NvidiaSmiCsv(Parser):
                     if len(cells) > n and layout.apps and layout.get("process_name") >= 0:
                         k = layout.get("process_name")
                         extra = len(cells) - n
-                        cells = [*cells[:k], ", ".join(cells[k:k + extra + 1]), *cells[k + extra + 1:]]
+                        cells = [*cells[:k], ", ".join(cells[k : k + extra + 1]), *cells[k + extra + 1 :]]
                     elif len(cells) < n:
                         short = True
                         if not line.rstrip().endswith(","):

@@ -1,0 +1,320 @@
+"""The default ``nvidia-smi`` box table (every driver layout), alone or many times over."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from ...records import GpuProcess, GpuSample
+from ..base import Head, LineChunk, Output, ParseContext, Parser
+from .common import (
+    NO_STAMP,
+    Snapshots,
+    Stamp,
+    date_line_stamp,
+    error_event,
+    is_failure_head,
+    normalise_bus_id,
+    number,
+)
+
+_HEADER = re.compile(
+    r"NVIDIA-SMI\s+(?P<smi>[\w.-]+)\s+(?:Driver|KMD) Version:\s*(?P<drv>[\w.-]+)"
+    r"(?:\s+CUDA(?: UMD)? Version:\s*(?P<cuda>[\w./-]+))?"
+)
+_ROW1_CELL0 = re.compile(r"\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A|ERR!)\s*")
+_BUS_CELL = re.compile(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s*")
+_ROW2_CELL0 = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+?)\s*/\s*(\S+)\s*")
+_MEM_CELL = re.compile(r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*")
+_PROC = re.compile(
+    r"\s*(\d+)\s+(?:(N/A|\d+)\s+(N/A|\d+)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+(.*?)\s*"
+    r"(\d+MiB|\d*\.\.\.|N/A|ERR!)\s*"
+)
+_ERR = "ERR!"
+#: fan, temperature, perf, power, cap, used MiB, total MiB, utilisation, memory cell is ERR!
+_Row2 = tuple[str, str, str, str, str, int | None, int | None, str, bool]
+
+
+class _Snap:
+    """The snapshot being read: its time, driver and the GPUs seen (index → bus id)."""
+
+    __slots__ = ("bus_of", "driver", "errors", "section", "stamp")
+
+    def __init__(self, stamp: Stamp, driver: str | None) -> None:
+        self.stamp = stamp
+        self.driver = driver
+        self.section = "gpus"
+        self.bus_of: dict[int, str | None] = {}
+        self.errors: set[int] = set()
+
+
+class NvidiaSmiTable(Parser):
+    """The default ``nvidia-smi`` table → ``gpu_samples`` (one per GPU) and ``gpu_processes``.
+
+    Every generation: 79 columns (≤525), 89 (535), 91 (550+), ``|---`` or ``+---`` rules, the
+    wide PID column of 570+, the R610 ``KMD Version`` header, MIG tables (their device rows are
+    recognised and skipped), ``No running processes found``. Cells are read between ``|``
+    by their content, never by column. Anything before the first ``|`` is dropped, so indented
+    tables and tables behind a log prefix read the same. The ctime line above a table (or a
+    ``date`` line / ``=== … ===`` banner written by a cron job) is the sample time, local
+    (``--tz``); a table without one takes ``--at`` ('given'), else the file's mtime ('mtime').
+    A process memory cell cut to ``13583...`` is NULL with ``truncated`` (also set when the name
+    was cut with ``...``). ``ERR!`` cells are NULL and make a ``gpu_events`` row
+    (``unknown_error``). Failure outputs (``Unable to determine the device handle …``,
+    ``No devices were found``, ``NVIDIA-SMI has failed …``, ``Failed to initialize NVML …``)
+    become ``gpu_events`` rows.
+
+    >>> from postmortem.parsers.base import run_parser
+    >>> table = '''Thu Jan 15 10:00:00 2026
+    ... +-----------------------------------------------------------------------------------------+
+    ... | NVIDIA-SMI 570.00.00              Driver Version: 570.00.00      CUDA Version: 12.8     |
+    ... |=========================================+========================+======================|
+    ... |   0  NVIDIA H200                    On  |   00000000:18:00.0 Off |                    0 |
+    ... | N/A   51C    P0            412W /  700W |   32362MiB / 143771MiB |     97%      Default |
+    ... |                                         |                        |             Disabled |
+    ... +-----------------------------------------+------------------------+----------------------+
+    ... |    0   N/A  N/A            4242      C   sglang::scheduler_TP0                 13583... |'''
+    >>> out, ctx = run_parser(NvidiaSmiTable(), table)
+    >>> s, p = out
+    >>> (s.gpu_index, s.bus_id, s.mem_used_mib, s.mem_total_mib, s.temp_c, s.power_w, s.ts.isoformat())
+    (0, '00000000:18:00.0', 32362, 143771, 51.0, 412.0, '2026-01-15T10:00:00+00:00')
+    >>> (p.pid, p.process_name, p.used_mib, p.truncated, p.bus_id)
+    (4242, 'sglang::scheduler_TP0', None, True, '00000000:18:00.0')
+    """
+
+    name = "nvidia-smi-table"
+    description = "default nvidia-smi table output (all driver layouts), concatenated snapshots, failures"
+    tables = ("gpu_samples", "gpu_processes", "gpu_events")
+
+    def sniff(self, head: Head) -> int:
+        text = head.text
+        if "NVIDIA-SMI " in text and ("Driver Version:" in text or "KMD Version:" in text):
+            if _HEADER.search(text):
+                return 95
+        rows = [ln for ln in head.lines if "|" in ln]
+        if rows and sum(1 for ln in rows if "MiB /" in ln and "MiB |" in ln) >= 1:
+            if any(_PROC.fullmatch(ln[ln.index("|") + 1 :].rstrip().rstrip("|")) for ln in rows) or any(
+                _MEM_CELL.fullmatch(cell) for ln in rows for cell in ln.split("|")
+            ):
+                return 60
+        meaningful = [ln for ln in head.lines if ln.strip()]
+        if meaningful and all(
+            is_failure_head(ln) or date_line_stamp(ln, _SNIFF_CTX) is not None for ln in meaningful[:8]
+        ):
+            if any(is_failure_head(ln) for ln in meaningful[:8]):
+                return 60
+        return 0
+
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        snaps = Snapshots(ctx)
+        snap: _Snap | None = None
+        pending: tuple[int, str, tuple[int, str, str | None, str]] | None = None
+        for chunk in chunks:
+            for line_no, line in chunk:
+                bar = line.find("|")
+                if bar < 0:
+                    bar = line.find("+-")
+                    if bar < 0:
+                        if pending is not None:
+                            yield from self._flush(pending, None, snap, ctx)
+                            pending = None
+                        got = snaps.feed(line_no, line)
+                        if got is True:
+                            if snaps.pending is not None:
+                                snap = None  # a date line / banner: the next table is a new snapshot
+                            continue
+                        if got is not False:
+                            yield got  # type: ignore[misc]
+                            continue
+                        yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
+                        continue
+                t = line[bar:].rstrip()
+                if len(t) < 2:
+                    yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
+                    continue
+                second = t[1]
+                if t[0] == "+" or second in "-=":
+                    if pending is not None:
+                        yield from self._flush(pending, None, snap, ctx)
+                        pending = None
+                    ctx.ignored()  # a rule
+                    continue
+                if t[-1] != "|":
+                    # a date line behind a log prefix: "app[web.1] [info]|Thu Jan 15 10:00:00 2026"
+                    stamp = date_line_stamp(t[1:], ctx)
+                    if stamp is not None:
+                        snaps.pending = stamp
+                        snap = None
+                        ctx.parsed()
+                        continue
+                    yield ctx.issue(line_no, "table row without its closing '|' (cut?)", line)
+                    continue
+                cells = t[1:-1].split("|")
+                if len(cells) == 1:
+                    body = cells[0]
+                    if "NVIDIA-SMI" in body:
+                        m = _HEADER.search(body)
+                        if m is not None:
+                            if pending is not None:
+                                yield from self._flush(pending, None, snap, ctx)
+                                pending = None
+                            snap = _Snap(snaps.take(), m.group("drv"))
+                            ctx.parsed()
+                            continue
+                    stripped = body.strip()
+                    if stripped.startswith("Processes:"):
+                        snap = snap or _Snap(snaps.take(), None)
+                        snap.section = "procs"
+                        ctx.ignored()
+                        continue
+                    if stripped.startswith("MIG devices:"):
+                        snap = snap or _Snap(snaps.take(), None)
+                        snap.section = "mig"
+                        ctx.ignored()
+                        continue
+                    if (
+                        not stripped
+                        or stripped.startswith(("GPU ", "ID ", "No running processes found"))
+                        or stripped
+                        in (
+                            "Usage",
+                            "ID   ID                                                               Usage",
+                        )
+                        or "Process name" in stripped
+                    ):
+                        ctx.ignored()
+                        continue
+                    m = _PROC.fullmatch(body)
+                    if m is not None:
+                        snap = snap or _Snap(snaps.take(), None)
+                        yield self._process(m, line_no, snap, ctx)
+                        ctx.parsed()
+                        continue
+                    if stripped.endswith("Usage") and stripped.startswith("ID"):
+                        ctx.ignored()
+                        continue
+                    yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
+                    continue
+                # a row of the GPU table (3 cells) or of the MIG devices table (4 cells)
+                if snap is not None and snap.section == "mig":
+                    ctx.ignored()
+                    continue
+                c0 = cells[0]
+                if pending is not None:
+                    row2 = self._row2(cells) if len(cells) == 3 else None
+                    if row2 is not None:
+                        yield from self._flush(pending, row2, snap, ctx, line_no)
+                        pending = None
+                        continue
+                    yield from self._flush(pending, None, snap, ctx)
+                    pending = None
+                if len(cells) == 3:
+                    m1 = _ROW1_CELL0.fullmatch(c0)
+                    mb = _BUS_CELL.fullmatch(cells[1]) if m1 is not None else None
+                    if m1 is not None and mb is not None:
+                        if snap is None or int(m1.group(1)) in snap.bus_of:
+                            snap = _Snap(snaps.take(), snap.driver if snap is not None else None)
+                        bus = normalise_bus_id(mb.group(1))
+                        snap.bus_of[int(m1.group(1))] = bus
+                        snap.section = "gpus"
+                        pending = (line_no, line, (int(m1.group(1)), m1.group(2), bus, cells[2]))
+                        continue
+                    if self._row2(cells) is not None:
+                        yield ctx.issue(
+                            line_no, "GPU table row without the row above it (index, bus id)", line
+                        )
+                        continue
+                    if not c0.strip() and not cells[1].strip():
+                        ctx.ignored()  # the MIG M. line, or an empty row
+                        continue
+                    if "Name" in c0 or "Temp" in c0 or "Fan" in c0 or "Bus-Id" in cells[1]:
+                        ctx.ignored()  # column headers
+                        continue
+                if len(cells) >= 3 and ("MIG" in t or "BAR1" in t or "Shared" in t):
+                    ctx.ignored()
+                    continue
+                yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
+        if pending is not None:
+            yield from self._flush(pending, None, snap, ctx)
+
+    @staticmethod
+    def _row2(cells: list[str]) -> _Row2 | None:
+        m = _ROW2_CELL0.fullmatch(cells[0])
+        if m is None:
+            return None
+        mem = cells[1]
+        mm = _MEM_CELL.fullmatch(mem)
+        if mm is None and mem.strip() not in ("N/A", _ERR) and "ERR!" not in mem:
+            return None
+        used = int(mm.group(1)) if mm else None
+        total = int(mm.group(2)) if mm else None
+        util = cells[2].split()
+        return (
+            m.group(1),
+            m.group(2),
+            m.group(3),
+            m.group(4),
+            m.group(5),
+            used,
+            total,
+            util[0] if util else "",
+            _ERR in mem,
+        )
+
+    def _flush(
+        self,
+        pending: tuple[int, str, tuple[int, str, str | None, str]],
+        row2: _Row2 | None,
+        snap: _Snap | None,
+        ctx: ParseContext,
+        row2_line: int | None = None,
+    ) -> Iterator[Output]:
+        line_no, _line, (idx, name, bus, _ecc) = pending
+        stamp = snap.stamp if snap is not None else NO_STAMP
+        driver = snap.driver if snap is not None else None
+        ctx.parsed()
+        if row2 is None:
+            yield GpuSample(
+                line_no, stamp.ts, stamp.raw, stamp.inferred, ctx.host, idx, None, bus, name or None,
+                None, None, None, None, None, None, None, None, None, driver,
+            )  # fmt: skip
+            return
+        ctx.parsed()
+        _fan, temp, perf, pwr, _cap, used, total, util, mem_err = row2
+        yield GpuSample(
+            line_no, stamp.ts, stamp.raw, stamp.inferred, ctx.host, idx, None, bus, name or None,
+            used, total, None, None, number(util), None, number(temp), number(pwr),
+            perf if perf.startswith("P") else None, driver,
+        )  # fmt: skip
+        bad = [
+            label
+            for label, value in (
+                ("fan", _fan),
+                ("temperature", temp),
+                ("perf", perf),
+                ("power", pwr),
+                ("utilization", util),
+            )
+            if value == _ERR
+        ]
+        if mem_err:
+            bad.append("memory")
+        if bad and snap is not None and idx not in snap.errors:
+            snap.errors.add(idx)
+            yield error_event(row2_line or line_no, stamp, ctx.host, bus, f"GPU {idx}", bad)
+
+    @staticmethod
+    def _process(m: re.Match[str], line_no: int, snap: _Snap, ctx: ParseContext) -> GpuProcess:
+        gpu = int(m.group(1))
+        name = m.group(6).strip()
+        mem = m.group(7)
+        truncated = mem.endswith("...") or name.endswith("...")
+        used = int(mem[:-3]) if mem.endswith("MiB") else None
+        stamp = snap.stamp
+        return GpuProcess(
+            line_no, stamp.ts, stamp.raw, stamp.inferred, ctx.host, gpu, None, snap.bus_of.get(gpu),
+            int(m.group(4)), name or None, used, truncated, m.group(5),
+        )  # fmt: skip
+
+
+_SNIFF_CTX = ParseContext()
