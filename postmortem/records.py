@@ -297,6 +297,7 @@ class GpuProcess(Record):
     process_name: str | None
     used_mib: int | None
     truncated: bool
+    process_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
