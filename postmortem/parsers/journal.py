@@ -1,0 +1,3 @@
+"""Parsers for journal sources (being written)."""
+
+from __future__ import annotations
