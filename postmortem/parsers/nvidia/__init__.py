@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from .. import register
 from .common import normalise_bus_id, xid_bus_id
+from .qtext import NvidiaSmiQ
 from .query_csv import NvidiaSmiCsv
+from .qxml import NvidiaSmiXml
 from .table import NvidiaSmiTable
 
-__all__ = ["NvidiaSmiCsv", "NvidiaSmiTable", "normalise_bus_id", "xid_bus_id"]
+__all__ = ["NvidiaSmiCsv", "NvidiaSmiQ", "NvidiaSmiTable", "NvidiaSmiXml", "normalise_bus_id", "xid_bus_id"]
 
-for _cls in (NvidiaSmiCsv, NvidiaSmiTable):
+for _cls in (NvidiaSmiCsv, NvidiaSmiTable, NvidiaSmiQ, NvidiaSmiXml):
     register(_cls)
