@@ -10,12 +10,24 @@ from __future__ import annotations
 
 from .. import register
 from .common import normalise_bus_id, xid_bus_id
+from .dcgm import DcgmExporter
+from .monitor import NvidiaDmon, NvidiaPmon
 from .qtext import NvidiaSmiQ
 from .query_csv import NvidiaSmiCsv
 from .qxml import NvidiaSmiXml
 from .table import NvidiaSmiTable
 
-__all__ = ["NvidiaSmiCsv", "NvidiaSmiQ", "NvidiaSmiTable", "NvidiaSmiXml", "normalise_bus_id", "xid_bus_id"]
+__all__ = [
+    "DcgmExporter",
+    "NvidiaDmon",
+    "NvidiaPmon",
+    "NvidiaSmiCsv",
+    "NvidiaSmiQ",
+    "NvidiaSmiTable",
+    "NvidiaSmiXml",
+    "normalise_bus_id",
+    "xid_bus_id",
+]
 
-for _cls in (NvidiaSmiCsv, NvidiaSmiTable, NvidiaSmiQ, NvidiaSmiXml):
+for _cls in (NvidiaSmiCsv, NvidiaSmiTable, NvidiaSmiQ, NvidiaSmiXml, NvidiaDmon, NvidiaPmon, DcgmExporter):
     register(_cls)

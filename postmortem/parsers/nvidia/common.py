@@ -356,7 +356,7 @@ class Snapshots:
         """The time of an event happening now (pending, else last snapshot's, else context)."""
         return self.pending or self.last or context_stamp(self.ctx)
 
-    def feed(self, line_no: int, line: str) -> GpuEvent | bool | None:
+    def feed(self, line_no: int, line: str) -> GpuEvent | bool:
         """Handle an in-between line: ``True`` (counted, nothing to yield), a ``GpuEvent`` (counted
         parsed), or ``False`` when the line is none of these (the caller must deal with it)."""
         ctx = self.ctx

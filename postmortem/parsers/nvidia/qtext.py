@@ -149,7 +149,7 @@ class NvidiaSmiQ(Parser):
                                 gpu = None
                                 stamp = None
                             if got is not True:
-                                yield got  # type: ignore[misc]
+                                yield got
                             continue
                         yield ctx.issue(line_no, "not a line of nvidia-smi -q output", line)
                         continue

@@ -354,7 +354,7 @@ class NvidiaSmiCsv(Parser):
                     if got is True:
                         continue
                     if got is not False:
-                        yield got  # type: ignore[misc]
+                        yield got
                         continue
                     fields = parse_header(line)
                     if fields is not None:

@@ -171,7 +171,7 @@ class NvidiaSmiXml(Parser):
                         if got is True:
                             continue
                         if got is not False:
-                            yield got  # type: ignore[misc]
+                            yield got
                             continue
                         yield ctx.issue(line_no, "not part of an nvidia-smi XML document", line)
                         continue

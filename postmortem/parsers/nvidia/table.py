@@ -88,21 +88,17 @@ class NvidiaSmiTable(Parser):
 
     def sniff(self, head: Head) -> int:
         text = head.text
-        if "NVIDIA-SMI " in text and ("Driver Version:" in text or "KMD Version:" in text):
-            if _HEADER.search(text):
-                return 95
-        rows = [ln for ln in head.lines if "|" in ln]
-        if rows and sum(1 for ln in rows if "MiB /" in ln and "MiB |" in ln) >= 1:
-            if any(_PROC.fullmatch(ln[ln.index("|") + 1 :].rstrip().rstrip("|")) for ln in rows) or any(
-                _MEM_CELL.fullmatch(cell) for ln in rows for cell in ln.split("|")
-            ):
-                return 60
-        meaningful = [ln for ln in head.lines if ln.strip()]
-        if meaningful and all(
-            is_failure_head(ln) or date_line_stamp(ln, _SNIFF_CTX) is not None for ln in meaningful[:8]
-        ):
-            if any(is_failure_head(ln) for ln in meaningful[:8]):
-                return 60
+        if "NVIDIA-SMI " in text and _HEADER.search(text):
+            return 95
+        rows = [ln[ln.index("|") :] for ln in head.lines if "|" in ln]
+        if any(_MEM_CELL.fullmatch(cell) for ln in rows if "MiB /" in ln for cell in ln.split("|")):
+            return 60
+        if any(_PROC.fullmatch(ln[1:].rstrip().rstrip("|")) for ln in rows):
+            return 50
+        meaningful = [ln for ln in head.lines if ln.strip()][:8]
+        timeish = all(is_failure_head(ln) or date_line_stamp(ln, _SNIFF_CTX) is not None for ln in meaningful)
+        if meaningful and timeish and any(is_failure_head(ln) for ln in meaningful):
+            return 60
         return 0
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
@@ -124,7 +120,7 @@ class NvidiaSmiTable(Parser):
                                 snap = None  # a date line / banner: the next table is a new snapshot
                             continue
                         if got is not False:
-                            yield got  # type: ignore[misc]
+                            yield got
                             continue
                         yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
                         continue
