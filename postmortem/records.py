@@ -123,6 +123,10 @@ class OomKill(Record):
     ram_pages: int | None
     header_line_no: int | None
     message: str
+    cpuset: str | None = None
+    memsw_usage_kb: int | None = None
+    memsw_limit_kb: int | None = None
+    free_pages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,9 @@ class OomTask(Record):
     swapents: int | None
     oom_score_adj: int | None
     name: str
+    nr_pmds: int | None = None
+    cpu: int | None = None
+    oom_adj: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

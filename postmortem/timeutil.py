@@ -336,6 +336,47 @@ class BootAnchors:
         return anchor.boot_ts + timedelta(microseconds=round(monotonic_s * 1_000_000))
 
 
+def boot_relative(boot_ts: datetime, seconds: float) -> datetime:
+    """``boot_ts`` plus boot-relative ``seconds``, rounded to the microsecond.
+
+    >>> boot_relative(datetime(2026, 12, 2, 13, 27, 47, tzinfo=UTC), 152.104816).isoformat()
+    '2026-12-02T13:30:19.104816+00:00'
+    """
+    return boot_ts + timedelta(microseconds=round(seconds * 1_000_000))
+
+
+def pick_boot(
+    anchors: BootAnchors, boot_time: datetime | None, *, boot_id: str | None, host: str | None
+) -> datetime | None:
+    """The boot time to add kernel (dmesg/kmsg) seconds to, best first: the anchor of that very
+    boot id; else ``--boot-time``; else, when no boot id is known, the latest boot of the host
+    (of the only host known, when the source names none). A boot id without an anchor never
+    borrows another boot's.
+
+    >>> b1 = BootAnchor("b1", "h", datetime(2026, 1, 1, tzinfo=UTC), "journal")
+    >>> b2 = BootAnchor("b2", "h", datetime(2026, 1, 5, tzinfo=UTC), "journal")
+    >>> a = BootAnchors([b1, b2])
+    >>> pick_boot(a, None, boot_id="b1", host=None).day, pick_boot(a, None, boot_id=None, host="h").day
+    (1, 5)
+    >>> pick_boot(a, None, boot_id="b9", host="h") is None
+    True
+    >>> pick_boot(BootAnchors([b1, BootAnchor("b3", "g", b2.boot_ts, "journal")]), None,
+    ...           boot_id=None, host=None) is None
+    True
+    """
+    if boot_id:
+        for a in anchors.anchors:
+            if a.boot_id == boot_id:
+                return a.boot_ts
+        return boot_time
+    if boot_time is not None:
+        return boot_time
+    if host is None and len({a.host for a in anchors.anchors}) > 1:
+        return None
+    anchor = anchors.find(host=host)
+    return anchor.boot_ts if anchor is not None else None
+
+
 # --------------------------------------------------------------------------- --since / --until
 
 _REL_UNITS = {

@@ -1,3 +1,0 @@
-"""Parsers for kernel sources (being written)."""
-
-from __future__ import annotations

@@ -1,0 +1,352 @@
+"""File-level kernel parsers: ``dmesg`` output in every time format, and /dev/kmsg records."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from ...timeutil import Inferred, parse_dmesg_ctime, parse_iso
+from .. import register
+from ..base import Head, LineChunk, Output, ParseContext, Parser
+from .stream import KernelStream
+
+TABLES = ("kernel_messages", "oom_kills", "oom_tasks", "gpu_xids")
+
+#: a record longer than this many continuation lines is split (bounded memory)
+MAX_RECORD_LINES = 2000
+
+_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
+_LEVEL_OF = {name: i for i, name in enumerate(_LEVELS)}
+
+_CALLER = r"(?: ?\[\s*[TC]\d+\])?"
+_MONO = re.compile(r"\[\s*(\d+\.\d+)(?: <\s*\d+\.\d+>)?\]" + _CALLER + " ?")
+_CTIME = re.compile(r"\[(\S+ +\S+ +\d{1,2} \d\d:\d\d:\d\d \d{4})\]" + _CALLER + " ?")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d)" + _CALLER + " ?")
+# --time-format delta without the monotonic part, and reltime (-e): recognised, no usable time
+_NO_TIME = re.compile(r"\[(?:<\s*\d+\.\d+>|\s*\+\d+\.\d+|\S+ +\d{1,2} \d\d:\d\d)\]" + _CALLER + " ?")
+_RAW = re.compile(r"<(\d{1,4})>")
+_DECODE = re.compile(
+    r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res[0-3]|local[0-7]) *:"
+    r"(emerg|alert|crit|err|warn|notice|info|debug) *: "
+)
+_KMSG = re.compile(r"(\d{1,4}),(\d+),(\d+),[-c+]?(?:,[^;]*)?;")
+
+# what other tools' timestamped lines look like (syslog, ISO, journal, SGLang, epoch, kmsg)
+_FOREIGN = re.compile(
+    r"(?:[^\s\d\[]\S{0,9} +\d{1,2} \d\d:\d\d:\d\d"
+    r"|\d{1,2}月 +\d{1,2} \d\d:\d\d:\d\d"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
+    r"|\[?\d{4}[-/]\d\d[-/]\d\d"
+    r"|\w{3} \d{4}-\d\d-\d\d"
+    r"|\d{9,10}\.\d+ "
+    r"|\d{1,4},\d+,\d+,[-c+]?[,;]"
+    r"|-- (?:Logs begin|Journal begins|Boot |Reboot|No entries)"
+    r"|[{\x1e])"
+)
+_SHORT_MONO_BODY = re.compile(r"([^\s:\[]+) ([^\s:\[]+)(?:\[\d+\])?: ")
+_KERNEL_MARKERS = (
+    "invoked oom-killer:",
+    "Killed process ",
+    "Call Trace:",
+    "oom_reaper:",
+    "Out of memory",
+    "Memory cgroup",
+    "Mem-Info:",
+    "NVRM:",
+    "Linux version ",
+    "Command line: ",
+    "BIOS-e820",
+    "Hardware name:",
+    " cpuset=",
+    "entered promiscuous mode",
+    "entered blocking state",
+    "entered forwarding state",
+    "entered disabled state",
+    "link becomes ready",
+    "EXT4-fs",
+    "audit: type=",
+    "segfault at ",
+)
+_USERSPACE_HINTS = re.compile(
+    r"(?:Started|Starting|Stopped|Stopping|Finished|Reached target|Listening on) \S+"
+    r"|\S+\.(?:service|scope|socket|timer): "
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+)
+
+
+Stamp = tuple[datetime | None, str | None, str | None, float | None, int | None, int]
+
+
+def split_prefix(line: str, ctx: ParseContext) -> Stamp | None:
+    """``(ts, ts_raw, ts_inferred, monotonic_s, level, message start)`` of a dmesg line, or
+    ``None`` when it carries no dmesg prefix.
+
+    >>> from postmortem.parsers.base import ParseContext
+    >>> ctx = ParseContext()
+    >>> split_prefix("[  152.104016] x", ctx)
+    (None, '152.104016', None, 152.104016, None, 15)
+    >>> split_prefix("<4>[  152.104016] x", ctx)[3:]
+    (152.104016, 4, 18)
+    >>> split_prefix("kern  :err   : [  152.104816] x", ctx)[3:]
+    (152.104816, 3, 30)
+    >>> ts, raw, inferred, mono, level, at = split_prefix("[Wed Dec  2 13:30:19 2026] x", ctx)
+    >>> ts.isoformat(), raw, inferred, mono, at
+    ('2026-12-02T13:30:19+00:00', 'Wed Dec  2 13:30:19 2026', 'zone', None, 27)
+    >>> split_prefix("2026-12-02T13:30:19,104016+00:00 x", ctx)[0].isoformat()
+    '2026-12-02T13:30:19.104016+00:00'
+    >>> split_prefix("[   31.935015][   T71] x", ctx)[3:]
+    (31.935015, None, 23)
+    >>> split_prefix("x", ctx) is None
+    True
+    """
+    level: int | None = None
+    pos = 0
+    first = line[:1]
+    if first == "<":
+        m = _RAW.match(line)
+        if m is None:
+            return None
+        level = int(m.group(1)) & 7
+        pos = m.end()
+        if line.startswith(" ", pos):
+            pos += 1
+        first = line[pos : pos + 1]
+    elif first.isalpha():
+        m = _DECODE.match(line)
+        if m is None:
+            return None
+        level = _LEVEL_OF[m.group(1)]
+        pos = m.end()
+        first = line[pos : pos + 1]
+    if first == "[":
+        m = _MONO.match(line, pos)
+        if m is not None:
+            raw = m.group(1)
+            return None, raw, None, float(raw), level, m.end()
+        m = _CTIME.match(line, pos)
+        if m is not None:
+            raw = m.group(1)
+            ts = parse_dmesg_ctime(raw, ctx.zone)
+            return ts, raw, Inferred.ZONE if ts is not None else None, None, level, m.end()
+        m = _NO_TIME.match(line, pos)
+        if m is not None:
+            return None, m.group(0).strip(), None, None, level, m.end()
+    elif first.isdigit():
+        m = _ISO.match(line, pos)
+        if m is not None:
+            raw = m.group(1)
+            return parse_iso(raw), raw, None, None, level, m.end()
+    # a priority or facility:level prefix without a stamp (dmesg -r -t, dmesg -x -t)
+    return (None, None, None, None, level, pos) if level is not None else None
+
+
+def _is_short_monotonic(bodies: list[str]) -> bool:
+    """``journalctl -o short-monotonic`` looks like dmesg: ``[  152.1] host ident[pid]: msg``."""
+    if not bodies:
+        return False
+    kernel = sum(1 for b in bodies if b.startswith("kernel: "))
+    if kernel * 5 >= len(bodies):
+        return True
+    hosts: dict[str, int] = {}
+    for b in bodies:
+        m = _SHORT_MONO_BODY.match(b)
+        if m is not None:
+            hosts[m.group(1)] = hosts.get(m.group(1), 0) + 1
+    top = max(hosts.values(), default=0)
+    return top * 10 >= len(bodies) * 6
+
+
+@register
+class DmesgParser(Parser):
+    """``dmesg`` output in any time format, with OOM-killer records and NVIDIA Xids.
+
+    Handles the default ``[ secs.usecs]`` stamp, ``-T`` (ctime, zone-less: ``--tz``
+    applies; localised month names), ``--time-format iso``, ``-r`` (``<N>`` priority),
+    ``-x`` (``kern  :warn  :``), the caller id (``[    T1234]``), ``-d``, and prefix-less
+    copies (``-t``, test assets). Continuation lines of a multi-line record (indented by
+    the prefix width) join their record, as journald would show it.
+
+    >>> from postmortem.parsers.base import run_parser
+    >>> text = '''[  152.104016] python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0
+    ... [  152.104531] memory: usage 524288kB, limit 524288kB, failcnt 0
+    ... [  152.104779] [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name
+    ... [  152.104783] [   4242]     0  4242   135290   132377  1110016        0             0 VLLM Worker 1
+    ... [  152.104789] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/system.slice/demo.service,task_memcg=/system.slice/demo.service,task=VLLM Worker 1,pid=4242,uid=0
+    ... [  152.104816] Memory cgroup out of memory: Killed process 4242 (VLLM Worker 1) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0'''
+    >>> out, ctx = run_parser(DmesgParser(), text)
+    >>> [type(o).__name__ for o in out].count("KernelMessage"), ctx.parsed_lines
+    (6, 6)
+    >>> task = [o for o in out if type(o).__name__ == "OomTask"][0]
+    >>> task.pid, task.rss_pages, task.name
+    (4242, 132377, 'VLLM Worker 1')
+    >>> kill = [o for o in out if type(o).__name__ == "OomKill"][0]
+    >>> kill.victim_pid, kill.anon_rss_kb, kill.scope, kill.unit, kill.memcg_limit_kb, kill.header_line_no
+    (4242, 523008, 'memcg', 'demo.service', 524288, 1)
+    """
+
+    name = "dmesg"
+    description = "dmesg output (every time format, prefix-less copies), OOM kills, NVIDIA Xids"
+    tables = TABLES
+
+    def sniff(self, head: Head) -> int:
+        lines = [line for line in head.lines if line.strip()]
+        if not lines:
+            return 0
+        bodies = []
+        for line in lines:
+            st = split_prefix(line, _SNIFF_CTX)
+            if st is not None:
+                bodies.append(line[st[5] :])
+        if len(bodies) * 2 >= len(lines):
+            if _is_short_monotonic(bodies):
+                return 5
+            return 90 if len(bodies) * 10 >= len(lines) * 9 else 70
+        if bodies:
+            return 0
+        # prefix-less copies: kernel wording and nobody else's stamps
+        if sum(1 for line in lines if _FOREIGN.match(line)) * 5 > len(lines):
+            return 0
+        if not any(marker in line for line in lines for marker in _KERNEL_MARKERS):
+            return 0
+        if any(_USERSPACE_HINTS.match(line) for line in lines):
+            return 10
+        return 40
+
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        stream = KernelStream(ctx)
+        host = ctx.host
+        stamped: bool | None = None
+        # the record being collected: its first line's stamp and its text lines
+        rec_no = 0
+        rec_stamp: Stamp | None = None
+        rec_lines: list[tuple[int, str]] = []
+        indent = 0
+        for chunk in chunks:
+            lines = chunk.lines
+            if stamped is None:
+                stamped = _decide_stamped(lines, ctx)
+            no = chunk.first_line_no - 1
+            if not stamped:
+                for line in lines:
+                    no += 1
+                    if not line.strip():
+                        ctx.ignored()
+                        continue
+                    ctx.parsed()
+                    yield from stream.record(
+                        no, line, ((no, line),), None, None, None, None, host, None, None, None
+                    )
+                continue
+            for line in lines:
+                no += 1
+                st = split_prefix(line, ctx)
+                if st is not None:
+                    if rec_stamp is not None:
+                        yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
+                    ctx.parsed()
+                    rec_no, rec_stamp, indent = no, st, st[5]
+                    rec_lines = [(no, line[indent:])]
+                    continue
+                if not line.strip():
+                    ctx.ignored()
+                    continue
+                ctx.parsed()
+                if rec_stamp is not None and line[0] in " \t" and len(rec_lines) < MAX_RECORD_LINES:
+                    body = line[indent:] if line[:indent].isspace() else line.lstrip()
+                    rec_lines.append((no, body))
+                    continue
+                # an unstamped line that does not continue a record: it takes the previous stamp
+                if rec_stamp is not None:
+                    yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
+                    ts, _, inferred, mono, level, _ = rec_stamp
+                    rec_stamp = (ts, None, Inferred.PREVIOUS if ts is not None else inferred, mono, level, 0)
+                else:
+                    rec_stamp = (None, None, None, None, None, 0)
+                rec_no, indent = no, 0
+                rec_lines = [(no, line)]
+        if rec_stamp is not None:
+            yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
+        yield from stream.close()
+
+
+_SNIFF_CTX = ParseContext()
+
+
+def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
+    """A file is stamped when at least half of its first non-blank lines carry a dmesg prefix."""
+    seen = stamped = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        seen += 1
+        if split_prefix(line, ctx) is not None:
+            stamped += 1
+        if seen >= 200:
+            break
+    return seen == 0 or stamped * 2 >= seen
+
+
+def _flush(
+    stream: KernelStream, line_no: int, st: Stamp, lines: list[tuple[int, str]], host: str | None
+) -> Iterator[Output]:
+    ts, ts_raw, inferred, mono, level, _ = st
+    message = lines[0][1] if len(lines) == 1 else "\n".join(text for _, text in lines)
+    return stream.record(line_no, message, lines, ts, ts_raw, inferred, mono, host, level, None, None)
+
+
+@register
+class KmsgParser(Parser):
+    """/dev/kmsg records (``pri,seq,usec,flags;message``), e.g. ``cat /dev/kmsg`` or
+    go-kmsg-parser dumps. ``\\xNN`` escapes are decoded (``\\x0a`` splits a multi-line record);
+    dictionary lines (`` SUBSYSTEM=pci``) are recognised and ignored.
+
+    >>> from postmortem.parsers.base import run_parser
+    >>> text = '''3,504,152104816,-;Memory cgroup out of memory: Killed process 2383 (sglang::schedul) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0
+    ...  SUBSYSTEM=memory'''
+    >>> out, ctx = run_parser(KmsgParser(), text)
+    >>> msg, kill = out
+    >>> msg.level, msg.seq, msg.monotonic_s, kill.victim_comm, kill.scope, ctx.parsed_lines, ctx.ignored_lines
+    (3, 504, 152.104816, 'sglang::schedul', 'memcg', 1, 1)
+    """
+
+    name = "kmsg"
+    description = "/dev/kmsg records (priority, sequence, boot-relative µs), OOM kills, NVIDIA Xids"
+    tables = TABLES
+
+    def sniff(self, head: Head) -> int:
+        lines = [line for line in head.lines if line.strip() and not line.startswith(" ")]
+        if not lines:
+            return 0
+        hits = sum(1 for line in lines if _KMSG.match(line))
+        if hits * 10 >= len(lines) * 9:
+            return 95
+        return 60 if hits * 2 >= len(lines) else 0
+
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        stream = KernelStream(ctx)
+        host = ctx.host
+        match = _KMSG.match
+        for chunk in chunks:
+            for no, line in chunk:
+                m = match(line)
+                if m is None:
+                    if not line.strip() or line[0] == " ":
+                        ctx.ignored()  # blank, or a dictionary line (" SUBSYSTEM=acpi")
+                    else:
+                        yield ctx.issue(no, "not a /dev/kmsg record", line)
+                    continue
+                ctx.parsed()
+                usec = m.group(3)
+                yield from stream.feed(
+                    no,
+                    line[m.end() :],
+                    ts=None,
+                    ts_raw=usec,
+                    ts_inferred=None,
+                    monotonic_s=int(usec) / 1_000_000,
+                    host=host,
+                    level=int(m.group(1)) & 7,
+                    seq=int(m.group(2)),
+                )
+        yield from stream.close()

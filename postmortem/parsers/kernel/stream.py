@@ -1,0 +1,270 @@
+"""The message-level kernel API: :class:`KernelStream`.
+
+File-level parsers (``dmesg``, ``kmsg``) and the journal/syslog parsers hand it one kernel
+message at a time, already stripped of their own transport prefix; it yields the
+``kernel_messages`` row plus the OOM (``oom_kills``, ``oom_tasks``) and NVIDIA Xid
+(``gpu_xids``) records that complete. It never touches the context's line counters: the caller
+counts its own lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+from ...records import GpuXid, KernelMessage
+from ...timeutil import Inferred, boot_relative, pick_boot
+from ..base import Output, ParseContext
+from .oom import OomAssembler
+
+# "[  517.923918] " at the start of a kernel message copied by klogd/imklog into syslog,
+# optionally followed by a caller id ("[    T1234] ", CONFIG_PRINTK_CALLER)
+_INNER_STAMP = re.compile(r"\[\s*(\d+\.\d+)\](?: ?\[\s*[TC]\d+\])? ?")
+_KMSG_ESCAPE = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+
+_XID = re.compile(
+    r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): "
+    r"(?P<xid>\d+)(?:, pid=(?P<pid>'?<unknown>'?|\d+), name=(?P<name>[^,]*))?(?:, (?P<msg>.*))?$"
+)
+_FALLEN_SINGLE = re.compile(
+    r"NVRM:\s+GPU (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d:\s+"
+    r"(?P<msg>GPU has fallen off the bus\.?)"
+)
+_FALLEN_FIRST = re.compile(
+    r"NVRM:\s+The NVIDIA GPU (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d"
+)
+_FALLEN_LAST = "fallen off the bus and is not responding to commands"
+#: an Xid 79 line and the driver's sentence about the same GPU this close together are one event
+_FALLEN_DEDUP_S = 60.0
+
+
+def normalise_bus_id(text: str) -> str:
+    """``dddd:bb:dd`` in lower case from any PCI bus id form (Xid, nvidia-smi, lspci).
+
+    >>> [normalise_bus_id(b) for b in ("0000:9B:00", "00000000:9B:00.0", "b3:00", "0018:01:00")]
+    ['0000:9b:00', '0000:9b:00', '0000:b3:00', '0018:01:00']
+    """
+    bus = text.strip().lower()
+    if "." in bus:
+        bus = bus.split(".", 1)[0]
+    parts = bus.split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0")
+    if len(parts) != 3:
+        return bus
+    try:
+        return f"{int(parts[0], 16):04x}:{int(parts[1], 16):02x}:{int(parts[2], 16):02x}"
+    except ValueError:
+        return bus
+
+
+def unescape_kmsg(text: str) -> str:
+    """Undo /dev/kmsg escaping (``\\xNN`` for control bytes, bytes ≥ 0x7f and ``\\``).
+
+    >>> unescape_kmsg("Mem-Info:\\\\x0a active_file:1"), unescape_kmsg("caf\\\\xc3\\\\xa9")
+    ('Mem-Info:\\n active_file:1', 'café')
+    """
+
+    def repl(m: re.Match[str]) -> str:
+        raw = bytes(int(m.group(0)[i + 2 : i + 4], 16) for i in range(0, len(m.group(0)), 4))
+        return raw.decode("utf-8", "replace")
+
+    return _KMSG_ESCAPE.sub(repl, text)
+
+
+class KernelStream:
+    """Kernel messages → ``kernel_messages`` rows, OOM records and NVIDIA Xids.
+
+    ``feed`` takes one message as its transport delivered it: it may hold embedded newlines
+    (journald multi-line ``MESSAGE``), rsyslog ``#012`` escapes or /dev/kmsg ``\\xNN``
+    escapes, and may start with a dmesg stamp (``[  517.923918] ``, as klogd/imklog copy
+    it into syslog) — then ``monotonic_s`` comes from that stamp unless the caller gave one,
+    while the wall ``ts`` stays the caller's. The stored message is the decoded text without
+    that stamp. When ``ts`` is ``None`` and ``monotonic_s`` is known, ``ts`` is computed from a
+    boot anchor (:func:`postmortem.timeutil.pick_boot`) with ``ts_inferred='boot'``.
+
+    >>> from postmortem.parsers.base import ParseContext
+    >>> ks = KernelStream(ParseContext())
+    >>> out = list(ks.feed(7, "[ 3449.257924] Out of memory: Killed process 4242 (python3) "
+    ...     "total-vm:6424316kB, anon-rss:13128kB, file-rss:4kB, shmem-rss:0kB",
+    ...     ts=None, ts_raw=None, ts_inferred=None, monotonic_s=None, host="h"))
+    >>> [type(o).__name__ for o in out]
+    ['KernelMessage', 'OomKill']
+    >>> out[0].monotonic_s, out[0].message[:13], out[1].victim_pid, out[1].anon_rss_kb, out[1].scope
+    (3449.257924, 'Out of memory', 4242, 13128, 'global')
+    >>> list(ks.close())
+    []
+    """
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.oom = OomAssembler(ctx)
+        self._boots: dict[tuple[str | None, str | None], datetime | None] = {}
+        self._fallen: dict[str, float] = {}  # bus id → clock of the last Xid 79 (dedup)
+        self._fallen_bus: str | None = None  # "The NVIDIA GPU …" seen, waiting for its last line
+
+    # ------------------------------------------------------------------ public API
+    def feed(
+        self,
+        line_no: int,
+        message: str,
+        *,
+        ts: datetime | None,
+        ts_raw: str | None,
+        ts_inferred: str | None,
+        monotonic_s: float | None,
+        host: str | None,
+        level: int | None = None,
+        boot_id: str | None = None,
+        seq: int | None = None,
+    ) -> Iterator[Output]:
+        """One kernel message → its ``KernelMessage`` and any records it completes."""
+        if message.startswith("["):
+            m = _INNER_STAMP.match(message)
+            if m is not None:
+                if monotonic_s is None:
+                    monotonic_s = float(m.group(1))
+                message = message[m.end() :]
+        if "#012" in message:
+            message = message.replace("#012", "\n")
+        if "\\x" in message:
+            message = unescape_kmsg(message)
+        if "\n" in message:
+            parts: Sequence[str] = message.split("\n")
+            lines = [(line_no, p) for p in parts]
+            return self.record(
+                line_no, message, lines, ts, ts_raw, ts_inferred, monotonic_s, host, level, boot_id, seq
+            )
+        return self.record(
+            line_no,
+            message,
+            ((line_no, message),),
+            ts,
+            ts_raw,
+            ts_inferred,
+            monotonic_s,
+            host,
+            level,
+            boot_id,
+            seq,
+        )
+
+    def close(self) -> Iterator[Output]:
+        """End of input: yield what an unfinished OOM record holds."""
+        yield from self.oom.close()
+
+    # ------------------------------------------------------------------ for file parsers
+    def record(
+        self,
+        line_no: int,
+        message: str,
+        lines: Sequence[tuple[int, str]],
+        ts: datetime | None,
+        ts_raw: str | None,
+        ts_inferred: str | None,
+        monotonic_s: float | None,
+        host: str | None,
+        level: int | None,
+        boot_id: str | None,
+        seq: int | None,
+    ) -> Iterator[Output]:
+        """One decoded record whose text lines (``(physical line_no, text)``) are given."""
+        if ts is None and monotonic_s is not None:
+            boot = self._boot(boot_id, host)
+            if boot is not None:
+                ts = boot_relative(boot, monotonic_s)
+                ts_inferred = Inferred.BOOT
+        yield KernelMessage(line_no, ts, ts_raw, ts_inferred, monotonic_s, host, boot_id, level, seq, message)
+        oom = self.oom
+        for no, text in lines:
+            if "NVRM" in text:
+                yield from self._nvrm(no, text, ts, ts_raw, ts_inferred, monotonic_s, host)
+            yield from oom.line(no, text, ts, ts_raw, ts_inferred, monotonic_s, host)
+
+    # ------------------------------------------------------------------ helpers
+    def _boot(self, boot_id: str | None, host: str | None) -> datetime | None:
+        key = (boot_id, host)
+        if key not in self._boots:
+            ctx = self.ctx
+            self._boots[key] = pick_boot(ctx.anchors, ctx.boot_time, boot_id=boot_id, host=host)
+        return self._boots[key]
+
+    def _nvrm(
+        self,
+        line_no: int,
+        text: str,
+        ts: datetime | None,
+        ts_raw: str | None,
+        ts_inferred: str | None,
+        monotonic_s: float | None,
+        host: str | None,
+    ) -> Iterator[Output]:
+        s = text.strip()
+        at = s.find("NVRM:")
+        if at < 0:
+            return
+        if at:
+            s = s[at:]
+        clock = monotonic_s if monotonic_s is not None else (ts.timestamp() if ts is not None else None)
+        if s.startswith("NVRM: Xid"):
+            m = _XID.match(s)
+            if m is None:
+                yield self.ctx.issue(line_no, "NVIDIA Xid line not understood", s, unparsed=False)
+                return
+            xid_bus = normalise_bus_id(m.group("bus"))
+            xid = int(m.group("xid"))
+            pid_text = m.group("pid")
+            name = m.group("name")
+            if xid == 79 and clock is not None:
+                self._fallen[xid_bus] = clock
+            yield GpuXid(
+                line_no=line_no,
+                ts=ts,
+                ts_raw=ts_raw,
+                ts_inferred=ts_inferred,
+                monotonic_s=monotonic_s,
+                host=host,
+                bus_id=xid_bus,
+                xid=xid,
+                pid=int(pid_text) if pid_text is not None and pid_text.isdigit() else None,
+                process_name=name if name and name != "<unknown>" else None,
+                message=(m.group("msg") or "").strip(),
+            )
+            return
+        bus: str | None = None
+        detail: str | None = None
+        if "fallen off the bus" in s:
+            m = _FALLEN_SINGLE.match(s)
+            if m is not None:
+                bus, detail = normalise_bus_id(m.group("bus")), m.group("msg")
+            elif _FALLEN_LAST in s and self._fallen_bus is not None:
+                bus, detail = (
+                    self._fallen_bus,
+                    "GPU has fallen off the bus and is not responding to commands.",
+                )
+                self._fallen_bus = None
+        elif "The NVIDIA GPU" in s:
+            m = _FALLEN_FIRST.match(s)
+            self._fallen_bus = normalise_bus_id(m.group("bus")) if m is not None else None
+            return
+        if bus is None or detail is None:
+            return
+        last = self._fallen.get(bus)
+        if last is not None and clock is not None and abs(clock - last) <= _FALLEN_DEDUP_S:
+            return  # the driver's sentence after an Xid 79 line for the same GPU
+        if clock is not None:
+            self._fallen[bus] = clock
+        yield GpuXid(
+            line_no=line_no,
+            ts=ts,
+            ts_raw=ts_raw,
+            ts_inferred=ts_inferred,
+            monotonic_s=monotonic_s,
+            host=host,
+            bus_id=bus,
+            xid=79,
+            pid=None,
+            process_name=None,
+            message=detail,
+        )
