@@ -336,6 +336,32 @@ class BootAnchors:
         return anchor.boot_ts + timedelta(microseconds=round(monotonic_s * 1_000_000))
 
 
+@lru_cache(maxsize=4096)
+def parse_dmesg_ctime(text: str, zone: tzinfo) -> datetime | None:
+    """``dmesg -T`` stamp text (``%a %b %e %H:%M:%S %Y``, month names in any locale that
+    :func:`month_number` knows; the weekday is not checked) in ``zone`` → UTC.
+
+    >>> parse_dmesg_ctime("Wed Dec  2 13:30:19 2026", get_zone("UTC")).isoformat()
+    '2026-12-02T13:30:19+00:00'
+    >>> parse_dmesg_ctime("Mi Dez  2 13:30:19 2026", get_zone("Europe/Berlin")).isoformat()
+    '2026-12-02T12:30:19+00:00'
+    >>> parse_dmesg_ctime("Wed Foo 31 13:30:19 2026", get_zone("UTC")) is None
+    True
+    """
+    parts = text.split()
+    if len(parts) != 5:
+        return None
+    month = month_number(parts[1])
+    hms = parts[3].split(":")
+    if month is None or len(hms) != 3 or not parts[2].isdigit() or not parts[4].isdigit():
+        return None
+    try:
+        naive = datetime(int(parts[4]), month, int(parts[2]), int(hms[0]), int(hms[1]), int(hms[2]))  # noqa: DTZ001
+    except ValueError:
+        return None
+    return localize(naive, zone)
+
+
 def boot_relative(boot_ts: datetime, seconds: float) -> datetime:
     """``boot_ts`` plus boot-relative ``seconds``, rounded to the microsecond.
 
