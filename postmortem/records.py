@@ -82,6 +82,7 @@ class UnitEvent(Record):
     memory_peak_bytes: int | None
     wall_s: float | None
     message: str
+    description: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

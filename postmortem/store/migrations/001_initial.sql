@@ -90,7 +90,8 @@ CREATE TABLE unit_events (
     cpu_s              DOUBLE,
     memory_peak_bytes  BIGINT,
     wall_s             DOUBLE,
-    message            VARCHAR
+    message            VARCHAR,
+    description        VARCHAR
 );
 
 CREATE TABLE oom_kills (

@@ -1,3 +1,0 @@
-"""Parsers for journal sources (being written)."""
-
-from __future__ import annotations

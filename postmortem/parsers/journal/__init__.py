@@ -1,0 +1,20 @@
+"""Parsers for journald and syslog sources, registered from here.
+
+* ``journal-short``: ``journalctl -o short*`` text and classic syslog files (:mod:`.short`);
+* ``journal-json``: ``-o json``, ``json-seq``, ``json-sse``, ``json-pretty`` (:mod:`.jsonmode`);
+* ``journal-export``: ``-o export`` streams and binary ``*.journal`` files (:mod:`.export`);
+* ``journal-verbose``: ``-o verbose`` (:mod:`.verbose`);
+* ``journal-cat``: ``-o cat``, messages only, no timestamps (:mod:`.cat`).
+
+All of them store one ``journal_entries`` row per entry and share the routing in
+:mod:`.sink`: systemd lifecycle → ``unit_events`` (:mod:`.systemd`), systemd-oomd/earlyoom →
+``oom_kills``, kernel entries → the kernel parser's ``KernelStream``, SGLang output → the
+SGLang parser's ``SglangStream``, realtime/monotonic pairs → ``boots``.
+"""
+
+from __future__ import annotations
+
+from . import short  # noqa: F401  (registers journal-short)
+from .short import JournalShortParser
+
+__all__ = ["JournalShortParser"]

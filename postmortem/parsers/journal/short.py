@@ -1,0 +1,516 @@
+"""``journalctl -o short*`` text and classic syslog files: one parser, ``journal-short``.
+
+Every line is ``<stamp> [<host> ]<ident>[[<pid>]]: <message>``; the stamp is any of
+
+=====================  ============================================  ====================
+mode / writer          stamp                                         ``ts_inferred``
+=====================  ============================================  ====================
+short, RFC 3164        ``Mar 14 09:00:00`` (locale month, no year)   ``year``
+short-precise          ``Mar 14 09:00:00.120000``                    ``year``
+short-iso(-precise),   ``2025-03-14T09:00:00[.120000]+0000|+00:00``  NULL
+RFC 3339 (rsyslog)
+short-full, with-unit  ``Fri 2025-03-14 09:00:00 UTC``               NULL (``zone`` when
+                                                                     the zone word is not
+                                                                     known)
+short-unix             ``1741942800.120000``                         NULL
+short-monotonic/delta  ``[10800.120000]`` (seconds since boot)        ``boot`` (or ts NULL)
+=====================  ============================================  ====================
+
+Year-less stamps get their year from ``--year``, else a ``-- Logs begin at …`` header, else
+``--since``, else the file's mtime, and roll over at New Year (:class:`~postmortem.timeutil.
+YearInference`); zone-less ones are local time in ``--tz``. Continuation lines of a multi-line
+message (indented to the message column) belong to the previous entry; rsyslog's ``#012``
+escapes become newlines. ``with-unit`` prints the unit in place of the identifier: it is
+stored as both. Header, boot-marker and ``journalctl -x`` catalog lines (``-- …``) are
+recognised and ignored. For systemd (pid 1) lines the unit comes from the message text.
+
+>>> text = '''-- Boot 3f1c2b9a8e7d4c6b9a1f2e3d4c5b6a79 --
+... Mar 14 11:42:05 gpu-node-7 systemd[1]: sglang-qwen.service: Failed with result 'oom-kill'.
+... Mar 14 11:42:06 gpu-node-7 kernel: Mem-Info:
+...                                    active_anon:1 inactive_anon:2'''
+>>> from postmortem.parsers.base import TableBatch
+>>> out, ctx = run_parser(JournalShortParser(), text, ParseContext(year=2025))
+>>> [type(o).__name__ for o in out if not isinstance(o, TableBatch)][:1]
+['UnitEvent']
+>>> ev = out[0]; ev.unit, ev.action, ev.result, ev.ts.isoformat(), ev.ts_inferred
+('sglang-qwen.service', 'failed', 'oom-kill', '2025-03-14T11:42:05+00:00', 'year')
+>>> rows = [r for o in out if isinstance(o, TableBatch) for r in o.data.to_pylist()]
+>>> rows[1]["ident"], rows[1]["message"], rows[1]["boot_id"][:8]
+('kernel', 'Mem-Info:\\nactive_anon:1 inactive_anon:2', '3f1c2b9a')
+>>> ctx.parsed_lines, ctx.ignored_lines
+(3, 1)
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, tzinfo
+from typing import ClassVar
+
+from ...timeutil import Inferred, YearInference, localize, localize_abbrev, month_number, parse_iso
+from .. import register
+from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
+from .sink import EPOCH, JournalSink
+from .systemd import is_unit_name
+
+__all__ = ["JournalShortParser", "ParseContext", "StampParser", "run_parser"]
+
+#: every table a journal parser may write
+JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills")
+
+_CACHE_MAX = 1 << 17
+_HEADER_DATE = re.compile(r"(?:Logs begin at|Journal begins at) \w+ (\d{4})-(\d\d)-(\d\d)")
+_BOOT_MARKER = re.compile(r"^-- Boot ([0-9a-f]{32}) --$")
+_TIME = re.compile(r"\d\d:\d\d:\d\d$")
+
+# stamp kinds
+ISO, MONTH, FULL, UNIX, MONO = "iso", "month", "full", "unix", "mono"
+
+Stamp = tuple[datetime | None, str, str | None, float | None, int, str]
+# (ts, ts_raw, ts_inferred, monotonic_s, position after the stamp and its space, kind)
+
+
+def _frac_us(text: str) -> int:
+    return int(text[:6].ljust(6, "0"))
+
+
+class StampParser:
+    """Recognises and converts the stamp at the start of a line (with per-second caches).
+
+    >>> p = StampParser(ParseContext(year=2025))
+    >>> p.parse("2025-03-14T02:00:00.120000-0700 h x: m")[:3]
+    (datetime.datetime(2025, 3, 14, 9, 0, 0, 120000, tzinfo=datetime.timezone.utc), '2025-03-14T02:00:00.120000-0700', None)
+    >>> p.parse("Mar  4 09:00:00 h x: m")[0].isoformat(), p.parse("1741942800.5 h x: m")[0].isoformat()
+    ('2025-03-04T09:00:00+00:00', '2025-03-14T09:00:00.500000+00:00')
+    >>> p.parse("[ 8600.000000 < 8595.000000 >] h1 app[7]: line1")[3]
+    8600.0
+    >>> p.parse("garbage") is None
+    True
+    """
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.zone: tzinfo = ctx.zone
+        self._iso: dict[str, tuple[datetime | None, str | None]] = {}
+        self._month: dict[str, datetime | None] = {}
+        self._full: dict[str, tuple[datetime, str | None]] = {}
+        self._unix: dict[str, datetime] = {}
+        self._months: dict[str, int | None] = {}
+        self._years: YearInference | None = None
+        self.header_date: tuple[int, int, int] | None = None
+        self.boot_id: str | None = None
+        self._anchor_cache: dict[tuple[str | None, str | None], datetime | None] = {}
+
+    # ------------------------------------------------------------------ dispatch
+
+    def parse(self, line: str) -> Stamp | None:
+        c = line[:1]
+        if c.isdigit():
+            if line[4:5] == "-" and line[10:11] == "T":
+                return self._parse_iso(line)
+            sp = line.find(" ")
+            tok = line[:sp] if sp > 0 else line
+            if tok[-1:] in ("月", "월"):
+                return self._parse_month(line)
+            return self._parse_unix(line, sp)
+        if c == "[":
+            return self._parse_mono(line)
+        if c.isalpha():
+            if line[3:4] == " " and line[8:9] == "-" and line[4:8].isdigit():
+                return self._parse_full(line)
+            return self._parse_month(line)
+        if c == " ":
+            s = line.lstrip(" ")
+            lead = len(line) - len(s)
+            if lead <= 2 and ("月" in s[:3] or "월" in s[:3]):
+                got = self._parse_month(s)
+                if got is not None:
+                    return got[0], got[1], got[2], got[3], got[4] + lead, got[5]
+        return None
+
+    # ------------------------------------------------------------------ kinds
+
+    def _parse_iso(self, line: str) -> Stamp | None:
+        end = line.find(" ", 19)
+        if end < 0:
+            return None
+        raw = line[:end]
+        us = -1
+        key = raw
+        if raw[19:20] in (".", ","):
+            j = 20
+            while j < len(raw) and raw[j].isdigit():
+                j += 1
+            if j == 20:
+                return None
+            us = _frac_us(raw[20:j])
+            key = raw[:19] + raw[j:]
+        hit = self._iso.get(key)
+        if hit is None:
+            if len(self._iso) > _CACHE_MAX:
+                self._iso.clear()
+            if len(key) == 19:
+                try:
+                    hit = (localize(datetime.fromisoformat(key), self.zone), Inferred.ZONE)
+                except ValueError:
+                    hit = (None, None)
+            else:
+                ts = parse_iso(key)
+                hit = (ts, None)
+            self._iso[key] = hit
+        ts, inferred = hit
+        if ts is None:
+            return None
+        if us >= 0:
+            ts = ts.replace(microsecond=us)
+        return ts, raw, inferred, None, end + 1, ISO
+
+    def _month_of(self, name: str) -> int | None:
+        hit = self._months.get(name, -1)
+        if hit == -1:
+            hit = month_number(name)
+            self._months[name] = hit
+        return hit
+
+    def _year_for(self, month: int, day: int) -> int:
+        if self._years is None:
+            ctx = self.ctx
+            if ctx.year is None and ctx.since is None and self.header_date is not None:
+                y, m, d = self.header_date
+                self._years = YearInference(y if (month, day) >= (m, d) else y + 1)
+            else:
+                self._years = ctx.year_inference(month)
+        return self._years.year_for(month, day)
+
+    def _parse_month(self, line: str) -> Stamp | None:
+        i = line.find(" ")
+        if i <= 0 or i > 12:
+            return None
+        j = i + 1
+        while line[j : j + 1] == " ":
+            j += 1
+        k = line.find(" ", j)
+        if k < 0 or k - j > 2 or not line[j:k].isdigit():
+            return None
+        t = k + 1
+        key = line[: t + 8]
+        if len(key) < t + 8:
+            return None
+        us = -1
+        end = t + 8
+        if line[end : end + 1] == ".":
+            e = end + 1
+            while line[e : e + 1].isdigit():
+                e += 1
+            us = _frac_us(line[end + 1 : e])
+            end = e
+        if line[end : end + 1] not in (" ", ""):
+            return None
+        ts = self._month.get(key, EPOCH)
+        if ts is EPOCH:
+            ts = None
+            month = self._month_of(line[:i])
+            clock = line[t : t + 8]
+            if month is not None and _TIME.match(clock):
+                day = int(line[j:k])
+                try:
+                    naive = datetime(  # noqa: DTZ001 - local wall clock, localised below
+                        self._year_for(month, day),
+                        month,
+                        day,
+                        int(clock[:2]),
+                        int(clock[3:5]),
+                        int(clock[6:8]),
+                    )
+                    ts = localize(naive, self.zone)
+                except ValueError:
+                    ts = None
+            if len(self._month) > _CACHE_MAX:
+                self._month.clear()
+            self._month[key] = ts
+        if ts is None:
+            return None
+        if us >= 0:
+            ts = ts.replace(microsecond=us)
+        return ts, line[:end], Inferred.YEAR, None, end + 1, MONTH
+
+    def _parse_full(self, line: str) -> Stamp | None:
+        # Fri 2025-03-14 09:00:00[.120000] UTC
+        if line[14:15] != " " or line[17:18] != ":":
+            return None
+        end = 23
+        us = -1
+        if line[23:24] == ".":
+            e = 24
+            while line[e : e + 1].isdigit():
+                e += 1
+            us = _frac_us(line[24:e])
+            end = e
+        if line[end : end + 1] != " ":
+            return None
+        zend = line.find(" ", end + 1)
+        if zend < 0:
+            return None
+        word = line[end + 1 : zend]
+        key = line[4:23] + " " + word
+        hit = self._full.get(key)
+        if hit is None:
+            try:
+                naive = datetime.fromisoformat(line[4:14] + "T" + line[15:23])
+            except ValueError:
+                return None
+            utc, exact = localize_abbrev(naive, word, self.zone)
+            hit = (utc, None if exact else Inferred.ZONE)
+            if len(self._full) > _CACHE_MAX:
+                self._full.clear()
+            self._full[key] = hit
+        ts, inferred = hit
+        if us >= 0:
+            ts = ts.replace(microsecond=us)
+        return ts, line[:zend], inferred, None, zend + 1, FULL
+
+    def _parse_unix(self, line: str, sp: int) -> Stamp | None:
+        if sp <= 0:
+            return None
+        tok = line[:sp]
+        sec, dot, frac = tok.partition(".")
+        if not sec.isdigit() or (dot and not frac.isdigit()):
+            return None
+        base = self._unix.get(sec)
+        if base is None:
+            try:
+                base = EPOCH + timedelta(seconds=int(sec))
+            except OverflowError:
+                return None
+            if len(self._unix) > _CACHE_MAX:
+                self._unix.clear()
+            self._unix[sec] = base
+        ts = base.replace(microsecond=_frac_us(frac)) if frac else base
+        return ts, tok, None, None, sp + 1, UNIX
+
+    def _parse_mono(self, line: str) -> Stamp | None:
+        end = line.find("]")
+        if end < 0 or end > 48:
+            return None
+        inner = line[1:end]
+        lt = inner.find("<")
+        if lt >= 0:
+            inner = inner[:lt]
+        try:
+            mono = float(inner)
+        except ValueError:
+            return None
+        if line[end + 1 : end + 2] != " ":
+            return None
+        ts, inferred = self.anchor(mono)
+        return ts, line[: end + 1], inferred, mono, end + 2, MONO
+
+    def anchor(self, mono: float) -> tuple[datetime | None, str | None]:
+        """Wall-clock time of a monotonic stamp: the boot's anchor (boot id from a
+        ``-- Boot … --`` marker; without one, the latest boot of ``--host``), else
+        ``--boot-time``; else None. A boot id without an anchor borrows no other boot's."""
+        key = (self.boot_id, self.ctx.host)
+        if key not in self._anchor_cache:
+            anchors = self.ctx.anchors
+            boot_ts: datetime | None = None
+            if self.boot_id:
+                hit = [a for a in anchors.anchors if a.boot_id == self.boot_id]
+                boot_ts = hit[0].boot_ts if hit else self.ctx.boot_time
+            elif self.ctx.boot_time is not None:
+                boot_ts = self.ctx.boot_time
+            else:
+                hosts = {a.host for a in anchors.anchors}
+                if self.ctx.host is not None or len(hosts) <= 1:
+                    found = anchors.find(host=self.ctx.host)
+                    boot_ts = found.boot_ts if found else None
+            self._anchor_cache[key] = boot_ts
+        boot_ts = self._anchor_cache[key]
+        if boot_ts is None:
+            return None, None
+        return boot_ts + timedelta(microseconds=round(mono * 1_000_000)), Inferred.BOOT
+
+    def reset_anchor(self) -> None:
+        self._anchor_cache.clear()
+
+
+def split_ident(tok: str) -> tuple[str, int | None, str | None]:
+    """``python3[5150]:`` → ``('python3', 5150, None)``; ``foo.service[7]:`` → unit too.
+
+    >>> split_ident("python3[5150]:"), split_ident("kernel:"), split_ident("a.service[7]:")
+    (('python3', 5150, None), ('kernel', None, None), ('a.service', 7, 'a.service'))
+    """
+    t = tok[:-1]
+    pid: int | None = None
+    if t.endswith("]"):
+        lb = t.rfind("[")
+        if lb > 0 and t[lb + 1 : -1].isdigit():
+            pid = int(t[lb + 1 : -1])
+            t = t[:lb]
+    return t, pid, (t if is_unit_name(t) else None)
+
+
+def split_line(line: str, pos: int) -> tuple[str | None, str | None, int]:
+    """After the stamp: ``(host, ident token with its colon, message start)``.
+
+    >>> split_line("X h python3[1]: hi", 2), split_line("X kernel: hi", 2), split_line("X h -- MARK --", 2)
+    (('h', 'python3[1]:', 16), (None, 'kernel:', 10), ('h', None, 4))
+    """
+    sp = line.find(" ", pos)
+    tok = line[pos:sp] if sp >= 0 else line[pos:]
+    after = sp + 1 if sp >= 0 else len(line)
+    if tok.endswith(":"):
+        return None, tok, after
+    sp2 = line.find(" ", after)
+    itok = line[after:sp2] if sp2 >= 0 else line[after:]
+    if itok.endswith(":") and len(itok) > 1:
+        return tok, itok, (sp2 + 1 if sp2 >= 0 else len(line))
+    return tok, None, after
+
+
+def _unescape(message: str) -> str:
+    return message.replace("#012", "\n").replace("#011", "\t")
+
+
+@register
+class JournalShortParser(Parser):
+    """journalctl short, short-precise, short-iso(-precise), short-full, with-unit, short-unix,
+    short-monotonic/delta, and rsyslog/syslog files (RFC 3164 / RFC 3339). See the module
+    docstring for the stamps and the inference flags."""
+
+    name = "journal-short"
+    description = "journalctl -o short* text and classic syslog files (/var/log/messages, syslog)"
+    tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
+    priority = 10
+
+    def sniff(self, head: Head) -> int:
+        stamps = StampParser(ParseContext(year=2000))
+        ok = tried = 0
+        hosts: Counter[str | None] = Counter()
+        kinds: Counter[str] = Counter()
+        header = False
+        for line in head.lines:
+            if not line:
+                continue
+            if line.startswith("-- "):
+                header = header or line.startswith(("-- Logs begin at ", "-- Journal begins at ", "-- Boot "))
+                continue
+            if line[0] in " \t" and "月" not in line[:5] and "월" not in line[:5]:
+                continue
+            tried += 1
+            st = stamps.parse(line)
+            if st is None:
+                continue
+            if st[5] == ISO and "," in st[1]:
+                continue  # dmesg --time-format iso
+            host, itok, _ = split_line(line, st[4])
+            if itok is None:
+                continue
+            ok += 1
+            hosts[host] += 1
+            kinds[st[5]] += 1
+        if not ok:
+            return 95 if header and not tried else 0
+        share = ok / tried
+        kind = kinds.most_common(1)[0][0]
+        top_host, top_n = hosts.most_common(1)[0]
+        if kind == MONO and (top_host is None or top_n / ok < 0.8):
+            return 0  # dmesg lines: "[ 1.2] usb 1-1: …" is not "[stamp] host ident:"
+        if share < 0.5:
+            return 0
+        score = 70 + int(20 * share)
+        return min(98, score + (8 if header else 0))
+
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        sink = JournalSink(ctx)
+        stamps = StampParser(ctx)
+        entry = sink.entry
+        idents: dict[str, tuple[str, int | None, str | None]] = {}
+        msg_col = 0
+        have = False
+        for chunk in chunks:
+            parsed = ignored = 0
+            issues: list[Output] = []
+            for line_no, line in chunk:
+                c = line[:1]
+                if c == " " or c == "\t":
+                    if have and not ("月" in line[:5] or "월" in line[:5]):
+                        text = line[msg_col:] if not line[:msg_col].strip() else line.lstrip()
+                        sink.extend_message(text)
+                        parsed += 1
+                        continue
+                    st = stamps.parse(line)
+                    if st is None:
+                        if have:
+                            sink.extend_message(line.lstrip())
+                            parsed += 1
+                        else:
+                            issues.append(ctx.issue(line_no, "continuation line before any entry", line))
+                        continue
+                elif c == "-" and line.startswith("--"):
+                    self._meta(line, stamps, sink)
+                    ignored += 1
+                    continue
+                elif not c:
+                    ignored += 1
+                    continue
+                else:
+                    st = stamps.parse(line)
+                    if st is None:
+                        issues.append(ctx.issue(line_no, "no journal/syslog timestamp", line))
+                        continue
+                ts, raw, inferred, mono, pos, _kind = st
+                host, itok, mstart = split_line(line, pos)
+                message = line[mstart:]
+                if "#0" in message:
+                    message = _unescape(message)
+                if itok is None:
+                    ident = pid = unit = None
+                else:
+                    hit = idents.get(itok)
+                    if hit is None:
+                        hit = idents[itok] = split_ident(itok)
+                        if len(idents) > 100_000:
+                            idents.clear()
+                    ident, pid, unit = hit
+                entry(
+                    line_no,
+                    ts,
+                    raw,
+                    inferred,
+                    mono,
+                    host,
+                    ident,
+                    pid,
+                    unit,
+                    None,
+                    None,
+                    stamps.boot_id,
+                    message,
+                )
+                msg_col = mstart
+                have = True
+                parsed += 1
+            ctx.parsed(parsed)
+            ctx.ignored(ignored)
+            yield from issues
+            yield from sink.drain()
+        yield from sink.close()
+
+    @staticmethod
+    def _meta(line: str, stamps: StampParser, sink: JournalSink) -> None:
+        if line.startswith("-- Boot "):
+            m = _BOOT_MARKER.match(line)
+            if m:
+                stamps.boot_id = m.group(1)
+                stamps.reset_anchor()
+                sink.new_boot()
+        elif line == "-- Reboot --":
+            stamps.boot_id = None
+            stamps.reset_anchor()
+            sink.new_boot()
+        elif stamps.header_date is None and line.startswith(("-- Logs begin at ", "-- Journal begins at ")):
+            m = _HEADER_DATE.search(line)
+            if m:
+                stamps.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))

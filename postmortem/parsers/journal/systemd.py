@@ -1,0 +1,458 @@
+"""systemd's words → service lifecycle facts; systemd-oomd and earlyoom kill lines.
+
+Pure functions over one message body (after ``systemd[1]: ``), used by every journal/syslog
+parser. Wording from systemd v219 to v259 (reference §5, §6):
+
+>>> classify("sglang-demo.service: Main process exited, code=killed, status=9/KILL")
+Lifecycle(unit='sglang-demo.service', action='main_exited', code='killed', status='9/KILL', ...)
+>>> classify("Started sglang-demo.service - SGLang demo server.").description
+'SGLang demo server'
+>>> c = classify("sglang-demo.service: Consumed 9h 41min 12.004s CPU time, 1.2G memory peak.")
+>>> c.cpu_s, c.memory_peak_bytes
+(34872.004, 1288490189)
+>>> classify("Reached the end of the tunnel.") is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: unit types as they end a unit name
+UNIT_SUFFIXES = (
+    ".service",
+    ".scope",
+    ".slice",
+    ".socket",
+    ".target",
+    ".mount",
+    ".automount",
+    ".swap",
+    ".timer",
+    ".path",
+    ".device",
+)
+_UNIT_RE = r"\S+?\.(?:service|scope|slice|socket|target|mount|automount|swap|timer|path|device)"
+
+#: MESSAGE_ID values (sd-messages.h) of unit lifecycle messages → action
+MESSAGE_IDS: dict[str, str] = {
+    "7d4958e842da4a758f6c1cdc7b36dcc5": "starting",
+    "39f53479d3a045ac8e11786248231fbf": "started",
+    "de5b426a63be47a7b6ac3eaac82e2f6f": "stopping",
+    "9d1aaa27d60140bd96365438aad20286": "stopped",
+    "be02cf6855d2428ba40df7e9d022f03d": "start_failed",
+    "d34d037fff1847e6ae669a370e694725": "reloading",
+    "7b05ebc668384222baa8881179cfda54": "reloaded",
+    "5eb03494b6584870a536b337290809b3": "restart_scheduled",
+    "ae8f7b866b0347b9af31fe1c80b127c0": "consumed",
+    "7ad2d189f7e94e70a38c781354912448": "deactivated",
+    "0e4284a0caca4bfc81c0bb6786972673": "skipped",
+    "d9b373ed55a64feb8242e02dbe79a49c": "failed",
+    "98e322203f7a4ed290d09fe03c09fe15": "main_exited",
+    "fe6faa94e7774663a0da52717891d8ef": "oom_killed",
+    "d989611b15e44c9dbf31e3c81256e4ed": "oomd_killed",
+}
+
+#: every value of unit_events.action, in documentation order
+ACTIONS = (
+    "starting",
+    "started",
+    "stopping",
+    "stopped",
+    "main_exited",
+    "control_exited",
+    "failed",
+    "oom_killed",
+    "oomd_killed",
+    "restart_scheduled",
+    "consumed",
+    "deactivated",
+    "finished",
+    "start_failed",
+    "dependency_failed",
+    "start_limit_hit",
+    "killing",
+    "timeout",
+    "watchdog",
+    "skipped",
+    "reached",
+    "reloading",
+    "reloaded",
+)
+
+
+@dataclass(slots=True)
+class Lifecycle:
+    """What one systemd message says about one unit (``unit`` None: only a description)."""
+
+    unit: str | None
+    action: str
+    code: str | None = None
+    status: str | None = None
+    result: str | None = None
+    restart_count: int | None = None
+    cpu_s: float | None = None
+    memory_peak_bytes: int | None = None
+    wall_s: float | None = None
+    description: str | None = None
+
+    def __repr__(self) -> str:  # short form for doctests
+        return (
+            f"Lifecycle(unit={self.unit!r}, action={self.action!r}, code={self.code!r}, "
+            f"status={self.status!r}, result={self.result!r}, restart_count={self.restart_count!r}, "
+            f"cpu_s={self.cpu_s!r}, memory_peak_bytes={self.memory_peak_bytes!r}, "
+            f"wall_s={self.wall_s!r}, description={self.description!r})"
+        )
+
+
+def is_unit_name(text: str) -> bool:
+    """``foo.service`` → True; ``SGLang server`` → False.
+
+    >>> is_unit_name("user@1000.service"), is_unit_name("a b.service"), is_unit_name(".slice")
+    (True, False, False)
+    """
+    return text.endswith(UNIT_SUFFIXES) and " " not in text and not text.startswith(".") and "/" not in text
+
+
+# --------------------------------------------------------------------------- durations, sizes
+
+_SPAN_UNITS = {
+    "y": 31557600.0,
+    "month": 2629800.0,
+    "w": 604800.0,
+    "d": 86400.0,
+    "h": 3600.0,
+    "min": 60.0,
+    "m": 60.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "μs": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+}
+_SPAN_PART = re.compile(r"\s*(\d+(?:\.\d+)?)(month|min|ms|us|μs|µs|ns|y|w|d|h|m|s)(?=\s|$)")
+
+
+def parse_timespan(text: str) -> float | None:
+    """systemd's ``format_timespan()`` output → seconds.
+
+    >>> parse_timespan("9h 41min 12.004s"), parse_timespan("123ms"), parse_timespan("1d 2h")
+    (34872.004, 0.123, 93600.0)
+    >>> parse_timespan("forever") is None
+    True
+    """
+    total = 0.0
+    pos = 0
+    text = text.strip()
+    if not text:
+        return None
+    while pos < len(text):
+        m = _SPAN_PART.match(text, pos)
+        if m is None:
+            return None
+        total += float(m.group(1)) * _SPAN_UNITS[m.group(2)]
+        pos = m.end()
+    return round(total, 9)
+
+
+_BYTE_POWERS = {"B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+def parse_size(text: str) -> int | None:
+    """systemd's ``format_bytes()`` output (base 1024) → bytes.
+
+    >>> parse_size("1.2G"), parse_size("512M"), parse_size("0B"), parse_size("12 apples")
+    (1288490189, 536870912, 0, None)
+    """
+    if len(text) < 2 or text[-1] not in _BYTE_POWERS:
+        return None
+    try:
+        value = float(text[:-1])
+    except ValueError:
+        return None
+    return round(value * float(1024 ** _BYTE_POWERS[text[-1]]))
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+_UNIT_PREFIX = re.compile(rf"^({_UNIT_RE}): (.*)$", re.S)
+_PROC_EXIT = re.compile(
+    r"^(Main|main|Control|control) process exited, code=(\w+),? status=(\d+)(?:/(\S+?))?(?: \(success\))?$"
+)
+_FAILED_RESULT = re.compile(r"^Failed with result '([\w-]+)'\.$")
+_CONSUMED = re.compile(r"^Consumed (.+?) CPU time(?: over (.+?) wall clock time)?(.*?)\.?$", re.S)
+_PEAK = re.compile(r", ([\d.]+[BKMGTPE]) memory peak")
+_RESTART_COUNTER = re.compile(
+    r"^Scheduled restart job(?: immediately on client request)?, restart counter is at (\d+)\.$"
+)
+_OOMD_UNIT = re.compile(r"^systemd-oomd killed (\d+|some) process\(es\) in this unit\.$")
+_KILLING = re.compile(r"^Killing process (\d+) \((.*)\) with signal (SIG\w+)\.$")
+_STATE_TIMEOUT = re.compile(r"^State '([\w-]+)' timed out\. ?(.*)$")
+_WATCHDOG = re.compile(r"^Watchdog timeout \(limit (.+)\)!$")
+
+_BODY_FIXED: dict[str, tuple[str, str | None]] = {
+    "A process of this unit has been killed by the OOM killer.": ("oom_killed", None),
+    "The kernel OOM killer killed some processes in this unit.": ("oom_killed", None),
+    "Succeeded.": ("deactivated", "success"),
+    "Deactivated successfully.": ("deactivated", "success"),
+    "Unit entered failed state.": ("failed", None),
+    "Start request repeated too quickly.": ("start_limit_hit", "start-limit-hit"),
+    "Service hold-off time over, scheduling restart.": ("restart_scheduled", None),
+    "Service has no hold-off time, scheduling restart.": ("restart_scheduled", None),
+    "Service has no hold-off time (RestartSec=0), scheduling restart.": ("restart_scheduled", None),
+    "Scheduled restart job.": ("restart_scheduled", None),
+}
+_HOLDOFF = re.compile(r"^Service RestartSec=\S+ expired, scheduling restart\.$")
+
+# job messages (no unit prefix; UNIT= in structured modes); order matters
+_JOBS: tuple[tuple[str, str, str, str | None], ...] = (
+    # (prefix, suffix, action, result)
+    ("Starting ", "...", "starting", None),
+    ("Started ", ".", "started", None),
+    ("Stopping ", "...", "stopping", None),
+    ("Stopped (with error) ", ".", "stopped", "error"),
+    ("Stopped target ", ".", "stopped", None),
+    ("Stopped ", " with error.", "stopped", "error"),
+    ("Stopped ", ".", "stopped", None),
+    ("Failed to start ", ".", "start_failed", None),
+    ("Dependency failed for ", ".", "dependency_failed", None),
+    ("Timed out starting ", ".", "start_failed", "timeout"),
+    ("Finished ", ".", "finished", None),
+    ("Reached target ", ".", "reached", None),
+    ("Reloading ", "...", "reloading", None),
+    ("Reloaded ", ".", "reloaded", None),
+)
+_SKIPPED = re.compile(
+    r"^(.+?) (?:was skipped because of an unmet condition check \((.+)\)\.|skipped, unmet condition check (.+))$"
+)
+_OLD_FAILED = re.compile(rf"^Unit ({_UNIT_RE}) entered failed state\.$|^({_UNIT_RE}) failed\.$")
+_OLD_LIMIT = re.compile(rf"^start request repeated too quickly for ({_UNIT_RE})$")
+
+
+def _unit_body(unit: str, body: str) -> Lifecycle | None:
+    fixed = _BODY_FIXED.get(body)
+    if fixed is not None:
+        return Lifecycle(unit, fixed[0], result=fixed[1])
+    first = body[:1]
+    if first in "Mm" or first in "Cc":
+        m = _PROC_EXIT.match(body)
+        if m:
+            action = "main_exited" if m.group(1) in ("Main", "main") else "control_exited"
+            status = m.group(3) + (f"/{m.group(4)}" if m.group(4) else "")
+            return Lifecycle(unit, action, code=m.group(2), status=status)
+    if body.startswith("Failed with result "):
+        m = _FAILED_RESULT.match(body)
+        if m:
+            return Lifecycle(unit, "failed", result=m.group(1))
+    if body.startswith("Consumed "):
+        m = _CONSUMED.match(body)
+        if m:
+            peak = _PEAK.search(m.group(3))
+            return Lifecycle(
+                unit,
+                "consumed",
+                cpu_s=parse_timespan(m.group(1)),
+                wall_s=parse_timespan(m.group(2)) if m.group(2) else None,
+                memory_peak_bytes=parse_size(peak.group(1)) if peak else None,
+            )
+    if body.startswith("Scheduled restart job"):
+        m = _RESTART_COUNTER.match(body)
+        if m:
+            return Lifecycle(unit, "restart_scheduled", restart_count=int(m.group(1)))
+    if body.startswith("Service RestartSec=") and _HOLDOFF.match(body):
+        return Lifecycle(unit, "restart_scheduled")
+    if body.startswith("systemd-oomd killed "):
+        m = _OOMD_UNIT.match(body)
+        if m:
+            return Lifecycle(unit, "oomd_killed", result="oom-kill")
+    if body.startswith("Killing process "):
+        m = _KILLING.match(body)
+        if m:
+            return Lifecycle(unit, "killing", status=m.group(3))
+    if body.startswith("State '"):
+        m = _STATE_TIMEOUT.match(body)
+        if m:
+            return Lifecycle(unit, "timeout", status=m.group(1), result="timeout")
+    if body.startswith("Watchdog timeout"):
+        m = _WATCHDOG.match(body)
+        if m:
+            return Lifecycle(unit, "watchdog", result="watchdog")
+    return None
+
+
+def _split_what(what: str) -> tuple[str | None, str | None]:
+    """``unit - description`` (StatusUnitFormat=combined) / ``unit`` / ``description``."""
+    left, sep, right = what.partition(" - ")
+    if sep and is_unit_name(left):
+        return left, right
+    if is_unit_name(what):
+        return what, None
+    return None, what
+
+
+def classify(message: str) -> Lifecycle | None:
+    """Classify a systemd (pid 1 or user manager) message; ``None`` if it is not lifecycle.
+
+    >>> classify("foo.service: Failed with result 'oom-kill'.").result
+    'oom-kill'
+    >>> classify("foo.service: Scheduled restart job, restart counter is at 3.").restart_count
+    3
+    >>> classify("Stopped SGLang demo server.")
+    Lifecycle(unit=None, action='stopped', ..., description='SGLang demo server')
+    >>> classify("Unit foo.service entered failed state.").action
+    'failed'
+    """
+    if not message:
+        return None
+    first = message[0]
+    if first.islower() or first.isdigit() or first in "-_@\\":
+        # "<unit>: <body>" (unit names are mostly lower case), or the ≤v219 free forms
+        m = _UNIT_PREFIX.match(message)
+        if m:
+            found = _unit_body(m.group(1), m.group(2))
+            if found is not None:
+                return found
+        m = _OLD_FAILED.match(message)
+        if m:
+            return Lifecycle(m.group(1) or m.group(2), "failed")
+        m = _OLD_LIMIT.match(message)
+        if m:
+            return Lifecycle(m.group(1), "start_limit_hit", result="start-limit-hit")
+        return None
+    if first == "U":
+        m = _OLD_FAILED.match(message)
+        if m:
+            return Lifecycle(m.group(1) or m.group(2), "failed")
+    for prefix, suffix, action, result in _JOBS:
+        if message.startswith(prefix) and message.endswith(suffix):
+            what = message[len(prefix) : len(message) - len(suffix)]
+            if not what:
+                continue
+            unit, description = _split_what(what)
+            return Lifecycle(unit, action, result=result, description=description)
+    if " skipped" in message:
+        m = _SKIPPED.match(message)
+        if m:
+            unit, description = _split_what(m.group(1))
+            return Lifecycle(unit, "skipped", status=m.group(2) or m.group(3), description=description)
+    m = _UNIT_PREFIX.match(message)  # upper-case unit names (rare)
+    if m:
+        return _unit_body(m.group(1), m.group(2))
+    return None
+
+
+def apply_fields(lc: Lifecycle | None, fields: dict[str, str], message: str) -> Lifecycle | None:
+    """Refine (or create, from ``MESSAGE_ID``) a classification with journal fields:
+    ``UNIT=``/``USER_UNIT=``, ``EXIT_CODE=``, ``EXIT_STATUS=``, ``UNIT_RESULT=``,
+    ``N_RESTARTS=``, ``CPU_USAGE_NSEC=``, ``MEMORY_PEAK=``.
+
+    >>> apply_fields(None, {"MESSAGE_ID": "fe6faa94e7774663a0da52717891d8ef",
+    ...                     "UNIT": "a.service"}, "Einheit a.service: OOM").action
+    'oom_killed'
+    """
+    unit = fields.get("UNIT") or fields.get("USER_UNIT")
+    if lc is None:
+        action = MESSAGE_IDS.get(fields.get("MESSAGE_ID", ""))
+        if action is None or not unit:
+            return None
+        lc = Lifecycle(unit, action)
+    elif unit:
+        lc.unit = unit
+    code = fields.get("EXIT_CODE")
+    if code and lc.code is None and lc.action in ("main_exited", "control_exited"):
+        lc.code = code
+    status = fields.get("EXIT_STATUS")
+    if status and lc.status is None and lc.action in ("main_exited", "control_exited"):
+        lc.status = status
+    result = fields.get("UNIT_RESULT")
+    if result and lc.result is None:
+        lc.result = result
+    n = fields.get("N_RESTARTS")
+    if n and n.isdigit() and lc.restart_count is None and lc.action == "restart_scheduled":
+        lc.restart_count = int(n)
+    nsec = fields.get("CPU_USAGE_NSEC")
+    if nsec and nsec.isdigit() and lc.action == "consumed":
+        lc.cpu_s = int(nsec) / 1e9
+    peak = fields.get("MEMORY_PEAK")
+    if peak and peak.isdigit() and lc.action == "consumed":
+        lc.memory_peak_bytes = int(peak)
+    return lc
+
+
+# --------------------------------------------------------------------------- userspace OOM killers
+
+
+def unit_from_cgroup(path: str | None) -> str | None:
+    """The systemd unit a cgroup path belongs to: its deepest component that is a unit.
+
+    >>> unit_from_cgroup("/system.slice/sglang-demo.service")
+    'sglang-demo.service'
+    >>> unit_from_cgroup("/user.slice/user-1000.slice/user@1000.service/app.slice/app-x.scope/sub")
+    'app-x.scope'
+    >>> unit_from_cgroup("/"), unit_from_cgroup(None)
+    (None, None)
+    """
+    if not path:
+        return None
+    for part in reversed(path.split("/")):
+        if part and is_unit_name(part):
+            return part
+    return None
+
+
+_OOMD = re.compile(r"^(?:Killed (/\S*) due to |Marked (/\S*) for killing due to )")
+_EARLYOOM = re.compile(
+    r'^sending (SIG\w+) to process (\d+)(?: uid (\d+))? "(.*)": '
+    r"(?:badness|oom_score) -?\d+(?:, oom_score_adj (-?\d+))?"
+)
+
+
+def oomd_kill(message: str) -> str | None:
+    """The cgroup a systemd-oomd kill line names (v248+ ``Killed …``, v260+ ``Marked …``).
+
+    >>> oomd_kill("Killed /system.slice/a.service due to memory pressure for /system.slice being 62.00% > 50.00% for > 20s with reclaim activity")
+    '/system.slice/a.service'
+    >>> oomd_kill("Marked /user.slice/user-1000.slice for killing due to memory used (1) / total (2) and swap used (3) / total (4) being more than 90.00%")
+    '/user.slice/user-1000.slice'
+    >>> oomd_kill("Memory pressure for /system.slice is greater than 10") is None
+    True
+    """
+    if not message.startswith(("Killed /", "Marked /")):
+        return None
+    m = _OOMD.match(message)
+    if m is None:
+        return None
+    return m.group(1) or m.group(2)
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyoomKill:
+    signal: str
+    pid: int
+    uid: int | None
+    name: str
+    oom_score_adj: int | None
+
+
+def earlyoom_kill(message: str) -> EarlyoomKill | None:
+    """An earlyoom ``sending SIG… to process …`` line (v1.3–v1.9 wordings).
+
+    >>> earlyoom_kill('sending SIGTERM to process 4242 uid 1000 "python3": badness 812, VmRSS 61234 MiB')
+    EarlyoomKill(signal='SIGTERM', pid=4242, uid=1000, name='python3', oom_score_adj=None)
+    >>> earlyoom_kill('sending SIGKILL to process 7 "a b": oom_score 900, oom_score_adj 0, VmRSS 1 MiB, cmdline "x"').name
+    'a b'
+    """
+    if not message.startswith("sending SIG"):
+        return None
+    m = _EARLYOOM.match(message)
+    if m is None:
+        return None
+    return EarlyoomKill(
+        m.group(1),
+        int(m.group(2)),
+        int(m.group(3)) if m.group(3) else None,
+        m.group(4),
+        int(m.group(5)) if m.group(5) else None,
+    )
