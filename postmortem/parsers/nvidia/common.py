@@ -319,6 +319,14 @@ def failure_kind(line: str) -> tuple[str, str | None, str] | None:
     return None
 
 
+#: lines nvidia-smi prints after a failure line (nothing more to store)
+_FAILURE_TAILS = (
+    "NVML library version:",
+    "Make sure that the latest NVIDIA driver is installed",
+    "Please also try",
+)
+
+
 def is_failure_head(line: str) -> bool:
     """Is ``line`` (stripped) an nvidia-smi failure output, as sniffers see it?"""
     s = line.strip()
@@ -377,9 +385,14 @@ class Snapshots:
             else:
                 ctx.ignored()
             return True
+        if s.startswith(_FAILURE_TAILS):
+            ctx.ignored()  # the second line of a failure output
+            return True
         fail = failure_kind(s)
         if fail is not None:
             kind, bus, msg = fail
+            if self.pending is not None:  # the failure is the snapshot that date line announced
+                self.last, self.pending = self.pending, None
             stamp = self.current()
             ctx.parsed()
             return GpuEvent(line_no, stamp.ts, stamp.raw, stamp.inferred, ctx.host, bus, kind, msg)

@@ -14,6 +14,7 @@ from .common import (
     date_line_stamp,
     error_event,
     is_failure_head,
+    mib,
     normalise_bus_id,
     number,
 )
@@ -240,10 +241,15 @@ class NvidiaSmiTable(Parser):
             return None
         mem = cells[1]
         mm = _MEM_CELL.fullmatch(mem)
-        if mm is None and mem.strip() not in ("N/A", _ERR) and "ERR!" not in mem:
+        if mm is not None:
+            used, total = int(mm.group(1)), int(mm.group(2))
+        elif mem.strip() in ("N/A", _ERR):
+            used = total = None
+        elif _ERR in mem and "/" in mem:
+            left, right = mem.split("/", 1)
+            used, total = mib(left), mib(right)
+        else:
             return None
-        used = int(mm.group(1)) if mm else None
-        total = int(mm.group(2)) if mm else None
         util = cells[2].split()
         return (
             m.group(1),
@@ -304,7 +310,7 @@ class NvidiaSmiTable(Parser):
         gpu = int(m.group(1))
         name = m.group(6).strip()
         mem = m.group(7)
-        truncated = mem.endswith("...") or name.endswith("...")
+        truncated = mem.endswith("...") or name.endswith("...") or name.startswith("...")
         used = int(mem[:-3]) if mem.endswith("MiB") else None
         stamp = snap.stamp
         return GpuProcess(
