@@ -158,7 +158,9 @@ class NvidiaSmiXml(Parser):
             for line_no, line in chunk:
                 if doc is None:
                     s = line.lstrip()
-                    if s.startswith(("<?xml", "<nvidia_smi_log", "<!DOCTYPE nvidia_smi_log")):
+                    if s.startswith("<?xml") or (
+                        not broken and s.startswith(("<nvidia_smi_log", "<!DOCTYPE nvidia_smi_log"))
+                    ):
                         broken = False
                         doc = self._open(line_no, ctx, snaps)
                     elif broken:
@@ -193,9 +195,10 @@ class NvidiaSmiXml(Parser):
                     yield from self._close(doc, ctx)
                     doc = None
         if doc is not None:
+            last_line = doc.first_line + doc.lines - 1
             yield from self._close(doc, ctx)
             yield ctx.issue(
-                doc.first_line + doc.lines - 1,
+                last_line,
                 "XML document not closed (truncated?): GPUs read so far kept",
                 "",
                 unparsed=False,
