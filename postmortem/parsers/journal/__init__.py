@@ -14,7 +14,16 @@ SGLang parser's ``SglangStream``, realtime/monotonic pairs → ``boots``.
 
 from __future__ import annotations
 
-from . import short  # noqa: F401  (registers journal-short)
+from .cat import JournalCatParser
+from .export import JournalExportParser
+from .jsonmode import JournalJsonParser
 from .short import JournalShortParser
+from .verbose import JournalVerboseParser
 
-__all__ = ["JournalShortParser"]
+__all__ = [
+    "JournalCatParser",
+    "JournalExportParser",
+    "JournalJsonParser",
+    "JournalShortParser",
+    "JournalVerboseParser",
+]

@@ -158,6 +158,8 @@ class JournalSink:
         """Store one entry (its routing runs when the next entry starts or at :meth:`close`)."""
         if self._pending is not None:
             self._route()
+        if host is None:
+            host = self.ctx.host
         lc = None
         if ident == "systemd" and transport != "kernel":
             lc = systemd.classify(message)
