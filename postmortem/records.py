@@ -180,6 +180,13 @@ class ServerConfig(Record):
     chunked_prefill_size: int | None
     port: int | None
     raw: str
+    pp_size: int | None = None
+    max_total_tokens: int | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    disable_cuda_graph: bool | None = None
+    watchdog_timeout: float | None = None
+    args_format: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +209,7 @@ class SglangEvent(Record):
     num_tokens: int | None
     exit_code: int | None
     message: str
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +236,11 @@ class SglangBatch(Record):
     cached_token: int | None
     cuda_graph: bool | None
     extra: str | None
+    ts_inferred: str | None = None
+    iteration: int | None = None
+    swa_token_usage: float | None = None
+    mamba_usage: float | None = None
+    pending_token: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +257,7 @@ class HttpRequest(Record):
     path: str
     http_version: str | None
     status: int
+    ts_inferred: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +278,10 @@ class CudaOom(Record):
     reserved_mib: float | None
     phase: str | None
     message: str
+    ts_inferred: str | None = None
+    private_pool_mib: float | None = None
+    process_mib: float | None = None
+    device: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

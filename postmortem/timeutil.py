@@ -56,6 +56,7 @@ class Inferred:
     BOOT = "boot"  # boot-relative seconds converted with a boot anchor
     MTIME = "mtime"  # no time at all in the record; the file's modification time
     PREVIOUS = "previous"  # the line has no stamp; it took the previous line's time
+    DATE = "date"  # time of day only; the date came from an earlier line, --since or the mtime
     GIVEN = "given"  # given on the command line (--at)
 
 

@@ -185,7 +185,14 @@ CREATE TABLE server_configs (
     context_length                INTEGER,
     chunked_prefill_size          INTEGER,
     port                          INTEGER,
-    raw                           VARCHAR
+    raw                           VARCHAR,
+    pp_size                       INTEGER,
+    max_total_tokens              BIGINT,
+    quantization                  VARCHAR,
+    kv_cache_dtype                VARCHAR,
+    disable_cuda_graph            BOOLEAN,
+    watchdog_timeout              DOUBLE,
+    args_format                   VARCHAR
 );
 
 CREATE TABLE sglang_events (
@@ -206,7 +213,8 @@ CREATE TABLE sglang_events (
     elapsed_s     DOUBLE,
     num_tokens    BIGINT,
     exit_code     INTEGER,
-    message       VARCHAR
+    message       VARCHAR,
+    detail        VARCHAR
 );
 
 CREATE TABLE sglang_batches (
@@ -231,7 +239,12 @@ CREATE TABLE sglang_batches (
     new_token         BIGINT,
     cached_token      BIGINT,
     cuda_graph        BOOLEAN,
-    extra             VARCHAR
+    extra             VARCHAR,
+    ts_inferred       VARCHAR,
+    iteration         INTEGER,
+    swa_token_usage   DOUBLE,
+    mamba_usage       DOUBLE,
+    pending_token     BIGINT
 );
 
 CREATE TABLE http_requests (
@@ -246,7 +259,8 @@ CREATE TABLE http_requests (
     method        VARCHAR NOT NULL,
     path          VARCHAR NOT NULL,
     http_version  VARCHAR,
-    status        SMALLINT NOT NULL
+    status        SMALLINT NOT NULL,
+    ts_inferred   VARCHAR
 );
 
 CREATE TABLE cuda_ooms (
@@ -265,7 +279,11 @@ CREATE TABLE cuda_ooms (
     allocated_mib  DOUBLE,
     reserved_mib   DOUBLE,
     phase          VARCHAR,
-    message        VARCHAR
+    message        VARCHAR,
+    ts_inferred       VARCHAR,
+    private_pool_mib  DOUBLE,
+    process_mib       DOUBLE,
+    device            VARCHAR
 );
 
 CREATE TABLE gpu_samples (

@@ -1,0 +1,157 @@
+"""Regexes for SGLang's own messages (applied after the prefix), by family.
+
+Each is tried only after a cheap ``startswith``/``in`` test in :mod:`.stream`.
+"""
+
+from __future__ import annotations
+
+import re
+
+NUM = r"-?\d+(?:\.\d+)?"
+
+# --- startup --------------------------------------------------------------------------------
+INIT_DIST_END = re.compile(
+    rf"Init (?:torch distributed|nccl) ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)?(?: mem usage=(?P<usage>{NUM}) GB)?"
+)
+LOAD_BEGIN = re.compile(rf"Load weight begin\. avail mem=(?P<avail>{NUM}) GB")
+LOAD_END = re.compile(
+    rf"Load weight end\. (?:elapsed=(?P<elapsed>{NUM}) s, )?type=(?P<type>[^,]+), "
+    rf"(?:dtype=(?P<dtype>[^,]+), )?(?P<quant>quant=[^,]+(?:, (?!avail mem=)[\w]+=[^,]+)*, )?"
+    rf"avail mem=(?P<avail>{NUM}) GB(?:, mem usage=(?P<usage>{NUM}) GB)?\.?$"
+)
+LOAD_END_DEFERRED = re.compile(
+    rf"Load weight end\. Committed real weights after CUDA graph capture in (?P<elapsed>{NUM}) s"
+    rf"(?: \(capture overlap window (?P<overlap>{NUM}) s, startup overlap total (?P<total>{NUM}) s\))?"
+)
+#: class-name suffixes of draft models (EAGLE, EAGLE-3, NextN/MTP, DSpark)
+DRAFT_CLASS = re.compile(r"(?:Eagle3?|NextN|MTP|DSpark|Draft|Medusa)\w{0,8}$")
+KV_ALLOC = re.compile(
+    rf"(?:(?P<label>[\w-]+(?: [\w-]+)?) )?KV Cache (?P<what>is allocated|VA upper bound)\."
+    rf"(?: dtype: (?P<dtype>[^,]+),)?(?: #tokens: (?P<tokens>[\d,]+),)? "
+    rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)"
+    rf"(?:, avail mem=(?P<avail>{NUM}) GB)?\.?$"
+)
+POST_CAPTURE_KV = re.compile(
+    rf"Post-capture KV sizing: KV cache allocated\. dtype: (?P<dtype>[^,]+), #tokens: (?P<tokens>\d+), "
+    rf"KV size: (?P<kv>{NUM}) GB, avail mem=(?P<avail>{NUM}) GB"
+)
+MEM_POOL_END = re.compile(rf"Memory pool end\. avail mem=(?P<avail>{NUM}) GB")
+PROFILED = re.compile(
+    r"max_total_tokens=(?P<req>\d+) is larger than the profiled value (?P<prof>-?\d+)\. "
+    r"Use the profiled value instead\."
+)
+_G = r"(?:cuda|cpu|npu|musa|xpu|CUDA|CPU|NPU|MUSA|XPU) graph"
+GRAPH_BEGIN_OLD = re.compile(
+    rf"Capture (?P<what>(?:draft (?:extend )?)?{_G}|piecewise {_G}) begin(?: \(step (?P<step>\d+)\))?\."
+    rf"(?: This can take up to several minutes\.)?(?: avail mem=(?P<avail>{NUM}) GB)?$"
+)
+GRAPH_END_OLD = re.compile(
+    rf"Capture (?P<what>(?:draft (?:extend )?)?{_G}|piecewise {_G}) end(?: \(step (?P<step>\d+)\))?\. "
+    rf"Time elapsed: (?P<elapsed>{NUM}) s"
+    rf"(?:\. (?:mem usage=(?P<usage>{NUM}) GB\. avail mem=(?P<avail>{NUM}) GB"
+    rf"|avail mem=(?P<avail2>{NUM}) GB\. mem usage=(?P<usage2>{NUM}) GB))?\.?$"
+)
+GRAPH_BEGIN_NEW = re.compile(
+    rf"Capture (?P<role>target|draft) (?P<graph>\w+) (?P<label>\S+ graph) begin\. (?P<args>backend=.*?)"
+    rf"(?:,? ?avail mem=(?P<avail>{NUM}) GB)?$"
+)
+GRAPH_END_NEW = re.compile(
+    rf"Capture (?P<role>target|draft) (?P<graph>\w+) (?P<label>\S+ graph) end\. (?:bs=(?P<bs>\[[^\]]*\]), )?"
+    rf"elapsed=(?P<elapsed>{NUM}) s(?:, mem usage=(?P<usage>{NUM}) GB)?(?:, avail mem=(?P<avail>{NUM}) GB)?\.?$"
+)
+GRAPH_FAILED = re.compile(r"(?i)Capture (?:cuda|cpu|npu) graph failed")
+LIMITS = re.compile(
+    r"max_total_num_tokens=(?P<max_total>\d+), (?:chunked_prefill_size=(?P<chunk>-?\d+|None), )?"
+    r"max_prefill_tokens=(?P<max_prefill>\d+), (?:max_running_requests=(?P<max_running>\d+), )?"
+    rf"context_len=(?P<ctx>\d+)(?:, available_(?:gpu|cpu)_mem=(?P<avail>{NUM}) GB)?"
+)
+STARTUP_TIMINGS = re.compile(r"Engine startup timings \(s\): (?P<body>.*)$")
+_TIMING_PAIR = re.compile(r"(\w+)=(\{[^}]*\}|[-\d.]+)")
+READY = "The server is fired up and ready to roll!"
+
+# --- uvicorn ----------------------------------------------------------------------------------
+UVICORN_LEVELS = ("INFO:", "WARNING:", "ERROR:", "DEBUG:", "CRITICAL:", "TRACE:")
+ACCESS = re.compile(
+    r'(?P<client>\S+) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/(?P<http>[\d.]+)" (?P<status>\d{3})'
+)
+UVICORN_RUNNING = re.compile(
+    r"Uvicorn running on (?P<url>\S+?)(?: \(Press CTRL\+C to quit\)| with (?P<n>\d+) SO_REUSEPORT workers)?$"
+)
+UVICORN_PROCESS = re.compile(r"(?P<what>Started|Finished) server process \[(?P<pid>\d+)\]")
+HEALTH_FAILED = re.compile(
+    r"Health check failed\. Server couldn't get a response from detokenizer for last (?P<s>\d+) seconds"
+)
+
+# --- errors -----------------------------------------------------------------------------------
+HIT_EXCEPTION = re.compile(r"(?P<who>\w+) hit an exception: ?(?P<tb>.*)$")
+EXCEPTION_OLD = re.compile(r"Exception in (?P<who>\w+):(?P<rest>.*)$")
+RETRACT = re.compile(
+    r"(?:KV cache pool is full\. Retract requests\.|Testing retraction\.|Decode out of memory happened\.|"
+    r"decode out of memory happened,) #retracted_reqs: (?P<n>\d+)(?:, #new_tokens_gained: (?P<gained>\d+))?"
+    r"(?:, #mamba_num_gained: (?P<mamba>\d+))?(?:, #new_token_ratio: (?P<old>[\d.]+) -> (?P<new>[\d.]+))?"
+)
+PHASE_OOM = re.compile(r"(?P<phase>\w+) out of memory\. Try to lower your batch size\.")
+NOT_ENOUGH_MEMORY = re.compile(
+    r"Not enough memory\. Please try to increase --mem-fraction-static\."
+    r"(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<mfs>[\d.]+))?"
+)
+SIGQUIT_LAUNCH = re.compile(r"Received sigquit from a child proces?s\. It usually means the child failed\.")
+SIGQUIT_RUNNING = re.compile(
+    r"SIGQUIT received\. signum=(?P<signum>\S+), frame=(?P<frame>.*?)\. It usually means one child failed\."
+)
+SIGTERM = re.compile(r"SIGTERM received\. signum=(?P<signum>\S+) frame=")
+GRACEFUL_EXIT = re.compile(r"Gracefully exiting\.\.\. [Rr]emaining number of requests:? ?(?P<n>\d+)")
+FORCED_EXIT = re.compile(
+    r"Signal SIGTERM received while (?P<why>health check failed|force shutdown flag set)"
+)
+SUBPROCESS_CRASH = re.compile(
+    r"Subprocess (?P<name>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)"
+)
+RANK_DEAD_OLD = re.compile(r"Rank (?P<rank>\d+) scheduler is dead\.")
+EXIT_CODE = re.compile(r"Exit code: (?P<code>-?\d+)$")
+RANK_DIED_NEW = re.compile(
+    r"Rank (?P<rank>\d+) scheduler died during initialization \(exit code: (?P<code>-?\d+)\)"
+)
+PROC_TERMINATED = re.compile(
+    r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?P<code>-?\d+)"
+)
+INIT_FAILED = re.compile(r"Initialization failed\. ?(?P<why>.*)$")
+KILL_TREE = re.compile(
+    r"kill_process_tree called: parent_pid=(?P<ppid>\S+), include_parent=(?P<inc>\S+), pid=(?P<pid>\d+)"
+)
+WATCHDOG_OLD = re.compile(r"Watchdog timeout \(self\.watchdog_timeout=(?P<t>[\d.]+)\)")
+WATCHDOG_NEW = re.compile(
+    r"(?P<who>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<t>[\d.]+), self\.soft=(?P<soft>True|False)\)"
+)
+KV_LEAK = re.compile(r"token_to_kv_pool_allocator memory leak detected!")
+ALLOC_REQ_SLOTS = "alloc_req_slots runs out of memory"
+UNBALANCED = "The memory capacity is unbalanced."
+
+# --- tracebacks -------------------------------------------------------------------------------
+TRACEBACK = "Traceback (most recent call last):"
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+FRAME = re.compile(r'\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
+EXCEPTION_LINE = re.compile(
+    r"(?:[A-Za-z_][\w.]*\.)?(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Z]\w*Error\w*)(?::|$)"
+)
+
+
+def timings(body: str) -> dict[str, object]:
+    """``load_weight=12.02, …, cuda_graph={prefill=22.96, decode=12.26}, …`` → a dict (seconds).
+
+    >>> timings("load_weight=4.08, cuda_graph={decode=42.70}")
+    {'load_weight': 4.08, 'cuda_graph': {'decode': 42.7}}
+    """
+    out: dict[str, object] = {}
+    for key, value in _TIMING_PAIR.findall(body):
+        if value.startswith("{"):
+            out[key] = {k: float(v) for k, v in _TIMING_PAIR.findall(value[1:-1]) if not v.startswith("{")}
+        else:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                continue
+    return out
