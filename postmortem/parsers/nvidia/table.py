@@ -241,6 +241,8 @@ class NvidiaSmiTable(Parser):
             return None
         mem = cells[1]
         mm = _MEM_CELL.fullmatch(mem)
+        used: int | None
+        total: int | None
         if mm is not None:
             used, total = int(mm.group(1)), int(mm.group(2))
         elif mem.strip() in ("N/A", _ERR):
