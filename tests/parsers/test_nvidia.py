@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,8 @@ def test_01_table_8xh200() -> None:
     assert [s.power_w for s in samples] == [76, 76, 76, 76, 76, 76, 75, 74]
     assert {s.driver_version for s in samples} == {"570.133.20"}
     assert {s.ts_inferred for s in samples} == {"zone"}
-    assert procs(out) == [] and issues_of(out) == []
+    assert procs(out) == []
+    assert issues_of(out) == []
 
 
 @real
@@ -179,7 +181,8 @@ def test_04_csv_lms_loop() -> None:
     assert [s.temp_c for s in rows] == [25, 24, 23, 26, 25]
     assert rows[0].ts == datetime(2024, 1, 16, 14, 44, 16, 977000, tzinfo=UTC)
     assert rows[-1].ts_raw == "2024/01/16 14:44:17.095"
-    assert {s.pstate for s in rows} == {"P8"} and {s.gpu_index for s in rows} == {None}
+    assert {s.pstate for s in rows} == {"P8"}
+    assert {s.gpu_index for s in rows} == {None}
 
 
 @real
@@ -221,7 +224,8 @@ def test_08_csv_memory_ramp_truncated_last_line() -> None:
     out, _ = parse("nvidia-smi-csv", sample("08").read_bytes(), tz="UTC")
     rows = records_of(out, GpuSample)
     assert len(rows) == 105
-    assert rows[0].mem_used_mib == 1 and rows[0].ts == datetime(2026, 2, 25, 10, 4, 37, 416000, tzinfo=UTC)
+    assert rows[0].mem_used_mib == 1
+    assert rows[0].ts == datetime(2026, 2, 25, 10, 4, 37, 416000, tzinfo=UTC)
     by_raw = {s.ts_raw: s.mem_used_mib for s in rows}
     assert by_raw["2026/02/25 10:04:52.426"] == 2900
     assert by_raw["2026/02/25 10:04:53.426"] == 37660
@@ -236,9 +240,12 @@ def test_08_csv_memory_ramp_truncated_last_line() -> None:
         99,
     )
     [warning] = issues_of(out)
-    assert warning.line_no == 106 and not warning.unparsed and "short CSV row" in warning.reason
+    assert warning.line_no == 106
+    assert not warning.unparsed
+    assert "short CSV row" in warning.reason
     times = [s.ts for s in rows]
-    assert times == sorted(times) and len(set(times)) == len(times)
+    assert times == sorted(times)
+    assert len(set(times)) == len(times)
 
 
 @real
@@ -321,7 +328,8 @@ def test_17_pmon() -> None:
         (10293, "memhog"),
         (10309, "gpu_burn"),
     ]
-    assert {p.used_mib for p in rows} == {None} and {p.process_type for p in rows} == {"C"}
+    assert {p.used_mib for p in rows} == {None}
+    assert {p.process_type for p in rows} == {"C"}
 
 
 @real
@@ -416,11 +424,12 @@ def test_loop_8_gpus_n_intervals() -> None:
     n = 30
     out, _ = parse("nvidia-smi-csv", loop_capture(8, n), tz="UTC")
     rows = records_of(out, GpuSample)
-    assert len(rows) == 8 * n and issues_of(out) == []
+    assert len(rows) == 8 * n
+    assert issues_of(out) == []
     for g in range(8):
         mine = [s for s in rows if s.gpu_index == g]
         assert len(mine) == n
-        assert all(a.ts < b.ts for a, b in zip(mine, mine[1:], strict=False))
+        assert all(a.ts < b.ts for a, b in pairwise(mine))
         assert [s.mem_used_mib for s in mine] == [1000 * k + g for k in range(n)]
         assert {s.bus_id for s in mine} == {f"00000000:{0x18 + g:02X}:00.0"}
     assert rows[8].ts == datetime(2026, 1, 15, 10, 0, 5, 100000, tzinfo=UTC)
@@ -430,9 +439,10 @@ def test_loop_8_gpus_n_intervals() -> None:
 
 
 def test_csv_noheader_without_columns_and_no_known_list() -> None:
-    out, ctx = parse("nvidia-smi-csv", "a, b, c, d, e, f, g, h, i, j, k\n")
+    out, _ = parse("nvidia-smi-csv", "a, b, c, d, e, f, g, h, i, j, k\n")
     [issue] = issues_of(out)
-    assert issue.unparsed and "give --columns" in issue.reason
+    assert issue.unparsed
+    assert "give --columns" in issue.reason
 
 
 def test_csv_noheader_guess_is_noted() -> None:
@@ -449,7 +459,8 @@ def test_csv_columns_option_wins() -> None:
 def test_csv_too_many_cells() -> None:
     out, _ = parse("nvidia-smi-csv", "index, memory.used [MiB]\n0, 1 MiB, 2 MiB\n")
     [issue] = issues_of(out)
-    assert issue.line_no == 2 and "3 fields, header has 2" in issue.reason
+    assert issue.line_no == 2
+    assert "3 fields, header has 2" in issue.reason
 
 
 def test_csv_null_tokens_are_null_never_zero() -> None:
@@ -464,7 +475,8 @@ def test_csv_null_tokens_are_null_never_zero() -> None:
     assert (s.mem_used_mib, s.mem_total_mib, s.mem_free_mib, s.mem_reserved_mib) == (None, None, None, None)
     assert (s.util_gpu_pct, s.power_w, s.temp_c) == (None, None, None)
     [event] = records_of(out, GpuEvent)
-    assert event.kind == "unknown_error" and "utilization.gpu" in event.message
+    assert event.kind == "unknown_error"
+    assert "utilization.gpu" in event.message
 
 
 def test_csv_unknown_error_event_once_per_failing_streak() -> None:
@@ -563,7 +575,8 @@ def test_failure_outputs_are_events(line: str, kind: str, bus: str | None) -> No
         out, ctx = parse(name, f"Thu Jan 15 10:00:00 UTC 2026\n{line}\n")
         [event] = records_of(out, GpuEvent)
         assert (event.kind, event.bus_id, event.ts) == (kind, bus, utc(2026, 1, 15, 10)), name
-        assert issues_of(out) == [] and ctx.parsed_lines == 2
+        assert issues_of(out) == []
+        assert ctx.parsed_lines == 2
 
 
 def test_failure_only_file_is_sniffed_as_table() -> None:
@@ -610,7 +623,8 @@ def test_dmon_row_before_header_and_bad_row() -> None:
 
 def test_pmon_dash_row_is_ignored_not_stored() -> None:
     out, ctx = parse("nvidia-pmon", "# gpu pid type sm command\n# Idx # C/G % name\n 0 - - - -\n")
-    assert out == [] and ctx.ignored_lines == 3
+    assert out == []
+    assert ctx.ignored_lines == 3
 
 
 def test_dcgm_unreadable_line() -> None:
