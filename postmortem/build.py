@@ -45,11 +45,16 @@ def build(options: BuildOptions) -> BuildResult:
     try:
         summary = ingest_paths(store, options.logs, options.ingest)
         from .analysis import rebuild
-
-        rebuild(store, window_s=options.window_s)
         from .report import write_reports
 
-        written = write_reports(store, options)
+        analysis = rebuild(
+            store,
+            window_s=options.window_s,
+            since=options.since,
+            until=options.until,
+            zone=options.zone,
+        )
+        written = write_reports(store, options, analysis)
     finally:
         store.close()
     return BuildResult(

@@ -364,14 +364,12 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("Error: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:
-        import click  # type: ignore[import-not-found,unused-ignore]
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
-            sys.exit(int(ExitCode.USAGE))
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+        # click's exceptions (vendored by newer typer releases): usage errors and the like
+        show = getattr(exc, "show", None)
+        code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         if _state["debug"]:
             traceback.print_exc()
         typer.echo(

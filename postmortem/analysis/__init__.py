@@ -1,17 +1,182 @@
 """Analysis: pure functions over query results that fill the derived tables.
 
-``rebuild`` recomputes ``service_loads``, ``incidents``, ``incident_evidence`` and
-``recommendations`` from the ingested tables; ``build`` calls it after every ingest.
+:func:`rebuild` recomputes ``service_loads``, ``clock_offsets``, ``incidents``,
+``incident_victims``, ``incident_evidence`` and ``recommendations`` from the ingested tables.
+``build`` calls it after every ingest; it returns the in-memory result the report renders.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Any
+
+from ..query import named_query_names, named_sql, run_named_dicts
 from ..store.db import Store, ident
+from ..timeutil import UTC
+from .clock import merge_offsets, message_pair_offsets, start_pair_offsets
+from .facts import IncidentFacts, gather
+from .incidents import build_incidents, evidence_from_rows
+from .load_stats import LoadStats, load_statistics
+from .model import ClockOffset, Incident, Load, Recommendation
+from .rules import recommend
+from .summary import summarise
+
+DERIVED_TABLES = (
+    "clock_offsets",
+    "incidents",
+    "incident_victims",
+    "incident_evidence",
+    "recommendations",
+)
 
 
-def rebuild(store: Store, *, window_s: float = 1800.0) -> None:
-    """Recompute every derived table (filled in by the correlation stage)."""
-    del window_s
+@dataclass
+class Analysis:
+    incidents: list[Incident] = field(default_factory=list)
+    facts: dict[int, IncidentFacts] = field(default_factory=dict)
+    recommendations: dict[int, list[Recommendation]] = field(default_factory=dict)
+    offsets: dict[int, ClockOffset] = field(default_factory=dict)
+    loads: list[Load] = field(default_factory=list)
+    load_stats: list[LoadStats] = field(default_factory=list)
+
+
+def _anchor_monotonic(store: Store) -> None:
+    if "anchor_monotonic" in named_query_names():
+        for statement in named_sql("anchor_monotonic").split(";"):
+            if statement.strip() and not _only_comments(statement):
+                store.execute(statement)
+
+
+def _only_comments(sql: str) -> bool:
+    return all(not ln.strip() or ln.strip().startswith("--") for ln in sql.splitlines())
+
+
+def _derive_loads(store: Store) -> None:
+    try:
+        mod = importlib.import_module("postmortem.analysis.loads")
+    except ModuleNotFoundError:
+        return
+    fn = getattr(mod, "derive_service_loads", None)
+    if fn is not None:
+        fn(store)
+
+
+def read_loads(store: Store) -> list[Load]:
+    out = []
+    for r in run_named_dicts(store, "service_loads_all"):
+        out.append(Load(**{k: r[k] for k in Load.__dataclass_fields__ if k in r}))
+    return out
+
+
+def rebuild(
+    store: Store,
+    *,
+    window_s: float = 1800.0,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    zone: tzinfo = UTC,
+) -> Analysis:
+    """Recompute every derived table; return the incidents with their facts."""
     with store.transaction():
-        for table in ("service_loads", "incidents", "incident_evidence", "recommendations"):
+        _anchor_monotonic(store)
+        _derive_loads(store)
+        for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
+        formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}
+        exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
+        zones = start_pair_offsets(
+            run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
+        )
+        offsets = merge_offsets(exact, zones)
+        loads = read_loads(store)
+        stats = load_statistics(loads)
+        rows = run_named_dicts(store, "kill_evidence", {"since": since, "until": until})
+        evidence = evidence_from_rows(rows)
+        incidents = build_incidents(
+            evidence, loads, {sid: o.offset_s for sid, o in offsets.items() if abs(o.offset_s) >= 1}
+        )
+        result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
+        for inc in incidents:
+            if inc.ts is None:
+                continue
+            facts = gather(
+                store, inc, window_s=window_s, all_loads=stats, offsets=list(offsets.values())
+            )
+            result.facts[inc.incident_id] = facts
+            result.recommendations[inc.incident_id] = recommend(facts)
+            inc.summary = summarise(facts, zone)
+        _persist(store, result)
+    return result
+
+
+def _persist(store: Store, result: Analysis) -> None:
+    con = store.con
+    paths = {int(r["source_id"]): str(r["path"]) for r in run_named_dicts(store, "source_formats")}
+    for off in result.offsets.values():
+        con.execute(
+            "INSERT INTO clock_offsets VALUES (?, ?, ?, ?, ?, ?)",
+            [off.source_id, off.reference_source_id, off.offset_s, off.method, off.pairs, off.note],
+        )
+    for inc in result.incidents:
+        v = inc.victim
+        con.execute(
+            "INSERT INTO incidents (incident_id, host, ts, unit, cause, confidence, killer, scope, "
+            "victim_pid, victim_comm, victims, anon_rss_kb, memcg_usage_kb, memcg_limit_kb, "
+            "recovered_ts, downtime_s, fallback_unit, recovery_unit, recovery_load_s, restart_count, "
+            "kills_last_hour, running_at_kill, queued_at_kill, last_activity_ts, gpu_memory_freed, "
+            "summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                inc.incident_id,
+                inc.host,
+                inc.ts,
+                inc.unit,
+                inc.cause,
+                inc.confidence,
+                inc.killer,
+                inc.scope,
+                v.pid if v else None,
+                v.comm if v else None,
+                len(inc.victims),
+                inc.anon_rss_kb,
+                inc.memcg_usage_kb,
+                inc.memcg_limit_kb,
+                inc.recovered_ts,
+                inc.downtime_s,
+                inc.fallback_unit,
+                inc.recovery_unit,
+                inc.recovery_load.load_s if inc.recovery_load else None,
+                inc.restart_count,
+                inc.kills_last_hour,
+                inc.running_at_kill,
+                inc.queued_at_kill,
+                inc.last_activity_ts,
+                inc.gpu_memory_freed,
+                inc.summary,
+            ],
+        )
+        rows: list[list[Any]] = [
+            [inc.incident_id, x.source_id, x.line_no, x.ts, x.pid, x.comm, x.anon_rss_kb, x.chosen]
+            for x in inc.victims
+        ]
+        if rows:
+            con.executemany("INSERT INTO incident_victims VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        ev_rows = [
+            [inc.incident_id, e.source_id, e.line_no, e.ts, e.kind, e.detail[:2000]] for e in inc.evidence
+        ]
+        if ev_rows:
+            con.executemany("INSERT INTO incident_evidence VALUES (?, ?, ?, ?, ?, ?)", ev_rows)
+        recs = [
+            [
+                inc.incident_id,
+                r.rule,
+                r.severity,
+                r.title,
+                r.detail,
+                "; ".join(f"{paths.get(e.source_id, e.source_id)}:{e.line_no}" for e in r.evidence) or None,
+            ]
+            for r in result.recommendations.get(inc.incident_id, [])
+        ]
+        if recs:
+            con.executemany("INSERT INTO recommendations VALUES (?, ?, ?, ?, ?, ?)", recs)

@@ -1,13 +1,36 @@
-"""Reports: typed contexts, plots and Jinja rendering of the derived tables."""
+"""Reports: typed contexts, plots and Jinja rendering of the analysis.
+
+``build`` writes one Markdown report per incident in the window to
+``<out>/<host>-<UTC time>-<unit>.md`` with its figures beside it, and ``<out>/index.md`` listing
+them (``--format json``: the same contexts as ``.json``; ``--bundle``: a ``.tar.gz`` per report).
+"""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+import tarfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..query import run_named_dicts
+from ..analysis import Analysis
+from ..analysis.summary import human
 from ..store.db import Store
+from ..timeutil import UTC
+from .context import (
+    IndexReport,
+    IndexRow,
+    Sources,
+    as_jsonable,
+    incident_report,
+    source_rows,
+    utc_text,
+)
+from .plots import loads_figure, memory_figure
+from .redact import Redactor
 from .render import render
 
 if TYPE_CHECKING:
@@ -22,11 +45,129 @@ class Written:
     bundles: list[Path] = field(default_factory=list)
 
 
-def write_reports(store: Store, options: BuildOptions) -> Written:
+_SAFE = re.compile(r"[^A-Za-z0-9@._-]+")
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe version of ``text`` (no separators, no leading dots).
+
+    >>> safe_name("../etc/passwd x.service")
+    'etc_passwd_x.service'
+    """
+    s = _SAFE.sub("_", text).strip("._")
+    return s[:120] or "report"
+
+
+def report_stem(host: str | None, ts: datetime | None, unit: str | None) -> str:
+    when = ts.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ") if ts else "unknown-time"
+    return safe_name(f"{host or 'unknown-host'}-{when}-{unit or 'unknown-unit'}")
+
+
+def _hosts(store: Store) -> list[str]:
+    rows = store.fetchall(
+        "SELECT DISTINCT host FROM sources WHERE host IS NOT NULL "
+        "UNION SELECT DISTINCT host FROM incidents WHERE host IS NOT NULL ORDER BY 1"
+    )
+    return [str(r[0]) for r in rows]
+
+
+def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Written:
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    sources = run_named_dicts(store, "sources_overview")
-    text = render("index.md.j2", {"sources": sources}, options.templates)
-    index = out / "index.md"
-    index.write_text(text, encoding="utf-8")
-    return Written(index=index)
+    zone = options.zone
+    generated = options.now or datetime.now(UTC)
+    clean = Redactor(redact=options.redact, anonymize=options.anonymize, hosts=_hosts(store))
+    written = Written()
+    rows: list[IndexRow] = []
+    for inc in analysis.incidents:
+        if inc.ts is None or inc.incident_id not in analysis.facts:
+            continue
+        if options.since and inc.ts < options.since:
+            continue
+        if options.until and inc.ts > options.until:
+            continue
+        facts = analysis.facts[inc.incident_id]
+        stem = report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
+        fig = memory_figure(facts, out / f"{stem}-memory.png", zone, title=f"{inc.unit} — {utc_text(inc.ts)} UTC")
+        loads = []
+        for st in (facts.unit_loads, facts.recovery_loads):
+            if st is not None:
+                loads.extend(ld for ld in st.loads if ld not in loads)
+        loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
+        highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
+        lfig = loads_figure(loads, out / f"{stem}-loads.png", zone, highlight)
+        ctx = incident_report(
+            store,
+            analysis,
+            inc,
+            zone=zone,
+            clean=clean,
+            window_s=options.window_s,
+            generated_at=generated,
+            figure=fig.name if fig else None,
+            loads_figure=lfig.name if lfig else None,
+            file_stem=stem,
+        )
+        if options.report_format == "json":
+            path = out / f"{stem}.json"
+            path.write_text(json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        else:
+            path = out / f"{stem}.md"
+            path.write_text(render("incident.md.j2", ctx, options.templates), encoding="utf-8")
+        written.reports.append(path)
+        if options.bundle:
+            members = [path] + [p for p in (fig, lfig) if p is not None]
+            written.bundles.append(write_bundle(out / f"{stem}.tar.gz", members))
+        rows.append(
+            IndexRow(
+                report=path.name,
+                kill_utc=utc_text(inc.ts),
+                host=clean.host(inc.host) or "—",
+                unit=clean(inc.unit or "—"),
+                cause=ctx.cause_label,
+                downtime=human(inc.downtime_s) if inc.downtime_s is not None else "not restored",
+                recovery=clean(inc.recovery_unit or "—"),
+            )
+        )
+    written.incidents = len(rows)
+    sources = Sources(store)
+    window = f"{utc_text(options.since) if options.since else 'beginning'} → {utc_text(options.until) if options.until else 'now'} UTC"
+    reason = (
+        "no kernel OOM kill, userspace OOM kill, CUDA OOM or service death was found"
+        if not analysis.incidents
+        else "incidents exist outside the window"
+    )
+    index = IndexReport(
+        generated_at=utc_text(generated) + " UTC",
+        tool_version=ctx_version(),
+        window=window,
+        incidents=rows,
+        sources=source_rows(sources, None, clean),
+        no_incident_reason=reason,
+    )
+    if options.report_format == "json":
+        written.index = out / "index.json"
+        written.index.write_text(json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        written.index = out / "index.md"
+        written.index.write_text(render("index.md.j2", index, options.templates), encoding="utf-8")
+    return written
+
+
+def ctx_version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def write_bundle(path: Path, members: list[Path]) -> Path:
+    """A ``.tar.gz`` of the report and its images, with flat, safe member names."""
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for m in members:
+            data = m.read_bytes()
+            info = tarfile.TarInfo(safe_name(m.name))
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = 0
+            tar.addfile(info, io.BytesIO(data))
+    return path

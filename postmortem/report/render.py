@@ -45,6 +45,7 @@ def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
     env.filters["inline"] = md_inline
     env.filters["code"] = md_code
     env.filters["linktext"] = md_link_text
+    env.filters["url"] = _url
     env.filters["num"] = _num
     env.filters["dur"] = _duration
     return env
@@ -60,6 +61,13 @@ def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) ->
         return tpl.render(ctx=context)
     except jinja2.UndefinedError as exc:
         raise UsageError(f"template {template!r}: {exc}") from exc
+
+
+def _url(value: Any) -> str:
+    """A relative link target: percent-encoded so spaces and parentheses cannot break it."""
+    from urllib.parse import quote
+
+    return quote(str(value), safe="/._-")
 
 
 def _num(value: Any, digits: int = 0) -> str:

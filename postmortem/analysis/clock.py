@@ -1,0 +1,122 @@
+"""Clock offsets between sources.
+
+The journal is the reference clock (UTC from the machine's realtime clock). Other sources are
+placed on it by pairs of records that must be (nearly) simultaneous:
+
+* the same message seen by two sources (a dmesg file and the journal's kernel copy, an SGLang
+  log file and SGLang's stdout captured by journald) → the median difference, exactly;
+* systemd starting a unit and SGLang printing ``server_args`` for it a few seconds later →
+  a time-zone-sized offset (a multiple of 15 minutes) when the log was written in another zone
+  than ``--tz`` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from statistics import median
+from typing import Any
+
+from .model import ClockOffset
+
+ZONE_STEP_S = 900.0  # zones are whole quarter hours
+START_DELAY_S = (0.0, 90.0)  # systemd start → SGLang server_args
+
+
+def is_reference(fmt: str | None) -> bool:
+    return bool(fmt) and str(fmt).startswith("journal")
+
+
+def message_pair_offsets(
+    rows: Iterable[dict[str, Any]], formats: dict[int, str]
+) -> list[ClockOffset]:
+    """Offsets from identical messages (rows of ``kernel_message_pairs.sql`` and the like)."""
+    out: list[ClockOffset] = []
+    for r in rows:
+        sid, ref = int(r["source_id"]), int(r["reference_source_id"])
+        if is_reference(formats.get(sid)) or not is_reference(formats.get(ref)):
+            continue
+        out.append(
+            ClockOffset(
+                source_id=sid,
+                reference_source_id=ref,
+                offset_s=float(r["offset_s"]),
+                method="same messages",
+                pairs=int(r["pairs"]),
+            )
+        )
+    return out
+
+
+def start_pair_offsets(
+    rows: Sequence[dict[str, Any]], formats: dict[int, str], known: set[int]
+) -> list[ClockOffset]:
+    """Zone-sized offsets of SGLang files from (systemd start, server_args) pairs.
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> t = datetime(2025, 5, 25, 18, 41, 3, tzinfo=UTC)
+    >>> rows = [{"source_id": 5, "line_no": 1, "sglang_ts": t + timedelta(hours=2, seconds=3),
+    ...          "reference_source_id": 1, "unit_ts": t, "unit": "a.service"}]
+    >>> off = start_pair_offsets(rows, {1: "journal-export", 5: "sglang"}, set())[0]
+    >>> off.offset_s, off.method
+    (7200.0, 'unit start vs server_args')
+    """
+    by_source: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        sid = int(r["source_id"])
+        if sid in known or is_reference(formats.get(sid)):
+            continue
+        if not is_reference(formats.get(int(r["reference_source_id"]))):
+            continue
+        by_source.setdefault(sid, []).append(r)
+    out: list[ClockOffset] = []
+    for sid, pairs in sorted(by_source.items()):
+        lines: dict[int, list[float]] = {}
+        ref = int(pairs[0]["reference_source_id"])
+        for r in pairs:
+            d = (r["sglang_ts"] - r["unit_ts"]).total_seconds()
+            lines.setdefault(int(r["line_no"]), []).append(d)
+        best_c, best_n = 0.0, 0
+        candidates = sorted({round(d / ZONE_STEP_S) * ZONE_STEP_S for ds in lines.values() for d in ds})
+        for c in [0.0, *candidates]:
+            n = sum(
+                1
+                for ds in lines.values()
+                if any(START_DELAY_S[0] - 5 <= d - c <= START_DELAY_S[1] for d in ds)
+            )
+            if n > best_n or (n == best_n and abs(c) < abs(best_c)):
+                best_c, best_n = c, n
+        if best_n == 0 or best_c == 0.0:
+            continue
+        hours = best_c / 3600
+        out.append(
+            ClockOffset(
+                source_id=sid,
+                reference_source_id=ref,
+                offset_s=best_c,
+                method="unit start vs server_args",
+                pairs=best_n,
+                note=(
+                    f"this log's clock reads {abs(hours):g} h {'ahead of' if hours > 0 else 'behind'} "
+                    "the journal: it was written in another time zone than --tz; set tz for it in "
+                    "postmortem.toml ([[sources]]) or rerun with the right --tz"
+                ),
+            )
+        )
+    return out
+
+
+def merge_offsets(*groups: Iterable[ClockOffset]) -> dict[int, ClockOffset]:
+    """One offset per source: exact message pairs win over start pairs."""
+    out: dict[int, ClockOffset] = {}
+    for group in groups:
+        for off in group:
+            have = out.get(off.source_id)
+            if have is None or (have.method != "same messages" and off.method == "same messages"):
+                out[off.source_id] = off
+            elif have.method == off.method == "same messages" and off.pairs > have.pairs:
+                out[off.source_id] = off
+    return out
+
+
+def median_or_none(values: Sequence[float]) -> float | None:
+    return median(values) if values else None

@@ -1,0 +1,211 @@
+"""Everything known about one incident, gathered once for the rules and the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..query import run_named_dicts
+from ..store.db import Store
+from .load_stats import LoadStats, stats_for
+from .model import ClockOffset, Incident
+from .timeline import Timeline, memory_timeline
+
+GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
+GPU_GRACE_S = 60.0
+
+
+@dataclass
+class Consumer:
+    name: str
+    processes: int
+    rss_kb: int
+    share: float  # of the task table's total RSS
+
+
+@dataclass
+class GpuRelease:
+    gpu: str
+    before_mib: int | None
+    min_after_mib: int | None
+    freed_after_s: float | None  # seconds from the kill to the first sample at the minimum
+    freed: bool | None
+
+
+@dataclass
+class IncidentFacts:
+    incident: Incident
+    timeline: Timeline
+    oom: dict[str, Any] | None = None
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    consumers: list[Consumer] = field(default_factory=list)
+    config: dict[str, Any] | None = None
+    recovery_config: dict[str, Any] | None = None
+    unit_loads: LoadStats | None = None
+    recovery_loads: LoadStats | None = None
+    gpu_release: list[GpuRelease] = field(default_factory=list)
+    gpu_procs_after: list[dict[str, Any]] = field(default_factory=list)
+    polls: list[dict[str, Any]] = field(default_factory=list)
+    restarts: list[dict[str, Any]] = field(default_factory=list)
+    offsets: list[ClockOffset] = field(default_factory=list)
+    last_batch: dict[str, Any] | None = None
+    gpu_used_start_mib: float | None = None
+    gpu_used_end_mib: float | None = None
+    gpu_total_mib: float | None = None
+    host_avail_start_mib: float | None = None
+    host_avail_end_mib: float | None = None
+    host_total_mib: float | None = None
+    token_usage_max: float | None = None
+    queue_max: int | None = None
+    retractions: int = 0
+
+    @property
+    def gpu_flat(self) -> bool | None:
+        """GPU memory did not grow before the kill (within 2 % of the card)."""
+        if self.gpu_used_start_mib is None or self.gpu_used_end_mib is None or not self.gpu_total_mib:
+            return None
+        return abs(self.gpu_used_end_mib - self.gpu_used_start_mib) <= 0.02 * self.gpu_total_mib
+
+    @property
+    def host_drop_mib(self) -> float | None:
+        if self.host_avail_start_mib is None or self.host_avail_end_mib is None:
+            return None
+        return self.host_avail_start_mib - self.host_avail_end_mib
+
+
+def top_consumers(tasks: list[dict[str, Any]], page_kb: int = 4) -> list[Consumer]:
+    """The task table grouped by process name, biggest RSS first.
+
+    >>> rows = [{"name": "sglang::schedul", "rss_pages": 100}, {"name": "sglang::schedul", "rss_pages": 100},
+    ...         {"name": "python3", "rss_pages": 50}]
+    >>> [(c.name, c.processes, c.rss_kb, round(c.share, 2)) for c in top_consumers(rows)]
+    [('sglang::schedul', 2, 800, 0.8), ('python3', 1, 200, 0.2)]
+    """
+    groups: dict[str, list[int]] = {}
+    for t in tasks:
+        rss = t.get("rss_pages")
+        if rss is None:
+            continue
+        groups.setdefault(str(t.get("name")), []).append(int(rss) * page_kb)
+    total = sum(sum(v) for v in groups.values()) or 1
+    out = [Consumer(name, len(v), sum(v), sum(v) / total) for name, v in groups.items()]
+    out.sort(key=lambda c: -c.rss_kb)
+    return out
+
+
+def gather(
+    store: Store,
+    incident: Incident,
+    *,
+    window_s: float,
+    all_loads: list[LoadStats],
+    offsets: list[ClockOffset],
+) -> IncidentFacts:
+    kill = incident.ts
+    assert kill is not None
+    after = 600.0
+    if incident.recovered_ts is not None:
+        after = max(after, (incident.recovered_ts - kill).total_seconds() + 90)
+    tl = memory_timeline(
+        store, kill_ts=kill, unit=incident.unit, host=incident.host, window_s=window_s, after_s=after
+    )
+    facts = IncidentFacts(incident=incident, timeline=tl, offsets=offsets)
+    if incident.oom_id is not None:
+        rows = run_named_dicts(store, "oom_kill_detail", {"oom_id": incident.oom_id})
+        facts.oom = rows[0] if rows else None
+        facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
+        facts.consumers = top_consumers(facts.tasks)
+    if incident.unit:
+        cfg = run_named_dicts(store, "server_config_of", {"unit": incident.unit, "before": kill})
+        facts.config = cfg[0] if cfg else None
+        batch = run_named_dicts(
+            store, "last_batch_before", {"unit": incident.unit, "before": kill, "host": incident.host}
+        )
+        facts.last_batch = batch[0] if batch else None
+        act = run_named_dicts(store, "last_activity_before", {"unit": incident.unit, "before": kill})
+        incident.last_activity_ts = act[0]["ts"] if act else None
+        until = incident.recovered_ts or kill + timedelta(hours=1)
+        facts.restarts = run_named_dicts(
+            store, "unit_restarts", {"unit": incident.unit, "since": kill, "until": until}
+        )
+    if facts.last_batch:
+        incident.running_at_kill = facts.last_batch["running_req"]
+        incident.queued_at_kill = facts.last_batch["queue_req"]
+    if facts.restarts:
+        counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
+        incident.restart_count = max(counts) if counts else len(facts.restarts)
+    facts.unit_loads = stats_for(incident.unit, all_loads)
+    if incident.recovery_unit:
+        facts.recovery_loads = stats_for(incident.recovery_unit, all_loads)
+        rec = incident.recovery_load
+        if rec is not None and rec.ready_ts is not None:
+            cfg = run_named_dicts(
+                store, "server_config_of", {"unit": incident.recovery_unit, "before": rec.ready_ts}
+            )
+            facts.recovery_config = cfg[0] if cfg else None
+            start = rec.start_ts or kill
+            facts.polls = run_named_dicts(
+                store, "health_polls", {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts}
+            )
+    _gpu_release(store, facts)
+    _summarise_timeline(facts)
+    return facts
+
+
+def _gpu_release(store: Store, facts: IncidentFacts) -> None:
+    inc = facts.incident
+    assert inc.ts is not None
+    look = GPU_GRACE_S
+    if inc.recovery_load is not None and inc.recovery_load.start_ts is not None:
+        # after the next load starts, memory rises again: only look until then (and ≥ 15 s)
+        look = max(15.0, min(look, (inc.recovery_load.start_ts - inc.ts).total_seconds() + 10))
+    rows = run_named_dicts(store, "gpu_after_kill", {"host": inc.host, "kill": inc.ts, "after_s": look})
+    for r in rows:
+        before, after = r["before_mib"], r["min_after_mib"]
+        if after is None:
+            freed: bool | None = None
+            secs = None
+        else:
+            freed = after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
+            secs = (r["min_after_ts"] - inc.ts).total_seconds() if r["min_after_ts"] else None
+        label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
+        facts.gpu_release.append(GpuRelease(label, before, after, secs, freed))
+    pids = sorted({int(t["pid"]) for t in facts.tasks if t.get("pid") is not None})
+    pids += [v.pid for v in inc.victims if v.pid is not None and v.pid not in pids]
+    if pids:
+        facts.gpu_procs_after = run_named_dicts(
+            store, "gpu_processes_after", {"pids": pids, "kill": inc.ts, "grace_s": 15.0, "host": inc.host}
+        )
+    known = [g.freed for g in facts.gpu_release if g.freed is not None]
+    if facts.gpu_procs_after:
+        inc.gpu_memory_freed = False
+    elif known:
+        inc.gpu_memory_freed = all(known)
+
+
+def _summarise_timeline(facts: IncidentFacts) -> None:
+    before = facts.timeline.before_kill()
+    gpu = [b for b in before if b.gpu_used_mib_max is not None]
+    if gpu:
+        facts.gpu_used_start_mib = gpu[0].gpu_used_mib_max
+        facts.gpu_used_end_mib = gpu[-1].gpu_used_mib_max
+        totals = [
+            b.gpu_total_mib_sum / b.gpus for b in gpu if b.gpu_total_mib_sum and b.gpus
+        ]
+        facts.gpu_total_mib = max(totals) if totals else None
+    kill = facts.timeline.kill_ts
+    host = [(t, a, tot) for t, a, tot in facts.timeline.host_points if t <= kill]
+    if host:
+        facts.host_avail_start_mib = host[0][1]
+        facts.host_avail_end_mib = host[-1][1]
+        facts.host_total_mib = host[-1][2] or None
+    usages = [b.token_usage for b in before if b.token_usage is not None]
+    facts.token_usage_max = max(usages) if usages else None
+    queues = [b.queue_req for b in before if b.queue_req is not None]
+    facts.queue_max = max(queues) if queues else None
+    facts.retractions = sum(b.retractions for b in before)
+
+
+def fmt_time(ts: datetime | None) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M:%S") if ts else "—"

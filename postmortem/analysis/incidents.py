@@ -1,0 +1,400 @@
+"""Incidents: one per kill, merging what every source says about it.
+
+Pure functions over rows of ``kill_evidence.sql``, the inferred clock offsets and the service
+loads. The same kill seen twice (dmesg and the journal copy) is one incident; a storm (several
+victims of one unit within seconds, or ``memory.oom.group``) is one incident with several
+victims; a unit's systemd words and SGLang's last words attach to the kill they follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .model import Evidence, Incident, Load, Victim
+
+#: evidence that can start an incident; everything else only attaches to one
+PRIMARY_KINDS = {
+    "oom_kill",
+    "unit_oom_killed",
+    "unit_oomd_killed",
+    "unit_main_exited",
+    "unit_failed",
+    "sglang_scheduler_killed",
+    "sglang_subprocess_crashed",
+    "sglang_cuda_oom",
+    "cuda_oom",
+}
+_DEATH_RESULTS = {"oom-kill", "signal", "core-dump", "watchdog"}
+
+MERGE_S = 120.0  # evidence of one unit within this many seconds is one incident
+
+
+def evidence_from_rows(rows: Iterable[dict[str, Any]]) -> list[Evidence]:
+    """Turn ``kill_evidence.sql`` rows into :class:`Evidence` (slices dropped, kinds named)."""
+    out: list[Evidence] = []
+    for r in rows:
+        kind = r["kind"]
+        unit = r.get("unit")
+        if kind == "unit_event":
+            action = r["action"]
+            if unit and unit.endswith(".slice"):
+                continue  # systemd repeats OOM sentences for ancestor slices; the leaf is kept
+            if action == "failed" and r.get("result") not in _DEATH_RESULTS:
+                kind = "unit_failed_other"
+            else:
+                kind = f"unit_{action}"
+        out.append(
+            Evidence(
+                kind=kind,
+                ts=r["ts"],
+                source_id=int(r["source_id"]),
+                line_no=int(r["line_no"]),
+                detail=str(r.get("message") or ""),
+                host=r.get("host"),
+                unit=unit,
+                raw=dict(r),
+            )
+        )
+    return out
+
+
+def _adj(ev: Evidence, offsets: dict[int, float]) -> datetime | None:
+    if ev.ts is None:
+        return None
+    off = offsets.get(ev.source_id, 0.0)
+    return ev.ts - timedelta(seconds=off) if off else ev.ts
+
+
+@dataclass
+class _Cluster:
+    host: str | None
+    unit: str | None
+    first: datetime
+    last: datetime
+    items: list[Evidence] = field(default_factory=list)
+
+
+def _host_match(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
+
+
+def cluster_evidence(
+    evidence: Sequence[Evidence], offsets: dict[int, float] | None = None, merge_s: float = MERGE_S
+) -> list[list[Evidence]]:
+    """Group evidence into incidents: same host, same unit (or no unit), close in time.
+
+    >>> from datetime import UTC
+    >>> t = datetime(2025, 5, 25, 20, 17, 19, tzinfo=UTC)
+    >>> ev = [Evidence("oom_kill", t, 1, 10, "k", "h", "a.service"),
+    ...       Evidence("unit_main_exited", t + timedelta(seconds=1), 2, 5, "m", "h", "a.service"),
+    ...       Evidence("oom_kill", t + timedelta(hours=1), 1, 90, "k", "h", "a.service")]
+    >>> [len(c) for c in cluster_evidence(ev)]
+    [2, 1]
+    """
+    offsets = offsets or {}
+    timed = [(t, e) for e in evidence if (t := _adj(e, offsets)) is not None]
+    timed.sort(key=lambda p: (p[0], p[1].source_id, p[1].line_no))
+    clusters: list[_Cluster] = []
+    window = timedelta(seconds=merge_s)
+    deferred: list[tuple[datetime, Evidence]] = []
+    for t, ev in timed:
+        if ev.kind not in PRIMARY_KINDS:
+            deferred.append((t, ev))
+            continue
+        if ev.unit is None:
+            deferred.append((t, ev))
+            continue
+        target = None
+        for c in reversed(clusters):
+            if c.unit == ev.unit and _host_match(c.host, ev.host) and t - c.last <= window:
+                target = c
+                break
+        if target is None:
+            clusters.append(_Cluster(ev.host, ev.unit, t, t, [ev]))
+        else:
+            target.items.append(ev)
+            target.last = max(target.last, t)
+            target.host = target.host or ev.host
+    # evidence without a unit (old kernels, bare SGLang logs) or secondary evidence joins the
+    # nearest cluster of the same host; unit-less primary evidence may start its own
+    for t, ev in deferred:
+        best: _Cluster | None = None
+        best_gap: timedelta | None = None
+        for c in clusters:
+            if not _host_match(c.host, ev.host):
+                continue
+            if ev.unit is not None and c.unit is not None and ev.unit != c.unit:
+                continue
+            gap = max(c.first - t, t - c.last, timedelta(0))
+            if gap <= window and (best_gap is None or gap < best_gap):
+                best, best_gap = c, gap
+        if best is not None:
+            best.items.append(ev)
+            best.first, best.last = min(best.first, t), max(best.last, t)
+        elif ev.kind in PRIMARY_KINDS:
+            clusters.append(_Cluster(ev.host, ev.unit, t, t, [ev]))
+    clusters.sort(key=lambda c: c.first)
+    return [sorted(c.items, key=lambda e: (_adj(e, offsets) or c.first, e.line_no)) for c in clusters]
+
+
+def victims_of(items: Sequence[Evidence]) -> list[Victim]:
+    """Killed processes, the same pid reported by two sources counted once; the first kill of
+    the earliest record is the chosen victim."""
+    seen: dict[tuple[int | None, str | None], Victim] = {}
+    for ev in items:
+        if ev.kind != "oom_kill":
+            continue
+        r = ev.raw
+        key = (r.get("pid"), r.get("comm"))
+        if key in seen:
+            continue
+        seen[key] = Victim(
+            pid=r.get("pid"),
+            comm=r.get("comm"),
+            ts=ev.ts,
+            anon_rss_kb=r.get("anon_rss_kb"),
+            source_id=ev.source_id,
+            line_no=ev.line_no,
+            chosen=False,
+            oom_id=r.get("oom_id"),
+        )
+    victims = list(seen.values())
+    if victims:
+        victims[0].chosen = True
+    return victims
+
+
+def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | None, str]:
+    """(cause, confidence, killer, scope, one-sentence explanation) of one incident."""
+    kernel = [e for e in items if e.kind == "oom_kill" and e.raw.get("killer") == "kernel"]
+    oomd = [e for e in items if e.kind == "oom_kill" and e.raw.get("killer") == "systemd-oomd"]
+    earlyoom = [e for e in items if e.kind == "oom_kill" and e.raw.get("killer") == "earlyoom"]
+    unit_oom = [e for e in items if e.kind == "unit_oom_killed"]
+    systemd_says = bool(unit_oom) or any(
+        e.kind == "unit_failed" and e.raw.get("result") == "oom-kill" for e in items
+    )
+    cuda = [e for e in items if e.kind in ("cuda_oom", "sglang_cuda_oom")]
+    signal = [
+        e
+        for e in items
+        if (e.kind == "unit_main_exited" and e.raw.get("code") in ("killed", "dumped"))
+        or (e.kind == "unit_failed" and e.raw.get("result") in ("signal", "core-dump"))
+        or e.kind in ("sglang_scheduler_killed", "sglang_subprocess_crashed")
+    ]
+    if kernel:
+        scope = kernel[0].raw.get("scope")
+        msg = kernel[0].detail
+        if scope is None:
+            scope = "memcg" if msg.startswith("Memory cgroup out of memory") else None
+        conf = 0.97 if systemd_says or signal else 0.9
+        if scope == "memcg":
+            limit = kernel[0].raw.get("memcg_limit_kb")
+            what = f" of {_gib(limit)}" if limit else ""
+            return (
+                "cgroup_oom",
+                conf,
+                "kernel",
+                scope,
+                f"the kernel's memory-cgroup OOM killer fired: the unit's cgroup reached its memory "
+                f"limit{what} (MemoryMax= or a container limit) — host RAM, not GPU memory",
+            )
+        if scope in ("cpuset", "mempolicy"):
+            return (
+                "host_oom",
+                conf - 0.1,
+                "kernel",
+                scope,
+                f"the kernel OOM killer fired under a {scope} constraint: the NUMA nodes the task "
+                "may use ran out of host RAM — not GPU memory",
+            )
+        return (
+            "host_oom" if scope == "global" else "host_oom",
+            conf if scope == "global" else 0.75,
+            "kernel",
+            scope,
+            "the kernel OOM killer fired for the whole machine: host RAM (and swap) ran out — "
+            "not GPU memory",
+        )
+    if oomd:
+        return (
+            "oomd",
+            0.9,
+            "systemd-oomd",
+            None,
+            "systemd-oomd killed the unit's cgroup because of memory pressure or swap use "
+            "(host RAM, before the kernel OOM killer would have)",
+        )
+    if earlyoom:
+        return (
+            "earlyoom",
+            0.9,
+            "earlyoom",
+            None,
+            "earlyoom killed the process because available host RAM fell below its threshold",
+        )
+    if systemd_says:
+        return (
+            "unknown",
+            0.6,
+            "kernel",
+            None,
+            "systemd reports that the kernel OOM killer killed a process of the unit, but no "
+            "kernel record was ingested, so host-wide and cgroup-limit OOMs cannot be told apart "
+            "(add dmesg or `journalctl -k` for the window)",
+        )
+    if cuda:
+        return (
+            "gpu_oom",
+            0.8 if signal or len(items) > 1 else 0.7,
+            None,
+            None,
+            "a CUDA out-of-memory error in the server, with no kernel OOM kill: GPU memory ran "
+            "out, not host RAM",
+        )
+    if signal:
+        return (
+            "signal",
+            0.6,
+            None,
+            None,
+            "the process was killed by a signal and no OOM killer left a record (an operator, "
+            "a watchdog or another process sent it)",
+        )
+    return ("unknown", 0.3, None, None, "the service died and no source says why")
+
+
+def _gib(kb: int | None) -> str:
+    if kb is None:
+        return "?"
+    gib = kb / 1024 / 1024
+    return f"{gib:.0f} GiB" if gib >= 10 else f"{gib:.1f} GiB"
+
+
+def kill_time(items: Sequence[Evidence], offsets: dict[int, float]) -> datetime | None:
+    """The kill instant: the kernel's kill line when there is one, else the first evidence."""
+    for kinds in (("oom_kill",), ("unit_oom_killed", "unit_main_exited"), tuple(PRIMARY_KINDS)):
+        times = [t for e in items if e.kind in kinds and (t := _adj(e, offsets)) is not None]
+        if times:
+            return min(times)
+    return None
+
+
+def find_recovery(
+    incident_unit: str | None,
+    host: str | None,
+    kill_ts: datetime,
+    loads: Sequence[Load],
+    killed_load: Load | None,
+) -> tuple[Load | None, bool]:
+    """The first load after the kill that brought service back: the same unit, or another unit
+    serving the same model (same model path or port). Returns (load, is_fallback)."""
+    model = killed_load.model_path if killed_load else None
+    port = killed_load.port if killed_load else None
+    best: Load | None = None
+    for ld in loads:
+        if ld.outcome != "ready" or ld.ready_ts is None or ld.start_ts is None:
+            continue
+        if not _host_match(host, ld.host):
+            continue
+        if ld.start_ts < kill_ts - timedelta(seconds=5) or ld.ready_ts <= kill_ts:
+            continue
+        same_unit = incident_unit is not None and ld.unit == incident_unit
+        same_model = model is not None and ld.model_path == model
+        same_port = port is not None and ld.port == port
+        if not (same_unit or same_model or same_port):
+            continue
+        if best is None or ld.ready_ts < (best.ready_ts or ld.ready_ts):
+            best = ld
+    if best is None:
+        return None, False
+    return best, best.unit != incident_unit
+
+
+def load_before(unit: str | None, kill_ts: datetime, loads: Sequence[Load]) -> Load | None:
+    """The load of ``unit`` that was serving (or starting) when it was killed."""
+    best = None
+    for ld in loads:
+        if ld.unit != unit or ld.start_ts is None or ld.start_ts > kill_ts:
+            continue
+        if best is None or (best.start_ts is not None and ld.start_ts > best.start_ts):
+            best = ld
+    return best
+
+
+def build_incidents(
+    evidence: Sequence[Evidence],
+    loads: Sequence[Load],
+    offsets: dict[int, float] | None = None,
+    merge_s: float = MERGE_S,
+) -> list[Incident]:
+    offsets = offsets or {}
+    incidents: list[Incident] = []
+    for n, items in enumerate(cluster_evidence(evidence, offsets, merge_s), start=1):
+        cause, confidence, killer, scope, why = classify(items)
+        ts = kill_time(items, offsets)
+        hosts = [e.host for e in items if e.host]
+        units = [e.unit for e in items if e.unit and not e.unit.endswith(".slice")]
+        unit = _most_common(units)
+        victims = victims_of(items)
+        inc = Incident(
+            incident_id=n,
+            host=hosts[0] if hosts else None,
+            ts=ts,
+            unit=unit,
+            cause=cause,
+            confidence=confidence,
+            killer=killer,
+            scope=scope,
+            victims=victims,
+            evidence=list(items),
+            cause_explanation=why,
+        )
+        chosen = inc.victim
+        if chosen is not None:
+            inc.oom_id = chosen.oom_id
+            inc.anon_rss_kb = chosen.anon_rss_kb
+            for ev in items:
+                if ev.kind == "oom_kill" and ev.raw.get("oom_id") == chosen.oom_id:
+                    inc.memcg_usage_kb = ev.raw.get("memcg_usage_kb")
+                    inc.memcg_limit_kb = ev.raw.get("memcg_limit_kb")
+                    break
+        if ts is not None:
+            inc.killed_load = load_before(unit, ts, loads)
+            recovery, is_other_unit = find_recovery(unit, inc.host, ts, loads, inc.killed_load)
+            if recovery is not None and recovery.ready_ts is not None:
+                inc.recovered_ts = recovery.ready_ts
+                inc.downtime_s = (recovery.ready_ts - ts).total_seconds()
+                inc.recovery_unit = recovery.unit
+                inc.recovery_load = recovery
+                killed_spec = bool(inc.killed_load and inc.killed_load.speculative_algorithm)
+                if is_other_unit and killed_spec and not recovery.speculative_algorithm:
+                    inc.fallback_unit = recovery.unit
+        incidents.append(inc)
+    _count_repeats(incidents)
+    return incidents
+
+
+def _count_repeats(incidents: list[Incident]) -> None:
+    for inc in incidents:
+        if inc.ts is None:
+            continue
+        inc.kills_last_hour = sum(
+            1
+            for other in incidents
+            if other is not inc
+            and other.unit == inc.unit
+            and other.ts is not None
+            and timedelta(0) <= inc.ts - other.ts <= timedelta(hours=1)
+        )
+
+
+def _most_common(values: list[str]) -> str | None:
+    if not values:
+        return None
+    counts: dict[str, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: (counts[v], -values.index(v)))

@@ -1,0 +1,119 @@
+"""Load-time statistics over ``service_loads``: per unit and model, count, min, median, p90 and
+max of ``load_s`` and each phase, the trend over time, and a regression flag."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import median
+
+from .model import Load
+
+PHASES = ("load_s", "weight_load_s", "draft_weight_load_s", "kv_alloc_s", "cuda_graph_s", "draft_cuda_graph_s")
+REGRESSION_RATIO = 1.5
+REGRESSION_MIN_S = 60.0
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (``q`` in 0–100).
+
+    >>> percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90)
+    9.1
+    """
+    data = sorted(values)
+    if not data:
+        return None
+    if len(data) == 1:
+        return float(data[0])
+    pos = (len(data) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return float(data[lo] + (data[hi] - data[lo]) * (pos - lo))
+
+
+@dataclass
+class PhaseStats:
+    phase: str
+    count: int
+    min: float | None
+    median: float | None
+    p90: float | None
+    max: float | None
+
+
+@dataclass
+class LoadStats:
+    unit: str | None
+    model_path: str | None
+    speculative_algorithm: str | None
+    loads: list[Load]
+    phases: dict[str, PhaseStats] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> list[Load]:
+        return [ld for ld in self.loads if ld.outcome == "ready" and ld.load_s is not None]
+
+    @property
+    def count(self) -> int:
+        return len(self.ready)
+
+    @property
+    def median_load_s(self) -> float | None:
+        return self.phases["load_s"].median if "load_s" in self.phases else None
+
+
+def _stats(phase: str, values: list[float]) -> PhaseStats:
+    return PhaseStats(
+        phase,
+        len(values),
+        min(values) if values else None,
+        median(values) if values else None,
+        percentile(values, 90),
+        max(values) if values else None,
+    )
+
+
+def load_statistics(loads: Sequence[Load]) -> list[LoadStats]:
+    """Group loads by (unit, model) and summarise the ones that reached ready.
+
+    >>> from datetime import UTC, datetime
+    >>> mk = lambda s: Load(1, "h", "u.service", datetime(2025, 1, 1, tzinfo=UTC), None, s, "ready", "/m", None, 1)
+    >>> st = load_statistics([mk(500.0), mk(600.0), mk(570.0)])[0]
+    >>> st.count, st.phases["load_s"].median, st.phases["load_s"].max
+    (3, 570.0, 600.0)
+    """
+    groups: dict[tuple[str | None, str | None], list[Load]] = {}
+    for ld in loads:
+        groups.setdefault((ld.unit, ld.model_path), []).append(ld)
+    out = []
+    for (unit, model), group in sorted(groups.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or "")):
+        group.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
+        algos = [ld.speculative_algorithm for ld in group if ld.speculative_algorithm]
+        st = LoadStats(unit, model, algos[-1] if algos else None, group)
+        ready = st.ready
+        for phase in PHASES:
+            values = [float(v) for ld in ready if (v := getattr(ld, phase)) is not None]
+            if values:
+                st.phases[phase] = _stats(phase, values)
+        out.append(st)
+    return out
+
+
+def is_regression(load: Load, stats: LoadStats) -> bool:
+    """A load far above its unit's median (1.5× and at least a minute more), judged against the
+    other ready loads of the same unit and model."""
+    if load.load_s is None:
+        return False
+    others = [ld.load_s for ld in stats.ready if ld is not load and ld.load_s is not None]
+    if len(others) < 2:
+        return False
+    med = median(others)
+    return load.load_s > med * REGRESSION_RATIO and load.load_s - med >= REGRESSION_MIN_S
+
+
+def stats_for(unit: str | None, all_stats: Sequence[LoadStats]) -> LoadStats | None:
+    best = None
+    for st in all_stats:
+        if st.unit == unit and (best is None or len(st.loads) > len(best.loads)):
+            best = st
+    return best

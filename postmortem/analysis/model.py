@@ -1,0 +1,134 @@
+"""Plain data the analysis passes around: what a kill looks like from each source, the
+incidents built from them, and the facts the rules and the report read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where a fact came from: a source id and a line number (1-based)."""
+
+    source_id: int
+    line_no: int
+
+
+@dataclass
+class Evidence:
+    """One decisive line: a kill record, a systemd state change, SGLang's crash words."""
+
+    kind: str  # oom_kill, unit_oom_killed, unit_main_exited, unit_failed, sglang_*, cuda_oom, ...
+    ts: datetime | None
+    source_id: int
+    line_no: int
+    detail: str
+    host: str | None = None
+    unit: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> SourceRef:
+        return SourceRef(self.source_id, self.line_no)
+
+
+@dataclass
+class Victim:
+    pid: int | None
+    comm: str | None
+    ts: datetime | None
+    anon_rss_kb: int | None
+    source_id: int
+    line_no: int
+    chosen: bool
+    oom_id: int | None = None
+
+
+@dataclass
+class ClockOffset:
+    """``ts_source - offset_s`` puts a source on the reference clock."""
+
+    source_id: int
+    reference_source_id: int | None
+    offset_s: float
+    method: str
+    pairs: int
+    note: str | None = None
+
+
+@dataclass
+class Load:
+    load_id: int
+    host: str | None
+    unit: str | None
+    start_ts: datetime | None
+    ready_ts: datetime | None
+    load_s: float | None
+    outcome: str
+    model_path: str | None
+    speculative_algorithm: str | None
+    port: int | None
+    weight_load_s: float | None = None
+    draft_weight_load_s: float | None = None
+    kv_alloc_s: float | None = None
+    cuda_graph_s: float | None = None
+    draft_cuda_graph_s: float | None = None
+    health_polls: int | None = None
+    tp_size: int | None = None
+    pid: int | None = None
+    source_id: int | None = None
+    start_line_no: int | None = None
+    ready_line_no: int | None = None
+    start_source: str | None = None
+    ready_source: str | None = None
+
+
+@dataclass
+class Incident:
+    incident_id: int
+    host: str | None
+    ts: datetime | None
+    unit: str | None
+    cause: str
+    confidence: float
+    killer: str | None = None
+    scope: str | None = None
+    victims: list[Victim] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    oom_id: int | None = None
+    anon_rss_kb: int | None = None
+    memcg_usage_kb: int | None = None
+    memcg_limit_kb: int | None = None
+    recovered_ts: datetime | None = None
+    downtime_s: float | None = None
+    fallback_unit: str | None = None
+    recovery_unit: str | None = None
+    recovery_load: Load | None = None
+    killed_load: Load | None = None
+    restart_count: int | None = None
+    restart_refs: list[SourceRef] = field(default_factory=list)
+    kills_last_hour: int = 0
+    running_at_kill: int | None = None
+    queued_at_kill: int | None = None
+    last_activity_ts: datetime | None = None
+    gpu_memory_freed: bool | None = None
+    summary: str = ""
+    cause_explanation: str = ""
+
+    @property
+    def victim(self) -> Victim | None:
+        for v in self.victims:
+            if v.chosen:
+                return v
+        return self.victims[0] if self.victims else None
+
+
+@dataclass
+class Recommendation:
+    rule: str
+    severity: str  # high, medium, low, info
+    title: str
+    detail: str
+    evidence: list[SourceRef] = field(default_factory=list)

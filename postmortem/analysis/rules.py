@@ -1,0 +1,443 @@
+"""Recommendation rules: small named functions over :class:`IncidentFacts`.
+
+Each rule returns a :class:`Recommendation` or ``None`` when its evidence is absent; the text
+cites the numbers it relies on so a reader can check it. Rules never guess: a GPU setting is
+not recommended for a host-RAM OOM, a restart policy is not recommended when the unit's restart
+behaviour was not observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from statistics import median
+
+from .facts import IncidentFacts
+from .load_stats import is_regression
+from .model import Recommendation, SourceRef
+
+Rule = Callable[[IncidentFacts], Recommendation | None]
+RULES: list[tuple[str, Rule]] = []
+
+HOST_CAUSES = ("host_oom", "cgroup_oom", "oomd", "earlyoom")
+UNLIMITED_QUEUE = 2**62
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        if any(n == name for n, _ in RULES):
+            raise ValueError(f"rule {name!r} registered twice")
+        RULES.append((name, fn))
+        return fn
+
+    return deco
+
+
+def gib(kb: float | None) -> str:
+    if kb is None:
+        return "?"
+    v = kb / 1024 / 1024
+    return f"{v:,.0f} GiB" if v >= 100 else f"{v:,.1f} GiB"
+
+
+def gib_mib(mib: float | None) -> str:
+    return gib(mib * 1024) if mib is not None else "?"
+
+
+def dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = round(seconds)
+    if s < 120:
+        return f"{s} s"
+    m, sec = divmod(s, 60)
+    return f"{s} s ({m} min {sec} s)" if sec else f"{s} s ({m} min)"
+
+
+def _ref(facts: IncidentFacts, kind: str) -> list[SourceRef]:
+    for ev in facts.incident.evidence:
+        if ev.kind == kind:
+            return [ev.ref]
+    return []
+
+
+def _spec(facts: IncidentFacts) -> str | None:
+    cfg = facts.config or {}
+    algo = cfg.get("speculative_algorithm")
+    if algo:
+        return str(algo)
+    load = facts.incident.killed_load
+    return load.speculative_algorithm if load else None
+
+
+@rule("host_ram_not_gpu")
+def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.cause not in HOST_CAUSES and inc.cause != "gpu_oom":
+        return None
+    if inc.cause == "gpu_oom":
+        return Recommendation(
+            "host_ram_not_gpu",
+            "high",
+            "GPU memory ran out, not host RAM",
+            "A CUDA out-of-memory error ended the server and no OOM killer fired: the GPU's memory "
+            "was exhausted. Host-RAM limits (MemoryMax=, swap) would not have helped; the GPU "
+            "settings in the next recommendation decide how much the server allocates.",
+            _ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom"),
+        )
+    parts = []
+    if inc.cause == "cgroup_oom":
+        parts.append(
+            f"The unit's memory cgroup hit its limit: {gib(inc.memcg_usage_kb)} used of "
+            f"{gib(inc.memcg_limit_kb)} allowed, and the kernel killed inside that cgroup."
+        )
+    elif inc.cause == "host_oom":
+        parts.append("The whole machine ran out of RAM and the kernel chose a victim host-wide.")
+    else:
+        parts.append(f"{inc.killer} killed the service because host memory ran low.")
+    if f.host_avail_end_mib is not None and f.host_total_mib:
+        drop = f.host_drop_mib
+        grew = f" (down {gib_mib(drop)} over the window)" if drop and drop > 0 else ""
+        parts.append(
+            f"Host RAM available just before the kill: {gib_mib(f.host_avail_end_mib)} of "
+            f"{gib_mib(f.host_total_mib)}{grew}."
+        )
+    if f.gpu_used_end_mib is not None and f.gpu_total_mib:
+        flat = "flat" if f.gpu_flat else "changing"
+        parts.append(
+            f"GPU memory was {flat} at {gib_mib(f.gpu_used_end_mib)} of {gib_mib(f.gpu_total_mib)} per "
+            "GPU — SGLang pre-allocates its KV pool, so nearly-full GPUs are normal and not the cause."
+        )
+    if f.consumers:
+        top = f.consumers[0]
+        parts.append(
+            f"The biggest consumers in the kernel's task table: {top.processes} × {top.name} with "
+            f"{gib(top.rss_kb)} ({top.share:.0%} of the listed RSS)"
+            + (
+                f", then {f.consumers[1].processes} × {f.consumers[1].name} with {gib(f.consumers[1].rss_kb)}"
+                if len(f.consumers) > 1
+                else ""
+            )
+            + "."
+        )
+    parts.append(
+        "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
+        "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
+        "pinned buffers) and at the unit's memory limit."
+    )
+    return Recommendation(
+        "host_ram_not_gpu",
+        "high",
+        "Host RAM ran out, not GPU memory",
+        " ".join(parts),
+        _ref(f, "oom_kill"),
+    )
+
+
+@rule("bound_queue")
+def bound_queue(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.cause not in HOST_CAUSES:
+        return None
+    if not f.queue_max or f.queue_max < 16:
+        return None
+    cfg = f.config or {}
+    mrr = cfg.get("max_running_requests")
+    raw = str(cfg.get("raw") or "")
+    mqr = _field(raw, "max_queued_requests")
+    parts = [
+        f"Before the kill the scheduler's queue grew to {f.queue_max} requests"
+        + (f" while KV-cache usage reached {f.token_usage_max:.2f}" if f.token_usage_max is not None else "")
+        + (f" and {f.retractions} retractions pushed requests back to the queue" if f.retractions else "")
+        + "; queued and retracted requests live in host RAM."
+    ]
+    q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
+    parts.append(
+        f"Bound them: set --max-queued-requests (configured: {q}) so excess requests get a fast 503 "
+        f"instead of growing memory, and --max-running-requests (configured: {mrr if mrr is not None else 'auto'})."
+    )
+    return Recommendation("bound_queue", "high", "Bound the request queue", " ".join(parts))
+
+
+def _field(raw: str, name: str) -> str | None:
+    import re
+
+    m = re.search(rf"[(,{{ ]'?{name}'?[=:] ?('?[^,')]*'?)", raw)
+    return m.group(1).strip("'") if m else None
+
+
+@rule("speculative_gpu_settings")
+def speculative_gpu_settings(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    algo = _spec(f)
+    gpu_evidence = inc.cause == "gpu_oom" or any(
+        e.kind in ("cuda_oom", "sglang_cuda_oom") for e in inc.evidence
+    )
+    if not algo or not gpu_evidence:
+        return None
+    cfg = f.config or {}
+    mfs = cfg.get("mem_fraction_static")
+    ndt = cfg.get("speculative_num_draft_tokens")
+    bs = cfg.get("cuda_graph_max_bs")
+    detail = (
+        f"This {algo} server ran out of GPU memory. Speculative decoding adds a draft model, its KV "
+        "cache and draft CUDA graphs on every GPU. Lower, one at a time: "
+        f"--mem-fraction-static (configured {mfs if mfs is not None else 'default'}; try "
+        f"{round(mfs - 0.03, 2) if isinstance(mfs, float) else '0.03 lower'}), "
+        f"--speculative-num-draft-tokens (configured {ndt if ndt is not None else 'default'}), "
+        f"--cuda-graph-max-bs (configured {bs if bs is not None else 'default'}; try "
+        f"{bs // 2 if isinstance(bs, int) else 'half'})."
+    )
+    return Recommendation(
+        "speculative_gpu_settings", "high", "Give the speculative server GPU headroom", detail
+    )
+
+
+@rule("fallback_autoregressive")
+def fallback_autoregressive(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    algo = _spec(f)
+    if not algo:
+        return None
+    unit = inc.fallback_unit
+    stats = f.recovery_loads if unit else None
+    if not unit or stats is None:
+        return None
+    med = stats.median_load_s
+    last = inc.recovery_load.load_s if inc.recovery_load else None
+    detail = (
+        f"{inc.unit} ({algo}) died; {unit} serves the same model without speculative decoding and "
+        f"brought service back. For throughput-bound batch work (large batches, where speculative "
+        f"decoding gains little), run {unit} and budget its load time: "
+        f"{dur(last)} this time"
+        + (f", median {dur(med)} over {stats.count} loads" if med is not None and stats.count > 1 else "")
+        + (f", p90 {dur(stats.phases['load_s'].p90)}" if "load_s" in stats.phases and stats.count > 2 else "")
+        + f". Until it is ready, the port answers nothing for about {dur(med or last)}."
+    )
+    return Recommendation(
+        "fallback_autoregressive", "medium", f"Fall back to {unit} for throughput-bound work", detail
+    )
+
+
+@rule("unit_memory_limits")
+def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.cause == "cgroup_oom":
+        group = len(inc.victims)
+        detail = (
+            f"MemoryMax= ({gib(inc.memcg_limit_kb)}) is what fired, and it worked as a guard: the host "
+            "kept running. "
+            + (
+                f"The kernel killed all {group} processes of the unit together (memory.oom.group, set by "
+                "OOMPolicy=kill), so the server could not log anything. "
+                if group > 1
+                else ""
+            )
+            + (
+                f"The host still had {gib_mib(f.host_avail_end_mib)} available at the kill, so the limit "
+                "could be raised if the workload needs it — or keep it and bound the queue (above). "
+                if f.host_avail_end_mib
+                else ""
+            )
+            + "Keep OOMScoreAdjust= negative for sshd and journald so an operator can still log in."
+        )
+        return Recommendation(
+            "unit_memory_limits", "medium", "Review the unit's MemoryMax= and OOM settings", detail
+        )
+    if inc.cause == "host_oom" and inc.unit:
+        return Recommendation(
+            "unit_memory_limits",
+            "high",
+            f"Put {inc.unit} under MemoryMax=",
+            f"The kernel had to pick a victim from the whole machine. Set MemoryMax= on {inc.unit} "
+            "(below the host's RAM minus what the system needs) so the kill stays inside the service, "
+            "and OOMScoreAdjust=-900 on sshd and systemd-journald so they survive.",
+        )
+    return None
+
+
+@rule("restart_policy")
+def restart_policy(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.unit is None:
+        return None
+    if inc.restart_count:
+        after = ""
+        if inc.fallback_unit:
+            after = (
+                f" The operator stopped the automatic restart and started {inc.fallback_unit} instead; "
+                f"with a fallback, Restart=no plus OnFailure= starting {inc.fallback_unit} avoids a "
+                "second load of a configuration that just failed."
+            )
+        return Recommendation(
+            "restart_policy",
+            "medium",
+            "Decide what an automatic restart should do",
+            f"systemd restarted {inc.unit} (restart counter {inc.restart_count}); it reloads the same "
+            f"configuration, under the same load.{after}",
+            [SourceRef(int(r["source_id"]), int(r["line_no"])) for r in f.restarts[:1]],
+        )
+    if inc.recovered_ts is None or inc.recovery_unit == inc.unit:
+        return Recommendation(
+            "restart_policy",
+            "medium",
+            f"Set Restart= on {inc.unit}",
+            f"No restart was scheduled after the kill. Restart=on-failure with RestartSec=30 brings "
+            f"{inc.unit} back without an operator.",
+        )
+    return None
+
+
+@rule("reset_failed")
+def reset_failed(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.unit is None:
+        return None
+    ended_failed = False
+    for ev in f.timeline.events:
+        if ev.unit != inc.unit or ev.ts < f.timeline.kill_ts:
+            continue
+        if ev.kind in ("failed", "start_limit_hit"):
+            ended_failed = True
+        elif ev.kind in ("started", "starting", "deactivated"):
+            ended_failed = False
+    if not ended_failed and not inc.restart_count:
+        return None
+    why = (
+        "it is still in the failed state"
+        if ended_failed
+        else f"its restart counter is at {inc.restart_count} and start-rate limits count past failures"
+    )
+    return Recommendation(
+        "reset_failed",
+        "low",
+        f"Run systemctl reset-failed {inc.unit} before starting it again",
+        f"Before starting {inc.unit} again, run `systemctl reset-failed {inc.unit}`: {why}.",
+    )
+
+
+@rule("verify_gpu_freed")
+def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if f.gpu_procs_after:
+        pids = sorted({int(r["pid"]) for r in f.gpu_procs_after})
+        return Recommendation(
+            "verify_gpu_freed",
+            "high",
+            "GPU memory was left behind by dead processes",
+            f"nvidia-smi still listed {len(pids)} process(es) of the killed unit after the kill "
+            f"(pids {', '.join(map(str, pids[:8]))}); their memory is not available to the next "
+            "server. Check `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` and reset "
+            "or reboot the GPU if they persist.",
+        )
+    held = [g for g in f.gpu_release if g.freed is False]
+    if held:
+        return Recommendation(
+            "verify_gpu_freed",
+            "high",
+            "GPU memory did not drop after the kill",
+            "Used memory stayed up on "
+            + ", ".join(f"{g.gpu} ({g.min_after_mib} MiB)" for g in held[:8])
+            + " after the processes died. Verify with nvidia-smi before starting a replacement.",
+        )
+    freed = [g for g in f.gpu_release if g.freed]
+    if freed:
+        worst = max((g.freed_after_s or 0.0) for g in freed)
+        return Recommendation(
+            "verify_gpu_freed",
+            "info",
+            "GPU memory was released",
+            f"All {len(freed)} GPUs fell to ≤ {max(g.min_after_mib or 0 for g in freed)} MiB within "
+            f"{worst:.0f} s of the kill (nvidia-smi samples). Keep checking "
+            "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
+            "its GPU memory.",
+        )
+    if inc.cause != "signal":
+        return Recommendation(
+            "verify_gpu_freed",
+            "medium",
+            "Check that GPU memory was freed",
+            "No nvidia-smi samples cover the minutes after the kill, so it is unknown whether the GPUs "
+            "were released. Run `nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+            "--format=csv` before starting a replacement, and keep a `--query-gpu … -l 5` loop running.",
+        )
+    return None
+
+
+@rule("health_check_backoff")
+def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
+    polls = f.polls
+    if len(polls) < 2:
+        return None
+    gaps = [(b["ts"] - a["ts"]).total_seconds() for a, b in zip(polls, polls[1:], strict=False)]
+    interval = median(gaps) if gaps else None
+    not_ready = sum(1 for p in polls if p["status"] and int(p["status"]) >= 500)
+    paths = sorted({p["path"] for p in polls})
+    load = f.incident.recovery_load
+    return Recommendation(
+        "health_check_backoff",
+        "low",
+        "Make the readiness check parse /v1/models and back off",
+        f"{len(polls)} readiness polls reached {f.incident.recovery_unit} ({', '.join(paths)}), "
+        f"{interval:.0f} s apart, {not_ready} of them answered 5xx before ready; earlier polls were "
+        f"refused while the weights loaded for {dur(load.weight_load_s if load else None)}. Poll "
+        "/v1/models, parse the JSON and wait until it lists the expected model id; back off "
+        "(e.g. 5 s doubling to 60 s) during weight loading instead of a fixed interval, and alert "
+        "when the load exceeds the unit's p90 load time.",
+    )
+
+
+@rule("load_regression")
+def load_regression(f: IncidentFacts) -> Recommendation | None:
+    for load, stats in ((f.incident.recovery_load, f.recovery_loads), (f.incident.killed_load, f.unit_loads)):
+        if load is None or stats is None:
+            continue
+        if is_regression(load, stats):
+            med = median([ld.load_s for ld in stats.ready if ld is not load and ld.load_s is not None])
+            return Recommendation(
+                "load_regression",
+                "medium",
+                f"{load.unit} loaded much slower than usual",
+                f"This load took {dur(load.load_s)} against a median of {dur(med)} for {load.unit}; "
+                "check the weight phase (storage or page cache cold after the kill) before relying on "
+                "the usual load time.",
+            )
+    return None
+
+
+@rule("restart_loop")
+def restart_loop(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.kills_last_hour < 1:
+        return None
+    return Recommendation(
+        "restart_loop",
+        "high",
+        f"{inc.unit} is in a kill/restart loop",
+        f"{inc.kills_last_hour + 1} kills of {inc.unit} within an hour. Stop automatic restarts "
+        "(systemctl stop, or Restart=no) and change the configuration or the load before the next start.",
+    )
+
+
+@rule("find_the_signal")
+def find_the_signal(f: IncidentFacts) -> Recommendation | None:
+    if f.incident.cause != "signal":
+        return None
+    return Recommendation(
+        "find_the_signal",
+        "medium",
+        "Find who sent the signal",
+        "No OOM killer recorded this kill. Look for an operator command, a watchdog "
+        "(systemd WatchdogSec=, SGLang's --watchdog-timeout) or a deployment tool in the same "
+        "minute; the timeline lists the systemd and operator events around it.",
+    )
+
+
+def recommend(facts: IncidentFacts) -> list[Recommendation]:
+    out = []
+    for _name, fn in RULES:
+        rec = fn(facts)
+        if rec is not None:
+            out.append(rec)
+    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    out.sort(key=lambda r: order.get(r.severity, 9))
+    return out

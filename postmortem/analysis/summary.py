@@ -1,0 +1,98 @@
+"""The one generated paragraph that opens every report: what died, why, how long, what
+brought service back."""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+from ..timeutil import UTC, zone_name
+from .facts import IncidentFacts
+
+CAUSE_WORDS = {
+    "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
+    "host_oom": "the kernel OOM killer (the host ran out of RAM)",
+    "gpu_oom": "a CUDA out-of-memory error (GPU memory ran out)",
+    "oomd": "systemd-oomd (memory pressure on the host)",
+    "earlyoom": "earlyoom (host RAM below its threshold)",
+    "signal": "a signal, with no OOM record",
+    "unknown": "an unknown cause",
+}
+
+
+def clock(ts: datetime | None, zone: tzinfo) -> str:
+    """``20:17:19 UTC``, or ``20:17:19 CEST (18:17:19 UTC)`` for another zone."""
+    if ts is None:
+        return "an unknown time"
+    utc = ts.astimezone(UTC)
+    if zone_name(zone) in ("UTC", "Etc/UTC"):
+        return f"{utc:%H:%M:%S} UTC"
+    local = ts.astimezone(zone)
+    return f"{local:%H:%M:%S} {local.tzname()} ({utc:%H:%M:%S} UTC)"
+
+
+def human(seconds: float | None) -> str:
+    """``733`` → ``12 min 13 s``.
+
+    >>> human(733), human(42), human(3600 * 5 + 60)
+    ('12 min 13 s', '42 s', '5 h 1 min')
+    """
+    if seconds is None:
+        return "an unknown time"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    m, sec = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    h, m = divmod(m, 60)
+    return f"{h} h {m} min" if m else f"{h} h"
+
+
+def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
+    inc = facts.incident
+    what = inc.unit or "a process"
+    algo = (facts.config or {}).get("speculative_algorithm")
+    model = (facts.config or {}).get("model_path")
+    desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
+    parts = [
+        f"{what}{f' ({desc})' if desc else ''} was killed on {inc.host or 'the host'} at "
+        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)} by {CAUSE_WORDS.get(inc.cause, inc.cause)}."
+        if inc.ts
+        else f"{what} died."
+    ]
+    if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
+        parts.append(
+            f"Its cgroup used {inc.memcg_usage_kb / 1048576:,.0f} GiB of a {inc.memcg_limit_kb / 1048576:,.0f} GiB "
+            "limit: host RAM ran out, not GPU memory."
+            if inc.memcg_usage_kb
+            else ""
+        )
+    elif inc.cause in ("host_oom", "oomd", "earlyoom"):
+        parts.append("Host RAM ran out, not GPU memory.")
+    elif inc.cause == "gpu_oom":
+        parts.append("GPU memory ran out, not host RAM.")
+    v = inc.victim
+    if v is not None:
+        rss = f", {v.anon_rss_kb / 1048576:,.1f} GiB anonymous RSS" if v.anon_rss_kb else ""
+        others = len(inc.victims) - 1
+        parts.append(
+            f"The kernel killed {v.comm} (pid {v.pid}{rss})"
+            + (f" and {others} more process{'es' if others > 1 else ''} of the unit" if others else "")
+            + "."
+        )
+    if inc.recovered_ts is not None and inc.recovery_unit:
+        load = inc.recovery_load
+        how = (
+            f"the fallback {inc.recovery_unit}"
+            if inc.fallback_unit
+            else (f"a restart of {inc.recovery_unit}" if inc.recovery_unit == inc.unit else inc.recovery_unit)
+        )
+        started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
+        took = f" after a {human(load.load_s)} load" if load and load.load_s is not None else ""
+        parts.append(
+            f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
+            f"{clock(inc.recovered_ts, zone)}{took}."
+        )
+    else:
+        parts.append("No source shows the service coming back.")
+    return " ".join(p for p in parts if p)

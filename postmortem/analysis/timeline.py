@@ -1,0 +1,182 @@
+"""The memory-pressure timeline before a kill: every memory signal in time buckets, the merged
+event list, and the gaps of each source near the kill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..query import run_named_dicts
+from ..store.db import Store
+
+
+@dataclass
+class Bucket:
+    ts: datetime
+    host_avail_mib: float | None = None
+    host_total_mib: float | None = None
+    gpu_used_mib_max: float | None = None
+    gpu_used_mib_sum: float | None = None
+    gpu_total_mib_sum: float | None = None
+    gpus: int = 0
+    token_usage: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    gen_throughput: float | None = None
+    retractions: int = 0
+
+
+@dataclass
+class TimelineEvent:
+    ts: datetime
+    origin: str  # systemd, sglang, kernel, gpu, operator
+    unit: str | None
+    kind: str
+    message: str
+    source_id: int
+    line_no: int
+
+
+@dataclass
+class Gap:
+    series: str
+    detail: str
+    last_ts: datetime | None
+
+
+@dataclass
+class Timeline:
+    kill_ts: datetime
+    start: datetime
+    end: datetime
+    bucket_s: float
+    buckets: list[Bucket] = field(default_factory=list)
+    per_gpu: dict[str, list[tuple[datetime, float, float]]] = field(default_factory=dict)
+    host_points: list[tuple[datetime, float, float]] = field(default_factory=list)
+    events: list[TimelineEvent] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    coverage: list[dict[str, Any]] = field(default_factory=list)
+
+    def before_kill(self) -> list[Bucket]:
+        return [b for b in self.buckets if b.ts <= self.kill_ts]
+
+
+def _bucket_seconds(window_s: float) -> float:
+    for step in (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
+        if window_s / step <= 90:
+            return float(step)
+    return 3600.0
+
+
+def memory_timeline(
+    store: Store,
+    *,
+    kill_ts: datetime,
+    unit: str | None,
+    host: str | None,
+    window_s: float = 1800.0,
+    after_s: float = 0.0,
+) -> Timeline:
+    """Signals from ``window_s`` before the kill to ``after_s`` after it."""
+    start = kill_ts - timedelta(seconds=window_s)
+    end = kill_ts + timedelta(seconds=after_s)
+    bucket_s = _bucket_seconds(window_s + after_s)
+    tl = Timeline(kill_ts=kill_ts, start=start, end=end, bucket_s=bucket_s)
+    p = {"host": host, "from": start, "to": end, "bucket_s": bucket_s}
+    buckets: dict[datetime, Bucket] = {}
+
+    def at(ts: datetime) -> Bucket:
+        b = buckets.get(ts)
+        if b is None:
+            b = buckets[ts] = Bucket(ts)
+        return b
+
+    gpu_rows = run_named_dicts(store, "timeline_gpu", p)
+    for r in gpu_rows:
+        b = at(r["bucket"])
+        used, total = r["used_mib"], r["total_mib"]
+        if used is not None:
+            b.gpu_used_mib_max = max(b.gpu_used_mib_max or 0, used)
+            b.gpu_used_mib_sum = (b.gpu_used_mib_sum or 0) + used
+            b.gpus += 1
+        if total is not None:
+            b.gpu_total_mib_sum = (b.gpu_total_mib_sum or 0) + total
+        label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
+        tl.per_gpu.setdefault(label, []).append(
+            (r["bucket"], float(used or 0), float(total or 0))
+        )
+    if unit is not None:
+        pu = {**p, "unit": unit}
+        for r in run_named_dicts(store, "timeline_batches", pu):
+            b = at(r["bucket"])
+            b.token_usage = r["token_usage_max"]
+            b.running_req = r["running_req"]
+            b.queue_req = r["queue_req"]
+            b.gen_throughput = r["gen_throughput"]
+        for r in run_named_dicts(
+            store, "timeline_retractions", {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s}
+        ):
+            at(r["bucket"]).retractions = int(r["retractions"])
+    for r in run_named_dicts(store, "timeline_host_memory", {"host": host, "from": start, "to": end}):
+        if r["avail_mib"] is None:
+            continue
+        tl.host_points.append((r["ts"], float(r["avail_mib"]), float(r["total_mib"] or 0)))
+        delta = (r["ts"] - start).total_seconds() // bucket_s
+        b = at(start + timedelta(seconds=delta * bucket_s))
+        b.host_avail_mib = float(r["avail_mib"])
+        b.host_total_mib = float(r["total_mib"]) if r["total_mib"] else None
+    tl.buckets = [buckets[k] for k in sorted(buckets)]
+
+    for r in run_named_dicts(store, "timeline_events", {"host": host, "from": start, "to": end}):
+        tl.events.append(
+            TimelineEvent(
+                r["ts"], r["origin"], r["unit"], r["kind"], str(r["message"] or ""),
+                int(r["source_id"]), int(r["line_no"]),
+            )
+        )
+    tl.events = dedupe_events(tl.events)
+    coverage = run_named_dicts(
+        store, "series_coverage", {"unit": unit, "host": host, "from": start, "to": kill_ts}
+    )
+    tl.coverage = coverage
+    tl.gaps = find_gaps(coverage, kill_ts, window_s)
+    return tl
+
+
+def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:
+    """One event per (origin, unit, kind, message) within a second — every rank prints the same
+    startup line, and the journal and dmesg both carry the kernel's."""
+    out: list[TimelineEvent] = []
+    seen: dict[tuple[str, str | None, str, str], datetime] = {}
+    for ev in sorted(events, key=lambda e: (e.ts, e.source_id, e.line_no)):
+        key = (ev.origin, ev.unit, ev.kind, _norm(ev.message))
+        last = seen.get(key)
+        if last is not None and (ev.ts - last).total_seconds() <= 2:
+            continue
+        seen[key] = ev.ts
+        out.append(ev)
+    return out
+
+
+def _norm(message: str) -> str:
+    return message[:120]
+
+
+def find_gaps(coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float) -> list[Gap]:
+    """A source that is silent in the window, or stops well before the kill."""
+    gaps = []
+    for row in coverage:
+        series, last, n = row["series"], row["last_ts"], int(row["samples"] or 0)
+        if n == 0 or last is None:
+            gaps.append(Gap(series, "no data in the window before the kill", None))
+            continue
+        first = row["first_ts"]
+        span = max((last - first).total_seconds(), 0.0) if first else 0.0
+        interval = span / max(n - 1, 1) if n > 1 else window_s
+        silent = (kill_ts - last).total_seconds()
+        if silent > max(3 * interval, 60.0):
+            gaps.append(
+                Gap(series, f"last sample {silent:.0f} s before the kill (usual interval {interval:.0f} s)", last)
+            )
+    return gaps

@@ -1,0 +1,17 @@
+-- Per-GPU used memory just before a kill and the lowest value in the minutes after it.
+-- Parameters: $host, $kill, $after_s (seconds to look after the kill).
+WITH s AS (
+    SELECT coalesce(bus_id, gpu_uuid, CAST(gpu_index AS VARCHAR)) AS gpu, gpu_index, ts, mem_used_mib
+    FROM gpu_samples
+    WHERE ts >= $kill - INTERVAL 10 MINUTE AND ts <= $kill + to_seconds($after_s)
+      AND ($host IS NULL OR host IS NULL OR host = $host)
+)
+SELECT gpu, min(gpu_index) AS gpu_index,
+       arg_max(mem_used_mib, ts) FILTER (WHERE ts <= $kill) AS before_mib,
+       max(ts) FILTER (WHERE ts <= $kill) AS before_ts,
+       min(mem_used_mib) FILTER (WHERE ts > $kill) AS min_after_mib,
+       arg_min(ts, mem_used_mib) FILTER (WHERE ts > $kill) AS min_after_ts,
+       min(ts) FILTER (WHERE ts > $kill) AS first_after_ts
+FROM s
+GROUP BY gpu
+ORDER BY gpu_index NULLS LAST, gpu

@@ -1,0 +1,33 @@
+-- Records that say a process was killed or a service died, from every source, in time order.
+-- Parameters: $since, $until (TIMESTAMPTZ or NULL).
+SELECT 'oom_kill' AS kind, k.source_id, k.line_no, k.ts, k.host, k.unit, k.killer, k.scope,
+       k.victim_pid AS pid, k.victim_comm AS comm, k.oom_id, k.anon_rss_kb, k.memcg_usage_kb,
+       k.memcg_limit_kb, NULL::VARCHAR AS action, NULL::VARCHAR AS code, NULL::VARCHAR AS status,
+       NULL::VARCHAR AS result, NULL::INTEGER AS restart_count, k.message
+FROM oom_kills k
+WHERE k.ts IS NOT NULL
+  AND ($since IS NULL OR k.ts >= $since) AND ($until IS NULL OR k.ts <= $until)
+UNION ALL
+SELECT 'unit_event', u.source_id, u.line_no, u.ts, u.host, u.unit, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, u.action, u.code, u.status, u.result, u.restart_count, u.message
+FROM unit_events u
+WHERE u.ts IS NOT NULL
+  AND ($since IS NULL OR u.ts >= $since) AND ($until IS NULL OR u.ts <= $until)
+  AND (u.action IN ('oom_killed', 'oomd_killed')
+       OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped'))
+       OR (u.action = 'failed' AND coalesce(u.result, '') NOT IN ('success', '')))
+UNION ALL
+SELECT 'sglang_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message
+FROM sglang_events e
+WHERE e.ts IS NOT NULL
+  AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
+  AND (e.kind IN ('scheduler_killed', 'subprocess_crashed', 'cuda_oom')
+       OR (e.kind = 'exception' AND e.message ILIKE '%out of memory%'))
+UNION ALL
+SELECT 'cuda_oom', c.source_id, c.line_no, c.ts, c.host, c.unit, NULL, NULL, c.pid, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.message
+FROM cuda_ooms c
+WHERE c.ts IS NOT NULL
+  AND ($since IS NULL OR c.ts >= $since) AND ($until IS NULL OR c.ts <= $until)
+ORDER BY ts, source_id, line_no

@@ -1,0 +1,8 @@
+-- The last SGLang batch line of a unit before a time (requests in flight and queued).
+-- Parameters: $unit, $before, $host.
+SELECT ts, running_req, queue_req, token_usage, gen_throughput, source_id, line_no
+FROM sglang_batches
+WHERE unit = $unit AND ts <= $before AND ts >= $before - INTERVAL 2 HOUR
+  AND ($host IS NULL OR host IS NULL OR host = $host)
+ORDER BY ts DESC, line_no DESC
+LIMIT 1

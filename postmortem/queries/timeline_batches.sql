@@ -1,0 +1,14 @@
+-- SGLang serving signals of one unit in time buckets.
+-- Parameters: $unit, $host, $from, $to, $bucket_s (seconds).
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $from::TIMESTAMPTZ) AS bucket,
+       avg(token_usage) AS token_usage,
+       max(token_usage) AS token_usage_max,
+       max(running_req) AS running_req,
+       max(queue_req) AS queue_req,
+       avg(gen_throughput) FILTER (WHERE phase = 'decode') AS gen_throughput,
+       avg(accept_len) AS accept_len,
+       count(*) AS samples
+FROM sglang_batches
+WHERE unit = $unit AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+GROUP BY ALL
+ORDER BY bucket

@@ -1,0 +1,31 @@
+-- Everything that happened to the services in a window, merged in time order.
+-- Parameters: $host, $from, $to.
+SELECT ts, 'systemd' AS origin, unit, action AS kind, message, source_id, line_no
+FROM unit_events
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+  AND unit NOT LIKE '%.slice'
+UNION ALL
+SELECT ts, 'sglang', unit, kind, message, source_id, line_no
+FROM sglang_events
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+  AND kind NOT IN ('retract')
+  AND (ranks IS NULL OR ranks = '' OR ranks LIKE '%TP0%' OR ranks NOT LIKE '%TP%')
+UNION ALL
+SELECT ts, 'kernel', unit, 'oom_kill', message, source_id, line_no
+FROM oom_kills
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+UNION ALL
+SELECT ts, 'gpu', NULL, kind, message, source_id, line_no
+FROM gpu_events
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+UNION ALL
+SELECT ts, 'kernel', NULL, 'xid', message, source_id, line_no
+FROM gpu_xids
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+UNION ALL
+SELECT ts, 'operator', NULL, 'command',
+       trim(regexp_extract(message, 'USER=(\S+) ; COMMAND=(.*)$', 2)) AS message, source_id, line_no
+FROM journal_entries
+WHERE ident = 'sudo' AND message LIKE '%COMMAND=%systemctl%'
+  AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+ORDER BY ts, source_id, line_no

@@ -1,0 +1,12 @@
+-- GPU memory per GPU in time buckets. Parameters: $host, $from, $to, $bucket_s (seconds).
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $from::TIMESTAMPTZ) AS bucket,
+       coalesce(bus_id, gpu_uuid, CAST(gpu_index AS VARCHAR)) AS gpu,
+       min(gpu_index) AS gpu_index,
+       max(mem_used_mib) AS used_mib,
+       max(mem_total_mib) AS total_mib,
+       avg(util_gpu_pct) AS util_pct,
+       count(*) AS samples
+FROM gpu_samples
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+GROUP BY ALL
+ORDER BY bucket, gpu_index NULLS LAST, gpu

@@ -1,0 +1,695 @@
+"""Typed report contexts: what the templates see.
+
+Every field is documented in ``docs/report-context.md`` (a test checks that the two agree);
+``--format json`` writes the same objects as JSON. All text that came from logs has passed
+through the :class:`~postmortem.report.redact.Redactor` before it lands here; escaping for
+Markdown happens in the templates (``| cell``, ``| code``, ``| inline``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+from .. import __version__
+from ..analysis import Analysis
+from ..analysis.facts import IncidentFacts
+from ..analysis.load_stats import LoadStats, is_regression
+from ..analysis.model import Incident, Load
+from ..analysis.summary import CAUSE_WORDS, human
+from ..query import run_named_dicts
+from ..store.db import Store
+from ..timeutil import UTC, zone_name
+from .redact import Redactor
+
+CAUSE_LABELS = {
+    "cgroup_oom": "cgroup memory limit (kernel memcg OOM killer)",
+    "host_oom": "host RAM exhausted (kernel OOM killer)",
+    "gpu_oom": "GPU memory exhausted (CUDA OOM)",
+    "oomd": "systemd-oomd kill (memory pressure)",
+    "earlyoom": "earlyoom kill (low host RAM)",
+    "signal": "killed by a signal (no OOM record)",
+    "unknown": "unknown",
+}
+
+
+@dataclass
+class TimelineRow:
+    utc: str
+    local: str
+    origin: str
+    event: str
+    cite: str
+
+
+@dataclass
+class Quote:
+    title: str
+    cite: str
+    text: str
+
+
+@dataclass
+class VictimRow:
+    pid: int | None
+    comm: str
+    anon_rss_gib: float | None
+    chosen: bool
+    cite: str
+
+
+@dataclass
+class ConsumerRow:
+    name: str
+    processes: int
+    rss_gib: float
+    share_pct: float
+
+
+@dataclass
+class MemoryRow:
+    utc: str
+    host_avail_gib: float | None
+    gpu_used_gib: float | None
+    gpu_total_gib: float | None
+    token_usage: float | None
+    running: int | None
+    queued: int | None
+    retractions: int
+
+
+@dataclass
+class LoadRow:
+    unit: str
+    start_utc: str
+    ready_utc: str
+    load_s: float | None
+    weights_s: float | None
+    draft_weights_s: float | None
+    kv_s: float | None
+    graphs_s: float | None
+    draft_graphs_s: float | None
+    outcome: str
+    polls: int | None
+    speculative: str
+    role: str
+    regression: bool
+    cite: str
+
+
+@dataclass
+class LoadSummary:
+    unit: str
+    model: str
+    speculative: str
+    count: int
+    min_s: float | None
+    median_s: float | None
+    p90_s: float | None
+    max_s: float | None
+    weights_median_s: float | None
+    graphs_median_s: float | None
+
+
+@dataclass
+class RecommendationRow:
+    severity: str
+    title: str
+    detail: str
+    evidence: list[str]
+
+
+@dataclass
+class SourceRow:
+    file: str
+    format: str
+    lines: int
+    parsed: int
+    ignored: int
+    parse_issues: int
+    first_utc: str
+    last_utc: str
+    covers_kill: bool
+    notes: str
+
+
+@dataclass
+class GapRow:
+    series: str
+    detail: str
+
+
+@dataclass
+class OffsetRow:
+    file: str
+    reference: str
+    offset_s: float
+    method: str
+    pairs: int
+    note: str
+
+
+@dataclass
+class IssueReasonRow:
+    file: str
+    reason: str
+    count: int
+
+
+@dataclass
+class Impact:
+    downtime_s: float | None
+    downtime: str
+    kill_utc: str
+    recovered_utc: str
+    recovery_unit: str
+    fallback_unit: str
+    running_at_kill: int | None
+    queued_at_kill: int | None
+    last_activity_utc: str
+    silent_before_kill_s: float | None
+    gen_throughput_before: float | None
+    tokens_not_served: float | None
+    restart_count: int | None
+    kills_last_hour: int
+
+
+@dataclass
+class IncidentReport:
+    generated_at: str
+    tool_version: str
+    title: str
+    file_stem: str
+    incident_id: int
+    host: str
+    unit: str
+    zone: str
+    kill_utc: str
+    kill_local: str
+    cause: str
+    cause_label: str
+    cause_words: str
+    confidence: float
+    summary: str
+    cause_explanation: str
+    impact: Impact
+    timeline: list[TimelineRow]
+    victims: list[VictimRow]
+    consumers: list[ConsumerRow]
+    memory_facts: list[str]
+    quotes: list[Quote]
+    memory_figure: str | None
+    memory_rows: list[MemoryRow]
+    window_s: float
+    loads: list[LoadRow]
+    load_summaries: list[LoadSummary]
+    loads_figure: str | None
+    config: dict[str, str]
+    recommendations: list[RecommendationRow]
+    action_items: list[str]
+    sources: list[SourceRow]
+    gaps: list[GapRow]
+    offsets: list[OffsetRow]
+    parse_issue_reasons: list[IssueReasonRow]
+
+
+@dataclass
+class IndexRow:
+    report: str
+    kill_utc: str
+    host: str
+    unit: str
+    cause: str
+    downtime: str
+    recovery: str
+
+
+@dataclass
+class IndexReport:
+    generated_at: str
+    tool_version: str
+    window: str
+    incidents: list[IndexRow]
+    sources: list[SourceRow]
+    no_incident_reason: str
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def utc_text(ts: datetime | None) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "—"
+
+
+def local_text(ts: datetime | None, zone: tzinfo) -> str:
+    if ts is None:
+        return "—"
+    loc = ts.astimezone(zone)
+    return f"{loc:%H:%M:%S} {loc.tzname()}"
+
+
+def as_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: as_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [as_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): as_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, datetime):
+        return obj.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return obj
+
+
+def _gib(kb: float | None) -> float | None:
+    return round(kb / 1024 / 1024, 1) if kb is not None else None
+
+
+def _gib_mib(mib: float | None) -> float | None:
+    return round(mib / 1024, 1) if mib is not None else None
+
+
+class Sources:
+    """source_id → a short file name for citations (relative to the working directory)."""
+
+    def __init__(self, store: Store) -> None:
+        self.rows = run_named_dicts(store, "sources_overview")
+        self.by_id = {int(r["source_id"]): r for r in self.rows}
+        cwd = os.getcwd()
+        self.names: dict[int, str] = {}
+        for sid, r in self.by_id.items():
+            p = str(r["path"])
+            try:
+                rel = os.path.relpath(p, cwd)
+                p = rel if not rel.startswith("..") else p
+            except ValueError:
+                pass
+            self.names[sid] = p
+
+    def cite(self, source_id: int | None, line_no: int | None) -> str:
+        if source_id is None:
+            return ""
+        name = self.names.get(int(source_id), f"source {source_id}")
+        return f"{name}:{line_no}" if line_no else name
+
+
+# ----------------------------------------------------------------------------- builders
+
+_SGLANG_KINDS = {
+    "server_args": "SGLang read its configuration",
+    "load_weight_begin": "weights loading",
+    "load_weight_end": "weights loaded",
+    "kv_cache_allocated": "KV cache allocated",
+    "cuda_graph_begin": "CUDA graph capture started",
+    "cuda_graph_end": "CUDA graphs captured",
+    "uvicorn_running": "HTTP server listening",
+    "ready": "server ready",
+    "startup_timings": "startup timings",
+}
+_SKIP_SGLANG = {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
+
+
+def _event_text(origin: str, kind: str, message: str, unit: str | None, clean: Redactor) -> str:
+    msg = clean(message)
+    if origin == "operator":
+        return f"operator ran `{msg}`" if msg else "operator command"
+    if origin == "sglang":
+        label = _SGLANG_KINDS.get(kind)
+        short = msg if len(msg) <= 160 else msg[:157] + "…"
+        return f"{unit or 'SGLang'}: {short}" if not label else f"{unit or 'SGLang'}: {label} — {short}"
+    return msg
+
+
+def timeline_rows(
+    facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor, loads: list[Load]
+) -> list[TimelineRow]:
+    tl = facts.timeline
+    inc = facts.incident
+    rows: list[tuple[datetime, TimelineRow]] = []
+
+    def add(ts: datetime, origin: str, text: str, cite: str) -> None:
+        rows.append((ts, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
+
+    killed = inc.killed_load
+    if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
+        add(killed.start_ts, "systemd" if killed.start_source == "systemd" else "sglang",
+            f"{killed.unit} started (this instance)", sources.cite(killed.source_id, killed.start_line_no))
+        if killed.ready_ts is not None and killed.ready_ts < tl.start:
+            add(killed.ready_ts, "sglang", f"{killed.unit} ready after {human(killed.load_s)}",
+                sources.cite(killed.source_id, killed.ready_line_no))
+    kills_seen = 0
+    retract_first = None
+    retract_n = 0
+    end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
+    seen_kinds: set[tuple[str | None, str, str]] = set()
+    for ev in tl.events:
+        if ev.ts > end:
+            continue
+        if ev.origin == "sglang" and ev.kind in _SKIP_SGLANG:
+            continue
+        if ev.origin == "sglang" and ev.kind in ("load_weight_begin", "load_weight_end", "kv_cache_allocated"):
+            key = (ev.unit, ev.kind, ev.message[:40])
+            if key in seen_kinds:
+                continue
+            seen_kinds.add(key)
+        if ev.origin == "kernel" and ev.kind == "oom_kill":
+            kills_seen += 1
+            if kills_seen > 1:
+                continue
+        if ev.origin == "sglang" and ev.kind == "retract":
+            retract_n += 1
+            retract_first = retract_first or ev
+            continue
+        add(ev.ts, ev.origin, _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
+            sources.cite(ev.source_id, ev.line_no))
+    if kills_seen > 1:
+        first = min((ts for ts, r in rows if r.origin == "kernel"), default=tl.kill_ts)
+        add(first + timedelta(microseconds=1), "kernel",
+            f"… and {len(inc.victims) - 1} more processes of {inc.unit} killed in the same record",
+            "")
+    if facts.retractions and facts.timeline.buckets:
+        firsts = [b for b in facts.timeline.before_kill() if b.retractions]
+        if firsts:
+            add(firsts[0].ts, "sglang",
+                f"{inc.unit}: KV cache pool full — {facts.retractions} retractions before the kill", "")
+    lb = facts.last_batch
+    if lb is not None:
+        parts = [f"running {lb['running_req']}", f"queued {lb['queue_req']}"]
+        if lb.get("token_usage") is not None:
+            parts.append(f"KV usage {lb['token_usage']:.2f}")
+        add(lb["ts"], "sglang", f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
+            sources.cite(lb["source_id"], lb["line_no"]))
+    freed = [g for g in facts.gpu_release if g.freed and g.freed_after_s is not None]
+    if freed and inc.ts is not None and len(freed) == len(facts.gpu_release):
+        worst = max(g.freed_after_s or 0 for g in freed)
+        add(inc.ts + timedelta(seconds=worst), "gpu",
+            f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)", "")
+    rec = inc.recovery_load
+    if rec is not None and rec.ready_ts is not None:
+        add(rec.ready_ts, "sglang", f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
+            sources.cite(rec.source_id, rec.ready_line_no))
+    rows.sort(key=lambda p: p[0])
+    out: list[TimelineRow] = []
+    for _, r in rows:
+        if out and out[-1].event == r.event and out[-1].utc == r.utc:
+            continue
+        out.append(r)
+    return out
+
+
+def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
+    inc = facts.incident
+    quotes: list[Quote] = []
+    oom = facts.oom
+    if oom is not None:
+        sid = int(oom["source_id"])
+        first = int(oom["header_line_no"] or oom["line_no"])
+        last = int(oom["line_no"])
+        lines = run_named_dicts(store, "record_lines", {"source_id": sid, "first": first, "last": last + 1})
+        picked = [
+            r for r in lines
+            if any(k in str(r["message"]) for k in ("invoked oom-killer", "memory: usage", "oom-kill:",
+                                                     "Killed process", "Mem-Info", "Free swap",
+                                                     "are going to be killed", "Task in "))
+        ]
+        text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
+        if text:
+            quotes.append(Quote("The kernel's OOM record", sources.cite(sid, first), text))
+    sysd = [e for e in inc.evidence if e.kind.startswith("unit_")]
+    if sysd:
+        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sysd[:8])
+        quotes.append(Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text))
+    sg = [e for e in inc.evidence if e.kind.startswith(("sglang_", "cuda_oom"))]
+    if sg:
+        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:6])
+        quotes.append(Quote("SGLang", sources.cite(sg[0].source_id, sg[0].line_no), text))
+    elif facts.last_batch is not None:
+        lb = facts.last_batch
+        rows = run_named_dicts(
+            store, "record_lines", {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]}
+        )
+        if rows:
+            quotes.append(Quote("SGLang's last words", sources.cite(lb["source_id"], lb["line_no"]),
+                                clean(str(rows[0]["message"]))))
+    return quotes
+
+
+def _memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
+    before = facts.timeline.before_kill()
+    if not before:
+        return []
+    step = max(1, len(before) // (max_rows - 1))
+    chosen = before[::step]
+    if chosen[-1] is not before[-1]:
+        chosen.append(before[-1])
+    out = []
+    host_last: float | None = None
+    pending_retractions = 0
+    for b in facts.timeline.buckets:
+        if b.host_avail_mib is not None:
+            host_last = b.host_avail_mib
+        pending_retractions += b.retractions
+        if b in chosen:
+            gpus = b.gpus or 1
+            out.append(
+                MemoryRow(
+                    utc=utc_text(b.ts),
+                    host_avail_gib=_gib_mib(b.host_avail_mib if b.host_avail_mib is not None else host_last),
+                    gpu_used_gib=_gib_mib(b.gpu_used_mib_max),
+                    gpu_total_gib=_gib_mib(b.gpu_total_mib_sum / gpus) if b.gpu_total_mib_sum else None,
+                    token_usage=round(b.token_usage, 2) if b.token_usage is not None else None,
+                    running=b.running_req,
+                    queued=b.queue_req,
+                    retractions=pending_retractions,
+                )
+            )
+            pending_retractions = 0
+    return out
+
+
+def _memory_facts(facts: IncidentFacts) -> list[str]:
+    inc = facts.incident
+    out = []
+    if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
+        out.append(
+            f"Unit cgroup memory at the kill: {_gib(inc.memcg_usage_kb)} GiB of a {_gib(inc.memcg_limit_kb)} GiB "
+            "limit (the kernel's `memory: usage … limit …` line)."
+        )
+    oom = facts.oom or {}
+    if oom.get("free_kb") is not None:
+        out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {_gib(oom['free_kb'])} GiB.")
+    if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
+        out.append(
+            f"Host RAM available (earlyoom): {_gib_mib(facts.host_avail_start_mib)} GiB at the start of the "
+            f"window, {_gib_mib(facts.host_avail_end_mib)} GiB just before the kill"
+            + (f" of {_gib_mib(facts.host_total_mib)} GiB." if facts.host_total_mib else ".")
+        )
+    if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
+        out.append(
+            f"GPU memory (busiest GPU): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of the window, "
+            f"{_gib_mib(facts.gpu_used_end_mib)} GiB before the kill"
+            + (f" of {_gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else "")
+            + (" — flat: the GPUs did not run out." if facts.gpu_flat else ".")
+        )
+    if facts.token_usage_max is not None:
+        out.append(
+            f"KV-cache token usage peaked at {facts.token_usage_max:.2f}"
+            + (f"; {facts.retractions} retractions" if facts.retractions else "")
+            + (f"; up to {facts.queue_max} requests queued." if facts.queue_max else ".")
+        )
+    v = inc.victim
+    if v is not None and v.anon_rss_kb:
+        out.append(f"The chosen victim {v.comm} (pid {v.pid}) held {_gib(v.anon_rss_kb)} GiB of anonymous memory.")
+    return out
+
+
+def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) -> LoadRow:
+    return LoadRow(
+        unit=ld.unit or "?",
+        start_utc=utc_text(ld.start_ts),
+        ready_utc=utc_text(ld.ready_ts),
+        load_s=ld.load_s,
+        weights_s=ld.weight_load_s,
+        draft_weights_s=ld.draft_weight_load_s,
+        kv_s=ld.kv_alloc_s,
+        graphs_s=ld.cuda_graph_s,
+        draft_graphs_s=ld.draft_cuda_graph_s,
+        outcome=ld.outcome,
+        polls=ld.health_polls,
+        speculative=ld.speculative_algorithm or "—",
+        role=role,
+        regression=bool(stats and is_regression(ld, stats)),
+        cite=sources.cite(ld.source_id, ld.start_line_no),
+    )
+
+
+def _load_summary(st: LoadStats) -> LoadSummary:
+    p = st.phases
+    return LoadSummary(
+        unit=st.unit or "?",
+        model=st.model_path or "?",
+        speculative=st.speculative_algorithm or "—",
+        count=st.count,
+        min_s=p["load_s"].min if "load_s" in p else None,
+        median_s=p["load_s"].median if "load_s" in p else None,
+        p90_s=p["load_s"].p90 if "load_s" in p else None,
+        max_s=p["load_s"].max if "load_s" in p else None,
+        weights_median_s=p["weight_load_s"].median if "weight_load_s" in p else None,
+        graphs_median_s=p["cuda_graph_s"].median if "cuda_graph_s" in p else None,
+    )
+
+
+_CONFIG_KEYS = (
+    "model_path", "tp_size", "mem_fraction_static", "speculative_algorithm", "speculative_draft_model_path",
+    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "cuda_graph_max_bs",
+    "max_running_requests", "context_length", "chunked_prefill_size", "port",
+)
+
+
+def source_rows(sources: Sources, kill: datetime | None, clean: Redactor) -> list[SourceRow]:
+    out = []
+    for sid, r in sorted(sources.by_id.items()):
+        first, last = r["first_ts"], r["last_ts"]
+        covers = bool(kill and first and last and first <= kill <= last + timedelta(minutes=10))
+        out.append(
+            SourceRow(
+                file=clean(sources.names[sid]),
+                format=str(r["format"]),
+                lines=int(r["lines"]),
+                parsed=int(r["parsed_lines"]),
+                ignored=int(r["ignored_lines"]),
+                parse_issues=int(r["parse_issues"]),
+                first_utc=utc_text(first),
+                last_utc=utc_text(last),
+                covers_kill=covers,
+                notes=clean(str(r["notes"] or "")),
+            )
+        )
+    return out
+
+
+def action_items(inc: Incident, recs: list[RecommendationRow]) -> list[str]:
+    items = [f"{r.title}" for r in recs if r.severity in ("high", "medium")]
+    items.append(f"Confirm the timeline with the operator on duty and attach this report to the ticket")
+    if inc.fallback_unit:
+        items.append(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}")
+    return items
+
+
+def incident_report(
+    store: Store,
+    analysis: Analysis,
+    inc: Incident,
+    *,
+    zone: tzinfo,
+    clean: Redactor,
+    window_s: float,
+    generated_at: datetime,
+    figure: str | None,
+    loads_figure: str | None,
+    file_stem: str,
+) -> IncidentReport:
+    facts = analysis.facts[inc.incident_id]
+    sources = Sources(store)
+    recs = [
+        RecommendationRow(
+            r.severity, clean(r.title), clean(r.detail), [clean(sources.cite(e.source_id, e.line_no)) for e in r.evidence]
+        )
+        for r in analysis.recommendations.get(inc.incident_id, [])
+    ]
+    last = inc.last_activity_ts
+    tput = None
+    before = [b.gen_throughput for b in facts.timeline.before_kill()[-10:] if b.gen_throughput]
+    if before:
+        tput = sum(before) / len(before)
+    impact = Impact(
+        downtime_s=inc.downtime_s,
+        downtime=human(inc.downtime_s) if inc.downtime_s is not None else "not restored in the data",
+        kill_utc=utc_text(inc.ts),
+        recovered_utc=utc_text(inc.recovered_ts),
+        recovery_unit=inc.recovery_unit or "—",
+        fallback_unit=inc.fallback_unit or "—",
+        running_at_kill=inc.running_at_kill,
+        queued_at_kill=inc.queued_at_kill,
+        last_activity_utc=utc_text(last),
+        silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
+        gen_throughput_before=round(tput, 1) if tput else None,
+        tokens_not_served=round(tput * inc.downtime_s) if tput and inc.downtime_s else None,
+        restart_count=inc.restart_count,
+        kills_last_hour=inc.kills_last_hour,
+    )
+    loads: list[LoadRow] = []
+    sums: list[LoadSummary] = []
+    for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
+        if st is None or (role == "recovery" and inc.recovery_unit == inc.unit):
+            continue
+        sums.append(_load_summary(st))
+        for ld in st.loads:
+            tag = role
+            if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
+                tag = "killed instance"
+            elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
+                tag = "recovery load"
+            loads.append(_load_row(ld, tag, st, sources))
+    cfg = facts.config or {}
+    config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
+    reasons = run_named_dicts(store, "parse_issue_reasons")
+    host = clean.host(inc.host) or "unknown-host"
+    return IncidentReport(
+        generated_at=utc_text(generated_at) + " UTC",
+        tool_version=__version__,
+        title=f"{clean(inc.unit or 'process')} killed on {host} at {utc_text(inc.ts)} UTC",
+        file_stem=file_stem,
+        incident_id=inc.incident_id,
+        host=host,
+        unit=clean(inc.unit or "unknown"),
+        zone=zone_name(zone),
+        kill_utc=utc_text(inc.ts),
+        kill_local=local_text(inc.ts, zone),
+        cause=inc.cause,
+        cause_label=CAUSE_LABELS.get(inc.cause, inc.cause),
+        cause_words=CAUSE_WORDS.get(inc.cause, inc.cause),
+        confidence=round(inc.confidence, 2),
+        summary=clean(inc.summary),
+        cause_explanation=clean(inc.cause_explanation),
+        impact=impact,
+        timeline=timeline_rows(facts, sources, zone, clean, analysis.loads),
+        victims=[
+            VictimRow(v.pid, clean(v.comm or "?"), _gib(v.anon_rss_kb), v.chosen, sources.cite(v.source_id, v.line_no))
+            for v in inc.victims
+        ],
+        consumers=[
+            ConsumerRow(clean(c.name), c.processes, round(c.rss_kb / 1024 / 1024, 1), round(100 * c.share, 1))
+            for c in facts.consumers
+        ],
+        memory_facts=[clean(x) for x in _memory_facts(facts)],
+        quotes=_quote_lines(store, facts, sources, clean),
+        memory_figure=figure,
+        memory_rows=_memory_rows(facts),
+        window_s=window_s,
+        loads=loads,
+        load_summaries=sums,
+        loads_figure=loads_figure,
+        config=config,
+        recommendations=recs,
+        action_items=[clean(x) for x in action_items(inc, recs)],
+        sources=source_rows(sources, inc.ts, clean),
+        gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
+        offsets=[
+            OffsetRow(
+                clean(sources.names.get(o.source_id, str(o.source_id))),
+                clean(sources.names.get(o.reference_source_id or -1, "—")),
+                round(o.offset_s, 6),
+                o.method,
+                o.pairs,
+                o.note or "",
+            )
+            for o in facts.offsets
+        ],
+        parse_issue_reasons=[
+            IssueReasonRow(clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"]))
+            for r in reasons
+        ],
+    )

@@ -1,0 +1,101 @@
+"""Secret redaction and optional anonymisation of text that goes into reports.
+
+Redaction is on by default (``--no-redact`` turns it off): bearer tokens, Hugging Face and
+OpenAI-style keys, AWS keys, passwords in URLs, ``Authorization`` headers and ``api_key=`` /
+``password=`` / ``token=`` assignments become ``[REDACTED]``.
+
+>>> r = Redactor()
+>>> r("curl -H 'Authorization: Bearer hf_abcdefghijklmnopqrstuvwxyz0123' https://u:pw@host/x")
+"curl -H 'Authorization: [REDACTED]' https://u:[REDACTED]@host/x"
+>>> r("server_args=ServerArgs(api_key='sk-proj-abcdefghijklmnopqrstuvwx', port=30000)")
+"server_args=ServerArgs(api_key='[REDACTED]', port=30000)"
+
+Anonymisation (``--anonymize``) replaces host names and IP addresses consistently within one
+report: the same host or address always gets the same stand-in.
+
+>>> a = Redactor(anonymize=True, hosts=["dflash-train"])
+>>> a("dflash-train 10.20.0.15 -> 10.20.0.15, dflash-train")
+'host-1 192.0.2.1 -> 192.0.2.1, host-1'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MASK = "[REDACTED]"
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    # header values first: the whole credential after "Authorization:"
+    (re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\s*[:=]\s*)([^\r\n'\"]+)"), rf"\1\2{MASK}"),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{16,}\b"), MASK),
+    (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}\b"), MASK),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), MASK),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"), MASK),  # JWT
+    # user:password@ in URLs
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)"), rf"\1{MASK}\3"),
+    # key=value / 'key': 'value' assignments of secrets
+    (
+        re.compile(
+            r"(?i)((?<![#\w.-])(?:api_key|apikey|access_token|auth_token|secret|secret_key|password|passwd|pwd|"
+            r"token|aws_secret_access_key|hf_token)['\"]?\s*[=:]\s*)(['\"]?)(?!None\b|\[REDACTED\])([^\s'\",)}]+)"
+        ),
+        rf"\1\2{MASK}",
+    ),
+]
+
+_IPV4 = re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
+_IPV6 = re.compile(r"(?<![:\w])(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}(?![:\w])")
+_KEEP_IPS = {"127.0.0.1", "0.0.0.0"}
+
+
+class Redactor:
+    """Callable that cleans one string; keeps its own consistent anonymisation map."""
+
+    def __init__(
+        self, *, redact: bool = True, anonymize: bool = False, hosts: Iterable[str] = ()
+    ) -> None:
+        self.redact = redact
+        self.anonymize = anonymize
+        self.host_map: dict[str, str] = {}
+        self.ip_map: dict[str, str] = {}
+        for h in sorted({h for h in hosts if h}, key=lambda h: (-len(h), h)):
+            self.host_map[h] = f"host-{len(self.host_map) + 1}"
+        self._host_re = (
+            re.compile("|".join(rf"(?<![\w.-]){re.escape(h)}(?![\w-])" for h in self.host_map))
+            if self.host_map
+            else None
+        )
+
+    def host(self, name: str | None) -> str | None:
+        if name is None or not self.anonymize:
+            return name
+        if name not in self.host_map:
+            self.host_map[name] = f"host-{len(self.host_map) + 1}"
+        return self.host_map[name]
+
+    def _ip(self, m: re.Match[str]) -> str:
+        ip = m.group(0)
+        if ip in _KEEP_IPS:
+            return ip
+        if ip not in self.ip_map:
+            n = len(self.ip_map) + 1
+            self.ip_map[ip] = f"192.0.2.{n}" if n < 255 else f"198.51.100.{n % 254 + 1}"
+        return self.ip_map[ip]
+
+    def __call__(self, text: str | None) -> str:
+        if text is None:
+            return ""
+        s = str(text)
+        if self.redact:
+            for pattern, repl in _PATTERNS:
+                s = pattern.sub(repl, s)
+        if self.anonymize:
+            if self._host_re is not None:
+                s = self._host_re.sub(lambda m: self.host_map[m.group(0)], s)
+            s = _IPV4.sub(self._ip, s)
+            s = _IPV6.sub(self._ip, s)
+        return s
