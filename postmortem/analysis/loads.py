@@ -1,0 +1,582 @@
+"""``service_loads``: one row per SGLang server start, from SGLang's own lines, refined by the
+journal when it is there.
+
+Rows come from the named query ``service_loads`` (one time-ordered stream of SGLang events,
+``server_args`` configurations, health-endpoint requests, systemd lifecycle events and OOM
+kills); :func:`derive_loads` is a pure function over them.
+
+Rules (also in ``docs/schema_parts/sglang.md``):
+
+* **Streams.** SGLang rows are grouped by (host, unit); rows without a unit by source and
+  journal pid (a pid is one process, so at most one start). The same line seen in two sources
+  (the journal and the unit's own log file) counts once.
+* **Start.** A ``server_args`` line starts a load; so does the first ``Init torch distributed
+  begin``/``Load weight begin`` of a target model after the previous load finished (ready,
+  failed or killed) or in another process (pid). A log that begins in the middle of a startup
+  starts a load at its first startup line. When the journal has the unit's ``Starting``
+  (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
+  the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
+  ``systemd_started``); else the ``server_args`` line (``server_args``) or the first line
+  (``first_line``). A unit-less SGLang stream claims the latest unclaimed start on its host.
+* **Ready.** The ``The server is fired up and ready to roll!`` line (``ready_line``); without
+  one, the first 200 answer on a health endpoint (``health_200``).
+* **Health polls** = requests to ``/health``, ``/health_generate``, ``/v1/models`` (also
+  ``/v1/models/<id>``) and ``/ping`` after the start and before ready, whatever their status.
+  ``/get_model_info`` is not counted: SGLang's own warmup calls it.
+* **Phases** (seconds). Weights: the longest ``Load weight end … elapsed=`` over the ranks,
+  else ``Engine startup timings load_weight=`` (target), else last end − first begin; the
+  same for the draft model. KV allocation: ``kv_cache_allocation=`` from the startup timings,
+  else the target's first ``Memory pool end`` (or its last ``KV Cache is allocated``) minus the
+  last ``Load weight end`` before it. CUDA graphs: per rank, the sum of ``elapsed`` over the
+  role's capture-end lines (decode, verify, prefill, extend, piecewise), the largest rank;
+  else the startup timings' ``cuda_graph`` entries; else last end − first begin.
+* **Outcome.** ``ready``; ``killed`` when before ready a scheduler died with exit code −9, a
+  SIGTERM or forced exit arrived, the unit was OOM-killed, stopped or its main process was
+  killed, or an OOM kill names the unit; ``failed`` when before ready an exception, CUDA OOM,
+  "Not enough memory", a scheduler death, a failed initialization or the unit's failure was
+  logged; ``incomplete`` when the log ends (or the next start begins) with none of these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from ..query import run_named
+from ..store.db import Store
+
+HEALTH_PATHS = ("/health", "/health_generate", "/v1/models", "/ping")
+START_WINDOW = timedelta(minutes=15)
+
+_BEGIN_KINDS = frozenset({"init_dist_begin", "load_weight_begin"})
+_STARTUP_KINDS = frozenset(
+    {
+        "init_dist_begin",
+        "load_weight_begin",
+        "load_weight_end",
+        "kv_cache_allocated",
+        "memory_pool_end",
+        "cuda_graph_begin",
+        "cuda_graph_end",
+        "limits",
+        "startup_timings",
+        "uvicorn_running",
+        "ready",
+    }
+)
+_FAIL_KINDS = frozenset(
+    {
+        "exception",
+        "cuda_oom",
+        "not_enough_memory",
+        "kv_oom",
+        "cuda_graph_failed",
+        "scheduler_dead",
+        "subprocess_crashed",
+        "initialization_failed",
+        "sigquit",
+        "watchdog",
+    }
+)
+_KILL_KINDS = frozenset({"scheduler_killed", "sigterm", "forced_exit"})
+_GRAPH_TIMING_KEYS = {
+    "target": ("prefill", "decode", "target_verify"),
+    "draft": ("draft_prefill", "draft_decode", "draft_extend"),
+}
+
+
+@dataclass
+class _Phase:
+    begin_min: datetime | None = None
+    end_max: datetime | None = None
+    elapsed_max: float | None = None
+    deferred_s: float | None = None
+
+
+@dataclass
+class _Load:
+    host: str | None
+    unit: str | None
+    pid: int | None
+    source_id: int | None
+    first_ts: datetime | None
+    first_line_no: int | None
+    start_ts: datetime | None
+    start_source: str
+    start_line_no: int | None
+    model_path: str | None = None
+    speculative_algorithm: str | None = None
+    tp_size: int | None = None
+    port: int | None = None
+    has_config: bool = False
+    ready_ts: datetime | None = None
+    ready_line_no: int | None = None
+    ready_source: str | None = None
+    h200: tuple[datetime | None, int | None] | None = None
+    polls: int = 0
+    polls_at_200: int | None = None
+    failed: bool = False
+    killed: bool = False
+    weights: dict[str, _Phase] = field(default_factory=dict)
+    lw_ends: list[datetime] = field(default_factory=list)
+    kv_pool_end: datetime | None = None
+    kv_alloc_last: datetime | None = None
+    graph_sum: dict[tuple[str, str], float] = field(default_factory=dict)
+    graph_span: dict[str, _Phase] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+    server_pid: int | None = None
+    last_ts: datetime | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.ready_ts is not None or self.failed or self.killed
+
+    @property
+    def outcome(self) -> str:
+        if self.ready_ts is not None or self.h200 is not None:
+            return "ready"
+        if self.killed:
+            return "killed"
+        if self.failed:
+            return "failed"
+        return "incomplete"
+
+
+def _detail(row: dict[str, Any]) -> dict[str, Any]:
+    text = row.get("detail")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _secs(a: datetime | None, b: datetime | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return max((b - a).total_seconds(), 0.0)
+
+
+def _group_key(row: dict[str, Any], unit_hosts: dict[str, set[str]]) -> tuple[Any, ...]:
+    unit = row["unit"]
+    host = row["host"]
+    if unit is not None:
+        if host is None and len(unit_hosts.get(unit, ())) == 1:
+            host = next(iter(unit_hosts[unit]))
+        return ("unit", host, unit)
+    if row["pid"] is not None and row["origin"] != "config":
+        return ("pid", host, row["source_id"], row["pid"])
+    return ("source", host, row["source_id"])
+
+
+class _Builder:
+    """Segments one SGLang stream (one group) into loads."""
+
+    def __init__(self) -> None:
+        self.loads: list[_Load] = []
+        self.cur: _Load | None = None
+        self.seen: dict[tuple[Any, ...], int] = {}
+
+    def _new(self, row: dict[str, Any], source: str) -> _Load:
+        load = _Load(
+            host=row["host"],
+            unit=row["unit"],
+            pid=row["pid"],
+            source_id=row["source_id"],
+            first_ts=row["ts"],
+            first_line_no=row["line_no"],
+            start_ts=row["ts"],
+            start_source=source,
+            start_line_no=row["line_no"],
+        )
+        self.loads.append(load)
+        self.cur = load
+        return load
+
+    def _duplicate(self, row: dict[str, Any]) -> bool:
+        ts = row["ts"]
+        key = (
+            row["origin"],
+            row["kind"],
+            row["role"],
+            row["ranks"],
+            ts.replace(microsecond=0) if ts is not None else None,
+            row["path"],
+            row["status"],
+            row["exit_code"],
+        )
+        first: int = self.seen.setdefault(key, row["source_id"])
+        return bool(first != row["source_id"])
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self._duplicate(row):
+            return
+        origin = row["origin"]
+        kind = row["kind"]
+        cur = self.cur
+        pid = row["pid"]
+        other_process = cur is not None and pid is not None and cur.pid is not None and pid != cur.pid
+        if origin == "config":
+            load = self._new(row, "server_args")
+            load.has_config = True
+            load.model_path = row["model_path"]
+            load.speculative_algorithm = row["speculative_algorithm"]
+            load.tp_size = row["tp_size"]
+            load.port = row["port"]
+            return
+        if origin == "http":
+            if cur is None or cur.ready_ts is not None or other_process:
+                return
+            cur.polls += 1
+            if row["status"] == 200 and cur.h200 is None:
+                cur.h200 = (row["ts"], row["line_no"])
+                cur.polls_at_200 = cur.polls - 1
+            return
+        if kind in _STARTUP_KINDS:
+            begins = kind in _BEGIN_KINDS and row["role"] in (None, "target")
+            if cur is None or ((cur.done or other_process) and begins):
+                cur = self._new(row, "first_line")
+            elif cur.done and cur.ready_ts is not None:
+                return  # a stray startup line after ready (another rank, a reload)
+        if cur is None:
+            return
+        if cur.pid is None and pid is not None:
+            cur.pid = pid
+        cur.last_ts = row["ts"] or cur.last_ts
+        if cur.ready_ts is not None:
+            return
+        self._apply(cur, row)
+
+    def _apply(self, cur: _Load, row: dict[str, Any]) -> None:
+        kind = row["kind"]
+        ts = row["ts"]
+        role = row["role"] or "target"
+        if kind == "ready":
+            cur.ready_ts = ts
+            cur.ready_line_no = row["line_no"]
+            cur.ready_source = "ready_line"
+        elif kind in _KILL_KINDS:
+            cur.killed = True
+        elif kind in _FAIL_KINDS:
+            cur.failed = True
+        elif kind == "load_weight_begin":
+            ph = cur.weights.setdefault(role, _Phase())
+            if ts is not None and (ph.begin_min is None or ts < ph.begin_min):
+                ph.begin_min = ts
+        elif kind == "load_weight_end":
+            ph = cur.weights.setdefault(role, _Phase())
+            detail = _detail(row)
+            if detail.get("deferred"):
+                total = detail.get("overlap_total_s")
+                ph.deferred_s = float(total) if isinstance(total, (int, float)) else row["elapsed_s"]
+            else:
+                if ts is not None:
+                    if ph.end_max is None or ts > ph.end_max:
+                        ph.end_max = ts
+                    cur.lw_ends.append(ts)
+                el = row["elapsed_s"]
+                if el is not None and (ph.elapsed_max is None or el > ph.elapsed_max):
+                    ph.elapsed_max = el
+        elif kind == "memory_pool_end":
+            if role == "target" and cur.kv_pool_end is None:
+                cur.kv_pool_end = ts
+        elif kind == "kv_cache_allocated":
+            if role == "target" and cur.kv_pool_end is None and not cur.graph_span:
+                cur.kv_alloc_last = ts
+        elif kind == "cuda_graph_begin":
+            span = cur.graph_span.setdefault(role, _Phase())
+            if ts is not None and (span.begin_min is None or ts < span.begin_min):
+                span.begin_min = ts
+        elif kind == "cuda_graph_end":
+            span = cur.graph_span.setdefault(role, _Phase())
+            if ts is not None and (span.end_max is None or ts > span.end_max):
+                span.end_max = ts
+            if row["elapsed_s"] is not None:
+                key = (role, row["ranks"] or "")
+                cur.graph_sum[key] = cur.graph_sum.get(key, 0.0) + float(row["elapsed_s"])
+        elif kind == "startup_timings":
+            cur.timings = _detail(row)
+        elif kind == "uvicorn_started":
+            server_pid = _detail(row).get("server_pid")
+            if isinstance(server_pid, int):
+                cur.server_pid = server_pid
+
+
+def _weight_s(load: _Load, role: str) -> float | None:
+    ph = load.weights.get(role)
+    if ph is not None and ph.elapsed_max is not None:
+        return ph.elapsed_max
+    if role == "target":
+        t = load.timings.get("load_weight")
+        if isinstance(t, (int, float)):
+            return float(t)
+    if ph is None:
+        return None
+    if ph.begin_min is not None and ph.end_max is not None:
+        return _secs(ph.begin_min, ph.end_max)
+    return ph.deferred_s
+
+
+def _kv_s(load: _Load) -> float | None:
+    t = load.timings.get("kv_cache_allocation")
+    if isinstance(t, (int, float)):
+        return float(t)
+    end = load.kv_pool_end or load.kv_alloc_last
+    if end is None:
+        return None
+    before = [ts for ts in load.lw_ends if ts <= end]
+    return _secs(max(before), end) if before else None
+
+
+def _graph_s(load: _Load, role: str) -> float | None:
+    sums = [v for (r, _), v in load.graph_sum.items() if r == role]
+    if sums:
+        return round(max(sums), 3)
+    graphs = load.timings.get("cuda_graph")
+    if isinstance(graphs, dict):
+        vals = [float(graphs[k]) for k in _GRAPH_TIMING_KEYS[role] if isinstance(graphs.get(k), (int, float))]
+        if vals and sum(vals) > 0:
+            return round(sum(vals), 3)
+    span = load.graph_span.get(role)
+    if span is not None:
+        return _secs(span.begin_min, span.end_max)
+    return None
+
+
+@dataclass
+class _UnitStart:
+    host: str | None
+    unit: str
+    ts: datetime
+    action: str
+    source_id: int
+    line_no: int
+    claimed: bool = False
+
+
+def _refine_with_units(
+    loads: list[_Load], unit_rows: list[dict[str, Any]], oom_rows: list[dict[str, Any]]
+) -> None:
+    starts: list[_UnitStart] = []
+    for r in unit_rows:
+        if r["kind"] in ("starting", "started") and r["ts"] is not None and r["unit"]:
+            # a Started right after its Starting belongs to the same start
+            prev = starts[-1] if starts else None
+            if (
+                r["kind"] == "started"
+                and prev is not None
+                and prev.unit == r["unit"]
+                and prev.host == r["host"]
+                and prev.action == "starting"
+                and timedelta(0) <= r["ts"] - prev.ts <= timedelta(minutes=5)
+            ):
+                continue
+            starts.append(_UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"]))
+    by_first = sorted((ld for ld in loads if ld.first_ts is not None), key=_first_key)
+    previous_first: dict[Any, datetime] = {}
+    for load in by_first:
+        assert load.first_ts is not None
+        key = (load.host, load.unit)
+        floor = previous_first.get(key)
+        previous_first[key] = load.first_ts
+        best: _UnitStart | None = None
+        for s in starts:
+            if s.claimed or s.ts > load.first_ts or load.first_ts - s.ts > START_WINDOW:
+                continue
+            if floor is not None and s.ts <= floor:
+                continue
+            if load.host is not None and s.host is not None and s.host != load.host:
+                continue
+            if load.unit is not None and s.unit != load.unit:
+                continue
+            if (
+                load.unit is None
+                and best is not None
+                and ("sglang" in best.unit.lower()) > ("sglang" in s.unit.lower())
+            ):
+                continue
+            best = s  # the latest qualifying start wins
+        if best is None:
+            continue
+        best.claimed = True
+        load.unit = load.unit or best.unit
+        load.host = load.host or best.host
+        load.start_ts = best.ts
+        load.start_source = f"systemd_{best.action}"
+        if best.source_id == load.source_id:
+            load.start_line_no = best.line_no
+    # failures the unit reports before ready
+    for load in loads:
+        if load.unit is None or load.start_ts is None or load.outcome == "ready":
+            continue
+        nxt = _next_start(loads, load)
+        for r in unit_rows:
+            if r["unit"] != load.unit or r["ts"] is None or r["ts"] < load.start_ts:
+                continue
+            if nxt is not None and r["ts"] >= nxt:
+                break
+            if load.host is not None and r["host"] is not None and r["host"] != load.host:
+                continue
+            kind = r["kind"]
+            killed = kind == "oom_killed" or (
+                kind == "main_exited" and (r["code"] or "") in ("killed", "dumped")
+            )
+            if killed or (kind in ("stopping", "stopped") and not load.failed):
+                load.killed = True
+            elif kind in ("failed", "main_exited"):
+                load.failed = True
+        for r in oom_rows:
+            ts = r["ts"]
+            if (
+                r["unit"] == load.unit
+                and ts is not None
+                and ts >= load.start_ts
+                and (nxt is None or ts < nxt)
+            ):
+                load.killed = True
+
+
+def _first_key(load: _Load) -> float:
+    return load.first_ts.timestamp() if load.first_ts is not None else 0.0
+
+
+def _start_key(load: _Load) -> tuple[bool, float, int, int]:
+    ts = load.start_ts.timestamp() if load.start_ts is not None else 0.0
+    return (load.start_ts is None, ts, load.source_id or 0, load.first_line_no or 0)
+
+
+def _next_start(loads: list[_Load], load: _Load) -> datetime | None:
+    later = [
+        ld.start_ts
+        for ld in loads
+        if ld is not load
+        and ld.unit == load.unit
+        and ld.start_ts is not None
+        and load.start_ts is not None
+        and ld.start_ts > load.start_ts
+    ]
+    return min(later) if later else None
+
+
+def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``service_loads`` rows (dicts, in start order) for the query's ``rows``."""
+    unit_rows = [r for r in rows if r["origin"] == "unit"]
+    oom_rows = [r for r in rows if r["origin"] == "oom"]
+    sg_rows = [r for r in rows if r["origin"] in ("sglang", "config", "http")]
+    unit_hosts: dict[str, set[str]] = {}
+    for r in rows:
+        if r["unit"] and r["host"]:
+            unit_hosts.setdefault(r["unit"], set()).add(r["host"])
+    builders: dict[tuple[Any, ...], _Builder] = {}
+    for r in sg_rows:
+        key = _group_key(r, unit_hosts)
+        b = builders.get(key)
+        if b is None:
+            b = builders[key] = _Builder()
+        b.add(r)
+    loads = [ld for b in builders.values() for ld in b.loads]
+    for ld in loads:
+        if ld.host is None and ld.unit is not None and len(unit_hosts.get(ld.unit, ())) == 1:
+            ld.host = next(iter(unit_hosts[ld.unit]))
+    _refine_with_units(loads, unit_rows, oom_rows)
+    out = []
+    loads.sort(key=_start_key)
+    for i, ld in enumerate(loads, start=1):
+        ready_ts, ready_source, ready_line, polls = ld.ready_ts, ld.ready_source, ld.ready_line_no, ld.polls
+        if ready_ts is None and ld.h200 is not None:
+            ready_ts, ready_line = ld.h200
+            ready_source = "health_200"
+            polls = ld.polls_at_200 or 0
+        out.append(
+            {
+                "load_id": i,
+                "host": ld.host,
+                "unit": ld.unit,
+                "pid": ld.pid if ld.pid is not None else ld.server_pid,
+                "start_ts": ld.start_ts,
+                "start_source": ld.start_source,
+                "ready_ts": ready_ts,
+                "ready_source": ready_source,
+                "load_s": _secs(ld.start_ts, ready_ts),
+                "weight_load_s": _weight_s(ld, "target"),
+                "draft_weight_load_s": _weight_s(ld, "draft"),
+                "kv_alloc_s": _kv_s(ld),
+                "cuda_graph_s": _graph_s(ld, "target"),
+                "draft_cuda_graph_s": _graph_s(ld, "draft"),
+                "outcome": ld.outcome,
+                "model_path": ld.model_path,
+                "speculative_algorithm": ld.speculative_algorithm,
+                "tp_size": ld.tp_size,
+                "port": ld.port,
+                "health_polls": polls,
+                "source_id": ld.source_id,
+                "start_line_no": ld.start_line_no,
+                "ready_line_no": ready_line,
+            }
+        )
+    return out
+
+
+COLUMNS = (
+    "load_id",
+    "host",
+    "unit",
+    "pid",
+    "start_ts",
+    "start_source",
+    "ready_ts",
+    "ready_source",
+    "load_s",
+    "weight_load_s",
+    "draft_weight_load_s",
+    "kv_alloc_s",
+    "cuda_graph_s",
+    "draft_cuda_graph_s",
+    "outcome",
+    "model_path",
+    "speculative_algorithm",
+    "tp_size",
+    "port",
+    "health_polls",
+    "source_id",
+    "start_line_no",
+    "ready_line_no",
+)
+
+
+def derive_service_loads(store: Store) -> int:
+    """Delete and refill ``service_loads``; returns the number of loads.
+
+    Runs inside the caller's transaction when there is one (``analysis.rebuild``), else in
+    its own.
+    """
+    res = run_named(store, "service_loads")
+    rows = [dict(zip(res.columns, r, strict=True)) for r in res.rows]
+    loads = derive_loads(rows)
+    own = True
+    try:
+        store.con.execute("BEGIN TRANSACTION")
+    except duckdb.Error:
+        own = False  # already inside one
+    try:
+        store.con.execute("DELETE FROM service_loads")
+        if loads:
+            cols = ", ".join(COLUMNS)
+            marks = ", ".join("?" for _ in COLUMNS)
+            store.con.executemany(
+                f"INSERT INTO service_loads ({cols}) VALUES ({marks})",  # noqa: S608 - fixed column names
+                [[ld[c] for c in COLUMNS] for ld in loads],
+            )
+    except BaseException:
+        if own:
+            store.con.execute("ROLLBACK")
+        raise
+    if own:
+        store.con.execute("COMMIT")
+    return len(loads)
