@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from ...timeutil import Inferred, parse_dmesg_ctime, parse_iso
@@ -215,7 +215,9 @@ class DmesgParser(Parser):
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         stream = KernelStream(ctx)
+        record = stream.record
         host = ctx.host
+        mono_match = _MONO.match
         stamped: bool | None = None
         # the record being collected: its first line's stamp and its text lines
         rec_no = 0
@@ -227,46 +229,67 @@ class DmesgParser(Parser):
             if stamped is None:
                 stamped = _decide_stamped(lines, ctx)
             no = chunk.first_line_no - 1
+            blank = 0
             if not stamped:
                 for line in lines:
                     no += 1
-                    if not line.strip():
-                        ctx.ignored()
+                    if not line or line.isspace():
+                        blank += 1
                         continue
-                    ctx.parsed()
-                    yield from stream.record(
-                        no, line, ((no, line),), None, None, None, None, host, None, None, None
-                    )
+                    yield from record(no, line, ((no, line),), None, None, None, None, host, None, None, None)
+                ctx.ignored(blank)
+                ctx.parsed(len(lines) - blank)
                 continue
             for line in lines:
                 no += 1
-                st = split_prefix(line, ctx)
+                st: Stamp | None
+                if line[:1] == "[" and (m := mono_match(line)) is not None:
+                    raw = m.group(1)
+                    st = (None, raw, None, float(raw), None, m.end())
+                else:
+                    st = split_prefix(line, ctx)
                 if st is not None:
                     if rec_stamp is not None:
-                        yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
-                    ctx.parsed()
+                        if len(rec_lines) == 1:  # _flush(), inlined for the common one-line record
+                            ts, ts_raw, inferred, mono, level, _ = rec_stamp
+                            yield from record(
+                                rec_no,
+                                rec_lines[0][1],
+                                rec_lines,
+                                ts,
+                                ts_raw,
+                                inferred,
+                                mono,
+                                host,
+                                level,
+                                None,
+                                None,
+                            )
+                        else:
+                            yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
                     rec_no, rec_stamp, indent = no, st, st[5]
                     rec_lines = [(no, line[indent:])]
                     continue
-                if not line.strip():
-                    ctx.ignored()
+                if not line or line.isspace():
+                    blank += 1
                     continue
-                ctx.parsed()
                 if rec_stamp is not None and line[0] in " \t" and len(rec_lines) < MAX_RECORD_LINES:
                     body = line[indent:] if line[:indent].isspace() else line.lstrip()
                     rec_lines.append((no, body))
                     continue
                 # an unstamped line that does not continue a record: it takes the previous stamp
                 if rec_stamp is not None:
-                    yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
+                    yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
                     ts, _, inferred, mono, level, _ = rec_stamp
                     rec_stamp = (ts, None, Inferred.PREVIOUS if ts is not None else inferred, mono, level, 0)
                 else:
                     rec_stamp = (None, None, None, None, None, 0)
                 rec_no, indent = no, 0
                 rec_lines = [(no, line)]
+            ctx.ignored(blank)
+            ctx.parsed(len(lines) - blank)
         if rec_stamp is not None:
-            yield from _flush(stream, rec_no, rec_stamp, rec_lines, host)
+            yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
         yield from stream.close()
 
 
@@ -274,13 +297,16 @@ _SNIFF_CTX = ParseContext()
 
 
 def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
-    """A file is stamped when at least half of its first non-blank lines carry a dmesg prefix."""
+    """A file is stamped when its first non-blank line, or at least half of its first 200,
+    carry a dmesg prefix (a prefix-less copy then keeps every line a record of its own)."""
     seen = stamped = 0
     for line in lines:
         if not line.strip():
             continue
         seen += 1
         if split_prefix(line, ctx) is not None:
+            if seen == 1:
+                return True
             stamped += 1
         if seen >= 200:
             break
@@ -288,11 +314,15 @@ def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
 
 
 def _flush(
-    stream: KernelStream, line_no: int, st: Stamp, lines: list[tuple[int, str]], host: str | None
-) -> Iterator[Output]:
+    record: Callable[..., list[Output]],
+    line_no: int,
+    st: Stamp,
+    lines: list[tuple[int, str]],
+    host: str | None,
+) -> list[Output]:
     ts, ts_raw, inferred, mono, level, _ = st
     message = lines[0][1] if len(lines) == 1 else "\n".join(text for _, text in lines)
-    return stream.record(line_no, message, lines, ts, ts_raw, inferred, mono, host, level, None, None)
+    return record(line_no, message, lines, ts, ts_raw, inferred, mono, host, level, None, None)
 
 
 @register
@@ -327,7 +357,9 @@ class KmsgParser(Parser):
         stream = KernelStream(ctx)
         host = ctx.host
         match = _KMSG.match
+        feed = stream.feed
         for chunk in chunks:
+            parsed = 0
             for no, line in chunk:
                 m = match(line)
                 if m is None:
@@ -336,9 +368,9 @@ class KmsgParser(Parser):
                     else:
                         yield ctx.issue(no, "not a /dev/kmsg record", line)
                     continue
-                ctx.parsed()
+                parsed += 1
                 usec = m.group(3)
-                yield from stream.feed(
+                yield from feed(
                     no,
                     line[m.end() :],
                     ts=None,
@@ -349,4 +381,5 @@ class KmsgParser(Parser):
                     level=int(m.group(1)) & 7,
                     seq=int(m.group(2)),
                 )
+            ctx.parsed(parsed)
         yield from stream.close()

@@ -102,6 +102,15 @@ _TASK_FIELDS = {
 _UNIT_SUFFIXES = (".service", ".scope", ".slice", ".socket", ".mount", ".swap", ".target", ".device")
 
 
+def might_open(text: str) -> bool:
+    """Cheap test: could ``text`` open (or, after a kill, continue) an OOM event?
+
+    >>> might_open("usb 1-1: new high-speed USB device"), might_open("Killed process 1 (x)")
+    (False, True)
+    """
+    return "oom" in text or "ill" in text or "Task" in text or "emory" in text or "tgid" in text
+
+
 def scope_of_prefix(prefix: str | None) -> str | None:
     """The OOM scope named by a kill-line / choice-line prefix.
 
@@ -227,11 +236,9 @@ class OomAssembler:
     ) -> Iterator[Output]:
         """Feed one line of kernel text (no transport prefix)."""
         ev = self.event
-        if ev is None:
-            # fast path: nothing open, only an OOM-specific line can open an event
-            if not ("oom" in text or "ill" in text or "Task" in text or "emory" in text or "tgid" in text):
-                return
-        else:
+        if (ev is None or ev.kills) and not might_open(text):
+            return
+        if ev is not None:
             first = ev.first
             if monotonic_s is not None and first.monotonic_s is not None:
                 gap: float | None = monotonic_s - first.monotonic_s

@@ -131,23 +131,13 @@ class KernelStream:
         if "\\x" in message:
             message = unescape_kmsg(message)
         if "\n" in message:
-            parts: Sequence[str] = message.split("\n")
-            lines = [(line_no, p) for p in parts]
-            return self.record(
+            lines: Sequence[tuple[int, str]] = [(line_no, part) for part in message.split("\n")]
+        else:
+            lines = ((line_no, message),)
+        return iter(
+            self.record(
                 line_no, message, lines, ts, ts_raw, ts_inferred, monotonic_s, host, level, boot_id, seq
             )
-        return self.record(
-            line_no,
-            message,
-            ((line_no, message),),
-            ts,
-            ts_raw,
-            ts_inferred,
-            monotonic_s,
-            host,
-            level,
-            boot_id,
-            seq,
         )
 
     def close(self) -> Iterator[Output]:
@@ -168,27 +158,39 @@ class KernelStream:
         level: int | None,
         boot_id: str | None,
         seq: int | None,
-    ) -> Iterator[Output]:
-        """One decoded record whose text lines (``(physical line_no, text)``) are given."""
+    ) -> list[Output]:
+        """One decoded record whose text lines (``(physical line_no, text)``) are given; returns
+        its ``KernelMessage`` followed by the records it completes."""
         if ts is None and monotonic_s is not None:
-            boot = self._boot(boot_id, host)
+            key = (boot_id, host)
+            boot = self._boots[key] if key in self._boots else self._boot(key)
             if boot is not None:
                 ts = boot_relative(boot, monotonic_s)
                 ts_inferred = Inferred.BOOT
-        yield KernelMessage(line_no, ts, ts_raw, ts_inferred, monotonic_s, host, boot_id, level, seq, message)
+        out: list[Output] = [
+            KernelMessage(line_no, ts, ts_raw, ts_inferred, monotonic_s, host, boot_id, level, seq, message)
+        ]
         oom = self.oom
         for no, text in lines:
             if "NVRM" in text:
-                yield from self._nvrm(no, text, ts, ts_raw, ts_inferred, monotonic_s, host)
-            yield from oom.line(no, text, ts, ts_raw, ts_inferred, monotonic_s, host)
+                out.extend(self._nvrm(no, text, ts, ts_raw, ts_inferred, monotonic_s, host))
+            # might_open(), inlined: this runs for every kernel line
+            if (
+                "oom" in text
+                or "ill" in text
+                or "Task" in text
+                or "emory" in text
+                or "tgid" in text
+                or ((ev := oom.event) is not None and not ev.kills)
+            ):
+                out.extend(oom.line(no, text, ts, ts_raw, ts_inferred, monotonic_s, host))
+        return out
 
     # ------------------------------------------------------------------ helpers
-    def _boot(self, boot_id: str | None, host: str | None) -> datetime | None:
-        key = (boot_id, host)
-        if key not in self._boots:
-            ctx = self.ctx
-            self._boots[key] = pick_boot(ctx.anchors, ctx.boot_time, boot_id=boot_id, host=host)
-        return self._boots[key]
+    def _boot(self, key: tuple[str | None, str | None]) -> datetime | None:
+        ctx = self.ctx
+        boot = self._boots[key] = pick_boot(ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1])
+        return boot
 
     def _nvrm(
         self,
