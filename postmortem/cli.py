@@ -343,6 +343,136 @@ def build(
     _fail_on_errors(result.ingest)
 
 
+@app.command()
+def incidents(
+    since: Annotated[str | None, typer.Option("--since", help="Only incidents after this time.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Only incidents before this time.")] = None,
+    db: DbOpt = None,
+    tz: TzOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    wait: WaitOpt = 0.0,
+) -> None:
+    """List the incidents found by the last build."""
+    from .config import load_config
+    from .query import format_json, format_table, run_named
+    from .store.db import Store
+    from .timeutil import check_range
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown --format {fmt!r} (use table or json)")
+    config = load_config()
+    zone, _ = _zone(tz, config.tz)
+    lo, hi = _when(since, zone), _when(until, zone)
+    check_range(lo, hi)
+    store = Store.open_readonly(config.db_path(db), wait=wait)
+    try:
+        result = run_named(store, "incidents_list", {"since": lo, "until": hi})
+    finally:
+        store.close()
+    if fmt == "json":
+        sys.stdout.write(format_json(result) + "\n")
+        return
+    if not result.rows:
+        typer.echo("No incidents (run 'postmortem build' after ingesting the logs).")
+        return
+    keep = ["incident_id", "ts", "host", "unit", "cause", "victim_pid", "victim_comm", "victims",
+            "downtime_s", "recovery_unit"]
+    idx = [result.columns.index(c) for c in keep]
+    from .query import QueryResult
+
+    sys.stdout.write(format_table(QueryResult(keep, [tuple(r[i] for i in idx) for r in result.rows])))
+
+
+@app.command()
+def timeline(
+    incident_id: Annotated[int, typer.Argument(help="Incident number from 'postmortem incidents'.")],
+    window: Annotated[str, typer.Option("--window", help="How far before the kill to look.")] = "30min",
+    after: Annotated[str, typer.Option("--after", help="How far after the kill to look.")] = "10min",
+    db: DbOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    wait: WaitOpt = 0.0,
+) -> None:
+    """The memory-pressure timeline and the merged events around one incident."""
+    from .analysis.timeline import memory_timeline
+    from .config import load_config
+    from .query import QueryResult, format_json, format_table, run_named_dicts
+    from .store.db import Store
+    from .timeutil import parse_duration
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown --format {fmt!r} (use table or json)")
+    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    try:
+        rows = run_named_dicts(store, "incident_by_id", {"incident_id": incident_id})
+        if not rows:
+            raise PostmortemError(f"no incident {incident_id} (see 'postmortem incidents')")
+        inc = rows[0]
+        tl = memory_timeline(
+            store, kill_ts=inc["ts"], unit=inc["unit"], host=inc["host"],
+            window_s=parse_duration(window), after_s=parse_duration(after),
+        )
+    finally:
+        store.close()
+    buckets = QueryResult(
+        ["bucket", "host_avail_mib", "gpu_used_mib_max", "gpu_used_mib_sum", "token_usage", "running_req",
+         "queue_req", "gen_throughput", "retractions"],
+        [(b.ts, b.host_avail_mib, b.gpu_used_mib_max, b.gpu_used_mib_sum, b.token_usage, b.running_req,
+          b.queue_req, b.gen_throughput, b.retractions) for b in tl.buckets],
+    )
+    events = QueryResult(
+        ["ts", "origin", "unit", "kind", "message", "source_id", "line_no"],
+        [(e.ts, e.origin, e.unit, e.kind, e.message, e.source_id, e.line_no) for e in tl.events],
+    )
+    if fmt == "json":
+        import json
+
+        payload = {
+            "incident_id": incident_id,
+            "kill_ts": inc["ts"].isoformat(),
+            "bucket_s": tl.bucket_s,
+            "buckets": json.loads(format_json(buckets)),
+            "events": json.loads(format_json(events)),
+            "gaps": [{"series": g.series, "detail": g.detail} for g in tl.gaps],
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return
+    typer.echo(f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC ({inc['cause']})")
+    typer.echo(f"\nMemory signals, {tl.bucket_s:g} s buckets:")
+    sys.stdout.write(format_table(buckets))
+    typer.echo("\nEvents:")
+    sys.stdout.write(format_table(events, max_width=100))
+    for g in tl.gaps:
+        typer.echo(f"gap: {g.series}: {g.detail}")
+
+
+@app.command()
+def trends(
+    since: Annotated[str | None, typer.Option("--since", help="Start of the window.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="End of the window.")] = None,
+    out: Annotated[str, typer.Option("--out", help="Directory for trends.md and its plots.")] = "reports",
+    db: DbOpt = None,
+    tz: TzOpt = None,
+    templates: Annotated[str | None, typer.Option("--templates", help="Your template directory (trusted code).")] = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """OOM kills per unit per day and week, load-time trends, downtime per incident."""
+    from .config import load_config
+    from .report.trends import trends as run_trends
+    from .store.db import Store
+    from .timeutil import check_range
+
+    config = load_config()
+    zone, _ = _zone(tz, config.tz)
+    lo, hi = _when(since, zone), _when(until, zone)
+    check_range(lo, hi)
+    store = Store.open_readonly(config.db_path(db), wait=wait)
+    try:
+        path = run_trends(store, Path(out), since=lo, until=hi, templates=[templates] if templates else [])
+    finally:
+        store.close()
+    typer.echo(str(path))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
     try:

@@ -81,7 +81,8 @@ def rebuild(
     """Recompute every derived table; return the incidents with their facts."""
     with store.transaction():
         _anchor_monotonic(store)
-        _derive_loads(store)
+    _derive_loads(store)  # manages its own transaction
+    with store.transaction():
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
         formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}

@@ -122,8 +122,7 @@ def memory_timeline(
         if r["avail_mib"] is None:
             continue
         tl.host_points.append((r["ts"], float(r["avail_mib"]), float(r["total_mib"] or 0)))
-        delta = (r["ts"] - start).total_seconds() // bucket_s
-        b = at(start + timedelta(seconds=delta * bucket_s))
+        b = at(_floor(r["ts"], bucket_s))
         b.host_avail_mib = float(r["avail_mib"])
         b.host_total_mib = float(r["total_mib"]) if r["total_mib"] else None
     tl.buckets = [buckets[k] for k in sorted(buckets)]
@@ -142,6 +141,12 @@ def memory_timeline(
     tl.coverage = coverage
     tl.gaps = find_gaps(coverage, kill_ts, window_s)
     return tl
+
+
+def _floor(ts: datetime, bucket_s: float) -> datetime:
+    """The bucket a time falls in, aligned like DuckDB's ``time_bucket`` (on whole multiples)."""
+    epoch = ts.timestamp()
+    return datetime.fromtimestamp(epoch - epoch % bucket_s, ts.tzinfo)
 
 
 def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:

@@ -1,5 +1,5 @@
 -- GPU memory per GPU in time buckets. Parameters: $host, $from, $to, $bucket_s (seconds).
-SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $from::TIMESTAMPTZ) AS bucket,
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
        coalesce(bus_id, gpu_uuid, CAST(gpu_index AS VARCHAR)) AS gpu,
        min(gpu_index) AS gpu_index,
        max(mem_used_mib) AS used_mib,

@@ -1,5 +1,5 @@
 -- KV-cache retractions of one unit in time buckets. Parameters: $unit, $from, $to, $bucket_s.
-SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $from::TIMESTAMPTZ) AS bucket,
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
        count(*) AS retractions
 FROM sglang_events
 WHERE unit = $unit AND kind = 'retract' AND ts >= $from AND ts <= $to

@@ -50,12 +50,19 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
         if panel == "host":
             if tl.host_points:
                 xs = [_x(t, zone) for t, _, _ in tl.host_points]
-                ax.plot(xs, [a / GIB for _, a, _ in tl.host_points], color="#1565c0", label="host RAM available")
+                ax.plot(xs, [(tot - a) / GIB for _, a, tot in tl.host_points], color="#1565c0",
+                        label="host RAM in use (earlyoom: total − available)")
+                tot = max(t for _, _, t in tl.host_points)
+                ax.axhline(tot / GIB, color="#555555", linestyle=":", linewidth=1, label="host RAM total")
             if inc.memcg_usage_kb is not None and inc.ts is not None:
                 used = inc.memcg_usage_kb / 1024 / 1024
                 lim = (inc.memcg_limit_kb or 0) / 1024 / 1024
+                if lim:
+                    ax.axhline(lim, color=KILL_COLOR, linestyle="--", linewidth=1,
+                               label=f"unit memory limit {lim:,.0f} GiB")
                 ax.scatter([_x(inc.ts, zone)], [used], color=KILL_COLOR, zorder=5,
-                           label=f"unit cgroup at the kill: {used:,.0f} of {lim:,.0f} GiB")
+                           label=f"unit cgroup at the kill: {used:,.0f} GiB")
+            ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
             ax.set_title("Host memory", loc="left", fontsize=10)
         elif panel == "gpu":

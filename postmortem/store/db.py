@@ -63,6 +63,12 @@ class Store:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path: str | Path, *, wait: float = 0.0) -> Store:
+        if str(path) != ":memory:":
+            parent = Path(path).parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
         store.migrate()
         return store

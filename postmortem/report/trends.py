@@ -1,0 +1,138 @@
+"""``postmortem trends``: OOM kills per unit per day and week, load-time trend per unit and
+model, downtime (time to recovery) per incident — across every incident in the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from statistics import median
+
+from .. import __version__
+from ..analysis.summary import human
+from ..query import run_named_dicts
+from ..store.db import Store
+from ..timeutil import UTC
+from .context import utc_text
+from .plots import trend_figure
+from .render import render
+
+
+@dataclass
+class KillCount:
+    period: str
+    unit: str
+    cause: str
+    incidents: int
+
+
+@dataclass
+class LoadTrend:
+    unit: str
+    model: str
+    speculative: str
+    loads: int
+    first_s: float | None
+    last_s: float | None
+    median_s: float | None
+    change_pct: float | None
+
+
+@dataclass
+class DowntimeRow:
+    incident_id: int
+    kill_utc: str
+    unit: str
+    cause: str
+    downtime_s: float | None
+    downtime: str
+    recovery: str
+
+
+@dataclass
+class TrendsReport:
+    generated_at: str
+    tool_version: str
+    window: str
+    kills_per_day: list[KillCount] = field(default_factory=list)
+    kills_per_week: list[KillCount] = field(default_factory=list)
+    load_trends: list[LoadTrend] = field(default_factory=list)
+    downtimes: list[DowntimeRow] = field(default_factory=list)
+    mttr_s: float | None = None
+    mttr: str = "—"
+    kills_figure: str | None = None
+    loads_figure: str | None = None
+    downtime_figure: str | None = None
+
+
+def trends(
+    store: Store,
+    out: Path,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    templates: list[str] | None = None,
+    now: datetime | None = None,
+) -> Path:
+    p = {"since": since, "until": until}
+    rep = TrendsReport(
+        generated_at=utc_text(now or datetime.now(UTC)) + " UTC",
+        tool_version=__version__,
+        window=f"{utc_text(since) if since else 'beginning'} → {utc_text(until) if until else 'now'} UTC",
+    )
+    kills = run_named_dicts(store, "trends_kills", p)
+    daily: dict[tuple[str, str, str], int] = {}
+    weekly: dict[tuple[str, str, str], int] = {}
+    for r in kills:
+        daily[(str(r["day"]), r["unit"], r["cause"])] = daily.get((str(r["day"]), r["unit"], r["cause"]), 0) + int(r["incidents"])
+        wk = r["week"].isocalendar()
+        key = (f"{wk[0]}-W{wk[1]:02d}", r["unit"], r["cause"])
+        weekly[key] = weekly.get(key, 0) + int(r["incidents"])
+    rep.kills_per_day = [KillCount(k[0], k[1], k[2], v) for k, v in sorted(daily.items())]
+    rep.kills_per_week = [KillCount(k[0], k[1], k[2], v) for k, v in sorted(weekly.items())]
+
+    loads = run_named_dicts(store, "trends_loads", p)
+    groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for r in loads:
+        if r["outcome"] != "ready" or r["load_s"] is None:
+            continue
+        groups.setdefault((str(r["unit"]), str(r["model_path"])), []).append(r)
+    series: dict[str, list[tuple[datetime, float]]] = {}
+    for (unit, model), rows in sorted(groups.items()):
+        values = [float(r["load_s"]) for r in rows]  # type: ignore[arg-type]
+        spec = next((str(r["speculative_algorithm"]) for r in rows if r["speculative_algorithm"]), "—")
+        first, last = values[0], values[-1]
+        rep.load_trends.append(
+            LoadTrend(unit, model, spec, len(values), first, last, median(values),
+                      round(100 * (last - first) / first, 1) if first else None)
+        )
+        series[unit] = [(r["start_ts"], float(r["load_s"])) for r in rows]  # type: ignore[misc,arg-type]
+
+    downs = run_named_dicts(store, "trends_downtime", p)
+    for r in downs:
+        rep.downtimes.append(
+            DowntimeRow(
+                int(r["incident_id"]), utc_text(r["ts"]), str(r["unit"]), str(r["cause"]),
+                r["downtime_s"], human(r["downtime_s"]) if r["downtime_s"] is not None else "not restored",
+                str(r["fallback_unit"] or r["recovery_unit"] or "—"),
+            )
+        )
+    restored = [d.downtime_s for d in rep.downtimes if d.downtime_s is not None]
+    if restored:
+        rep.mttr_s = sum(restored) / len(restored)
+        rep.mttr = human(rep.mttr_s)
+    out.mkdir(parents=True, exist_ok=True)
+    kseries: dict[str, list[tuple[datetime, float]]] = {}
+    for r in kills:
+        day = datetime(r["day"].year, r["day"].month, r["day"].day, tzinfo=UTC)
+        kseries.setdefault(str(r["unit"]), []).append((day, float(r["incidents"])))
+    f1 = trend_figure(kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day")
+    f2 = trend_figure(series, out / "trends-loads.png", "load time (s)", "Load time per unit")
+    dseries = {"downtime": [(r["ts"], float(r["downtime_s"])) for r in downs if r["downtime_s"] is not None]}
+    f3 = trend_figure(dseries, out / "trends-downtime.png", "seconds", "Downtime per incident")
+    rep.kills_figure = f1.name if f1 else None
+    rep.loads_figure = f2.name if f2 else None
+    rep.downtime_figure = f3.name if f3 else None
+    path = out / "trends.md"
+    path.write_text(render("trends.md.j2", rep, templates or []), encoding="utf-8")
+    return path
