@@ -681,3 +681,46 @@ class DayInference:
             self._day += timedelta(days=1)
         self._last = second_of_day
         return self._day
+
+
+class SlashStampReader:
+    """``parse_slash_stamp`` + :func:`localize` for a stream of stamps in one zone, fast: the
+    UTC time of each local minute is computed once (zone offsets change on minute boundaries).
+
+    >>> read = SlashStampReader(get_zone("Europe/Berlin"))
+    >>> read("2026/01/15 10:00:00.123").isoformat(), read("2026/01/15 10:00:59.9").isoformat()
+    ('2026-01-15T09:00:00.123000+00:00', '2026-01-15T09:00:59.900000+00:00')
+    >>> read("2026/13/15 10:00:00.123") is None, read("2026/01/15 10:00:61.000") is None
+    (True, True)
+    """
+
+    __slots__ = ("_minutes", "zone")
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self._minutes: dict[str, datetime | None] = {}
+
+    def __call__(self, text: str) -> datetime | None:
+        n = len(text)
+        if n < 19 or text[16] != ":":
+            return None
+        key = text[:16]
+        base = self._minutes.get(key, 0)
+        if base == 0:
+            naive = parse_slash_stamp(key + ":00")
+            base = localize(naive, self.zone) if naive is not None else None
+            if len(self._minutes) > 4096:
+                self._minutes.clear()
+            self._minutes[key] = base
+        if base is None:
+            return None
+        sec = text[17:19]
+        if not sec.isdigit() or int(sec) > 59:
+            return None
+        micro = 0
+        if n > 19:
+            frac = text[20:]
+            if text[19] != "." or not frac.isdigit() or len(frac) > 6:
+                return None
+            micro = int(frac.ljust(6, "0"))
+        return base + timedelta(seconds=int(sec), microseconds=micro)  # type: ignore[operator]
