@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from ...records import GpuEvent
 from ...timeutil import Inferred, localize, parse_ctime, parse_iso, zone_for_word
@@ -28,6 +29,7 @@ _BUS_RE = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def normalise_bus_id(text: str | None) -> str | None:
     """Any printed PCI bus id → ``00000000:9B:00.0`` (the form nvidia-smi and DCGM print).
 
@@ -78,6 +80,10 @@ def mib(cell: str) -> int | None:
     >>> [mib(c) for c in ("23028 MiB", "7", "803MiB", "[N/A]", "13583...", "-", "1.5 GiB")]
     [23028, 7, 803, None, None, None, None]
     """
+    if cell.isdigit():
+        return int(cell)
+    if cell[-4:] == " MiB" and cell[:-4].isdigit():
+        return int(cell[:-4])
     c = cell.strip()
     if c.endswith("MiB"):
         c = c[:-3].rstrip()
@@ -95,8 +101,14 @@ def number(cell: str) -> float | None:
     [627.4, 0.0, 52.0, 38.0, None, None, -3.0]
     """
     c = cell.strip()
-    if not c or c[0] == "[":
+    if not c or (c[0] in "[NE-" and not c[1:2].isdigit()):
         return None
+    head, _, unit = c.partition(" ")
+    if unit:
+        try:
+            return float(head)
+        except ValueError:
+            pass
     cut = len(c)
     while cut and not (c[cut - 1].isdigit()):
         cut -= 1
@@ -128,9 +140,12 @@ def text_value(cell: str) -> str | None:
     ('NVIDIA H200', None, None, None)
     """
     c = cell.strip()
-    if not c or c in ("N/A", "-", "ERR!") or (c[0] == "[" and c[-1] == "]"):
+    if not c or c in _NULL_TEXT or (c[0] == "[" and c[-1] == "]"):
         return None
     return c
+
+
+_NULL_TEXT = frozenset({"N/A", "-", "ERR!", "Unknown Error", "Not Found", "Not Supported"})
 
 
 def driver_text(cell: str) -> str | None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ...records import GpuProcess, GpuSample
-from ...timeutil import Inferred, localize, parse_slash_stamp
+from ...timeutil import Inferred, SlashStampReader, parse_slash_stamp
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .common import (
     Snapshots,
@@ -258,6 +258,24 @@ def header_units(line: str) -> list[str]:
     return out
 
 
+_SAMPLE_SLOTS: tuple[tuple[str, Callable[[str], object]], ...] = (
+    ("gpu_index", integer),
+    ("gpu_uuid", text_value),
+    ("bus_id", normalise_bus_id),
+    ("name", text_value),
+    ("mem_used_mib", mib),
+    ("mem_total_mib", mib),
+    ("mem_free_mib", mib),
+    ("mem_reserved_mib", mib),
+    ("util_gpu_pct", number),
+    ("util_mem_pct", number),
+    ("temp_c", number),
+    ("power_w", number),
+    ("pstate", text_value),
+    ("driver_version", _driver),
+)
+
+
 class _Layout:
     """Column positions of the stored fields for one header."""
 
@@ -273,6 +291,20 @@ class _Layout:
             target = table.get(f)
             if target is not None and target not in self.pos:
                 self.pos[target] = i
+
+        # the GPU sample plan: (position among the 14 value fields after ``host``, cell, converter)
+        power = next((self.pos[k] for k in ("power_w", "power_w_avg", "power_w_inst") if k in self.pos), None)
+        plan: list[tuple[int, int, Callable[[str], object]]] = []
+        for slot, (target, conv) in enumerate(_SAMPLE_SLOTS):
+            col = self.pos.get(target)
+            if target == "power_w":
+                col = power
+            elif target == "driver_version" and col is None:
+                col = self.pos.get("kmd_version")
+                conv = text_value
+            if col is not None:
+                plan.append((slot, col, conv))
+        self.plan = plan
 
     def get(self, target: str) -> int:
         return self.pos.get(target, -1)
@@ -340,7 +372,7 @@ class NvidiaSmiCsv(Parser):
         if ctx.columns:
             layout = _Layout([c.strip().split(" [", 1)[0].lower() for c in ctx.columns])
         failing: set[object] = set()
-        zone = ctx.zone
+        read_stamp = SlashStampReader(ctx.zone)
         host = ctx.host
         last_raw = ""
         last_stamp = Stamp(None, None, None)
@@ -375,7 +407,11 @@ class NvidiaSmiCsv(Parser):
                         if got is not False and got is not True:
                             yield got
                             continue
-                cells = next(csv.reader([line], skipinitialspace=True))
+                # nvidia-smi separates with ", " and never quotes (a name may hold a bare ",")
+                body = line.rstrip()
+                if body.endswith(","):
+                    body = body[:-1] + ", "
+                cells = body.split(", ") if ", " in body else [c.strip() for c in body.split(",")]
                 if layout is None:
                     guess = guess_columns(cells)
                     if guess is None:
@@ -420,12 +456,8 @@ class NvidiaSmiCsv(Parser):
                 if p >= 0:
                     raw = cells[p].strip()
                     if raw != last_raw:
-                        naive = parse_slash_stamp(raw)
-                        last_stamp = (
-                            Stamp(localize(naive, zone), raw, Inferred.ZONE)
-                            if naive is not None
-                            else snaps.current()
-                        )
+                        ts = read_stamp(raw)
+                        last_stamp = Stamp(ts, raw, Inferred.ZONE) if ts is not None else snaps.current()
                         last_raw = raw
                     stamp = last_stamp
                 else:
@@ -461,56 +493,10 @@ class NvidiaSmiCsv(Parser):
 
     @staticmethod
     def _gpu(layout: _Layout, cells: list[str], stamp: Stamp, line_no: int, host: str | None) -> GpuSample:
-        pos = layout.pos
-
-        def cell(target: str) -> str | None:
-            i = pos.get(target)
-            return cells[i] if i is not None else None
-
-        def m(target: str) -> int | None:
-            c = cell(target)
-            return mib(c) if c is not None else None
-
-        def f(target: str) -> float | None:
-            c = cell(target)
-            return number(c) if c is not None else None
-
-        def t(target: str) -> str | None:
-            c = cell(target)
-            return text_value(c) if c is not None else None
-
-        power = f("power_w")
-        if power is None:
-            power = f("power_w_avg")
-            if power is None:
-                power = f("power_w_inst")
-        idx = cell("gpu_index")
-        bus = cell("bus_id")
-        drv = cell("driver_version")
-        driver = _driver(drv) if drv is not None else None
-        if driver is None:
-            driver = t("kmd_version")
-        return GpuSample(
-            line_no,
-            stamp.ts,
-            stamp.raw,
-            stamp.inferred,
-            host,
-            integer(idx) if idx is not None else None,
-            t("gpu_uuid"),
-            normalise_bus_id(bus) if bus is not None else None,
-            t("name"),
-            m("mem_used_mib"),
-            m("mem_total_mib"),
-            m("mem_free_mib"),
-            m("mem_reserved_mib"),
-            f("util_gpu_pct"),
-            f("util_mem_pct"),
-            f("temp_c"),
-            power,
-            t("pstate"),
-            driver,
-        )
+        vals: list[Any] = [None] * 14
+        for slot, i, conv in layout.plan:
+            vals[slot] = conv(cells[i])
+        return GpuSample(line_no, stamp.ts, stamp.raw, stamp.inferred, host, *vals)
 
     @staticmethod
     def _app(layout: _Layout, cells: list[str], stamp: Stamp, line_no: int, host: str | None) -> GpuProcess:
