@@ -409,7 +409,7 @@ def timeline(
         inc = rows[0]
         tl = memory_timeline(
             store, kill_ts=inc["ts"], unit=inc["unit"], host=inc["host"],
-            window_s=parse_duration(window), after_s=parse_duration(after),
+            window_s=parse_duration(window), after_s=parse_duration(after, allow_zero=True),
         )
     finally:
         store.close()

@@ -532,7 +532,7 @@ def median_offset(values: Iterable[float]) -> float | None:
     return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, *, allow_zero: bool = False) -> float:
     """``30min`` → 1800.0; ``2h 30m`` → 9000.0; a bare number is seconds.
 
     >>> parse_duration("30min"), parse_duration("90"), parse_duration("1h 30min")
@@ -543,10 +543,10 @@ def parse_duration(text: str) -> float:
         value = float(raw)
     except ValueError:
         seconds = _relative_seconds(raw)
-        if seconds is None or seconds <= 0:
+        if seconds is None or (seconds <= 0 and not (allow_zero and seconds == 0)):
             raise UsageError(f"cannot understand the duration {text!r} (try 30min, 2h, 900)") from None
         return seconds
-    if value <= 0:
+    if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"duration must be positive, got {text!r}")
     return value
 

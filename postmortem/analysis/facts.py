@@ -160,7 +160,9 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
     if inc.recovery_load is not None and inc.recovery_load.start_ts is not None:
         # after the next load starts, memory rises again: only look until then (and ≥ 15 s)
         look = max(15.0, min(look, (inc.recovery_load.start_ts - inc.ts).total_seconds() + 10))
-    rows = run_named_dicts(store, "gpu_after_kill", {"host": inc.host, "kill": inc.ts, "after_s": look})
+    rows = run_named_dicts(
+        store, "gpu_after_kill", {"host": inc.host, "kill": inc.ts, "after_s": look, "freed_mib": GPU_FREED_MIB}
+    )
     for r in rows:
         before, after = r["before_mib"], r["min_after_mib"]
         if after is None:
@@ -168,7 +170,7 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
             secs = None
         else:
             freed = after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
-            secs = (r["min_after_ts"] - inc.ts).total_seconds() if r["min_after_ts"] else None
+            secs = (r["freed_ts"] - inc.ts).total_seconds() if r["freed_ts"] else None
         label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed))
     pids = sorted({int(t["pid"]) for t in facts.tasks if t.get("pid") is not None})

@@ -132,3 +132,4 @@ class Recommendation:
     title: str
     detail: str
     evidence: list[SourceRef] = field(default_factory=list)
+    action: str | None = None  # the checkbox for the action items, when there is something to do

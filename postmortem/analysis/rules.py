@@ -365,24 +365,28 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
 
 @rule("health_check_backoff")
 def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
-    polls = f.polls
+    # SGLang's own warmup asks /get_model_info once; the operator's poller is the path asked most
+    by_path: dict[str, list[dict[str, object]]] = {}
+    for p in f.polls:
+        by_path.setdefault(str(p["path"]), []).append(p)
+    polls = max(by_path.values(), key=len, default=[])
     if len(polls) < 2:
         return None
-    gaps = [(b["ts"] - a["ts"]).total_seconds() for a, b in zip(polls, polls[1:], strict=False)]
-    interval = median(gaps) if gaps else None
-    not_ready = sum(1 for p in polls if p["status"] and int(p["status"]) >= 500)
-    paths = sorted({p["path"] for p in polls})
+    path = str(polls[0]["path"])
+    gaps = [(b["ts"] - a["ts"]).total_seconds() for a, b in zip(polls, polls[1:], strict=False)]  # type: ignore[operator]
+    interval = median(gaps)
+    not_ready = sum(1 for p in polls if p["status"] and int(p["status"]) >= 500)  # type: ignore[call-overload]
     load = f.incident.recovery_load
     return Recommendation(
         "health_check_backoff",
         "low",
-        "Make the readiness check parse /v1/models and back off",
-        f"{len(polls)} readiness polls reached {f.incident.recovery_unit} ({', '.join(paths)}), "
-        f"{interval:.0f} s apart, {not_ready} of them answered 5xx before ready; earlier polls were "
-        f"refused while the weights loaded for {dur(load.weight_load_s if load else None)}. Poll "
-        "/v1/models, parse the JSON and wait until it lists the expected model id; back off "
-        "(e.g. 5 s doubling to 60 s) during weight loading instead of a fixed interval, and alert "
-        "when the load exceeds the unit's p90 load time.",
+        f"Make the readiness check parse {path} and back off",
+        f"{len(polls)} readiness polls of {path} reached {f.incident.recovery_unit}, {interval:.0f} s apart, "
+        f"{not_ready} of them answered 5xx before ready; earlier polls were refused while the weights "
+        f"loaded for {dur(load.weight_load_s if load else None)}. Poll /v1/models, parse the JSON and wait "
+        "until it lists the expected model id; back off (e.g. 5 s doubling to 60 s) during weight loading "
+        "instead of a fixed interval, and alert when the load exceeds the unit's p90 load time.",
+        [SourceRef(int(p["source_id"]), int(p["line_no"])) for p in polls[:1]],  # type: ignore[call-overload]
     )
 
 
@@ -432,11 +436,35 @@ def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
+    unit = f.incident.unit or "the unit"
+    actions = {
+        "host_ram_not_gpu": f"Find what grows in {unit}'s host memory under load before starting it again",
+        "bound_queue": f"Set --max-queued-requests and --max-running-requests on {unit}",
+        "speculative_gpu_settings": f"Lower the GPU memory settings of {unit} and test under peak load",
+        "fallback_autoregressive": (
+            f"Write {f.incident.fallback_unit} into the runbook as the fallback for {unit}, with its load time"
+        ),
+        "unit_memory_limits": f"Review MemoryMax= and OOMPolicy= of {unit}",
+        "restart_policy": f"Decide Restart=/OnFailure= for {unit}",
+        "reset_failed": f"Run `systemctl reset-failed {unit}` before its next start",
+        "verify_gpu_freed": "Check `nvidia-smi --query-compute-apps` before starting a replacement",
+        "health_check_backoff": "Change the readiness poller to parse /v1/models and back off",
+        "load_regression": "Find why the load was slower than usual",
+        "restart_loop": f"Stop the restart loop of {unit}",
+        "find_the_signal": "Find the process or person that sent the signal",
+    }
+    if rec.severity == "info":
+        return None
+    return actions.get(rec.rule)
+
+
 def recommend(facts: IncidentFacts) -> list[Recommendation]:
     out = []
     for _name, fn in RULES:
         rec = fn(facts)
         if rec is not None:
+            rec.action = rec.action or _action(rec, facts)
             out.append(rec)
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     out.sort(key=lambda r: order.get(r.severity, 9))

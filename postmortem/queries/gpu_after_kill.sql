@@ -1,5 +1,5 @@
--- Per-GPU used memory just before a kill and the lowest value in the minutes after it.
--- Parameters: $host, $kill, $after_s (seconds to look after the kill).
+-- Per-GPU used memory just before a kill and how it fell in the seconds after it.
+-- Parameters: $host, $kill, $after_s (seconds to look after the kill), $freed_mib (threshold).
 WITH s AS (
     SELECT coalesce(bus_id, gpu_uuid, CAST(gpu_index AS VARCHAR)) AS gpu, gpu_index, ts, mem_used_mib
     FROM gpu_samples
@@ -10,7 +10,7 @@ SELECT gpu, min(gpu_index) AS gpu_index,
        arg_max(mem_used_mib, ts) FILTER (WHERE ts <= $kill) AS before_mib,
        max(ts) FILTER (WHERE ts <= $kill) AS before_ts,
        min(mem_used_mib) FILTER (WHERE ts > $kill) AS min_after_mib,
-       arg_min(ts, mem_used_mib) FILTER (WHERE ts > $kill) AS min_after_ts,
+       min(ts) FILTER (WHERE ts > $kill AND mem_used_mib <= $freed_mib) AS freed_ts,
        min(ts) FILTER (WHERE ts > $kill) AS first_after_ts
 FROM s
 GROUP BY gpu

@@ -120,6 +120,7 @@ class RecommendationRow:
     title: str
     detail: str
     evidence: list[str]
+    action: str | None
 
 
 @dataclass
@@ -571,8 +572,8 @@ def source_rows(sources: Sources, kill: datetime | None, clean: Redactor) -> lis
 
 
 def action_items(inc: Incident, recs: list[RecommendationRow]) -> list[str]:
-    items = [f"{r.title}" for r in recs if r.severity in ("high", "medium")]
-    items.append(f"Confirm the timeline with the operator on duty and attach this report to the ticket")
+    items = [r.action for r in recs if r.action]
+    items.append("Confirm the timeline with the operator on duty and attach this report to the ticket")
     if inc.fallback_unit:
         items.append(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}")
     return items
@@ -595,7 +596,11 @@ def incident_report(
     sources = Sources(store)
     recs = [
         RecommendationRow(
-            r.severity, clean(r.title), clean(r.detail), [clean(sources.cite(e.source_id, e.line_no)) for e in r.evidence]
+            r.severity,
+            clean(r.title),
+            clean(r.detail),
+            [clean(sources.cite(e.source_id, e.line_no)) for e in r.evidence],
+            clean(r.action) if r.action else None,
         )
         for r in analysis.recommendations.get(inc.incident_id, [])
     ]
@@ -627,11 +632,13 @@ def incident_report(
             continue
         sums.append(_load_summary(st))
         for ld in st.loads:
-            tag = role
+            tag = "history"
             if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
                 tag = "killed instance"
             elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
-                tag = "recovery load"
+                tag = "fallback load" if inc.fallback_unit else "recovery load"
+            elif inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
+                tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
             loads.append(_load_row(ld, tag, st, sources))
     cfg = facts.config or {}
     config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
