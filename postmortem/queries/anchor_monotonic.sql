@@ -1,0 +1,81 @@
+-- anchor_monotonic: give boot-relative kernel rows their wall-clock time after the fact.
+--
+-- A dmesg or /dev/kmsg file ingested before the journal that knows its boot keeps ts NULL and
+-- monotonic_s set (kernel_messages, oom_kills, gpu_xids). Once boots has rows, this sets
+--   ts = boot_ts + monotonic_s,  ts_inferred = 'boot'
+-- for those rows, choosing the boot as follows:
+--   * a kernel_messages row that carries a boot_id takes that boot (no other);
+--   * otherwise one boot per (source, host), so that every row of a file agrees: the latest
+--     boot of the same host (of the only host known, when the rows name none) that started no
+--     later than the file's modification time minus the largest monotonic stamp pending in that
+--     source -- a capture cannot predate its own records -- or simply the latest boot of the
+--     host when the file has no modification time (stdin).
+-- A boot's time is the median over its boots rows, as Store.boot_anchors computes it.
+-- Rows that already have a ts (printed wall time, an earlier anchor) are never changed.
+-- No parameters; idempotent. The selecting subquery orders its candidates (ORDER BY … LIMIT 1).
+
+CREATE OR REPLACE TEMP TABLE anchor_boot_times AS
+SELECT boot_id, any_value(host) AS host, median(boot_ts)::TIMESTAMPTZ AS boot_ts
+FROM boots
+GROUP BY boot_id;
+
+CREATE OR REPLACE TEMP TABLE anchor_source_boots AS
+WITH pending AS (
+    SELECT source_id, host, max(monotonic_s) AS max_s
+    FROM (
+        SELECT source_id, host, monotonic_s FROM kernel_messages
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL AND boot_id IS NULL
+        UNION ALL
+        SELECT source_id, host, monotonic_s FROM oom_kills
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL
+        UNION ALL
+        SELECT source_id, host, monotonic_s FROM gpu_xids
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL
+    )
+    GROUP BY source_id, host
+)
+SELECT
+    p.source_id,
+    p.host,
+    (
+        SELECT b.boot_ts
+        FROM anchor_boot_times AS b
+        WHERE (b.host IS NOT DISTINCT FROM p.host
+               OR (p.host IS NULL AND (SELECT count(DISTINCT host) FROM anchor_boot_times) = 1))
+          AND (s.file_mtime IS NULL
+               OR b.boot_ts + to_microseconds(CAST(round(p.max_s * 1000000) AS BIGINT)) <= s.file_mtime)
+        ORDER BY b.boot_ts DESC
+        LIMIT 1
+    ) AS boot_ts
+FROM pending AS p
+JOIN sources AS s ON s.source_id = p.source_id;
+
+UPDATE kernel_messages AS k
+SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
+    ts_inferred = 'boot'
+FROM anchor_boot_times AS b
+WHERE k.ts IS NULL AND k.monotonic_s IS NOT NULL AND k.boot_id = b.boot_id;
+
+UPDATE kernel_messages AS k
+SET ts = a.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
+    ts_inferred = 'boot'
+FROM anchor_source_boots AS a
+WHERE k.ts IS NULL AND k.monotonic_s IS NOT NULL AND k.boot_id IS NULL
+  AND k.source_id = a.source_id AND k.host IS NOT DISTINCT FROM a.host AND a.boot_ts IS NOT NULL;
+
+UPDATE oom_kills AS o
+SET ts = a.boot_ts + to_microseconds(CAST(round(o.monotonic_s * 1000000) AS BIGINT)),
+    ts_inferred = 'boot'
+FROM anchor_source_boots AS a
+WHERE o.ts IS NULL AND o.monotonic_s IS NOT NULL
+  AND o.source_id = a.source_id AND o.host IS NOT DISTINCT FROM a.host AND a.boot_ts IS NOT NULL;
+
+UPDATE gpu_xids AS x
+SET ts = a.boot_ts + to_microseconds(CAST(round(x.monotonic_s * 1000000) AS BIGINT)),
+    ts_inferred = 'boot'
+FROM anchor_source_boots AS a
+WHERE x.ts IS NULL AND x.monotonic_s IS NOT NULL
+  AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host AND a.boot_ts IS NOT NULL;
+
+DROP TABLE anchor_source_boots;
+DROP TABLE anchor_boot_times;
