@@ -52,7 +52,9 @@ class JournalCatParser(Parser):
                 units += 1
         if not lines or stamped > lines // 10:
             return 0
-        return 0 if units == 0 else (45 if units == 1 else 72)
+        # systemd's lifecycle sentences never appear in a program's own log: two of them
+        # among unstamped lines mean journalctl -o cat (even when SGLang lines dominate)
+        return 0 if units == 0 else (45 if units == 1 else 92)
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         ctx.note(NOTE)

@@ -74,7 +74,7 @@ class FieldMapper:
         mono_us: int | None = None,
     ) -> None:
         """Add an entry; ``ts``/``realtime_us``/``mono_us`` override the fields (verbose)."""
-        if realtime_us is None:
+        if realtime_us is None and ts is None:
             rt = f.get("__REALTIME_TIMESTAMP")
             realtime_us = _int(rt)
             ts_raw = rt

@@ -101,6 +101,9 @@ class StampParser:
         self._years: YearInference | None = None
         self.header_date: tuple[int, int, int] | None = None
         self.boot_id: str | None = None
+        #: boots seen after the first entry (``--boot-time`` describes the first one only)
+        self.segment = 0
+        self.seen_entry = False
         self._anchor_cache: dict[tuple[str | None, str | None], datetime | None] = {}
 
     # ------------------------------------------------------------------ dispatch
@@ -315,11 +318,14 @@ class StampParser:
         if key not in self._anchor_cache:
             anchors = self.ctx.anchors
             boot_ts: datetime | None = None
+            given = self.ctx.boot_time if self.segment == 0 else None
             if self.boot_id:
                 hit = [a for a in anchors.anchors if a.boot_id == self.boot_id]
-                boot_ts = hit[0].boot_ts if hit else self.ctx.boot_time
-            elif self.ctx.boot_time is not None:
-                boot_ts = self.ctx.boot_time
+                boot_ts = hit[0].boot_ts if hit else given
+            elif given is not None:
+                boot_ts = given
+            elif self.segment:
+                boot_ts = None  # a later boot without an id: nothing to anchor it
             else:
                 hosts = {a.host for a in anchors.anchors}
                 if self.ctx.host is not None or len(hosts) <= 1:
@@ -331,7 +337,11 @@ class StampParser:
             return None, None
         return boot_ts + timedelta(microseconds=round(mono * 1_000_000)), Inferred.BOOT
 
-    def reset_anchor(self) -> None:
+    def new_boot(self, boot_id: str | None) -> None:
+        """A ``-- Boot … --`` / ``-- Reboot --`` marker."""
+        if self.seen_entry:
+            self.segment += 1
+        self.boot_id = boot_id
         self._anchor_cache.clear()
 
 
@@ -491,6 +501,7 @@ class JournalShortParser(Parser):
                 )
                 msg_col = mstart
                 have = True
+                stamps.seen_entry = True
                 parsed += 1
             ctx.parsed(parsed)
             ctx.ignored(ignored)
@@ -503,12 +514,10 @@ class JournalShortParser(Parser):
         if line.startswith("-- Boot "):
             m = _BOOT_MARKER.match(line)
             if m:
-                stamps.boot_id = m.group(1)
-                stamps.reset_anchor()
+                stamps.new_boot(m.group(1))
                 sink.new_boot()
         elif line == "-- Reboot --":
-            stamps.boot_id = None
-            stamps.reset_anchor()
+            stamps.new_boot(None)
             sink.new_boot()
         elif stamps.header_date is None and line.startswith(("-- Logs begin at ", "-- Journal begins at ")):
             m = _HEADER_DATE.search(line)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...records import Boot, OomKill, UnitEvent
+from ...records import Boot, OomKill, UnitEvent, field_names
 from ...timeutil import UTC
 from ..base import Output, ParseContext, TableBatch
 from . import systemd
@@ -532,9 +532,7 @@ class JournalSink:
         self.out.extend(self._cat_sglang.feed(row[0], message, ts=None, host=row[5]))
 
 
-_OOM_FIELDS = tuple(
-    f for f in OomKill.__dataclass_fields__ if f not in ("line_no", "oom_id", "killer", "message")
-)
+_OOM_FIELDS = tuple(n for n in field_names(OomKill) if n not in ("line_no", "oom_id", "killer", "message"))
 
 
 def _starts_kernel_record(message: str) -> bool:

@@ -229,6 +229,7 @@ _SKIPPED = re.compile(
 )
 _OLD_FAILED = re.compile(rf"^Unit ({_UNIT_RE}) entered failed state\.$|^({_UNIT_RE}) failed\.$")
 _OLD_LIMIT = re.compile(rf"^start request repeated too quickly for ({_UNIT_RE})$")
+_OLD_HOLDOFF = re.compile(rf"^({_UNIT_RE}) holdoff time over, scheduling restart\.$")
 
 
 def _unit_body(unit: str, body: str) -> Lifecycle | None:
@@ -292,6 +293,16 @@ def _split_what(what: str) -> tuple[str | None, str | None]:
     return None, what
 
 
+def _skipped(message: str) -> Lifecycle | None:
+    if " skipped" not in message:
+        return None
+    m = _SKIPPED.match(message)
+    if m is None:
+        return None
+    unit, description = _split_what(m.group(1))
+    return Lifecycle(unit, "skipped", status=m.group(2) or m.group(3), description=description)
+
+
 def classify(message: str) -> Lifecycle | None:
     """Classify a systemd (pid 1 or user manager) message; ``None`` if it is not lifecycle.
 
@@ -320,7 +331,10 @@ def classify(message: str) -> Lifecycle | None:
         m = _OLD_LIMIT.match(message)
         if m:
             return Lifecycle(m.group(1), "start_limit_hit", result="start-limit-hit")
-        return None
+        m = _OLD_HOLDOFF.match(message)
+        if m:
+            return Lifecycle(m.group(1), "restart_scheduled")
+        return _skipped(message)
     if first == "U":
         m = _OLD_FAILED.match(message)
         if m:
@@ -332,11 +346,9 @@ def classify(message: str) -> Lifecycle | None:
                 continue
             unit, description = _split_what(what)
             return Lifecycle(unit, action, result=result, description=description)
-    if " skipped" in message:
-        m = _SKIPPED.match(message)
-        if m:
-            unit, description = _split_what(m.group(1))
-            return Lifecycle(unit, "skipped", status=m.group(2) or m.group(3), description=description)
+    found = _skipped(message)
+    if found is not None:
+        return found
     m = _UNIT_PREFIX.match(message)  # upper-case unit names (rare)
     if m:
         return _unit_body(m.group(1), m.group(2))

@@ -131,7 +131,10 @@ class JournalVerboseParser(Parser):
                     if fields is None:
                         issues.append(ctx.issue(line_no, "not a journalctl verbose entry", line))
                         continue
-                # a continuation line of the last field's value
+                if line[:1] not in (" ", "\t"):
+                    issues.append(ctx.issue(line_no, "not a journalctl verbose field", line))
+                    continue
+                # a continuation line of the last field's value (indented to its value column)
                 if last is not None:
                     text = line[value_col:] if not line[:value_col].strip() else line.lstrip()
                     fields[last] = fields[last] + "\n" + text
