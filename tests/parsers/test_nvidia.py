@@ -696,3 +696,11 @@ def test_truncated_real_samples(prefix: str) -> None:
     data = sample(prefix).read_bytes()
     for cut in (1, len(data) // 3, len(data) // 2, len(data) - 7):
         parse(EXPECTED_FORMAT[prefix], data[:cut])
+
+
+def test_table_behind_log_prefixes_scores_below_a_log_parser() -> None:
+    lines = [
+        "May 25 20:18:02 host sglang[4242]: | NVIDIA-SMI 570.133.20    Driver Version: 570.133.20   CUDA Version: 12.8 |",
+    ]
+    assert NvidiaSmiTable().sniff(Head("x", b"", lines)) == 60
+    assert NvidiaSmiTable().sniff(Head("x", b"", [lines[0].split(": ", 1)[1]])) == 95

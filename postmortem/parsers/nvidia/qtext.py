@@ -95,7 +95,7 @@ class NvidiaSmiQ(Parser):
     def sniff(self, head: Head) -> int:
         text = head.text
         if "==NVSMI LOG==" in text:
-            return 95
+            return 95 if any(ln.lstrip().startswith("==") and "NVSMI LOG" in ln for ln in head.lines) else 60
         if "Product Name" in text and "FB Memory Usage" in text and _GPU_LINE.search(text):
             return 80
         return 0

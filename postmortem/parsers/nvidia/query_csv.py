@@ -321,7 +321,9 @@ class NvidiaSmiCsv(Parser):
     (see :data:`GUESS_LISTS`; a note says which). A header printed again (another run appended)
     switches the layout. A short row (a loop killed mid-write) is stored with the missing cells
     NULL — the last cell too when no separator followed it, as it may be cut — and a warning.
-    ``[Unknown Error]`` cells become a ``gpu_events`` row when a GPU starts failing.
+    ``[Unknown Error]`` cells become a ``gpu_events`` row when a GPU starts failing. Cells are
+    split on ``", "`` (nvidia-smi never quotes). A ``noheader,nounits`` file without a timestamp
+    or UUID column is not recognised by content: give ``--format nvidia-smi-csv --columns …``.
 
     >>> from postmortem.parsers.base import run_parser
     >>> out, ctx = run_parser(NvidiaSmiCsv(), '''timestamp, index, memory.total [MiB], memory.used [MiB], power.draw [W]

@@ -147,7 +147,8 @@ class NvidiaSmiXml(Parser):
     def sniff(self, head: Head) -> int:
         text = head.text
         if "<nvidia_smi_log" in text or ("<?xml" in text and "nvsmi_device" in text):
-            return 95
+            starts = ("<?xml", "<nvidia_smi_log", "<!DOCTYPE nvidia_smi_log")
+            return 95 if any(ln.lstrip().startswith(starts) for ln in head.lines) else 40
         return 0
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:

@@ -90,7 +90,10 @@ class NvidiaSmiTable(Parser):
     def sniff(self, head: Head) -> int:
         text = head.text
         if "NVIDIA-SMI " in text and _HEADER.search(text):
-            return 95
+            # a table on its own (or indented) is ours; one behind log prefixes is probably a
+            # log that captured nvidia-smi output: leave it to that log's parser if it claims it
+            bare = any(ln.lstrip().startswith("| NVIDIA-SMI ") for ln in head.lines)
+            return 95 if bare else 60
         rows = [ln[ln.index("|") :] for ln in head.lines if "|" in ln]
         if any(_MEM_CELL.fullmatch(cell) for ln in rows if "MiB /" in ln for cell in ln.split("|")):
             return 60
