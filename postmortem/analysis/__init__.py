@@ -15,7 +15,7 @@ from typing import Any
 from ..query import named_query_names, named_sql, run_named_dicts
 from ..store.db import Store, ident
 from ..timeutil import UTC
-from .clock import merge_offsets, message_pair_offsets, start_pair_offsets
+from .clock import merge_offsets, message_pair_offsets, reference_formats, start_pair_offsets
 from .facts import IncidentFacts, gather
 from .incidents import build_incidents, evidence_from_rows
 from .load_stats import LoadStats, load_statistics
@@ -43,14 +43,10 @@ class Analysis:
 
 
 def _anchor_monotonic(store: Store) -> None:
+    """Give boot-relative kernel rows their wall-clock time once a boot anchor is known
+    (``queries/anchor_monotonic.sql``, a script of several statements)."""
     if "anchor_monotonic" in named_query_names():
-        for statement in named_sql("anchor_monotonic").split(";"):
-            if statement.strip() and not _only_comments(statement):
-                store.execute(statement)
-
-
-def _only_comments(sql: str) -> bool:
-    return all(not ln.strip() or ln.strip().startswith("--") for ln in sql.splitlines())
+        store.execute(named_sql("anchor_monotonic"))
 
 
 def _derive_loads(store: Store) -> None:
@@ -70,6 +66,49 @@ def read_loads(store: Store) -> list[Load]:
     return out
 
 
+def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Load], list[int]]:
+    """One load per real start: the same startup seen by several sources (journald and a log
+    file, or renderings of one journal) is kept once, on the reference clock. The copy with the
+    most phases (and a systemd start) wins. Returns (kept, dropped load ids)."""
+    from datetime import timedelta
+
+    def shifted(ld: Load) -> Load:
+        off = offsets.get(ld.source_id or -1, 0.0)
+        if not off:
+            return ld
+        delta = timedelta(seconds=off)
+        return Load(**{
+            **ld.__dict__,
+            "start_ts": ld.start_ts - delta if ld.start_ts else None,
+            "ready_ts": ld.ready_ts - delta if ld.ready_ts else None,
+        })
+
+    def richness(ld: Load) -> tuple[int, int, int]:
+        phases = sum(
+            getattr(ld, a) is not None
+            for a in ("weight_load_s", "kv_alloc_s", "cuda_graph_s", "draft_weight_load_s", "ready_ts")
+        )
+        return (int(ld.start_source == "systemd_starting" or ld.start_source == "systemd"), phases, -ld.load_id)
+
+    kept: list[Load] = []
+    dropped: list[int] = []
+    for ld in sorted((shifted(x) for x in loads), key=lambda x: (x.unit or "", x.start_ts is None, x.start_ts)):
+        twin = None
+        for k in kept:
+            if k.unit == ld.unit and k.start_ts and ld.start_ts and abs((k.start_ts - ld.start_ts).total_seconds()) <= 60:
+                twin = k
+                break
+        if twin is None:
+            kept.append(ld)
+        elif richness(ld) > richness(twin):
+            kept[kept.index(twin)] = ld
+            dropped.append(twin.load_id)
+        else:
+            dropped.append(ld.load_id)
+    kept.sort(key=lambda x: (x.start_ts is None, x.start_ts, x.load_id))
+    return kept, sorted(dropped)
+
+
 def rebuild(
     store: Store,
     *,
@@ -85,13 +124,18 @@ def rebuild(
     with store.transaction():
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
-        formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}
+        formats = reference_formats(
+            {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")},
+            run_named_dicts(store, "source_exactness"),
+        )
         exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
         zones = start_pair_offsets(
             run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
         )
         offsets = merge_offsets(exact, zones)
-        loads = read_loads(store)
+        loads, dropped = dedupe_loads(read_loads(store), {sid: o.offset_s for sid, o in offsets.items()})
+        if dropped:
+            store.execute("DELETE FROM service_loads WHERE list_contains(?, load_id)", [dropped])
         stats = load_statistics(loads)
         rows = run_named_dicts(store, "kill_evidence", {"since": since, "until": until})
         evidence = evidence_from_rows(rows)

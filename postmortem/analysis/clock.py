@@ -23,7 +23,20 @@ START_DELAY_S = (0.0, 90.0)  # systemd start → SGLang server_args
 
 
 def is_reference(fmt: str | None) -> bool:
-    return bool(fmt) and str(fmt).startswith("journal")
+    """A source format whose clock is the reference: the journal's (see :func:`reference_formats`)."""
+    return bool(fmt) and str(fmt).startswith("journal") and not str(fmt).endswith("~inferred")
+
+
+def reference_formats(formats: dict[int, str], exactness: Iterable[dict[str, Any]]) -> dict[int, str]:
+    """Mark journal sources whose times were mostly inferred (year-less ``short``, zone-less
+    renderings) as non-reference, so their offset is measured against exact ones."""
+    out = dict(formats)
+    for r in exactness:
+        sid = int(r["source_id"])
+        rows, exact = int(r["rows"]), int(r["exact"])
+        if sid in out and rows and exact < 0.9 * rows:
+            out[sid] = f"{out[sid]}~inferred"
+    return out
 
 
 def message_pair_offsets(
@@ -35,16 +48,41 @@ def message_pair_offsets(
         sid, ref = int(r["source_id"]), int(r["reference_source_id"])
         if is_reference(formats.get(sid)) or not is_reference(formats.get(ref)):
             continue
+        off = float(r["offset_s"])
         out.append(
             ClockOffset(
                 source_id=sid,
                 reference_source_id=ref,
-                offset_s=float(r["offset_s"]),
+                offset_s=off,
                 method="same messages",
                 pairs=int(r["pairs"]),
+                note=describe_offset(off),
             )
         )
     return out
+
+
+def describe_offset(offset_s: float) -> str | None:
+    """Why a source's clock might be off, in words, for offsets of a zone or a year.
+
+    >>> describe_offset(31536000.0)
+    'off by 365 d: a year-less rendering got the wrong year (pass --year)'
+    >>> describe_offset(-7200.4)
+    'off by -2 h: a zone-less rendering was read in the wrong zone (pass --tz)'
+    """
+    days = offset_s / 86400
+    for year_days in (365, 366):
+        rest = offset_s - year_days * 86400 * round(days / year_days)
+        if abs(days) >= 300 and abs(rest) < 15 * 3600:
+            hint = "a year-less rendering got the wrong year (pass --year"
+            hint += " and --tz)" if abs(rest) > 120 else ")"
+            return f"off by {round(days)} d: {hint}"
+    hours = offset_s / 3600
+    if abs(hours) >= 0.25 and abs(offset_s - round(offset_s / ZONE_STEP_S) * ZONE_STEP_S) < 120:
+        return f"off by {hours:+.0f} h: a zone-less rendering was read in the wrong zone (pass --tz)".replace("+", "")
+    if abs(offset_s) >= 2:
+        return f"clock {offset_s:+.1f} s from the journal's"
+    return None
 
 
 def start_pair_offsets(

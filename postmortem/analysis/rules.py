@@ -33,10 +33,9 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 
 def gib(kb: float | None) -> str:
-    if kb is None:
-        return "?"
-    v = kb / 1024 / 1024
-    return f"{v:,.0f} GiB" if v >= 100 else f"{v:,.1f} GiB"
+    from .summary import size_kb
+
+    return size_kb(kb)
 
 
 def gib_mib(mib: float | None) -> str:

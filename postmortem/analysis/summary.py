@@ -48,6 +48,21 @@ def human(seconds: float | None) -> str:
     return f"{h} h {m} min" if m else f"{h} h"
 
 
+def size_kb(kb: float | None) -> str:
+    """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``.
+
+    >>> size_kb(671088640), size_kb(524288), size_kb(1610612)
+    ('640 GiB', '512 MiB', '1.5 GiB')
+    """
+    if kb is None:
+        return "?"
+    mib = kb / 1024
+    if mib < 1024:
+        return f"{mib:,.0f} MiB"
+    gib = mib / 1024
+    return f"{gib:,.0f} GiB" if gib >= 10 else f"{gib:,.1f} GiB"
+
+
 def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     inc = facts.incident
     what = inc.unit or "a process"
@@ -62,8 +77,8 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     ]
     if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
         parts.append(
-            f"Its cgroup used {inc.memcg_usage_kb / 1048576:,.0f} GiB of a {inc.memcg_limit_kb / 1048576:,.0f} GiB "
-            "limit: host RAM ran out, not GPU memory."
+            f"Its cgroup used {size_kb(inc.memcg_usage_kb)} of a {size_kb(inc.memcg_limit_kb)} limit: "
+            "host RAM ran out, not GPU memory."
             if inc.memcg_usage_kb
             else ""
         )
@@ -73,7 +88,7 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         parts.append("GPU memory ran out, not host RAM.")
     v = inc.victim
     if v is not None:
-        rss = f", {v.anon_rss_kb / 1048576:,.1f} GiB anonymous RSS" if v.anon_rss_kb else ""
+        rss = f", {size_kb(v.anon_rss_kb)} anonymous RSS" if v.anon_rss_kb else ""
         others = len(inc.victims) - 1
         parts.append(
             f"The kernel killed {v.comm} (pid {v.pid}{rss})"

@@ -153,19 +153,25 @@ def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:
     """One event per (origin, unit, kind, message) within a second — every rank prints the same
     startup line, and the journal and dmesg both carry the kernel's."""
     out: list[TimelineEvent] = []
-    seen: dict[tuple[str, str | None, str, str], datetime] = {}
-    for ev in sorted(events, key=lambda e: (e.ts, e.source_id, e.line_no)):
-        key = (ev.origin, ev.unit, ev.kind, _norm(ev.message))
+    seen: dict[tuple[str, str, str], datetime] = {}
+    # the copy that names its unit wins (journal -o cat and bare logs do not)
+    for ev in sorted(events, key=lambda e: (e.ts.replace(microsecond=0), e.unit is None, e.ts, e.source_id, e.line_no)):
+        key = (ev.origin, ev.kind, _norm(ev.message))
         last = seen.get(key)
-        if last is not None and (ev.ts - last).total_seconds() <= 2:
+        if last is not None and abs((ev.ts - last).total_seconds()) <= 2:
             continue
         seen[key] = ev.ts
         out.append(ev)
+    out.sort(key=lambda e: (e.ts, e.source_id, e.line_no))
     return out
 
 
 def _norm(message: str) -> str:
-    return message[:120]
+    # SGLang's own stamp differs between a journald copy and a log file; compare what follows
+    text = message.strip()
+    if text.startswith("[") and "] " in text[:60]:
+        text = text.split("] ", 1)[1]
+    return text[:120]
 
 
 def find_gaps(coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float) -> list[Gap]:

@@ -151,7 +151,28 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     else:
         written.index = out / "index.md"
         written.index.write_text(render("index.md.j2", index, options.templates), encoding="utf-8")
+    _forget_stale(out, written)
     return written
+
+
+MANIFEST = ".postmortem-reports"
+
+
+def _forget_stale(out: Path, written: Written) -> None:
+    """Remove the files an earlier build wrote that this one did not (incidents that no longer
+    exist after re-analysis), and only those: the manifest lists what postmortem wrote."""
+    current = {p.name for p in [*written.reports, *written.bundles]}
+    if written.index is not None:
+        current.add(written.index.name)
+    for p in written.reports:
+        stem = p.name.rsplit(".", 1)[0]
+        current.update(f"{stem}-{kind}.png" for kind in ("memory", "loads"))
+    manifest = out / MANIFEST
+    if manifest.exists():
+        for name in manifest.read_text(encoding="utf-8").split():
+            if name not in current and safe_name(name) == name:
+                (out / name).unlink(missing_ok=True)
+    manifest.write_text("\n".join(sorted(n for n in current if (out / n).exists())) + "\n", encoding="utf-8")
 
 
 def ctx_version() -> str:

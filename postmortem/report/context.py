@@ -172,6 +172,7 @@ class Impact:
     queued_at_kill: int | None
     last_activity_utc: str
     silent_before_kill_s: float | None
+    silent_before_kill: str
     gen_throughput_before: float | None
     tokens_not_served: float | None
     restart_count: int | None
@@ -318,9 +319,26 @@ def _event_text(origin: str, kind: str, message: str, unit: str | None, clean: R
         return f"operator ran `{msg}`" if msg else "operator command"
     if origin == "sglang":
         label = _SGLANG_KINDS.get(kind)
+        if kind == "server_args":
+            msg = _args_digest(msg)
         short = msg if len(msg) <= 160 else msg[:157] + "…"
         return f"{unit or 'SGLang'}: {short}" if not label else f"{unit or 'SGLang'}: {label} — {short}"
     return msg
+
+
+_ARG_KEYS = ("model_path", "tp_size", "speculative_algorithm", "mem_fraction_static", "port")
+
+
+def _args_digest(message: str) -> str:
+    """The few server_args fields a timeline reader needs, instead of the whole repr."""
+    import re
+
+    out = []
+    for key in _ARG_KEYS:
+        m = re.search(rf"[(,{{ ]'?{key}'?[=:] ?('[^']*'|None|[\w.]+)", message)
+        if m and m.group(1) != "None":
+            out.append(f"{key}={m.group(1)}")
+    return ", ".join(out) if out else message[:160]
 
 
 def timeline_rows(
@@ -620,6 +638,7 @@ def incident_report(
         queued_at_kill=inc.queued_at_kill,
         last_activity_utc=utc_text(last),
         silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
+        silent_before_kill=human((inc.ts - last).total_seconds()) if inc.ts and last else "—",
         gen_throughput_before=round(tput, 1) if tput else None,
         tokens_not_served=round(tput * inc.downtime_s) if tput and inc.downtime_s else None,
         restart_count=inc.restart_count,
