@@ -38,8 +38,8 @@ EXCERPT_CHARS = 200
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """A short, printable excerpt of a line for a parse issue.
 
-    >>> excerpt("x" * 300)[-3:]
-    '…'
+    >>> excerpt("x" * 300)[-2:]
+    'x…'
     >>> excerpt("a\\x00b")
     'a\\\\x00b'
     """
