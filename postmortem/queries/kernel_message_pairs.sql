@@ -6,7 +6,7 @@ SELECT a.source_id AS source_id, b.source_id AS reference_source_id,
 FROM kernel_messages a
 JOIN kernel_messages b
   ON a.message = b.message AND a.source_id <> b.source_id
- AND coalesce(a.host, '') = coalesce(b.host, coalesce(a.host, ''))
+ AND (a.host IS NULL OR b.host IS NULL OR a.host = b.host)
 WHERE a.ts IS NOT NULL AND b.ts IS NOT NULL
   AND (a.message LIKE '%invoked oom-killer%' OR a.message LIKE '%Killed process%'
        OR a.message LIKE 'oom-kill:%' OR a.message LIKE '%NVRM: Xid%')

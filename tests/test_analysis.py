@@ -1,0 +1,220 @@
+"""Correlation and diagnosis: incidents, causes, clock offsets, recovery, loads, rules."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from postmortem.analysis import rebuild
+from postmortem.analysis.clock import start_pair_offsets
+from postmortem.analysis.incidents import build_incidents, classify, cluster_evidence
+from postmortem.analysis.load_stats import is_regression, load_statistics, percentile
+from postmortem.analysis.model import Evidence, Load
+from postmortem.ingest import IngestOptions, ingest_paths
+from postmortem.store.db import Store
+from postmortem.timeutil import get_zone
+
+T = datetime(2025, 5, 25, 20, 17, 19, 604211, tzinfo=UTC)
+
+
+def ev(kind: str, dt: float = 0.0, unit: str | None = "a.service", source: int = 1, line: int = 1, **raw: object) -> Evidence:
+    return Evidence(kind, T + timedelta(seconds=dt), source, line, str(raw.get("message", kind)), "h", unit, dict(raw))
+
+
+# ----------------------------------------------------------------------------- classification
+
+
+@pytest.mark.parametrize(
+    ("items", "cause"),
+    [
+        ([ev("oom_kill", killer="kernel", scope="global")], "host_oom"),
+        ([ev("oom_kill", killer="kernel", scope="memcg", memcg_limit_kb=1 << 20)], "cgroup_oom"),
+        ([ev("oom_kill", killer="kernel", scope=None, message="Memory cgroup out of memory: Killed process 1 (x)")], "cgroup_oom"),
+        ([ev("oom_kill", killer="systemd-oomd")], "oomd"),
+        ([ev("oom_kill", killer="earlyoom")], "earlyoom"),
+        ([ev("cuda_oom"), ev("unit_main_exited", 2, code="exited")], "gpu_oom"),
+        ([ev("unit_main_exited", code="killed", status="9")], "signal"),
+        ([ev("unit_oom_killed")], "unknown"),
+        ([ev("unit_failed", result="watchdog")], "unknown"),
+    ],
+)
+def test_classify(items: list[Evidence], cause: str) -> None:
+    assert classify(items)[0] == cause
+
+
+def test_host_ram_is_said_plainly() -> None:
+    why = classify([ev("oom_kill", killer="kernel", scope="memcg", memcg_limit_kb=671088640)])[4]
+    assert "host RAM, not GPU memory" in why and "640 GiB" in why
+
+
+# ----------------------------------------------------------------------------- clustering
+
+
+def test_same_kill_from_two_sources_is_one_incident_with_one_victim() -> None:
+    items = [
+        ev("oom_kill", 0.0, source=1, line=134, killer="kernel", scope="memcg", pid=48213, comm="sglang::schedul"),
+        ev("oom_kill", 0.0004, source=2, line=5200, killer="kernel", scope="memcg", pid=48213, comm="sglang::schedul"),
+        ev("unit_oom_killed", 0.002, source=2, line=5301),
+        ev("unit_main_exited", 0.04, source=2, line=5365, code="killed"),
+    ]
+    (inc,) = build_incidents(items, [])
+    assert inc.cause == "cgroup_oom"
+    assert [v.pid for v in inc.victims] == [48213]
+    assert inc.victims[0].source_id == 1
+
+
+def test_storm_is_one_incident_with_several_victims() -> None:
+    items = [ev("oom_kill", i * 0.5, line=i, killer="kernel", scope="global", pid=100 + i, comm=f"w{i}") for i in range(6)]
+    (inc,) = build_incidents(items, [])
+    assert len(inc.victims) == 6
+    assert inc.victim is not None and inc.victim.pid == 100
+
+
+def test_kills_an_hour_apart_are_two_incidents_and_count_as_a_loop() -> None:
+    items = [ev("oom_kill", 0, killer="kernel", scope="memcg", pid=1), ev("oom_kill", 1800, killer="kernel", scope="memcg", pid=2)]
+    incs = build_incidents(items, [])
+    assert len(incs) == 2
+    assert incs[1].kills_last_hour == 1
+
+
+def test_other_units_do_not_merge() -> None:
+    clusters = cluster_evidence([ev("oom_kill", 0, unit="a.service"), ev("oom_kill", 1, unit="b.service")])
+    assert len(clusters) == 2
+
+
+def test_unitless_kernel_kill_joins_the_units_death() -> None:
+    items = [ev("oom_kill", 0, unit=None, killer="kernel", scope="global", pid=7), ev("unit_main_exited", 0.3, code="killed")]
+    (inc,) = build_incidents(items, [])
+    assert inc.unit == "a.service" and inc.cause == "host_oom"
+
+
+def test_skewed_source_merges_after_offset() -> None:
+    items = [ev("oom_kill", 0, source=1, killer="kernel", scope="memcg", pid=1), ev("unit_main_exited", 7200.1, source=2, code="killed")]
+    assert len(build_incidents(items, [])) == 2
+    (inc,) = build_incidents(items, [], {2: 7200.0})
+    assert inc.cause == "cgroup_oom"
+
+
+# ----------------------------------------------------------------------------- recovery
+
+
+def load(unit: str, start: float, ready: float | None, spec: str | None = None, **kw: object) -> Load:
+    return Load(
+        load_id=int(start) + 1, host="h", unit=unit, start_ts=T + timedelta(seconds=start),
+        ready_ts=T + timedelta(seconds=ready) if ready is not None else None,
+        load_s=(ready - start) if ready is not None else None, outcome="ready" if ready is not None else "killed",
+        model_path="/m", speculative_algorithm=spec, port=30000, **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_fallback_to_autoregressive_sibling() -> None:
+    loads = [load("a.service", -4000, -3300, "EAGLE3"), load("a.service", 60, None, "EAGLE3"), load("b.service", 162, 732)]
+    (inc,) = build_incidents([ev("oom_kill", killer="kernel", scope="memcg", pid=1)], loads)
+    assert inc.fallback_unit == "b.service"
+    assert inc.recovery_load is not None and inc.recovery_load.load_s == 570
+    assert inc.downtime_s == pytest.approx(732)
+
+
+def test_restart_of_the_same_unit_is_recovery_not_fallback() -> None:
+    loads = [load("a.service", -4000, -3300), load("a.service", 10, 398)]
+    (inc,) = build_incidents([ev("oom_kill", killer="kernel", scope="memcg", pid=1)], loads)
+    assert inc.recovery_unit == "a.service" and inc.fallback_unit is None
+    assert inc.downtime_s == pytest.approx(398)
+
+
+def test_no_recovery() -> None:
+    (inc,) = build_incidents([ev("oom_kill", killer="kernel", scope="memcg", pid=1)], [load("a.service", -4000, -3300)])
+    assert inc.recovered_ts is None and inc.downtime_s is None
+
+
+# ----------------------------------------------------------------------------- clocks and loads
+
+
+def test_zone_sized_offset_from_unit_start_pairs() -> None:
+    rows = [
+        {"source_id": 5, "line_no": n, "sglang_ts": T + timedelta(hours=2, seconds=2 + n), "reference_source_id": 1,
+         "unit_ts": T + timedelta(seconds=n), "unit": "a.service"}
+        for n in range(3)
+    ]
+    (off,) = start_pair_offsets(rows, {1: "journal-export", 5: "sglang"}, set())
+    assert off.offset_s == 7200 and off.pairs == 3 and "time zone" in (off.note or "")
+    rows_ok = [dict(r, sglang_ts=r["unit_ts"] + timedelta(seconds=3)) for r in rows]
+    assert start_pair_offsets(rows_ok, {1: "journal-export", 5: "sglang"}, set()) == []
+
+
+def test_load_statistics_and_regression() -> None:
+    loads = [load("b.service", i * 1000, i * 1000 + s) for i, s in enumerate((566, 584, 570, 1200))]
+    (st,) = load_statistics(loads)
+    assert st.count == 4 and st.phases["load_s"].median == pytest.approx(577)
+    assert is_regression(loads[3], st) and not is_regression(loads[2], st)
+    assert percentile([566, 584, 570], 90) == pytest.approx(581.2)
+
+
+# ----------------------------------------------------------------------------- several sources, skewed clocks
+
+JOURNAL = """\
+2025-05-25T18:41:03.118402+00:00 gpu-1 systemd[1]: Starting a.service - A...
+2025-05-25T18:41:03.159000+00:00 gpu-1 systemd[1]: Started a.service - A.
+2025-05-25T20:17:19.604592+00:00 gpu-1 kernel: Memory cgroup out of memory: Killed process 48213 (sglang::schedul) total-vm:285017324kB, anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 pgtables:167968kB oom_score_adj:0
+2025-05-25T20:17:19.606100+00:00 gpu-1 systemd[1]: a.service: A process of this unit has been killed by the OOM killer.
+2025-05-25T20:17:19.645000+00:00 gpu-1 systemd[1]: a.service: Main process exited, code=killed, status=9/KILL
+2025-05-25T20:17:19.647000+00:00 gpu-1 systemd[1]: a.service: Failed with result 'oom-kill'.
+"""
+
+# written in Europe/Berlin local time (UTC+2) while the operator says --tz UTC
+SGLANG = """\
+[2025-05-25 20:41:05] server_args=ServerArgs(model_path='/m', tp_size=8, port=30000, speculative_algorithm='EAGLE3')
+[2025-05-25 20:52:40] The server is fired up and ready to roll!
+[2025-05-25 22:17:18 TP0] Decode batch, #running-req: 200, #token: 1000, token usage: 0.98, cuda graph: True, gen throughput (token/s): 2000.00, #queue-req: 90
+"""
+
+# dmesg with a boot time 42 s wrong (passed with --boot-time)
+DMESG = "[  100.000000] Memory cgroup out of memory: Killed process 48213 (sglang::schedul) total-vm:285017324kB, anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 pgtables:167968kB oom_score_adj:0\n"
+
+
+def test_several_sources_with_skewed_clocks_merge(tmp_path: Path) -> None:
+    (tmp_path / "journal.txt").write_text(JOURNAL)
+    (tmp_path / "a.log").write_text(SGLANG)
+    (tmp_path / "dmesg.txt").write_text(DMESG)
+    store = Store.open(tmp_path / "pm.duckdb")
+    utc = get_zone("UTC")
+    ingest_paths(store, [str(tmp_path / "journal.txt")], IngestOptions(zone=utc, strict=True))
+    ingest_paths(store, [str(tmp_path / "a.log")], IngestOptions(zone=utc, strict=True, unit="a.service"))
+    wrong_boot = T - timedelta(seconds=100) + timedelta(seconds=42)
+    ingest_paths(store, [str(tmp_path / "dmesg.txt")], IngestOptions(zone=utc, strict=True, boot_time=wrong_boot))
+    result = rebuild(store)
+    offsets = {o.source_id: round(o.offset_s) for o in result.offsets.values()}
+    store.close()
+    assert len(result.incidents) == 1, [(i.ts, i.unit, i.cause) for i in result.incidents]
+    inc = result.incidents[0]
+    assert inc.unit == "a.service" and inc.cause == "cgroup_oom"
+    assert [v.pid for v in inc.victims] == [48213]
+    assert offsets == {2: 7200, 3: 42}
+    assert inc.killed_load is not None and inc.killed_load.speculative_algorithm == "EAGLE3"
+
+
+# ----------------------------------------------------------------------------- the real journal
+
+from conftest import REAL_SAMPLES, needs_real_samples  # noqa: E402
+
+
+@needs_real_samples()
+def test_real_journal_in_every_rendering_is_one_incident(tmp_path: Path) -> None:
+    """All renderings of the real binary journal (two zones, year-less modes included) give one
+    cgroup OOM of sglang-qwen.service, the restart, and the downtime to the second load."""
+    store = Store.open(tmp_path / "pm.duckdb")
+    ingest_paths(store, [str(REAL_SAMPLES / "journal")], IngestOptions(zone=get_zone("UTC"), strict=True))
+    result = rebuild(store)
+    store.close()
+    assert len(result.incidents) == 1
+    inc = result.incidents[0]
+    assert (inc.unit, inc.cause, inc.host) == ("sglang-qwen.service", "cgroup_oom", "gpu-node-7")
+    assert inc.ts is not None and inc.ts.replace(microsecond=0) == datetime(2025, 3, 14, 11, 42, 5, tzinfo=UTC)
+    assert [v.pid for v in inc.victims] == [2383]
+    assert inc.restart_count == 1
+    assert inc.recovery_unit == "sglang-qwen.service" and inc.fallback_unit is None
+    assert inc.recovered_ts == datetime(2025, 3, 14, 11, 48, 43, tzinfo=UTC)
+    assert inc.downtime_s == pytest.approx(398, abs=1)
+    assert len(result.loads) == 2  # the same two starts seen by every rendering, once each
