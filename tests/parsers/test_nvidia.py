@@ -704,3 +704,16 @@ def test_table_behind_log_prefixes_scores_below_a_log_parser() -> None:
     ]
     assert NvidiaSmiTable().sniff(Head("x", b"", lines)) == 60
     assert NvidiaSmiTable().sniff(Head("x", b"", [lines[0].split(": ", 1)[1]])) == 95
+
+
+def test_table_old_process_row_without_gi_ci() -> None:
+    text = (
+        "|   0  GeForce GTX 108...  Off  | 00000000:01:00.0  On |                  N/A |\n"
+        "| 23%   35C    P8    10W / 250W |    512MiB / 11178MiB |      1%      Default |\n"
+        "|    0      1234      C   python                                        500MiB |\n"
+    )
+    out, _ = parse("nvidia-smi-table", text)
+    assert mem(out) == [(0, 512, 11178)]
+    assert procs(out) == [(1234, "python", 500, "C")]
+    [s] = records_of(out, GpuSample)
+    assert (s.name, s.temp_c, s.power_w, s.util_gpu_pct, s.pstate) == ("GeForce GTX 108...", 35, 10, 1, "P8")
