@@ -7,12 +7,12 @@ kills); :func:`derive_loads` is a pure function over them.
 
 Rules (also in ``docs/schema_parts/sglang.md``):
 
-* **Streams.** SGLang rows are grouped by (host, unit); rows without a unit by source and
-  journal pid (a pid is one process, so at most one start). The same line seen in two sources
-  (the journal and the unit's own log file) counts once.
+* **Streams.** SGLang rows are grouped by (host, unit), rows without a unit by source. The
+  same line seen in two sources (the journal and the unit's own log file) counts once.
 * **Start.** A ``server_args`` line starts a load; so does the first ``Init torch distributed
   begin``/``Load weight begin`` of a target model after the previous load finished (ready,
-  failed or killed) or in another process (pid). A log that begins in the middle of a startup
+  failed or killed) or in another process (journal pid; a pid is one process, so at most one
+  start). A log that begins in the middle of a startup
   starts a load at its first startup line. When the journal has the unit's ``Starting``
   (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
   the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
@@ -29,7 +29,8 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   else the target's first ``Memory pool end`` (or its last ``KV Cache is allocated``) minus the
   last ``Load weight end`` before it. CUDA graphs: per rank, the sum of ``elapsed`` over the
   role's capture-end lines (decode, verify, prefill, extend, piecewise), the largest rank;
-  else the startup timings' ``cuda_graph`` entries; else last end − first begin.
+  else the startup timings' ``cuda_graph`` entries; else last end − first begin (≤0.3.x print
+  no end line: the target's capture then ends at the ``max_total_num_tokens=`` line).
 * **Outcome.** ``ready``; ``killed`` when before ready a scheduler died with exit code −9, a
   SIGTERM or forced exit arrived, the unit was OOM-killed, stopped or its main process was
   killed, or an OOM kill names the unit; ``failed`` when before ready an exception, CUDA OOM,
@@ -128,6 +129,7 @@ class _Load:
     graph_sum: dict[tuple[str, str], float] = field(default_factory=dict)
     graph_span: dict[str, _Phase] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)
+    limits_ts: datetime | None = None
     server_pid: int | None = None
     last_ts: datetime | None = None
 
@@ -170,8 +172,6 @@ def _group_key(row: dict[str, Any], unit_hosts: dict[str, set[str]]) -> tuple[An
         if host is None and len(unit_hosts.get(unit, ())) == 1:
             host = next(iter(unit_hosts[unit]))
         return ("unit", host, unit)
-    if row["pid"] is not None and row["origin"] != "config":
-        return ("pid", host, row["source_id"], row["pid"])
     return ("source", host, row["source_id"])
 
 
@@ -302,6 +302,9 @@ class _Builder:
                 cur.graph_sum[key] = cur.graph_sum.get(key, 0.0) + float(row["elapsed_s"])
         elif kind == "startup_timings":
             cur.timings = _detail(row)
+        elif kind == "limits":
+            if cur.limits_ts is None:
+                cur.limits_ts = ts
         elif kind == "uvicorn_started":
             server_pid = _detail(row).get("server_pid")
             if isinstance(server_pid, int):
@@ -345,7 +348,11 @@ def _graph_s(load: _Load, role: str) -> float | None:
             return round(sum(vals), 3)
     span = load.graph_span.get(role)
     if span is not None:
-        return _secs(span.begin_min, span.end_max)
+        end = span.end_max
+        if end is None and role == "target" and load.limits_ts is not None:
+            end = load.limits_ts  # ≤0.3.x print no end line; the limits line follows the capture
+        if end is not None and span.begin_min is not None and end >= span.begin_min:
+            return _secs(span.begin_min, end)
     return None
 
 

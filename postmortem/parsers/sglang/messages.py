@@ -60,11 +60,8 @@ GRAPH_END_NEW = re.compile(
     rf"elapsed=(?P<elapsed>{NUM}) s(?:, mem usage=(?P<usage>{NUM}) GB)?(?:, avail mem=(?P<avail>{NUM}) GB)?\.?$"
 )
 GRAPH_FAILED = re.compile(r"(?i)Capture (?:cuda|cpu|npu) graph failed")
-LIMITS = re.compile(
-    r"max_total_num_tokens=(?P<max_total>\d+), (?:chunked_prefill_size=(?P<chunk>-?\d+|None), )?"
-    r"max_prefill_tokens=(?P<max_prefill>\d+), (?:max_running_requests=(?P<max_running>\d+), )?"
-    rf"context_len=(?P<ctx>\d+)(?:, available_(?:gpu|cpu)_mem=(?P<avail>{NUM}) GB)?"
-)
+#: ``max_total_num_tokens=N[, chunked_prefill_size=…][, max_prefill_tokens=…]…[, available_gpu_mem=X GB]``
+LIMITS_PAIR = re.compile(r"(\w+)=(-?[\d.]+|None)(?: GB)?(?:, |$)")
 STARTUP_TIMINGS = re.compile(r"Engine startup timings \(s\): (?P<body>.*)$")
 _TIMING_PAIR = re.compile(r"(\w+)=(\{[^}]*\}|[-\d.]+)")
 READY = "The server is fired up and ready to roll!"
@@ -135,7 +132,8 @@ CHAIN_MARKERS = (
 )
 FRAME = re.compile(r'\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
 EXCEPTION_LINE = re.compile(
-    r"(?:[A-Za-z_][\w.]*\.)?(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Z]\w*Error\w*)(?::|$)"
+    r"(?:[A-Za-z_][\w.]*\.)?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)"
+    r"|[A-Z]\w*Error\w*)(?::|$)"
 )
 
 

@@ -34,7 +34,7 @@ LEGACY_GPU_RE = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] ?")
 LEVEL_SOURCE_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.-]+\.py:\d+: ")
 
 DOCKER_TS_RE = re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) ")
-DOCKER_DESKTOP_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (?=\[)")
+DOCKER_DESKTOP_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: (?=\S)| ?$)")
 J_ISO_RE = re.compile(
     r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)) "
     r"(?P<host>\S+) (?P<ident>[^\s\[]+)(?:\[(?P<pid>\d+)\])?: "
@@ -130,7 +130,7 @@ def strip_wrappers(line: str) -> Wrapped:
                         pid = int(m.group("pid"))
                     line = line[m.end() :]
                     continue
-            elif len(line) > 20 and line[4] == "-" and line[10] == " ":
+            elif len(line) >= 19 and line[4] == "-" and line[10] == " ":
                 m = DOCKER_DESKTOP_RE.match(line)
                 if m:
                     line = line[m.end() :]

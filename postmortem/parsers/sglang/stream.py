@@ -146,6 +146,10 @@ def _message_phase(text: str) -> str | None:
     return None
 
 
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text is not None and text.lstrip("-").isdigit() else None
+
+
 def _f(text: str | None) -> float | None:
     return float(text) if text is not None else None
 
@@ -505,9 +509,9 @@ class SglangStream:
         return IGNORED if st is None else st
 
     def _unprefixed(self, line_no: int, text: str) -> int:
+        self._ranks = None
         if self._tb is not None:
             return self._tb_line(line_no, text)
-        self._ranks = None
         if self._dead is not None:
             if text.startswith("Exit code: "):
                 return self._finish_dead(text)
@@ -702,7 +706,7 @@ class SglangStream:
                     "sigquit",
                     msg,
                     phase=self._phase_now(),
-                    detail={"form": "running", "signum": m["signum"] if m else None},
+                    detail={"form": "running", "signum": _int_or_none(m["signum"]) if m else None},
                 )
                 return PARSED
             if msg.startswith("SIGTERM received"):
@@ -775,7 +779,11 @@ class SglangStream:
                     "kill_process_tree",
                     msg,
                     phase=self._phase_now(),
-                    detail={"parent_pid": m["ppid"], "include_parent": m["inc"], "pid": int(m["pid"])}
+                    detail={
+                        "parent_pid": _int_or_none(m["ppid"]),
+                        "include_parent": m["inc"] == "True",
+                        "pid": int(m["pid"]),
+                    }
                     if m
                     else None,
                 )
@@ -933,6 +941,10 @@ class SglangStream:
             m = M.ACCESS.match(text)
             if m is None:
                 return self._malformed("uvicorn access")
+            status = int(m["status"])
+            healthy = status == 200 and m["path"].split("?", 1)[0] in ("/health", "/health_generate")
+            if healthy and not self._ready and self._phase == "warmup":
+                self._phase = "runtime"  # serving, even without a ready line
             self._out.append(
                 HttpRequest(
                     line_no,
@@ -945,7 +957,7 @@ class SglangStream:
                     m["method"],
                     m["path"],
                     m["http"],
-                    int(m["status"]),
+                    status,
                     self._ts_inf,
                 )
             )
@@ -1090,7 +1102,7 @@ class SglangStream:
                 if m["dtype"]:
                     detail["dtype"] = m["dtype"]
                 if m["quant"]:
-                    detail["quant"] = m["quant"].rstrip(", ")
+                    detail["quant"] = m["quant"].rstrip(", ")[6:]
                 self._ev(
                     line_no,
                     "load_weight_end",
@@ -1283,16 +1295,16 @@ class SglangStream:
         return "target", "decode"
 
     def _limits(self, line_no: int, msg: str) -> int:
-        m = M.LIMITS.match(msg)
-        if m is None:
+        pairs = dict(M.LIMITS_PAIR.findall(msg))
+        total = pairs.pop("max_total_num_tokens", None)
+        if total is None or not total.isdigit():
             return self._malformed("max_total_num_tokens")
-        chunk = m["chunk"]
-        detail = {
-            "max_prefill_tokens": int(m["max_prefill"]),
-            "chunked_prefill_size": int(chunk) if chunk and chunk != "None" else None,
-            "max_running_requests": int(m["max_running"]) if m["max_running"] else None,
-            "context_len": int(m["ctx"]),
-        }
+        avail = pairs.pop("available_gpu_mem", None) or pairs.pop("available_cpu_mem", None)
+        detail: dict[str, Any] = {}
+        for key, value in pairs.items():
+            detail[key] = (
+                None if value == "None" else (int(value) if value.lstrip("-").isdigit() else float(value))
+            )
         if not self._ready:
             self._phase = "warmup"
         self._ev(
@@ -1300,9 +1312,9 @@ class SglangStream:
             "limits",
             msg,
             phase="warmup",
-            tokens=int(m["max_total"]),
-            avail=_f(m["avail"]),
-            detail=detail,
+            tokens=int(total),
+            avail=_f(avail),
+            detail=detail or None,
         )
         return PARSED
 
@@ -1407,7 +1419,7 @@ class SglangStream:
         if tb.state == _FRAMES:
             self._tb_exception(line_no, text)
             return PARSED
-        if self._dead is None and text.startswith("Exit code: "):
+        if text.startswith("Message: '") or (self._dead is None and text.startswith("Exit code: ")):
             self._finish_tb()
             return self._unprefixed(line_no, text)
         self._tb_cont(text)
