@@ -130,15 +130,23 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> Inge
     summary = IngestSummary()
     if not inputs:
         raise InputError(f"{', '.join(paths)}: no files to ingest")
-    for item in _plan(inputs, options):
-        if item.parser is None:
-            summary.files.append(
-                FileResult(
-                    item.inp.display,
-                    "undetected",
-                    error="format not recognised (use --format NAME to force one)",
-                )
+    planned = _plan(inputs, options)
+    roots = {p.inp.root for p in planned if p.inp.root is not None}
+    for root in sorted(roots):
+        if not any(p.parser is not None for p in planned if p.inp.root == root):
+            raise InputError(
+                f"{root}: no recognisable logs in this directory (see 'postmortem formats', or force "
+                "one with --format NAME)"
             )
+    for item in planned:
+        if item.parser is None:
+            empty = not item.head.data
+            reason = "empty file, nothing to ingest" if empty else (
+                "format not recognised (use --format NAME to force one)"
+            )
+            # a file named on the command line is an error; one found in a directory is skipped
+            status = "error" if item.inp.explicit else "undetected"
+            summary.files.append(FileResult(item.inp.display, status, error=reason))
             continue
         summary.files.append(ingest_file(store, item.inp, item.parser, options, item))
     return summary

@@ -170,6 +170,8 @@ class InputFile:
     size: int | None = None
     mtime: datetime | None = None
     data: bytes | None = None  # stdin content (read once, kept for hashing and parsing)
+    explicit: bool = True  # named on the command line (not found by walking a directory)
+    root: str | None = None  # the directory argument it was found under
 
     @classmethod
     def from_path(cls, path: Path) -> InputFile:
@@ -420,7 +422,10 @@ def expand_paths(paths: list[str]) -> Iterator[InputFile]:
             if not os.access(path, os.R_OK | os.X_OK):
                 raise InputError(f"{raw}: permission denied")
             for sub in sorted(_walk(path)):
-                yield InputFile.from_path(sub)
+                found = InputFile.from_path(sub)
+                found.explicit = False
+                found.root = raw
+                yield found
         else:
             yield InputFile.from_path(path)
 
