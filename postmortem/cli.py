@@ -215,7 +215,10 @@ def _fail_on_errors(summary: IngestSummary) -> None:
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise PostmortemError(f"{first.path}: {first.error}{more}")
+        msg = first.error or "failed"
+        if not msg.startswith(first.path):
+            msg = f"{first.path}: {msg}"
+        raise PostmortemError(f"{msg}{more}")
 
 
 @app.command()

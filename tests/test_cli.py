@@ -1,0 +1,197 @@
+"""The command line: exit codes and exact error text, through the in-process runner."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+from postmortem.cli import app
+from postmortem.store.db import Store
+
+SAMPLE = REPO / "sample_logs"
+DMESG = SAMPLE / "dmesg.txt"
+
+
+def _commands() -> list[str]:
+    import typer.main
+
+    group = typer.main.get_group(app)
+    return sorted(group.commands)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_has_help(cli: Any, command: str) -> None:
+    result = cli(command, "--help")
+    assert result.code == 0, result
+    assert "Usage" in result.out
+
+
+def test_version(cli: Any) -> None:
+    from postmortem import __version__
+
+    assert cli("--version").out.strip() == f"postmortem {__version__}"
+
+
+def test_ingest_prints_per_file_counts(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", DMESG, "--db", db)
+    assert r.code == 0, r
+    assert r.out.startswith(f"{DMESG}: ingested as dmesg: 148 lines, ")
+    again = cli("ingest", DMESG, "--db", db)
+    assert again.out.strip() == f"{DMESG}: unchanged"
+
+
+def test_missing_path(cli: Any, tmp_path: Path) -> None:
+    r = cli("ingest", tmp_path / "nope.log", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 1
+    assert r.err == f"Error: {tmp_path / 'nope.log'}: no such file or directory\n"
+
+
+def test_unknown_zone_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
+    r = cli("ingest", DMESG, "--tz", "Mars/Olympus", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 2
+    assert r.err == "Error: unknown time zone 'Mars/Olympus' (use an IANA name such as UTC or Europe/Berlin)\n"
+
+
+def test_since_after_until(cli: Any, tmp_path: Path) -> None:
+    r = cli("build", "--since", "2025-05-26", "--until", "2025-05-25", "--logs", DMESG,
+            "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "r", "--tz", "UTC")
+    assert r.code == 2
+    assert r.err.startswith("Error: --since (2025-05-26T00:00:00+00:00) is after --until")
+
+
+def test_unknown_format(cli: Any, tmp_path: Path) -> None:
+    r = cli("ingest", DMESG, "--format", "nope", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 2
+    assert r.err.startswith("Error: unknown format 'nope'; known formats: dcgm-exporter, dmesg, ")
+
+
+def test_bad_time(cli: Any, tmp_path: Path) -> None:
+    r = cli("build", "--since", "soon", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 2
+    assert "cannot understand the time 'soon'" in r.err
+
+
+def test_random_bytes_and_empty_file(cli: Any, tmp_path: Path) -> None:
+    rnd = tmp_path / "random.bin"
+    rnd.write_bytes(os.urandom(5000))
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    r = cli("ingest", rnd, empty, "--db", tmp_path / "pm.duckdb")
+    assert r.code == 1
+    assert "Traceback" not in r.err
+    assert r.err.startswith("Error: ")
+    assert f"{rnd}: error — format not recognised" in r.out
+    assert f"{empty}: error — empty file, nothing to ingest" in r.out
+
+
+def test_directory_without_logs(cli: Any, tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "notes.txt").write_text("hello\nworld\n")
+    r = cli("ingest", d, "--db", tmp_path / "pm.duckdb")
+    assert r.code == 1
+    assert r.err == f"Error: {d}: no recognisable logs in this directory (see 'postmortem formats', or force one with --format NAME)\n"
+
+
+def test_truncated_gzip_keeps_what_was_read(cli: Any, tmp_path: Path) -> None:
+    data = gzip.compress(DMESG.read_bytes())
+    gz = tmp_path / "dmesg.txt.gz"
+    gz.write_bytes(data[: len(data) // 2])
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", gz, "--db", db)
+    assert r.code == 1
+    assert r.err.startswith(f"Error: {gz}: truncated gzip data after ")
+    assert "the lines before the damage were kept" in r.err
+    store = Store.open_readonly(db)
+    lines = store.fetchall("SELECT lines FROM sources")[0][0]
+    store.close()
+    assert 0 < lines < 148
+
+
+def test_long_line_is_a_counted_parse_issue(cli: Any, tmp_path: Path) -> None:
+    f = tmp_path / "dmesg.txt"
+    f.write_bytes(DMESG.read_bytes() + b"[  1.000000] " + b"x" * (10 << 20) + b"\n")
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", f, "--db", db)
+    assert r.code == 0, r
+    store = Store.open_readonly(db)
+    row = store.fetchall("SELECT lines, parse_issues FROM sources")[0]
+    reason = store.fetchall("SELECT reason FROM parse_issues")[0][0]
+    store.close()
+    assert row == (149, 1)
+    assert reason.startswith("line too long (")
+
+
+def test_query_is_read_only(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    cli("ingest", DMESG, "--db", db)
+    r = cli("query", "DELETE FROM sources", "--db", db)
+    assert r.code == 1
+    assert r.err == "Error: only SELECT queries are allowed here (got DELETE); the store is read-only\n"
+    r = cli("query", "SELECT 1; SELECT 2", "--db", db)
+    assert r.err == "Error: give one statement at a time\n"
+    r = cli("query", "SELECT * FROM read_csv('/etc/passwd')", "--db", db)
+    assert r.code == 1 and r.err.startswith("Error: SQL error:")
+
+
+def test_query_json_has_utc_iso_timestamps(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    cli("ingest", DMESG, "--db", db, "--boot-time", "2025-05-20T06:12:31.402117Z")
+    r = cli("query", "SELECT victim_pid, ts FROM oom_kills ORDER BY line_no LIMIT 1", "--db", db, "--format", "json")
+    assert r.code == 0, r
+    assert json.loads(r.out) == [{"victim_pid": 48213, "ts": "2025-05-25T20:17:19.604211Z"}]
+
+
+def test_query_csv(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    cli("ingest", DMESG, "--db", db)
+    r = cli("query", "SELECT format, lines FROM sources", "--db", db, "--format", "csv")
+    assert r.out == "format,lines\ndmesg,148\n"
+
+
+def test_query_without_store(cli: Any, tmp_path: Path) -> None:
+    r = cli("query", "SELECT 1", "--db", tmp_path / "none.duckdb")
+    assert r.code == 1
+    assert r.err == f"Error: {tmp_path / 'none.duckdb'}: no such database (run 'postmortem ingest' or 'build' first)\n"
+
+
+def test_store_from_a_newer_version(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    Store.open(db).close()
+    store = Store.open(db)
+    store.execute("INSERT INTO schema_migrations VALUES (999, 'future', now())")
+    store.close()
+    r = cli("ingest", DMESG, "--db", db)
+    assert r.code == 1
+    assert "written by a newer postmortem (schema version 999" in r.err
+
+
+def test_sources_and_incidents(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    r = cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC")
+    assert r.code == 0, r
+    assert "1 incident(s)" in r.out
+    src = cli("sources", "--db", db)
+    assert "journal-export" in src.out and "(7 rows)" in src.out
+    inc = cli("incidents", "--db", db, "--format", "json")
+    (row,) = json.loads(inc.out)
+    assert row["unit"] == "sglang-k26-eagle3.service" and row["cause"] == "cgroup_oom"
+    tl = cli("timeline", "1", "--db", db, "--window", "5min")
+    assert tl.code == 0 and "oom_kill" in tl.out
+    assert cli("timeline", "7", "--db", db).err == "Error: no incident 7 (see 'postmortem incidents')\n"
+    tr = cli("trends", "--db", db, "--out", tmp_path / "t")
+    assert tr.code == 0 and (tmp_path / "t" / "trends.md").exists()
+
+
+def test_debug_shows_traceback_only_with_flag(cli: Any, tmp_path: Path) -> None:
+    plain = cli("ingest", tmp_path / "nope", "--db", tmp_path / "pm.duckdb")
+    assert "Traceback" not in plain.err
+    dbg = cli("--debug", "ingest", tmp_path / "nope", "--db", tmp_path / "pm.duckdb")
+    assert "Traceback" in dbg.err and dbg.err.rstrip().endswith("no such file or directory")
