@@ -11,7 +11,7 @@ import pytest
 from conftest import check_accounting, issues_of, make_context, parse_text, records_of
 
 from postmortem.parsers import get_parser
-from postmortem.parsers.base import Head, ParseContext
+from postmortem.parsers.base import Head, ParseContext, TableBatch
 from postmortem.parsers.kernel import KernelStream, normalise_bus_id, unit_of
 from postmortem.records import GpuXid, KernelMessage, OomKill, OomTask
 from postmortem.timeutil import BootAnchor, BootAnchors, Inferred
@@ -21,6 +21,17 @@ KILL_6X = (
     "anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0"
 )
 HEADER_6X = "sglang::schedul invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0"
+
+
+def messages(out: list[Any]) -> list[KernelMessage]:
+    """kernel_messages rows, whether yielded as records or as TableBatch blocks (file parsers)."""
+    rows: list[KernelMessage] = []
+    for o in out:
+        if isinstance(o, KernelMessage):
+            rows.append(o)
+        elif isinstance(o, TableBatch) and o.table == KernelMessage.TABLE:
+            rows.extend(KernelMessage(**r) for r in o.data.to_pylist())
+    return sorted(rows, key=lambda m: m.line_no)
 
 
 def dmesg(text: str, **ctx: Any) -> tuple[list[Any], ParseContext]:
@@ -65,13 +76,13 @@ def head(text: str) -> Head:
 
 def test_default_stamp_gives_monotonic_and_no_wall_time() -> None:
     out, ctx = dmesg(f"[  152.104816] {KILL_6X}")
-    (msg,) = records_of(out, KernelMessage)
+    (msg,) = messages(out)
     assert (msg.monotonic_s, msg.ts, msg.ts_raw, msg.message) == (152.104816, None, "152.104816", KILL_6X)
     assert ctx.parsed_lines == 1
 
 
 def test_wide_default_stamp() -> None:
-    (msg,) = records_of(dmesg("[15180285.537297] x")[0], KernelMessage)
+    (msg,) = messages(dmesg("[15180285.537297] x")[0])
     assert msg.monotonic_s == 15180285.537297
 
 
@@ -87,57 +98,55 @@ def test_ctime_stamp_is_local_time_in_tz() -> None:
 
 
 def test_ctime_stamp_with_localised_month() -> None:
-    (msg,) = records_of(dmesg("[mer. déc.  2 13:30:19 2026] x", tz="UTC")[0], KernelMessage)
+    (msg,) = messages(dmesg("[mer. déc.  2 13:30:19 2026] x", tz="UTC")[0])
     assert msg.ts == datetime(2026, 12, 2, 13, 30, 19, tzinfo=UTC)
 
 
 def test_ctime_stamp_that_is_not_a_date_keeps_the_text() -> None:
-    (msg,) = records_of(dmesg("[Wed Xyz  2 13:30:19 2026] x")[0], KernelMessage)
+    (msg,) = messages(dmesg("[Wed Xyz  2 13:30:19 2026] x")[0])
     assert (msg.ts, msg.ts_raw, msg.ts_inferred, msg.message) == (None, "Wed Xyz  2 13:30:19 2026", None, "x")
 
 
 def test_iso_stamp_with_comma_and_offset() -> None:
-    (msg,) = records_of(dmesg("2026-12-02T13:30:19,104816+01:00 x")[0], KernelMessage)
+    (msg,) = messages(dmesg("2026-12-02T13:30:19,104816+01:00 x")[0])
     assert (msg.ts, msg.ts_inferred) == (datetime(2026, 12, 2, 12, 30, 19, 104816, tzinfo=UTC), None)
 
 
 def test_raw_priority_prefix_gives_level() -> None:
-    (msg,) = records_of(dmesg(f"<3>[  152.104816] {KILL_6X}")[0], KernelMessage)
+    (msg,) = messages(dmesg(f"<3>[  152.104816] {KILL_6X}")[0])
     assert (msg.level, msg.monotonic_s) == (3, 152.104816)
 
 
 def test_raw_priority_of_another_facility_keeps_the_level_only() -> None:
-    (msg,) = records_of(
-        dmesg("<30>[    4.402118] systemd[1]: Detected architecture x86-64.")[0], KernelMessage
-    )
+    (msg,) = messages(dmesg("<30>[    4.402118] systemd[1]: Detected architecture x86-64.")[0])
     assert (msg.level, msg.message) == (6, "systemd[1]: Detected architecture x86-64.")
 
 
 def test_raw_priority_without_stamp() -> None:
-    (msg,) = records_of(dmesg("<6>[drm] Initialized")[0], KernelMessage)
+    (msg,) = messages(dmesg("<6>[drm] Initialized")[0])
     assert (msg.level, msg.monotonic_s, msg.message) == (6, None, "[drm] Initialized")
 
 
 def test_decoded_facility_and_level() -> None:
-    (msg,) = records_of(dmesg(f"kern  :err   : [  152.104816] {KILL_6X}")[0], KernelMessage)
+    (msg,) = messages(dmesg(f"kern  :err   : [  152.104816] {KILL_6X}")[0])
     assert (msg.level, msg.monotonic_s, msg.message) == (3, 152.104816, KILL_6X)
 
 
 def test_caller_id_after_the_stamp() -> None:
-    a = records_of(dmesg("[   31.935015][   T71] usb 1-1: new device")[0], KernelMessage)[0]
-    b = records_of(dmesg("[   31.935015] [  C3] usb 1-1: new device")[0], KernelMessage)[0]
+    a = messages(dmesg("[   31.935015][   T71] usb 1-1: new device")[0])[0]
+    b = messages(dmesg("[   31.935015] [  C3] usb 1-1: new device")[0])[0]
     assert a.message == b.message == "usb 1-1: new device"
     assert a.monotonic_s == 31.935015
 
 
 def test_delta_stamp_keeps_the_monotonic_part() -> None:
-    (msg,) = records_of(dmesg("[  123.456789 <    0.000123>] x")[0], KernelMessage)
+    (msg,) = messages(dmesg("[  123.456789 <    0.000123>] x")[0])
     assert msg.monotonic_s == 123.456789
 
 
 @pytest.mark.parametrize("line", ["[<    0.000123>] x", "[  +0.000123] x", "[Dec 2 13:30] x"])
 def test_stamps_without_usable_time(line: str) -> None:
-    (msg,) = records_of(dmesg(line)[0], KernelMessage)
+    (msg,) = messages(dmesg(line)[0])
     assert (msg.ts, msg.monotonic_s, msg.message) == (None, None, "x")
 
 
@@ -150,7 +159,7 @@ def test_continuation_lines_join_their_record() -> None:
         "[  100.000003] next"
     )
     out, ctx = dmesg(text)
-    msgs = records_of(out, KernelMessage)
+    msgs = messages(out)
     assert [m.line_no for m in msgs] == [1, 2, 5]
     assert msgs[1].message == (
         "active_anon:1 inactive_anon:2 isolated_anon:0\n active_file:3 inactive_file:4 isolated_file:0\n"
@@ -162,7 +171,7 @@ def test_continuation_lines_join_their_record() -> None:
 def test_unstamped_line_in_a_stamped_file_takes_the_previous_stamp() -> None:
     text = f"[Wed Dec  2 13:30:19 2026] a\n{KILL_6X}\n[Wed Dec  2 13:30:20 2026] c"
     out, _ = dmesg(text, tz="UTC")
-    msgs = records_of(out, KernelMessage)
+    msgs = messages(out)
     assert [(m.line_no, m.ts_inferred, m.ts_raw) for m in msgs] == [
         (1, "zone", "Wed Dec  2 13:30:19 2026"),
         (2, "previous", None),
@@ -174,7 +183,7 @@ def test_unstamped_line_in_a_stamped_file_takes_the_previous_stamp() -> None:
 
 def test_blank_lines_are_ignored() -> None:
     out, ctx = dmesg("[    1.000000] a\n\n   \n[    2.000000] b\n")
-    assert len(records_of(out, KernelMessage)) == 2
+    assert len(messages(out)) == 2
     assert (ctx.parsed_lines, ctx.ignored_lines) == (2, 2)
 
 
@@ -183,7 +192,7 @@ def test_overlong_record_is_split() -> None:
 
     text = "[    1.000000] start\n" + "\n".join(f"  line {i}" for i in range(MAX_RECORD_LINES + 5))
     out, _ = dmesg(text)
-    msgs = records_of(out, KernelMessage)
+    msgs = messages(out)
     assert len(msgs) == 2
     assert msgs[0].message.count("\n") == MAX_RECORD_LINES - 1
     assert msgs[1].ts_raw is None
@@ -193,7 +202,7 @@ def test_overlong_record_is_split() -> None:
 def test_prefix_less_copy_is_one_record_per_line() -> None:
     text = f"{HEADER_6X}\n active_file:35 inactive_file:69\n\n{KILL_6X}"
     out, ctx = dmesg(text)
-    assert [m.message for m in records_of(out, KernelMessage)][1] == " active_file:35 inactive_file:69"
+    assert [m.message for m in messages(out)][1] == " active_file:35 inactive_file:69"
     (kill,) = kills(out)
     assert (kill.ts, kill.monotonic_s, kill.header_line_no, kill.line_no) == (None, None, 1, 4)
     assert (ctx.parsed_lines, ctx.ignored_lines) == (3, 1)
@@ -204,7 +213,8 @@ def test_prefix_less_copy_is_one_record_per_line() -> None:
 
 def test_kmsg_record_fields() -> None:
     out, ctx = kmsg(f"3,504,152104816,-;{KILL_6X}")
-    msg, kill = out
+    (msg,) = messages(out)
+    (kill,) = kills(out)
     assert (msg.level, msg.seq, msg.monotonic_s, msg.ts_raw) == (3, 504, 152.104816, "152104816")
     assert kill.victim_pid == 2383
     assert kill.scope == "memcg"
@@ -213,13 +223,13 @@ def test_kmsg_record_fields() -> None:
 
 def test_kmsg_extra_fields_and_continuation_flag() -> None:
     out, _ = kmsg("6,2,1234,c,caller=T0;Command line: ro\n12,3,1235,-;hello")
-    msgs = records_of(out, KernelMessage)
+    msgs = messages(out)
     assert [(m.message, m.level, m.seq) for m in msgs] == [("Command line: ro", 6, 2), ("hello", 4, 3)]
 
 
 def test_kmsg_escapes_are_decoded_and_split() -> None:
     out, _ = kmsg("4,903,1,-;Mem-Info:\\x0a free:20000 free_pcp:10\\x0apath C:\\x5cx caf\\xc3\\xa9")
-    (msg,) = records_of(out, KernelMessage)
+    (msg,) = messages(out)
     assert msg.message == "Mem-Info:\n free:20000 free_pcp:10\npath C:\\x café"
 
 
@@ -309,7 +319,7 @@ def test_stream_rsyslog_escapes() -> None:
             KILL_6X.replace("Memory cgroup out", "Out"),
         ]
     )
-    msg = records_of(out, KernelMessage)[2]
+    msg = messages(out)[2]
     assert (
         msg.message
         == "active_anon:33632 inactive_anon:1327714 isolated_anon:0\n active_file:43\n free:23902 free_pcp:1055"
@@ -329,7 +339,7 @@ def test_stream_journald_multi_line_message_with_task_table() -> None:
     assert (task.line_no, task.pid, task.pgtables_bytes, task.oom_score_adj) == (2, 2383, 1110016, -900)
     (kill,) = kills(out)
     assert kill.oom_score_adj == -900  # from the task table: this kill line has none
-    assert records_of(out, KernelMessage)[1].boot_id == "b1"
+    assert messages(out)[1].boot_id == "b1"
 
 
 def test_stream_never_touches_counters() -> None:
@@ -368,14 +378,21 @@ def test_dmesg_file_boot_time_beats_a_guessed_anchor() -> None:
     from postmortem.parsers.base import run_parser
 
     out, _ = run_parser(get_parser("dmesg"), text, ctx)  # type: ignore[arg-type]
-    assert out[0].ts == datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC)
+    assert messages(out)[0].ts == datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC)
     out, _ = run_parser(get_parser("dmesg"), text, make_context(anchors=anchors))  # type: ignore[arg-type]
-    assert (out[0].ts, out[0].ts_inferred) == (datetime(2026, 12, 9, 0, 0, 10, tzinfo=UTC), "boot")
+    assert (messages(out)[0].ts, messages(out)[0].ts_inferred) == (
+        datetime(2026, 12, 9, 0, 0, 10, tzinfo=UTC),
+        "boot",
+    )
 
 
 def test_no_anchor_leaves_ts_null() -> None:
     out, _ = dmesg("[   10.000000] x")
-    assert (out[0].ts, out[0].ts_inferred, out[0].monotonic_s) == (None, None, 10.0)
+    assert (messages(out)[0].ts, messages(out)[0].ts_inferred, messages(out)[0].monotonic_s) == (
+        None,
+        None,
+        10.0,
+    )
 
 
 # ------------------------------------------------------------------ OOM assembly, one case per branch
@@ -593,7 +610,7 @@ def test_bad_oom_lines_are_warnings_and_still_stored() -> None:
         (3, "oom-kill summary not understood", False),
         (4, "NVIDIA Xid line not understood", False),
     ]
-    assert len(records_of(out, KernelMessage)) == 4
+    assert len(messages(out)) == 4
     assert not kills(out)
 
 

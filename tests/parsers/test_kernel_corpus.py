@@ -17,7 +17,7 @@ import pytest
 from conftest import REAL_SAMPLES, check_accounting, needs_real_samples, parse_text, records_of
 
 from postmortem.parsers import get_parser
-from postmortem.parsers.base import Head, ParseContext
+from postmortem.parsers.base import Head, ParseContext, TableBatch
 from postmortem.parsers.kernel import KernelStream
 from postmortem.records import GpuXid, KernelMessage, OomKill, OomTask
 
@@ -37,6 +37,17 @@ BOOT_618 = datetime(2026, 12, 2, 13, 27, 47, tzinfo=UTC)
 SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>\S+) kernel: (?P<msg>.*)$")
 UNIT_618 = "sglang-k26-eagle3.service"
 CG_618 = "/system.slice/sglang-k26-eagle3.service"
+
+
+def messages(out: list[Any]) -> list[KernelMessage]:
+    """kernel_messages rows, whether yielded as records or as TableBatch blocks (file parsers)."""
+    rows: list[KernelMessage] = []
+    for o in out:
+        if isinstance(o, KernelMessage):
+            rows.append(o)
+        elif isinstance(o, TableBatch) and o.table == KernelMessage.TABLE:
+            rows.extend(KernelMessage(**r) for r in o.data.to_pylist())
+    return sorted(rows, key=lambda m: m.line_no)
 
 
 def _lines(path: Path) -> list[str]:
@@ -280,7 +291,7 @@ def test_618_each_rendering(name: str) -> None:
         1110016,
     )
     assert (task.swapents, task.oom_score_adj, task.name) == (0, 0, "sglang::schedul")
-    assert len(records_of(out, KernelMessage)) == 81
+    assert len(messages(out)) == 81
     # the wall time of the kill, printed or anchored
     want = datetime(2026, 12, 2, 13, 30, 19, 104816, tzinfo=UTC)
     assert kill.ts == (want.replace(microsecond=0) if "ctime" in name else want)
@@ -309,11 +320,11 @@ def test_618_six_renderings_give_identical_rows() -> None:
 
 def test_618_monotonic_renderings_agree_with_iso_to_the_microsecond() -> None:
     iso, _ = _parse("dmesg", KERNEL / "10_memcg_oom_6.18_dmesg_iso.txt")
-    want = [m.ts for m in records_of(iso, KernelMessage)]
+    want = [m.ts for m in messages(iso)]
     for name in ("10_memcg_oom_6.18_dmesg_default.txt", "10_memcg_oom_6.18_dmesg_raw.txt",
                  "10_memcg_oom_6.18_dmesg_decode.txt", "10_memcg_oom_6.18_dev_kmsg.txt"):  # fmt: skip
         out, _ = _parse(SIX[name], KERNEL / name, boot_time=BOOT_618.isoformat())
-        msgs = records_of(out, KernelMessage)
+        msgs = messages(out)
         assert [m.ts for m in msgs] == want, name
         assert {m.ts_inferred for m in msgs} == {"boot"}
 
@@ -326,14 +337,14 @@ def test_618_levels_agree_between_raw_decode_and_kmsg() -> None:
         "10_memcg_oom_6.18_dev_kmsg.txt",
     ):
         out, _ = _parse(SIX[name], KERNEL / name)
-        levels.append([m.level for m in records_of(out, KernelMessage)])
+        levels.append([m.level for m in messages(out)])
     assert levels[0] == levels[1] == levels[2]
     assert (levels[0][0], levels[0][-1], levels[0][-2]) == (4, 3, 6)
 
 
 def test_618_kmsg_sequence_numbers() -> None:
     out, _ = _parse("kmsg", KERNEL / "10_memcg_oom_6.18_dev_kmsg.txt")
-    seqs = [m.seq for m in records_of(out, KernelMessage)]
+    seqs = [m.seq for m in messages(out)]
     assert (seqs[0], seqs[-1], len(set(seqs))) == (424, 504, 81)
 
 
@@ -428,7 +439,7 @@ def test_02_rhel8_bodies_through_kernel_stream() -> None:
         22183936,
         "cache-main",
     )
-    (counters,) = [m for m in records_of(out, KernelMessage) if m.line_no == 37]
+    (counters,) = [m for m in messages(out) if m.line_no == 37]
     assert counters.message.split("\n")[-1] == " free:23902 free_pcp:1055 free_cma:0"
 
 

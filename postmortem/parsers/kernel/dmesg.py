@@ -175,8 +175,11 @@ class DmesgParser(Parser):
     ... [  152.104789] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/system.slice/demo.service,task_memcg=/system.slice/demo.service,task=VLLM Worker 1,pid=4242,uid=0
     ... [  152.104816] Memory cgroup out of memory: Killed process 4242 (VLLM Worker 1) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0'''
     >>> out, ctx = run_parser(DmesgParser(), text)
-    >>> [type(o).__name__ for o in out].count("KernelMessage"), ctx.parsed_lines
-    (6, 6)
+    >>> sorted({type(o).__name__ for o in out})
+    ['OomKill', 'OomTask', 'TableBatch']
+    >>> batch = out[-1]  # kernel_messages rows come as Arrow blocks of up to 65536 rows
+    >>> batch.table, batch.data.num_rows, batch.data["monotonic_s"][0].as_py(), ctx.parsed_lines
+    ('kernel_messages', 6, 152.104016, 6)
     >>> task = [o for o in out if type(o).__name__ == "OomTask"][0]
     >>> task.pid, task.rss_pages, task.name
     (4242, 132377, 'VLLM Worker 1')
@@ -214,7 +217,7 @@ class DmesgParser(Parser):
         return 40
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
-        stream = KernelStream(ctx)
+        stream = KernelStream(ctx, batch=True)
         record = stream.record
         host = ctx.host
         mono_match = _MONO.match
@@ -335,8 +338,9 @@ class KmsgParser(Parser):
     >>> text = '''3,504,152104816,-;Memory cgroup out of memory: Killed process 2383 (sglang::schedul) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0
     ...  SUBSYSTEM=memory'''
     >>> out, ctx = run_parser(KmsgParser(), text)
-    >>> msg, kill = out
-    >>> msg.level, msg.seq, msg.monotonic_s, kill.victim_comm, kill.scope, ctx.parsed_lines, ctx.ignored_lines
+    >>> kill, batch = out
+    >>> msg = batch.data.to_pylist()[0]
+    >>> msg["level"], msg["seq"], msg["monotonic_s"], kill.victim_comm, kill.scope, ctx.parsed_lines, ctx.ignored_lines
     (3, 504, 152.104816, 'sglang::schedul', 'memcg', 1, 1)
     """
 
@@ -354,7 +358,7 @@ class KmsgParser(Parser):
         return 60 if hits * 2 >= len(lines) else 0
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
-        stream = KernelStream(ctx)
+        stream = KernelStream(ctx, batch=True)
         host = ctx.host
         match = _KMSG.match
         feed = stream.feed

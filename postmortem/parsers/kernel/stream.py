@@ -13,9 +13,11 @@ import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
+import pyarrow as pa
+
 from ...records import GpuXid, KernelMessage
 from ...timeutil import Inferred, boot_relative, pick_boot
-from ..base import Output, ParseContext
+from ..base import Output, ParseContext, TableBatch
 from .oom import OomAssembler
 
 # "[  517.923918] " at the start of a kernel message copied by klogd/imklog into syslog,
@@ -37,6 +39,23 @@ _FALLEN_FIRST = re.compile(
 _FALLEN_LAST = "fallen off the bus and is not responding to commands"
 #: an Xid 79 line and the driver's sentence about the same GPU this close together are one event
 _FALLEN_DEDUP_S = 60.0
+
+#: rows per ``kernel_messages`` TableBatch in batched mode
+BATCH_ROWS = 65536
+_BATCH_SCHEMA = pa.schema(
+    [  # type: ignore[arg-type]  # pyarrow-stubs: pa.field(…, timestamp) is typed as object
+        pa.field("line_no", pa.int64()),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("ts_raw", pa.string()),
+        pa.field("ts_inferred", pa.string()),
+        pa.field("monotonic_s", pa.float64()),
+        pa.field("host", pa.string()),
+        pa.field("boot_id", pa.string()),
+        pa.field("level", pa.int8()),
+        pa.field("seq", pa.int64()),
+        pa.field("message", pa.string()),
+    ]
+)
 
 
 def normalise_bus_id(text: str) -> str:
@@ -95,11 +114,18 @@ class KernelStream:
     (3449.257924, 'Out of memory', 4242, 13128, 'global')
     >>> list(ks.close())
     []
+
+    ``batch=True`` (for file-level parsers and other callers with many kernel lines) collects
+    the ``kernel_messages`` rows into :class:`~postmortem.parsers.base.TableBatch` blocks of
+    :data:`BATCH_ROWS` rows instead of yielding one ``KernelMessage`` each; ``close()``
+    yields the last block. The other records are yielded as they complete either way.
     """
 
-    def __init__(self, ctx: ParseContext) -> None:
+    def __init__(self, ctx: ParseContext, *, batch: bool = False) -> None:
         self.ctx = ctx
         self.oom = OomAssembler(ctx)
+        # batched mode: one list per kernel_messages column
+        self._cols: tuple[list[object], ...] | None = tuple([] for _ in _BATCH_SCHEMA) if batch else None
         self._boots: dict[tuple[str | None, str | None], datetime | None] = {}
         self._fallen: dict[str, float] = {}  # bus id → clock of the last Xid 79 (dedup)
         self._fallen_bus: str | None = None  # "The NVIDIA GPU …" seen, waiting for its last line
@@ -141,8 +167,18 @@ class KernelStream:
         )
 
     def close(self) -> Iterator[Output]:
-        """End of input: yield what an unfinished OOM record holds."""
+        """End of input: yield what an unfinished OOM record holds (and the last batch)."""
         yield from self.oom.close()
+        if self._cols is not None and self._cols[0]:
+            yield self._batch()
+
+    def _batch(self) -> TableBatch:
+        cols = self._cols
+        assert cols is not None
+        arrays = [pa.array(col, type=f.type) for col, f in zip(cols, _BATCH_SCHEMA, strict=True)]
+        for col in cols:
+            col.clear()
+        return TableBatch(KernelMessage.TABLE, pa.Table.from_arrays(arrays, schema=_BATCH_SCHEMA))
 
     # ------------------------------------------------------------------ for file parsers
     def record(
@@ -167,9 +203,27 @@ class KernelStream:
             if boot is not None:
                 ts = boot_relative(boot, monotonic_s)
                 ts_inferred = Inferred.BOOT
-        out: list[Output] = [
-            KernelMessage(line_no, ts, ts_raw, ts_inferred, monotonic_s, host, boot_id, level, seq, message)
-        ]
+        cols = self._cols
+        out: list[Output]
+        if cols is None:
+            out = [
+                KernelMessage(
+                    line_no, ts, ts_raw, ts_inferred, monotonic_s, host, boot_id, level, seq, message
+                )
+            ]
+        else:
+            c_line, c_ts, c_raw, c_inf, c_mono, c_host, c_boot, c_level, c_seq, c_msg = cols
+            c_line.append(line_no)
+            c_ts.append(ts)
+            c_raw.append(ts_raw)
+            c_inf.append(ts_inferred)
+            c_mono.append(monotonic_s)
+            c_host.append(host)
+            c_boot.append(boot_id)
+            c_level.append(level)
+            c_seq.append(seq)
+            c_msg.append(message)
+            out = [self._batch()] if len(c_line) >= BATCH_ROWS else []
         oom = self.oom
         for no, text in lines:
             if "NVRM" in text:
