@@ -1,0 +1,123 @@
+"""Contracts: registry, records vs tables, documented schema vs real schema, report contexts vs
+their documentation, templates vs contexts."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, REPO
+from postmortem.parsers import PARSER_MODULES, DuplicateParserError, all_parsers, register
+from postmortem.parsers.base import Parser
+from postmortem.records import RECORD_TYPES, field_names
+from postmortem.store.db import Store
+
+
+def test_registry_is_complete_and_unique() -> None:
+    parsers = all_parsers()
+    modules = {type(p).__module__.split(".")[2] for p in parsers.values()}
+    assert modules == set(PARSER_MODULES), "every parser module registers at least one parser"
+    tables = {r.TABLE for r in RECORD_TYPES}
+    for name, p in parsers.items():
+        assert re.fullmatch(r"[a-z][a-z0-9-]*", name)
+        assert p.description and set(p.tables) <= tables, name
+
+
+def test_registry_rejects_duplicates() -> None:
+    existing = next(iter(all_parsers().values()))
+
+    class Dup(Parser):
+        name = existing.name
+        description = "x"
+        tables = ()
+
+        def sniff(self, head):  # type: ignore[no-untyped-def]
+            return 0
+
+        def parse(self, chunks, ctx):  # type: ignore[no-untyped-def]
+            return iter(())
+
+    with pytest.raises(DuplicateParserError):
+        register(Dup)
+
+
+def test_every_parser_has_golden_cases() -> None:
+    missing = [n for n in all_parsers() if not any((DATA / n.replace("-", "_")).glob("*.expected.jsonl"))]
+    assert missing == []
+
+
+def test_records_match_tables() -> None:
+    store = Store.memory()
+    for rt in RECORD_TYPES:
+        cols = [c for c, _ in store.columns(rt.TABLE)]
+        assert cols[0] == "source_id"
+        assert sorted(field_names(rt)) == sorted(cols[1:]), rt.TABLE
+
+
+def _documented(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    table = None
+    for line in path.read_text().splitlines():
+        m = re.match(r"^### `(\w+)`", line)
+        if m:
+            table = m.group(1)
+            out[table] = []
+            continue
+        if line.startswith("## "):
+            table = None
+        m = re.match(r"^\| `(\w+)` \|", line)
+        if table and m:
+            out[table].append(m.group(1))
+    return out
+
+
+def test_schema_doc_matches_the_database() -> None:
+    doc = _documented(REPO / "docs" / "schema.md")
+    store = Store.memory()
+    real = {t: [c for c, _ in store.columns(t)] for t in store.table_names()}
+    assert sorted(doc) == sorted(real)
+    for t, cols in real.items():
+        assert doc[t] == cols, t
+
+
+def _context_doc() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cls = None
+    for line in (REPO / "docs" / "report-context.md").read_text().splitlines():
+        m = re.match(r"^### (\w+)$", line)
+        if m:
+            cls = m.group(1)
+            out[cls] = []
+            continue
+        m = re.match(r"^\| `(\w+)` \|", line)
+        if cls and m:
+            out[cls].append(m.group(1))
+    return out
+
+
+def test_report_contexts_match_their_documentation() -> None:
+    import postmortem.report.context as context
+    import postmortem.report.trends as trends
+
+    classes = {
+        name: obj
+        for mod in (context, trends)
+        for name, obj in vars(mod).items()
+        if dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__
+    }
+    doc = _context_doc()
+    assert sorted(doc) == sorted(classes)
+    for name, cls in classes.items():
+        assert doc[name] == [f.name for f in dataclasses.fields(cls)], name
+
+
+def test_templates_use_only_documented_fields() -> None:
+    doc = _context_doc()
+    fields = {f for fs in doc.values() for f in fs}
+    for tpl in (REPO / "templates").glob("*.j2"):
+        used = set(re.findall(r"\b(?:ctx|[a-z])\.([a-z_]+)\b", tpl.read_text()))
+        unknown = used - fields - {"items", "format"}
+        assert not unknown, (tpl.name, unknown)
