@@ -48,6 +48,7 @@ def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
     env.filters["url"] = _url
     env.filters["num"] = _num
     env.filters["dur"] = _duration
+    env.filters["offset"] = _offset
     return env
 
 
@@ -78,6 +79,17 @@ def _num(value: Any, digits: int = 0) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return str(value)
+
+
+def _offset(seconds: float) -> str:
+    """A clock offset: ``-0.00038`` → ``-0.38 ms``; ``7200`` → ``+7200.0 s (2.0 h)``."""
+    s = float(seconds)
+    if abs(s) < 1:
+        return f"{s * 1000:+.2f} ms"
+    text = f"{s:+.1f} s"
+    if abs(s) >= 3600:
+        text += f" ({s / 3600:+.1f} h)" if abs(s) < 86400 * 2 else f" ({s / 86400:+.2f} d)"
+    return text
 
 
 def _duration(seconds: float | None) -> str:
