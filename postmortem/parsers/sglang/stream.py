@@ -548,7 +548,7 @@ class SglangStream:
             return self._uvicorn(line_no, msg)
         if c == "L" and msg.startswith("Load weight "):
             return self._load_weight(line_no, msg)
-        if "KV Cache " in msg[:48]:
+        if "KV Cache " in msg[:48] or msg.startswith("Post-capture KV sizing"):
             return self._kv_alloc(line_no, msg)
         if c == "C" and msg.startswith("Capture "):
             return self._graph(line_no, msg)
