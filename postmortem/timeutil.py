@@ -373,12 +373,18 @@ def boot_relative(boot_ts: datetime, seconds: float) -> datetime:
 
 
 def pick_boot(
-    anchors: BootAnchors, boot_time: datetime | None, *, boot_id: str | None, host: str | None
+    anchors: BootAnchors,
+    boot_time: datetime | None,
+    *,
+    boot_id: str | None,
+    host: str | None,
+    not_after: datetime | None = None,
 ) -> datetime | None:
     """The boot time to add kernel (dmesg/kmsg) seconds to, best first: the anchor of that very
     boot id; else ``--boot-time``; else, when no boot id is known, the latest boot of the host
-    (of the only host known, when the source names none). A boot id without an anchor never
-    borrows another boot's.
+    (of the only host known, when the source names none) that started no later than
+    ``not_after`` (the file's mtime: a boot after the capture cannot be its boot). A boot id
+    without an anchor never borrows another boot's.
 
     >>> b1 = BootAnchor("b1", "h", datetime(2026, 1, 1, tzinfo=UTC), "journal")
     >>> b2 = BootAnchor("b2", "h", datetime(2026, 1, 5, tzinfo=UTC), "journal")
@@ -390,6 +396,8 @@ def pick_boot(
     >>> pick_boot(BootAnchors([b1, BootAnchor("b3", "g", b2.boot_ts, "journal")]), None,
     ...           boot_id=None, host=None) is None
     True
+    >>> pick_boot(a, None, boot_id=None, host="h", not_after=datetime(2026, 1, 3, tzinfo=UTC)).day
+    1
     """
     if boot_id:
         for a in anchors.anchors:
@@ -400,8 +408,12 @@ def pick_boot(
         return boot_time
     if host is None and len({a.host for a in anchors.anchors}) > 1:
         return None
-    anchor = anchors.find(host=host)
-    return anchor.boot_ts if anchor is not None else None
+    candidates = [
+        a
+        for a in anchors.anchors
+        if (host is None or a.host in (None, host)) and (not_after is None or a.boot_ts <= not_after)
+    ]
+    return max(a.boot_ts for a in candidates) if candidates else None
 
 
 # --------------------------------------------------------------------------- --since / --until

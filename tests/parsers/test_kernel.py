@@ -834,3 +834,17 @@ def test_fixtures_are_not_copies_of_real_samples() -> None:
     mine = [p for d in ("dmesg", "kmsg") for p in (DATA / d).iterdir() if not p.name.endswith(".jsonl")]
     assert mine
     assert not any(Path(p).read_bytes() in real for p in mine)
+
+
+def test_dmesg_file_never_takes_a_boot_that_started_after_the_file_was_written() -> None:
+    from postmortem.parsers.base import run_parser
+
+    anchors = BootAnchors(
+        [
+            BootAnchor("b1", "h", datetime(2026, 12, 1, tzinfo=UTC), "journal"),
+            BootAnchor("b2", "h", datetime(2026, 12, 9, tzinfo=UTC), "journal"),
+        ]
+    )
+    ctx = make_context(host="h", anchors=anchors, mtime="2026-12-02T00:00:00+00:00")
+    out, _ = run_parser(get_parser("dmesg"), "[   10.000000] x", ctx)  # type: ignore[arg-type]
+    assert messages(out)[0].ts == datetime(2026, 12, 1, 0, 0, 10, tzinfo=UTC)

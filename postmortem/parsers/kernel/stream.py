@@ -243,7 +243,9 @@ class KernelStream:
     # ------------------------------------------------------------------ helpers
     def _boot(self, key: tuple[str | None, str | None]) -> datetime | None:
         ctx = self.ctx
-        boot = self._boots[key] = pick_boot(ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1])
+        boot = self._boots[key] = pick_boot(
+            ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1], not_after=ctx.mtime
+        )
         return boot
 
     def _nvrm(
