@@ -378,8 +378,18 @@ def incidents(
     if not result.rows:
         typer.echo("No incidents (run 'postmortem build' after ingesting the logs).")
         return
-    keep = ["incident_id", "ts", "host", "unit", "cause", "victim_pid", "victim_comm", "victims",
-            "downtime_s", "recovery_unit"]
+    keep = [
+        "incident_id",
+        "ts",
+        "host",
+        "unit",
+        "cause",
+        "victim_pid",
+        "victim_comm",
+        "victims",
+        "downtime_s",
+        "recovery_unit",
+    ]
     idx = [result.columns.index(c) for c in keep]
     from .query import QueryResult
 
@@ -411,16 +421,41 @@ def timeline(
             raise PostmortemError(f"no incident {incident_id} (see 'postmortem incidents')")
         inc = rows[0]
         tl = memory_timeline(
-            store, kill_ts=inc["ts"], unit=inc["unit"], host=inc["host"],
-            window_s=parse_duration(window), after_s=parse_duration(after, allow_zero=True),
+            store,
+            kill_ts=inc["ts"],
+            unit=inc["unit"],
+            host=inc["host"],
+            window_s=parse_duration(window),
+            after_s=parse_duration(after, allow_zero=True),
         )
     finally:
         store.close()
     buckets = QueryResult(
-        ["bucket", "host_avail_mib", "gpu_used_mib_max", "gpu_used_mib_sum", "token_usage", "running_req",
-         "queue_req", "gen_throughput", "retractions"],
-        [(b.ts, b.host_avail_mib, b.gpu_used_mib_max, b.gpu_used_mib_sum, b.token_usage, b.running_req,
-          b.queue_req, b.gen_throughput, b.retractions) for b in tl.buckets],
+        [
+            "bucket",
+            "host_avail_mib",
+            "gpu_used_mib_max",
+            "gpu_used_mib_sum",
+            "token_usage",
+            "running_req",
+            "queue_req",
+            "gen_throughput",
+            "retractions",
+        ],
+        [
+            (
+                b.ts,
+                b.host_avail_mib,
+                b.gpu_used_mib_max,
+                b.gpu_used_mib_sum,
+                b.token_usage,
+                b.running_req,
+                b.queue_req,
+                b.gen_throughput,
+                b.retractions,
+            )
+            for b in tl.buckets
+        ],
     )
     events = QueryResult(
         ["ts", "origin", "unit", "kind", "message", "source_id", "line_no"],
@@ -439,7 +474,9 @@ def timeline(
         }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return
-    typer.echo(f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC ({inc['cause']})")
+    typer.echo(
+        f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC ({inc['cause']})"
+    )
     typer.echo(f"\nMemory signals, {tl.bucket_s:g} s buckets:")
     sys.stdout.write(format_table(buckets))
     typer.echo("\nEvents:")
@@ -455,7 +492,9 @@ def trends(
     out: Annotated[str, typer.Option("--out", help="Directory for trends.md and its plots.")] = "reports",
     db: DbOpt = None,
     tz: TzOpt = None,
-    templates: Annotated[str | None, typer.Option("--templates", help="Your template directory (trusted code).")] = None,
+    templates: Annotated[
+        str | None, typer.Option("--templates", help="Your template directory (trusted code).")
+    ] = None,
     wait: WaitOpt = 0.0,
 ) -> None:
     """OOM kills per unit per day and week, load-time trends, downtime per incident."""

@@ -141,8 +141,10 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> Inge
     for item in planned:
         if item.parser is None:
             empty = not item.head.data
-            reason = "empty file, nothing to ingest" if empty else (
-                "format not recognised (use --format NAME to force one)"
+            reason = (
+                "empty file, nothing to ingest"
+                if empty
+                else ("format not recognised (use --format NAME to force one)")
             )
             # a file named on the command line is an error; one found in a directory is skipped
             status = "error" if item.inp.explicit else "undetected"

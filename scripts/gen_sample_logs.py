@@ -870,7 +870,7 @@ def gpu_csv(start: datetime, end: datetime, step_s: int) -> str:
                 f"{ts.strftime('%Y/%m/%d %H:%M:%S')}.{ts.microsecond // 1000:03d}, {i}, {UUIDS[i]}, {BUS_IDS[i]}, "
                 f"NVIDIA H200, {GPU_TOTAL_MIB} MiB, {reserved} MiB, {used} MiB, {free} MiB, {util} %, "
                 f"{max(0, util - 30) if util else 0} %, {temp}, {power + rng.uniform(-3, 3):.2f} W, "
-                f"{'P0' if used else 'P0'}"
+                "P0"
             )
         t += timedelta(seconds=step_s)
     return "\n".join(lines) + "\n"

@@ -19,8 +19,12 @@ from postmortem.timeutil import get_zone
 T = datetime(2025, 5, 25, 20, 17, 19, 604211, tzinfo=UTC)
 
 
-def ev(kind: str, dt: float = 0.0, unit: str | None = "a.service", source: int = 1, line: int = 1, **raw: object) -> Evidence:
-    return Evidence(kind, T + timedelta(seconds=dt), source, line, str(raw.get("message", kind)), "h", unit, dict(raw))
+def ev(
+    kind: str, dt: float = 0.0, unit: str | None = "a.service", source: int = 1, line: int = 1, **raw: object
+) -> Evidence:
+    return Evidence(
+        kind, T + timedelta(seconds=dt), source, line, str(raw.get("message", kind)), "h", unit, dict(raw)
+    )
 
 
 # ----------------------------------------------------------------------------- classification
@@ -31,7 +35,17 @@ def ev(kind: str, dt: float = 0.0, unit: str | None = "a.service", source: int =
     [
         ([ev("oom_kill", killer="kernel", scope="global")], "host_oom"),
         ([ev("oom_kill", killer="kernel", scope="memcg", memcg_limit_kb=1 << 20)], "cgroup_oom"),
-        ([ev("oom_kill", killer="kernel", scope=None, message="Memory cgroup out of memory: Killed process 1 (x)")], "cgroup_oom"),
+        (
+            [
+                ev(
+                    "oom_kill",
+                    killer="kernel",
+                    scope=None,
+                    message="Memory cgroup out of memory: Killed process 1 (x)",
+                )
+            ],
+            "cgroup_oom",
+        ),
         ([ev("oom_kill", killer="systemd-oomd")], "oomd"),
         ([ev("oom_kill", killer="earlyoom")], "earlyoom"),
         ([ev("cuda_oom"), ev("unit_main_exited", 2, code="exited")], "gpu_oom"),
@@ -54,8 +68,26 @@ def test_host_ram_is_said_plainly() -> None:
 
 def test_same_kill_from_two_sources_is_one_incident_with_one_victim() -> None:
     items = [
-        ev("oom_kill", 0.0, source=1, line=134, killer="kernel", scope="memcg", pid=48213, comm="sglang::schedul"),
-        ev("oom_kill", 0.0004, source=2, line=5200, killer="kernel", scope="memcg", pid=48213, comm="sglang::schedul"),
+        ev(
+            "oom_kill",
+            0.0,
+            source=1,
+            line=134,
+            killer="kernel",
+            scope="memcg",
+            pid=48213,
+            comm="sglang::schedul",
+        ),
+        ev(
+            "oom_kill",
+            0.0004,
+            source=2,
+            line=5200,
+            killer="kernel",
+            scope="memcg",
+            pid=48213,
+            comm="sglang::schedul",
+        ),
         ev("unit_oom_killed", 0.002, source=2, line=5301),
         ev("unit_main_exited", 0.04, source=2, line=5365, code="killed"),
     ]
@@ -66,14 +98,20 @@ def test_same_kill_from_two_sources_is_one_incident_with_one_victim() -> None:
 
 
 def test_storm_is_one_incident_with_several_victims() -> None:
-    items = [ev("oom_kill", i * 0.5, line=i, killer="kernel", scope="global", pid=100 + i, comm=f"w{i}") for i in range(6)]
+    items = [
+        ev("oom_kill", i * 0.5, line=i, killer="kernel", scope="global", pid=100 + i, comm=f"w{i}")
+        for i in range(6)
+    ]
     (inc,) = build_incidents(items, [])
     assert len(inc.victims) == 6
     assert inc.victim is not None and inc.victim.pid == 100
 
 
 def test_kills_an_hour_apart_are_two_incidents_and_count_as_a_loop() -> None:
-    items = [ev("oom_kill", 0, killer="kernel", scope="memcg", pid=1), ev("oom_kill", 1800, killer="kernel", scope="memcg", pid=2)]
+    items = [
+        ev("oom_kill", 0, killer="kernel", scope="memcg", pid=1),
+        ev("oom_kill", 1800, killer="kernel", scope="memcg", pid=2),
+    ]
     incs = build_incidents(items, [])
     assert len(incs) == 2
     assert incs[1].kills_last_hour == 1
@@ -85,13 +123,19 @@ def test_other_units_do_not_merge() -> None:
 
 
 def test_unitless_kernel_kill_joins_the_units_death() -> None:
-    items = [ev("oom_kill", 0, unit=None, killer="kernel", scope="global", pid=7), ev("unit_main_exited", 0.3, code="killed")]
+    items = [
+        ev("oom_kill", 0, unit=None, killer="kernel", scope="global", pid=7),
+        ev("unit_main_exited", 0.3, code="killed"),
+    ]
     (inc,) = build_incidents(items, [])
     assert inc.unit == "a.service" and inc.cause == "host_oom"
 
 
 def test_skewed_source_merges_after_offset() -> None:
-    items = [ev("oom_kill", 0, source=1, killer="kernel", scope="memcg", pid=1), ev("unit_main_exited", 7200.1, source=2, code="killed")]
+    items = [
+        ev("oom_kill", 0, source=1, killer="kernel", scope="memcg", pid=1),
+        ev("unit_main_exited", 7200.1, source=2, code="killed"),
+    ]
     assert len(build_incidents(items, [])) == 2
     (inc,) = build_incidents(items, [], {2: 7200.0})
     assert inc.cause == "cgroup_oom"
@@ -102,15 +146,26 @@ def test_skewed_source_merges_after_offset() -> None:
 
 def load(unit: str, start: float, ready: float | None, spec: str | None = None, **kw: object) -> Load:
     return Load(
-        load_id=int(start) + 1, host="h", unit=unit, start_ts=T + timedelta(seconds=start),
+        load_id=int(start) + 1,
+        host="h",
+        unit=unit,
+        start_ts=T + timedelta(seconds=start),
         ready_ts=T + timedelta(seconds=ready) if ready is not None else None,
-        load_s=(ready - start) if ready is not None else None, outcome="ready" if ready is not None else "killed",
-        model_path="/m", speculative_algorithm=spec, port=30000, **kw,  # type: ignore[arg-type]
+        load_s=(ready - start) if ready is not None else None,
+        outcome="ready" if ready is not None else "killed",
+        model_path="/m",
+        speculative_algorithm=spec,
+        port=30000,
+        **kw,  # type: ignore[arg-type]
     )
 
 
 def test_fallback_to_autoregressive_sibling() -> None:
-    loads = [load("a.service", -4000, -3300, "EAGLE3"), load("a.service", 60, None, "EAGLE3"), load("b.service", 162, 732)]
+    loads = [
+        load("a.service", -4000, -3300, "EAGLE3"),
+        load("a.service", 60, None, "EAGLE3"),
+        load("b.service", 162, 732),
+    ]
     (inc,) = build_incidents([ev("oom_kill", killer="kernel", scope="memcg", pid=1)], loads)
     assert inc.fallback_unit == "b.service"
     assert inc.recovery_load is not None and inc.recovery_load.load_s == 570
@@ -125,7 +180,9 @@ def test_restart_of_the_same_unit_is_recovery_not_fallback() -> None:
 
 
 def test_no_recovery() -> None:
-    (inc,) = build_incidents([ev("oom_kill", killer="kernel", scope="memcg", pid=1)], [load("a.service", -4000, -3300)])
+    (inc,) = build_incidents(
+        [ev("oom_kill", killer="kernel", scope="memcg", pid=1)], [load("a.service", -4000, -3300)]
+    )
     assert inc.recovered_ts is None and inc.downtime_s is None
 
 
@@ -134,8 +191,14 @@ def test_no_recovery() -> None:
 
 def test_zone_sized_offset_from_unit_start_pairs() -> None:
     rows = [
-        {"source_id": 5, "line_no": n, "sglang_ts": T + timedelta(hours=2, seconds=2 + n), "reference_source_id": 1,
-         "unit_ts": T + timedelta(seconds=n), "unit": "a.service"}
+        {
+            "source_id": 5,
+            "line_no": n,
+            "sglang_ts": T + timedelta(hours=2, seconds=2 + n),
+            "reference_source_id": 1,
+            "unit_ts": T + timedelta(seconds=n),
+            "unit": "a.service",
+        }
         for n in range(3)
     ]
     (off,) = start_pair_offsets(rows, {1: "journal-export", 5: "sglang"}, set())
@@ -183,7 +246,9 @@ def test_several_sources_with_skewed_clocks_merge(tmp_path: Path) -> None:
     ingest_paths(store, [str(tmp_path / "journal.txt")], IngestOptions(zone=utc, strict=True))
     ingest_paths(store, [str(tmp_path / "a.log")], IngestOptions(zone=utc, strict=True, unit="a.service"))
     wrong_boot = T - timedelta(seconds=100) + timedelta(seconds=42)
-    ingest_paths(store, [str(tmp_path / "dmesg.txt")], IngestOptions(zone=utc, strict=True, boot_time=wrong_boot))
+    ingest_paths(
+        store, [str(tmp_path / "dmesg.txt")], IngestOptions(zone=utc, strict=True, boot_time=wrong_boot)
+    )
     result = rebuild(store)
     offsets = {o.source_id: round(o.offset_s) for o in result.offsets.values()}
     store.close()
@@ -211,7 +276,9 @@ def test_real_journal_in_every_rendering_is_one_incident(tmp_path: Path) -> None
     assert len(result.incidents) == 1
     inc = result.incidents[0]
     assert (inc.unit, inc.cause, inc.host) == ("sglang-qwen.service", "cgroup_oom", "gpu-node-7")
-    assert inc.ts is not None and inc.ts.replace(microsecond=0) == datetime(2025, 3, 14, 11, 42, 5, tzinfo=UTC)
+    assert inc.ts is not None and inc.ts.replace(microsecond=0) == datetime(
+        2025, 3, 14, 11, 42, 5, tzinfo=UTC
+    )
     assert [v.pid for v in inc.victims] == [2383]
     assert inc.restart_count == 1
     assert inc.recovery_unit == "sglang-qwen.service" and inc.fallback_unit is None

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import REPO
+
 from postmortem.cli import app
 from postmortem.store.db import Store
 
@@ -56,12 +56,27 @@ def test_missing_path(cli: Any, tmp_path: Path) -> None:
 def test_unknown_zone_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
     r = cli("ingest", DMESG, "--tz", "Mars/Olympus", "--db", tmp_path / "pm.duckdb")
     assert r.code == 2
-    assert r.err == "Error: unknown time zone 'Mars/Olympus' (use an IANA name such as UTC or Europe/Berlin)\n"
+    assert (
+        r.err == "Error: unknown time zone 'Mars/Olympus' (use an IANA name such as UTC or Europe/Berlin)\n"
+    )
 
 
 def test_since_after_until(cli: Any, tmp_path: Path) -> None:
-    r = cli("build", "--since", "2025-05-26", "--until", "2025-05-25", "--logs", DMESG,
-            "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "r", "--tz", "UTC")
+    r = cli(
+        "build",
+        "--since",
+        "2025-05-26",
+        "--until",
+        "2025-05-25",
+        "--logs",
+        DMESG,
+        "--db",
+        tmp_path / "pm.duckdb",
+        "--out",
+        tmp_path / "r",
+        "--tz",
+        "UTC",
+    )
     assert r.code == 2
     assert r.err.startswith("Error: --since (2025-05-26T00:00:00+00:00) is after --until")
 
@@ -97,7 +112,10 @@ def test_directory_without_logs(cli: Any, tmp_path: Path) -> None:
     (d / "notes.txt").write_text("hello\nworld\n")
     r = cli("ingest", d, "--db", tmp_path / "pm.duckdb")
     assert r.code == 1
-    assert r.err == f"Error: {d}: no recognisable logs in this directory (see 'postmortem formats', or force one with --format NAME)\n"
+    assert (
+        r.err
+        == f"Error: {d}: no recognisable logs in this directory (see 'postmortem formats', or force one with --format NAME)\n"
+    )
 
 
 def test_truncated_gzip_keeps_what_was_read(cli: Any, tmp_path: Path) -> None:
@@ -144,7 +162,14 @@ def test_query_is_read_only(cli: Any, tmp_path: Path) -> None:
 def test_query_json_has_utc_iso_timestamps(cli: Any, tmp_path: Path) -> None:
     db = tmp_path / "pm.duckdb"
     cli("ingest", DMESG, "--db", db, "--boot-time", "2025-05-20T06:12:31.402117Z")
-    r = cli("query", "SELECT victim_pid, ts FROM oom_kills ORDER BY line_no LIMIT 1", "--db", db, "--format", "json")
+    r = cli(
+        "query",
+        "SELECT victim_pid, ts FROM oom_kills ORDER BY line_no LIMIT 1",
+        "--db",
+        db,
+        "--format",
+        "json",
+    )
     assert r.code == 0, r
     assert json.loads(r.out) == [{"victim_pid": 48213, "ts": "2025-05-25T20:17:19.604211Z"}]
 
@@ -159,7 +184,10 @@ def test_query_csv(cli: Any, tmp_path: Path) -> None:
 def test_query_without_store(cli: Any, tmp_path: Path) -> None:
     r = cli("query", "SELECT 1", "--db", tmp_path / "none.duckdb")
     assert r.code == 1
-    assert r.err == f"Error: {tmp_path / 'none.duckdb'}: no such database (run 'postmortem ingest' or 'build' first)\n"
+    assert (
+        r.err
+        == f"Error: {tmp_path / 'none.duckdb'}: no such database (run 'postmortem ingest' or 'build' first)\n"
+    )
 
 
 def test_store_from_a_newer_version(cli: Any, tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO
+
 from postmortem.parsers import PARSER_MODULES, DuplicateParserError, all_parsers, register
 from postmortem.parsers.base import Parser
 from postmortem.records import RECORD_TYPES, field_names

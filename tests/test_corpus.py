@@ -37,6 +37,6 @@ def test_real_sample_ingests(path: Path, tmp_path: Path, cli: Any) -> None:
     )
     store.close()
     assert len(rows) == 1, "file not recognised"
-    fmt, lines, parsed, ignored, unparsed, notes = rows[0]
+    _fmt, lines, parsed, ignored, unparsed, notes = rows[0]
     assert lines == parsed + ignored + unparsed, notes
     assert lines > 0

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from postmortem.build import BuildOptions, build
 from postmortem.ingest import IngestOptions
 from postmortem.store.db import Store
@@ -76,8 +76,16 @@ def test_recommendations_supported_by_the_evidence(built: tuple[Path, object]) -
     store = Store.open_readonly(tmp / "pm.duckdb")
     rules = {r[0]: r[1] for r in store.fetchall("SELECT rule, detail FROM recommendations")}
     store.close()
-    assert {"host_ram_not_gpu", "bound_queue", "fallback_autoregressive", "unit_memory_limits",
-            "restart_policy", "reset_failed", "verify_gpu_freed", "health_check_backoff"} <= set(rules)
+    assert {
+        "host_ram_not_gpu",
+        "bound_queue",
+        "fallback_autoregressive",
+        "unit_memory_limits",
+        "restart_policy",
+        "reset_failed",
+        "verify_gpu_freed",
+        "health_check_backoff",
+    } <= set(rules)
     # a host-RAM OOM must not be answered with GPU settings
     assert "speculative_gpu_settings" not in rules
     assert "570 s" in rules["fallback_autoregressive"]
@@ -90,12 +98,28 @@ def test_report_states_the_story(built: tuple[Path, object]) -> None:
     reports = result.reports  # type: ignore[attr-defined]
     assert [p.name for p in reports] == ["dflash-train-20250525T201719Z-sglang-k26-eagle3.service.md"]
     text = reports[0].read_text()
-    for needle in ("20:17:19", "sglang-k26-eagle3.service", "48213", "cgroup", "sglang-k26.service",
-                   "570 s", "host RAM ran out, not GPU memory"):
+    for needle in (
+        "20:17:19",
+        "sglang-k26-eagle3.service",
+        "48213",
+        "cgroup",
+        "sglang-k26.service",
+        "570 s",
+        "host RAM ran out, not GPU memory",
+    ):
         assert needle in text, needle
     sections = [m.group(1) for m in re.finditer(r"^## (.+)$", text, flags=re.M)]
-    assert sections == ["Summary", "Impact", "Timeline", "Root cause and evidence", "Memory pressure",
-                        "Service loads", "Recommendations", "Action items", "Data coverage"]
+    assert sections == [
+        "Summary",
+        "Impact",
+        "Timeline",
+        "Root cause and evidence",
+        "Memory pressure",
+        "Service loads",
+        "Recommendations",
+        "Action items",
+        "Data coverage",
+    ]
     index = (tmp / "reports" / "index.md").read_text()
     assert reports[0].name in index
 
@@ -128,9 +152,13 @@ def test_rebuild_is_idempotent_and_deterministic(built: tuple[Path, object], tmp
     counts = {t: store.count(t) for t in store.table_names()}
     store.close()
     opts = BuildOptions(
-        db=str(tmp / "pm.duckdb"), logs=[str(SAMPLE)], out=tmp_path / "again",
-        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC), zone=get_zone("UTC"),
-        ingest=IngestOptions(zone=get_zone("UTC"), strict=True), now=datetime(2030, 1, 1, tzinfo=UTC),
+        db=str(tmp / "pm.duckdb"),
+        logs=[str(SAMPLE)],
+        out=tmp_path / "again",
+        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
+        zone=get_zone("UTC"),
+        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
+        now=datetime(2030, 1, 1, tzinfo=UTC),
     )
     second = build(opts)
     assert all(f.status in ("unchanged", "undetected") for f in second.ingest.files)

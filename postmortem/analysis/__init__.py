@@ -77,25 +77,38 @@ def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Loa
         if not off:
             return ld
         delta = timedelta(seconds=off)
-        return Load(**{
-            **ld.__dict__,
-            "start_ts": ld.start_ts - delta if ld.start_ts else None,
-            "ready_ts": ld.ready_ts - delta if ld.ready_ts else None,
-        })
+        return Load(
+            **{
+                **ld.__dict__,
+                "start_ts": ld.start_ts - delta if ld.start_ts else None,
+                "ready_ts": ld.ready_ts - delta if ld.ready_ts else None,
+            }
+        )
 
     def richness(ld: Load) -> tuple[int, int, int]:
         phases = sum(
             getattr(ld, a) is not None
             for a in ("weight_load_s", "kv_alloc_s", "cuda_graph_s", "draft_weight_load_s", "ready_ts")
         )
-        return (int(ld.start_source == "systemd_starting" or ld.start_source == "systemd"), phases, -ld.load_id)
+        return (
+            int(ld.start_source == "systemd_starting" or ld.start_source == "systemd"),
+            phases,
+            -ld.load_id,
+        )
 
     kept: list[Load] = []
     dropped: list[int] = []
-    for ld in sorted((shifted(x) for x in loads), key=lambda x: (x.unit or "", x.start_ts is None, x.start_ts)):
+    for ld in sorted(
+        (shifted(x) for x in loads), key=lambda x: (x.unit or "", x.start_ts is None, x.start_ts)
+    ):
         twin = None
         for k in kept:
-            if k.unit == ld.unit and k.start_ts and ld.start_ts and abs((k.start_ts - ld.start_ts).total_seconds()) <= 60:
+            if (
+                k.unit == ld.unit
+                and k.start_ts
+                and ld.start_ts
+                and abs((k.start_ts - ld.start_ts).total_seconds()) <= 60
+            ):
                 twin = k
                 break
         if twin is None:
@@ -146,9 +159,7 @@ def rebuild(
         for inc in incidents:
             if inc.ts is None:
                 continue
-            facts = gather(
-                store, inc, window_s=window_s, all_loads=stats, offsets=list(offsets.values())
-            )
+            facts = gather(store, inc, window_s=window_s, all_loads=stats, offsets=list(offsets.values()))
             result.facts[inc.incident_id] = facts
             result.recommendations[inc.incident_id] = recommend(facts)
             inc.summary = summarise(facts, zone)

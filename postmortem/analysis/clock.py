@@ -39,9 +39,7 @@ def reference_formats(formats: dict[int, str], exactness: Iterable[dict[str, Any
     return out
 
 
-def message_pair_offsets(
-    rows: Iterable[dict[str, Any]], formats: dict[int, str]
-) -> list[ClockOffset]:
+def message_pair_offsets(rows: Iterable[dict[str, Any]], formats: dict[int, str]) -> list[ClockOffset]:
     """Offsets from identical messages (rows of ``kernel_message_pairs.sql`` and the like)."""
     out: list[ClockOffset] = []
     for r in rows:
@@ -79,7 +77,9 @@ def describe_offset(offset_s: float) -> str | None:
             return f"off by {round(days)} d: {hint}"
     hours = offset_s / 3600
     if abs(hours) >= 0.25 and abs(offset_s - round(offset_s / ZONE_STEP_S) * ZONE_STEP_S) < 120:
-        return f"off by {hours:+.0f} h: a zone-less rendering was read in the wrong zone (pass --tz)".replace("+", "")
+        return f"off by {hours:+.0f} h: a zone-less rendering was read in the wrong zone (pass --tz)".replace(
+            "+", ""
+        )
     if abs(offset_s) >= 2:
         return f"clock {offset_s:+.1f} s from the journal's"
     return None
@@ -149,9 +149,11 @@ def merge_offsets(*groups: Iterable[ClockOffset]) -> dict[int, ClockOffset]:
     for group in groups:
         for off in group:
             have = out.get(off.source_id)
-            if have is None or (have.method != "same messages" and off.method == "same messages"):
-                out[off.source_id] = off
-            elif have.method == off.method == "same messages" and off.pairs > have.pairs:
+            if (
+                have is None
+                or (have.method != "same messages" and off.method == "same messages")
+                or (have.method == off.method == "same messages" and off.pairs > have.pairs)
+            ):
                 out[off.source_id] = off
     return out
 

@@ -161,7 +161,9 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
         # after the next load starts, memory rises again: only look until then (and ≥ 15 s)
         look = max(15.0, min(look, (inc.recovery_load.start_ts - inc.ts).total_seconds() + 10))
     rows = run_named_dicts(
-        store, "gpu_after_kill", {"host": inc.host, "kill": inc.ts, "after_s": look, "freed_mib": GPU_FREED_MIB}
+        store,
+        "gpu_after_kill",
+        {"host": inc.host, "kill": inc.ts, "after_s": look, "freed_mib": GPU_FREED_MIB},
     )
     for r in rows:
         before, after = r["before_mib"], r["min_after_mib"]
@@ -192,9 +194,7 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     if gpu:
         facts.gpu_used_start_mib = gpu[0].gpu_used_mib_max
         facts.gpu_used_end_mib = gpu[-1].gpu_used_mib_max
-        totals = [
-            b.gpu_total_mib_sum / b.gpus for b in gpu if b.gpu_total_mib_sum and b.gpus
-        ]
+        totals = [b.gpu_total_mib_sum / b.gpus for b in gpu if b.gpu_total_mib_sum and b.gpus]
         facts.gpu_total_mib = max(totals) if totals else None
     kill = facts.timeline.kill_ts
     host = [(t, a, tot) for t, a, tot in facts.timeline.host_points if t <= kill]

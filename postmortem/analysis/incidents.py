@@ -211,12 +211,11 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
                 "may use ran out of host RAM — not GPU memory",
             )
         return (
-            "host_oom" if scope == "global" else "host_oom",
+            "host_oom",
             conf if scope == "global" else 0.75,
             "kernel",
             scope,
-            "the kernel OOM killer fired for the whole machine: host RAM (and swap) ran out — "
-            "not GPU memory",
+            "the kernel OOM killer fired for the whole machine: host RAM (and swap) ran out — not GPU memory",
         )
     if oomd:
         return (

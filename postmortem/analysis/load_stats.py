@@ -10,7 +10,14 @@ from statistics import median
 
 from .model import Load
 
-PHASES = ("load_s", "weight_load_s", "draft_weight_load_s", "kv_alloc_s", "cuda_graph_s", "draft_cuda_graph_s")
+PHASES = (
+    "load_s",
+    "weight_load_s",
+    "draft_weight_load_s",
+    "kv_alloc_s",
+    "cuda_graph_s",
+    "draft_cuda_graph_s",
+)
 REGRESSION_RATIO = 1.5
 REGRESSION_MIN_S = 60.0
 

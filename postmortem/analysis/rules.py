@@ -9,6 +9,8 @@ behaviour was not observed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from itertools import pairwise
 from statistics import median
 
 from .facts import IncidentFacts
@@ -372,9 +374,10 @@ def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
     if len(polls) < 2:
         return None
     path = str(polls[0]["path"])
-    gaps = [(b["ts"] - a["ts"]).total_seconds() for a, b in zip(polls, polls[1:], strict=False)]  # type: ignore[operator]
-    interval = median(gaps)
-    not_ready = sum(1 for p in polls if p["status"] and int(p["status"]) >= 500)  # type: ignore[call-overload]
+    times = [p["ts"] for p in polls if isinstance(p["ts"], datetime)]
+    gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
+    interval = median(gaps) if gaps else 0.0
+    not_ready = sum(1 for p in polls if int(str(p["status"] or 0)) >= 500)
     load = f.incident.recovery_load
     return Recommendation(
         "health_check_backoff",

@@ -103,9 +103,7 @@ def memory_timeline(
         if total is not None:
             b.gpu_total_mib_sum = (b.gpu_total_mib_sum or 0) + total
         label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
-        tl.per_gpu.setdefault(label, []).append(
-            (r["bucket"], float(used or 0), float(total or 0))
-        )
+        tl.per_gpu.setdefault(label, []).append((r["bucket"], float(used or 0), float(total or 0)))
     if unit is not None:
         pu = {**p, "unit": unit}
         for r in run_named_dicts(store, "timeline_batches", pu):
@@ -130,8 +128,13 @@ def memory_timeline(
     for r in run_named_dicts(store, "timeline_events", {"host": host, "from": start, "to": end}):
         tl.events.append(
             TimelineEvent(
-                r["ts"], r["origin"], r["unit"], r["kind"], str(r["message"] or ""),
-                int(r["source_id"]), int(r["line_no"]),
+                r["ts"],
+                r["origin"],
+                r["unit"],
+                r["kind"],
+                str(r["message"] or ""),
+                int(r["source_id"]),
+                int(r["line_no"]),
             )
         )
     tl.events = dedupe_events(tl.events)
@@ -155,7 +158,9 @@ def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:
     out: list[TimelineEvent] = []
     seen: dict[tuple[str, str, str], datetime] = {}
     # the copy that names its unit wins (journal -o cat and bare logs do not)
-    for ev in sorted(events, key=lambda e: (e.ts.replace(microsecond=0), e.unit is None, e.ts, e.source_id, e.line_no)):
+    for ev in sorted(
+        events, key=lambda e: (e.ts.replace(microsecond=0), e.unit is None, e.ts, e.source_id, e.line_no)
+    ):
         key = (ev.origin, ev.kind, _norm(ev.message))
         last = seen.get(key)
         if last is not None and abs((ev.ts - last).total_seconds()) <= 2:
@@ -188,6 +193,10 @@ def find_gaps(coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float
         silent = (kill_ts - last).total_seconds()
         if silent > max(3 * interval, 60.0):
             gaps.append(
-                Gap(series, f"last sample {silent:.0f} s before the kill (usual interval {interval:.0f} s)", last)
+                Gap(
+                    series,
+                    f"last sample {silent:.0f} s before the kill (usual interval {interval:.0f} s)",
+                    last,
+                )
             )
     return gaps

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis import Analysis
+from ..analysis.model import Load
 from ..analysis.summary import human
 from ..store.db import Store
 from ..timeutil import UTC
@@ -88,8 +89,10 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
             continue
         facts = analysis.facts[inc.incident_id]
         stem = report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
-        fig = memory_figure(facts, out / f"{stem}-memory.png", zone, title=f"{inc.unit} — {utc_text(inc.ts)} UTC")
-        loads = []
+        fig = memory_figure(
+            facts, out / f"{stem}-memory.png", zone, title=f"{inc.unit} — {utc_text(inc.ts)} UTC"
+        )
+        loads: list[Load] = []
         for st in (facts.unit_loads, facts.recovery_loads):
             if st is not None:
                 loads.extend(ld for ld in st.loads if ld not in loads)
@@ -110,7 +113,9 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
         )
         if options.report_format == "json":
             path = out / f"{stem}.json"
-            path.write_text(json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            path.write_text(
+                json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
         else:
             path = out / f"{stem}.md"
             path.write_text(render("incident.md.j2", ctx, options.templates), encoding="utf-8")
@@ -147,7 +152,9 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     )
     if options.report_format == "json":
         written.index = out / "index.json"
-        written.index.write_text(json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.index.write_text(
+            json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     else:
         written.index = out / "index.md"
         written.index.write_text(render("index.md.j2", index, options.templates), encoding="utf-8")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
@@ -353,11 +353,19 @@ def timeline_rows(
 
     killed = inc.killed_load
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
-        add(killed.start_ts, "systemd" if killed.start_source == "systemd" else "sglang",
-            f"{killed.unit} started (this instance)", sources.cite(killed.source_id, killed.start_line_no))
+        add(
+            killed.start_ts,
+            "systemd" if killed.start_source == "systemd" else "sglang",
+            f"{killed.unit} started (this instance)",
+            sources.cite(killed.source_id, killed.start_line_no),
+        )
         if killed.ready_ts is not None and killed.ready_ts < tl.start:
-            add(killed.ready_ts, "sglang", f"{killed.unit} ready after {human(killed.load_s)}",
-                sources.cite(killed.source_id, killed.ready_line_no))
+            add(
+                killed.ready_ts,
+                "sglang",
+                f"{killed.unit} ready after {human(killed.load_s)}",
+                sources.cite(killed.source_id, killed.ready_line_no),
+            )
     kills_seen = 0
     retract_first = None
     retract_n = 0
@@ -368,7 +376,11 @@ def timeline_rows(
             continue
         if ev.origin == "sglang" and ev.kind in _SKIP_SGLANG:
             continue
-        if ev.origin == "sglang" and ev.kind in ("load_weight_begin", "load_weight_end", "kv_cache_allocated"):
+        if ev.origin == "sglang" and ev.kind in (
+            "load_weight_begin",
+            "load_weight_end",
+            "kv_cache_allocated",
+        ):
             key = (ev.unit, ev.kind, ev.message[:40])
             if key in seen_kinds:
                 continue
@@ -381,34 +393,57 @@ def timeline_rows(
             retract_n += 1
             retract_first = retract_first or ev
             continue
-        add(ev.ts, ev.origin, _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
-            sources.cite(ev.source_id, ev.line_no))
+        add(
+            ev.ts,
+            ev.origin,
+            _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
+            sources.cite(ev.source_id, ev.line_no),
+        )
     if kills_seen > 1:
         first = min((ts for ts, r in rows if r.origin == "kernel"), default=tl.kill_ts)
-        add(first + timedelta(microseconds=1), "kernel",
+        add(
+            first + timedelta(microseconds=1),
+            "kernel",
             f"… and {len(inc.victims) - 1} more processes of {inc.unit} killed in the same record",
-            "")
+            "",
+        )
     if facts.retractions and facts.timeline.buckets:
         firsts = [b for b in facts.timeline.before_kill() if b.retractions]
         if firsts:
-            add(firsts[0].ts, "sglang",
-                f"{inc.unit}: KV cache pool full — {facts.retractions} retractions before the kill", "")
+            add(
+                firsts[0].ts,
+                "sglang",
+                f"{inc.unit}: KV cache pool full — {facts.retractions} retractions before the kill",
+                "",
+            )
     lb = facts.last_batch
     if lb is not None:
         parts = [f"running {lb['running_req']}", f"queued {lb['queue_req']}"]
         if lb.get("token_usage") is not None:
             parts.append(f"KV usage {lb['token_usage']:.2f}")
-        add(lb["ts"], "sglang", f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
-            sources.cite(lb["source_id"], lb["line_no"]))
+        add(
+            lb["ts"],
+            "sglang",
+            f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
+            sources.cite(lb["source_id"], lb["line_no"]),
+        )
     freed = [g for g in facts.gpu_release if g.freed and g.freed_after_s is not None]
     if freed and inc.ts is not None and len(freed) == len(facts.gpu_release):
         worst = max(g.freed_after_s or 0 for g in freed)
-        add(inc.ts + timedelta(seconds=worst), "gpu",
-            f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)", "")
+        add(
+            inc.ts + timedelta(seconds=worst),
+            "gpu",
+            f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)",
+            "",
+        )
     rec = inc.recovery_load
     if rec is not None and rec.ready_ts is not None:
-        add(rec.ready_ts, "sglang", f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
-            sources.cite(rec.source_id, rec.ready_line_no))
+        add(
+            rec.ready_ts,
+            "sglang",
+            f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
+            sources.cite(rec.source_id, rec.ready_line_no),
+        )
     rows.sort(key=lambda p: p[0])
     out: list[TimelineRow] = []
     for _, r in rows:
@@ -428,10 +463,21 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
         last = int(oom["line_no"])
         lines = run_named_dicts(store, "record_lines", {"source_id": sid, "first": first, "last": last + 1})
         picked = [
-            r for r in lines
-            if any(k in str(r["message"]) for k in ("invoked oom-killer", "memory: usage", "oom-kill:",
-                                                     "Killed process", "Mem-Info", "Free swap",
-                                                     "are going to be killed", "Task in "))
+            r
+            for r in lines
+            if any(
+                k in str(r["message"])
+                for k in (
+                    "invoked oom-killer",
+                    "memory: usage",
+                    "oom-kill:",
+                    "Killed process",
+                    "Mem-Info",
+                    "Free swap",
+                    "are going to be killed",
+                    "Task in ",
+                )
+            )
         ]
         text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
         if text:
@@ -447,11 +493,18 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
     elif facts.last_batch is not None:
         lb = facts.last_batch
         rows = run_named_dicts(
-            store, "record_lines", {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]}
+            store,
+            "record_lines",
+            {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]},
         )
         if rows:
-            quotes.append(Quote("SGLang's last words", sources.cite(lb["source_id"], lb["line_no"]),
-                                clean(str(rows[0]["message"]))))
+            quotes.append(
+                Quote(
+                    "SGLang's last words",
+                    sources.cite(lb["source_id"], lb["line_no"]),
+                    clean(str(rows[0]["message"])),
+                )
+            )
     return quotes
 
 
@@ -520,7 +573,9 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         )
     v = inc.victim
     if v is not None and v.anon_rss_kb:
-        out.append(f"The chosen victim {v.comm} (pid {v.pid}) held {_gib(v.anon_rss_kb)} GiB of anonymous memory.")
+        out.append(
+            f"The chosen victim {v.comm} (pid {v.pid}) held {_gib(v.anon_rss_kb)} GiB of anonymous memory."
+        )
     return out
 
 
@@ -561,9 +616,19 @@ def _load_summary(st: LoadStats) -> LoadSummary:
 
 
 _CONFIG_KEYS = (
-    "model_path", "tp_size", "mem_fraction_static", "speculative_algorithm", "speculative_draft_model_path",
-    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "cuda_graph_max_bs",
-    "max_running_requests", "context_length", "chunked_prefill_size", "port",
+    "model_path",
+    "tp_size",
+    "mem_fraction_static",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "context_length",
+    "chunked_prefill_size",
+    "port",
 )
 
 
@@ -683,7 +748,13 @@ def incident_report(
         impact=impact,
         timeline=timeline_rows(facts, sources, zone, clean, analysis.loads),
         victims=[
-            VictimRow(v.pid, clean(v.comm or "?"), _gib(v.anon_rss_kb), v.chosen, sources.cite(v.source_id, v.line_no))
+            VictimRow(
+                v.pid,
+                clean(v.comm or "?"),
+                _gib(v.anon_rss_kb),
+                v.chosen,
+                sources.cite(v.source_id, v.line_no),
+            )
             for v in inc.victims
         ],
         consumers=[
@@ -715,7 +786,9 @@ def incident_report(
             for o in facts.offsets
         ],
         parse_issue_reasons=[
-            IssueReasonRow(clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"]))
+            IssueReasonRow(
+                clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
+            )
             for r in reasons
         ],
     )

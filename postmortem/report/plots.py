@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
 
-from ..analysis.facts import IncidentFacts  # noqa: E402
-from ..analysis.model import Load  # noqa: E402
-from ..timeutil import UTC  # noqa: E402
+from ..analysis.facts import IncidentFacts
+from ..analysis.model import Load
+from ..timeutil import UTC
 
 KILL_COLOR = "#c62828"
 READY_COLOR = "#2e7d32"
@@ -25,12 +26,12 @@ GIB = 1024.0
 def _mark(ax: object, ts: datetime | None, color: str, label: str | None, zone: tzinfo) -> None:
     if ts is None:
         return
-    x = mdates.date2num(ts.astimezone(zone).replace(tzinfo=None))
+    x = mdates.date2num(ts.astimezone(zone).replace(tzinfo=None))  # type: ignore[no-untyped-call]
     ax.axvline(x, color=color, linewidth=1.6, linestyle="-" if color == KILL_COLOR else "--", label=label)  # type: ignore[attr-defined]
 
 
 def _x(ts: datetime, zone: tzinfo) -> float:
-    return float(mdates.date2num(ts.astimezone(zone).replace(tzinfo=None)))
+    return float(mdates.date2num(ts.astimezone(zone).replace(tzinfo=None)))  # type: ignore[no-untyped-call]
 
 
 def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: str = "") -> Path | None:
@@ -43,32 +44,50 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
     panels = [p for p, ok in (("host", have_host), ("gpu", have_gpu), ("kv", have_kv)) if ok]
     if not panels:
         return None
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(10, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False
+    )
     axs = [a[0] for a in axes]
     zname = getattr(zone, "key", "UTC")
     for ax, panel in zip(axs, panels, strict=True):
         if panel == "host":
             if tl.host_points:
                 xs = [_x(t, zone) for t, _, _ in tl.host_points]
-                ax.plot(xs, [(tot - a) / GIB for _, a, tot in tl.host_points], color="#1565c0",
-                        label="host RAM in use (earlyoom: total − available)")
+                ax.plot(
+                    xs,
+                    [(tot - a) / GIB for _, a, tot in tl.host_points],
+                    color="#1565c0",
+                    label="host RAM in use (earlyoom: total − available)",
+                )
                 tot = max(t for _, _, t in tl.host_points)
                 ax.axhline(tot / GIB, color="#555555", linestyle=":", linewidth=1, label="host RAM total")
             if inc.memcg_usage_kb is not None and inc.ts is not None:
                 used = inc.memcg_usage_kb / 1024 / 1024
                 lim = (inc.memcg_limit_kb or 0) / 1024 / 1024
                 if lim:
-                    ax.axhline(lim, color=KILL_COLOR, linestyle="--", linewidth=1,
-                               label=f"unit memory limit {lim:,.0f} GiB")
-                ax.scatter([_x(inc.ts, zone)], [used], color=KILL_COLOR, zorder=5,
-                           label=f"unit cgroup at the kill: {used:,.0f} GiB")
+                    ax.axhline(
+                        lim,
+                        color=KILL_COLOR,
+                        linestyle="--",
+                        linewidth=1,
+                        label=f"unit memory limit {lim:,.0f} GiB",
+                    )
+                ax.scatter(
+                    [_x(inc.ts, zone)],
+                    [used],
+                    color=KILL_COLOR,
+                    zorder=5,
+                    label=f"unit cgroup at the kill: {used:,.0f} GiB",
+                )
             ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
             ax.set_title("Host memory", loc="left", fontsize=10)
         elif panel == "gpu":
             for label in sorted(tl.per_gpu, key=_gpu_sort):
                 pts = tl.per_gpu[label]
-                ax.plot([_x(t, zone) for t, _, _ in pts], [u / GIB for _, u, _ in pts], linewidth=1, label=label)
+                ax.plot(
+                    [_x(t, zone) for t, _, _ in pts], [u / GIB for _, u, _ in pts], linewidth=1, label=label
+                )
             totals = [tot for pts in tl.per_gpu.values() for _, _, tot in pts if tot]
             if totals:
                 ax.axhline(max(totals) / GIB, color="#555555", linestyle=":", linewidth=1, label="GPU total")
@@ -76,14 +95,24 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
             ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10)
         else:
             b = [x for x in tl.buckets if x.token_usage is not None]
-            ax.plot([_x(x.ts, zone) for x in b], [x.token_usage for x in b], color="#6a1b9a", label="KV token usage")
+            ax.plot(
+                [_x(x.ts, zone) for x in b],
+                [x.token_usage for x in b],
+                color="#6a1b9a",
+                label="KV token usage",
+            )
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("KV usage")
             q = [x for x in tl.buckets if x.queue_req is not None]
             if q:
                 ax2 = ax.twinx()
-                ax2.plot([_x(x.ts, zone) for x in q], [x.queue_req for x in q], color="#ef6c00", linewidth=1,
-                         label="queued requests")
+                ax2.plot(
+                    [_x(x.ts, zone) for x in q],
+                    [x.queue_req for x in q],
+                    color="#ef6c00",
+                    linewidth=1,
+                    label="queued requests",
+                )
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
             ax.set_title(f"SGLang serving ({inc.unit})", loc="left", fontsize=10)
@@ -91,7 +120,7 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
         _mark(ax, inc.recovered_ts, READY_COLOR, "service ready again", zone)
         ax.grid(alpha=0.25)
         ax.legend(loc="upper left", fontsize=7)
-    axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({zname})")
     if title:
         fig.suptitle(title, fontsize=11)
@@ -116,7 +145,9 @@ PHASE_COLORS = (
 )
 
 
-def loads_figure(loads: Sequence[Load], path: Path, zone: tzinfo = UTC, highlight: Sequence[int] = ()) -> Path | None:
+def loads_figure(
+    loads: Sequence[Load], path: Path, zone: tzinfo = UTC, highlight: Sequence[int] = ()
+) -> Path | None:
     """Load time of each start, split into phases (the rest of the load in grey)."""
     rows = [ld for ld in loads if ld.load_s is not None]
     if not rows:
@@ -139,12 +170,15 @@ def loads_figure(loads: Sequence[Load], path: Path, zone: tzinfo = UTC, highligh
         if edge:
             ax.barh(i, ld.load_s or 0, fill=False, edgecolor="black", linewidth=1.5)
         ax.text((ld.load_s or 0) + 5, i, f"{ld.load_s:.0f} s ({ld.outcome})", va="center", fontsize=7)
-    ticks = [f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit) for ld in rows]
+    ticks = [
+        f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
+        for ld in rows
+    ]
     ax.set_yticks(range(len(rows)), ticks, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("seconds from start to ready")
     handles, names = ax.get_legend_handles_labels()
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     for h, n in zip(handles, names, strict=True):
         seen.setdefault(n, h)
     ax.legend(list(seen.values()), list(seen.keys()), fontsize=7, loc="lower right")
@@ -167,7 +201,7 @@ def trend_figure(
         pts = sorted(series[name])
         if pts:
             ax.plot([_x(t, zone) for t, _ in pts], [v for _, v in pts], marker="o", linewidth=1, label=name)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))  # type: ignore[no-untyped-call]
     ax.set_ylabel(ylabel)
     ax.set_title(title, loc="left", fontsize=10)
     ax.grid(alpha=0.25)

@@ -27,7 +27,10 @@ MASK = "[REDACTED]"
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # header values first: the whole credential after "Authorization:"
-    (re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\s*[:=]\s*)([^\r\n'\"]+)"), rf"\1\2{MASK}"),
+    (
+        re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\s*[:=]\s*)([^\r\n'\"]+)"),
+        rf"\1\2{MASK}",
+    ),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
     (re.compile(r"\bhf_[A-Za-z0-9]{16,}\b"), MASK),
     (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}\b"), MASK),
@@ -55,9 +58,7 @@ _KEEP_IPS = {"127.0.0.1", "0.0.0.0"}
 class Redactor:
     """Callable that cleans one string; keeps its own consistent anonymisation map."""
 
-    def __init__(
-        self, *, redact: bool = True, anonymize: bool = False, hosts: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, *, redact: bool = True, anonymize: bool = False, hosts: Iterable[str] = ()) -> None:
         self.redact = redact
         self.anonymize = anonymize
         self.host_map: dict[str, str] = {}

@@ -84,7 +84,9 @@ def trends(
     daily: dict[tuple[str, str, str], int] = {}
     weekly: dict[tuple[str, str, str], int] = {}
     for r in kills:
-        daily[(str(r["day"]), r["unit"], r["cause"])] = daily.get((str(r["day"]), r["unit"], r["cause"]), 0) + int(r["incidents"])
+        daily[(str(r["day"]), r["unit"], r["cause"])] = daily.get(
+            (str(r["day"]), r["unit"], r["cause"]), 0
+        ) + int(r["incidents"])
         wk = r["week"].isocalendar()
         key = (f"{wk[0]}-W{wk[1]:02d}", r["unit"], r["cause"])
         weekly[key] = weekly.get(key, 0) + int(r["incidents"])
@@ -103,8 +105,16 @@ def trends(
         spec = next((str(r["speculative_algorithm"]) for r in rows if r["speculative_algorithm"]), "—")
         first, last = values[0], values[-1]
         rep.load_trends.append(
-            LoadTrend(unit, model, spec, len(values), first, last, median(values),
-                      round(100 * (last - first) / first, 1) if first else None)
+            LoadTrend(
+                unit,
+                model,
+                spec,
+                len(values),
+                first,
+                last,
+                median(values),
+                round(100 * (last - first) / first, 1) if first else None,
+            )
         )
         series[unit] = [(r["start_ts"], float(r["load_s"])) for r in rows]  # type: ignore[misc,arg-type]
 
@@ -112,8 +122,12 @@ def trends(
     for r in downs:
         rep.downtimes.append(
             DowntimeRow(
-                int(r["incident_id"]), utc_text(r["ts"]), str(r["unit"]), str(r["cause"]),
-                r["downtime_s"], human(r["downtime_s"]) if r["downtime_s"] is not None else "not restored",
+                int(r["incident_id"]),
+                utc_text(r["ts"]),
+                str(r["unit"]),
+                str(r["cause"]),
+                r["downtime_s"],
+                human(r["downtime_s"]) if r["downtime_s"] is not None else "not restored",
                 str(r["fallback_unit"] or r["recovery_unit"] or "—"),
             )
         )
@@ -126,7 +140,9 @@ def trends(
     for r in kills:
         day = datetime(r["day"].year, r["day"].month, r["day"].day, tzinfo=UTC)
         kseries.setdefault(str(r["unit"]), []).append((day, float(r["incidents"])))
-    f1 = trend_figure(kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day")
+    f1 = trend_figure(
+        kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day"
+    )
     f2 = trend_figure(series, out / "trends-loads.png", "load time (s)", "Load time per unit")
     dseries = {"downtime": [(r["ts"], float(r["downtime_s"])) for r in downs if r["downtime_s"] is not None]}
     f3 = trend_figure(dseries, out / "trends-downtime.png", "seconds", "Downtime per incident")
