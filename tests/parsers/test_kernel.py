@@ -456,6 +456,20 @@ def test_group_kills_share_the_event() -> None:
     )
 
 
+def test_group_ends_at_the_first_line_that_is_not_a_group_kill() -> None:
+    lines = [
+        HEADER_6X,
+        KILL_6X,
+        "Tasks in /system.slice/a.service are going to be killed due to memory.oom.group set",
+        KILL_6X.replace("2383", "2390"),
+        "oom_reaper: reaped process 2383 (sglang::schedul), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB",
+        KILL_6X.replace("2383", "2391"),  # a later kill whose dump was ratelimited: an event of its own
+    ]
+    a, b, c = kills(stream(lines))
+    assert a.oom_id == b.oom_id != c.oom_id
+    assert (c.victim_pid, c.header_line_no, c.cgroup, c.invoker_comm) == (2391, None, None, None)
+
+
 def test_header_alone_gives_a_row_without_victim() -> None:
     (kill,) = kills(
         stream([HEADER_6X, "CPU: 0 UID: 0 PID: 2383 Comm: sglang::schedul Not tainted 6.18.44 #1"])

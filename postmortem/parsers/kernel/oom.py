@@ -236,7 +236,7 @@ class OomAssembler:
     ) -> Iterator[Output]:
         """Feed one line of kernel text (no transport prefix)."""
         ev = self.event
-        if (ev is None or ev.kills) and not might_open(text):
+        if (ev is None or (ev.kills and ev.group_cgroup is None)) and not might_open(text):
             return
         if ev is not None:
             first = ev.first
@@ -368,6 +368,8 @@ class OomAssembler:
             m = _GROUP.match(s) if s.startswith("Tasks in ") else None
             if m is not None:
                 ev.group_cgroup = m.group("cg")
+            elif ev.group_cgroup is not None:
+                self.event = None  # the group's kill lines are consecutive: this one ends them
             return
         if ev.task_cols is not None and s.startswith("["):
             row = self._task_row(ev, st, s)

@@ -235,7 +235,7 @@ class KernelStream:
                 or "Task" in text
                 or "emory" in text
                 or "tgid" in text
-                or ((ev := oom.event) is not None and not ev.kills)
+                or ((ev := oom.event) is not None and (not ev.kills or ev.group_cgroup is not None))
             ):
                 out.extend(oom.line(no, text, ts, ts_raw, ts_inferred, monotonic_s, host))
         return out
