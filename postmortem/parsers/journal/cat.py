@@ -20,7 +20,7 @@ from typing import ClassVar
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from . import systemd
-from .short import JOURNAL_TABLES, StampParser
+from .short import CATALOG, JOURNAL_TABLES, StampParser
 from .sink import JournalSink
 
 __all__ = ["JournalCatParser", "run_parser"]
@@ -65,7 +65,7 @@ class JournalCatParser(Parser):
         for chunk in chunks:
             parsed = ignored = 0
             for line_no, line in chunk:
-                if not line or line == "--" or line.startswith("-- "):
+                if not line or line == "--" or line.startswith(("-- ", CATALOG)):
                     ignored += 1
                     continue
                 entry(line_no, None, None, None, None, host, None, None, None, None, None, None, line)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from .fields import FieldMapper
-from .short import JOURNAL_TABLES
+from .short import CATALOG, JOURNAL_TABLES
 from .sink import JournalSink
 
 __all__ = ["JournalJsonParser", "run_parser"]
@@ -121,7 +121,7 @@ class JournalJsonParser(Parser):
                     pretty_start = line_no
                     continue
                 if s[:1] != "{":
-                    if s.startswith(("-- ", "id: ", "event: ")) or s == "--":
+                    if s.startswith(("-- ", "id: ", "event: ", CATALOG)) or s == "--":
                         ignored += 1
                     else:
                         issues.append(ctx.issue(line_no, "not a journal JSON object", line))

@@ -61,6 +61,8 @@ __all__ = ["JournalShortParser", "ParseContext", "StampParser", "run_parser"]
 JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills")
 
 _CACHE_MAX = 1 << 17
+#: journalctl -x catalog lines start "-- " (older versions) or "░░ " (newer ones, e.g. v252)
+CATALOG = "░░"
 _HEADER_DATE = re.compile(r"(?:Logs begin at|Journal begins at) \w+ (\d{4})-(\d\d)-(\d\d)")
 _BOOT_MARKER = re.compile(r"^-- Boot ([0-9a-f]{32}) --$")
 _TIME = re.compile(r"\d\d:\d\d:\d\d$")
@@ -311,9 +313,10 @@ class StampParser:
         return ts, line[: end + 1], inferred, mono, end + 2, MONO
 
     def anchor(self, mono: float) -> tuple[datetime | None, str | None]:
-        """Wall-clock time of a monotonic stamp: the boot's anchor (boot id from a
-        ``-- Boot … --`` marker; without one, the latest boot of ``--host``), else
-        ``--boot-time``; else None. A boot id without an anchor borrows no other boot's."""
+        """Wall-clock time of a monotonic stamp: the anchor of the boot named by the last
+        ``-- Boot … --`` marker; else ``--boot-time`` (first boot of the file only); else, with
+        no boot id, the only known boot of ``--host``; else None. A boot id without an anchor
+        borrows no other boot's, and several candidate boots give NULL rather than a guess."""
         key = (self.boot_id, self.ctx.host)
         if key not in self._anchor_cache:
             anchors = self.ctx.anchors
@@ -327,9 +330,12 @@ class StampParser:
             elif self.segment:
                 boot_ts = None  # a later boot without an id: nothing to anchor it
             else:
-                hosts = {a.host for a in anchors.anchors}
-                if self.ctx.host is not None or len(hosts) <= 1:
-                    found = anchors.find(host=self.ctx.host)
+                # no boot id (journalctl does not announce the first boot): only a single
+                # known boot of the host can be trusted; several → ts stays NULL
+                host = self.ctx.host
+                known = {a.boot_id for a in anchors.anchors if host is None or a.host in (None, host)}
+                if len(known) == 1:
+                    found = anchors.find(host=host)
                     boot_ts = found.boot_ts if found else None
             self._anchor_cache[key] = boot_ts
         boot_ts = self._anchor_cache[key]
@@ -403,6 +409,8 @@ class JournalShortParser(Parser):
         for line in head.lines:
             if not line:
                 continue
+            if line.startswith(CATALOG):
+                continue
             if line.startswith("-- "):
                 header = header or line.startswith(("-- Logs begin at ", "-- Journal begins at ", "-- Boot "))
                 continue
@@ -458,7 +466,7 @@ class JournalShortParser(Parser):
                         else:
                             issues.append(ctx.issue(line_no, "continuation line before any entry", line))
                         continue
-                elif c == "-" and line.startswith("--"):
+                elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
                     self._meta(line, stamps, sink)
                     ignored += 1
                     continue

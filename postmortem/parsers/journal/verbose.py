@@ -29,7 +29,7 @@ from ...timeutil import localize_abbrev
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from .fields import WANTED, FieldMapper
-from .short import _BOOT_MARKER, JOURNAL_TABLES
+from .short import _BOOT_MARKER, CATALOG, JOURNAL_TABLES
 from .sink import JournalSink
 
 __all__ = ["JournalVerboseParser", "run_parser"]
@@ -66,7 +66,7 @@ class JournalVerboseParser(Parser):
     priority = 10
 
     def sniff(self, head: Head) -> int:
-        lines = [ln for ln in head.lines if ln and not ln.startswith("-- ")]
+        lines = [ln for ln in head.lines if ln and not ln.startswith(("-- ", CATALOG))]
         if len(lines) < 2 or not HEADER.match(lines[0]) or "[s=" not in lines[0]:
             return 0
         return 95 if _FIELD.match(lines[1]) else 0
@@ -123,7 +123,7 @@ class JournalVerboseParser(Parser):
                         last = None
                         parsed += 1
                         continue
-                    if line.startswith("--") or not line:
+                    if line.startswith(("--", CATALOG)) or not line:
                         if line.startswith("-- Boot ") and _BOOT_MARKER.match(line):
                             sink.new_boot()
                         ignored += 1
