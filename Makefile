@@ -23,9 +23,11 @@ venv: $(BIN)/.installed
 dev: $(BIN)/.dev-installed
 
 ## demo: set up and write the sample incident's report under reports/
+## (the sample host's clock is UTC: --tz UTC reads its zone-less logs and --since the same way
+## whatever this machine's zone is)
 demo: $(BIN)/.installed
-	rm -f reports/demo.duckdb
-	$(BIN)/postmortem build --since '$(SINCE)' --logs sample_logs --db reports/demo.duckdb --out reports
+	rm -f reports/demo.duckdb reports/demo.duckdb.wal
+	$(BIN)/postmortem build --since '$(SINCE)' --tz UTC --logs sample_logs --db reports/demo.duckdb --out reports
 	@echo
 	@echo "Report index: reports/index.md"
 
