@@ -1,0 +1,116 @@
+"""Property tests: the journal parsers never raise and account for every line, on arbitrary
+text/bytes and on real or fixture inputs cut anywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import DATA, REAL_SAMPLES, check_accounting, count_lines, parse_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+TEXT_PARSERS = ("journal-short", "journal-json", "journal-verbose", "journal-cat")
+ALL_PARSERS = (*TEXT_PARSERS, "journal-export")
+
+
+def _samples() -> list[bytes]:
+    files = sorted(p for p in DATA.glob("journal_*/*") if not p.name.endswith((".json", ".jsonl")))
+    journal = REAL_SAMPLES / "journal"
+    if journal.is_dir():
+        files += [journal / f"journal.{m}.txt" for m in ("short-iso", "json", "export", "verbose", "cat")]
+    kernel = REAL_SAMPLES / "kernel" / "02_rhel8_4.18_rsyslog_012_global_oom_service.log"
+    if kernel.exists():
+        files.append(kernel)
+    return [Path(f).read_bytes() for f in files if Path(f).exists()]
+
+
+SAMPLES = _samples()
+
+# pieces journal lines are made of, so random text often looks almost right
+_PIECES = [
+    "Mar 14 09:00:00 ",
+    "Jan  1 00:00:00 ",
+    "2025-03-14T09:00:00+0000 ",
+    "2025-03-14T09:00:00.120000+00:00 ",
+    "1741942800.120000 ",
+    "[  152.104016] ",
+    "Fri 2025-03-14 09:00:00 UTC ",
+    " 5月 29 13:00:00 ",
+    "host ",
+    "systemd[1]: ",
+    "kernel: ",
+    "earlyoom[3]: ",
+    "systemd-oomd[4]: ",
+    "sglang-demo.service: ",
+    "Main process exited, code=killed, status=9/KILL",
+    "Failed with result 'oom-kill'.",
+    "Consumed 1h 2min CPU time, 1.2G memory peak.",
+    "Started x.service - X.",
+    'sending SIGKILL to process 1 uid 0 "a": badness 1, VmRSS 1 MiB',
+    "Killed /system.slice/a.service due to ",
+    "-- Boot 0123456789abcdef0123456789abcdef --",
+    "-- Reboot --",
+    "░░ Subject: x",
+    '{"MESSAGE":"x","__REALTIME_TIMESTAMP":"1"}',
+    '{"MESSAGE":[255,1]}',
+    "\x1e",
+    "data: ",
+    "{",
+    "}",
+    "    MESSAGE=x",
+    "    _PID=1",
+    "Fri 2025-03-14 09:00:00.120000 UTC [s=1;b=2;m=zz;t=yy]",
+    "#012",
+    "\n",
+    "\n",
+    "    ",
+    "\t",
+    "é",
+    "\x00",
+]
+LINES = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=12)), max_size=40).map("".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=LINES, parser=st.sampled_from(TEXT_PARSERS))
+def test_text_parsers_never_raise(text: str, parser: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    outputs, ctx = parse_text(parser, data, year=2025)
+    check_accounting(ctx, outputs, count_lines(data))
+
+
+_EXPORT_PIECES = [
+    b"__REALTIME_TIMESTAMP=1741942800120000\n",
+    b"_PID=1\n",
+    b"SYSLOG_IDENTIFIER=systemd\n",
+    b"MESSAGE=a.service: Failed with result 'oom-kill'.\n",
+    b"MESSAGE\n\x05\x00\x00\x00\x00\x00\x00\x00ab\ncd\n",
+    b"MESSAGE\n\x0a\x00\x00\x00\x00\x00\x00\x00",
+    b"MESSAGE\n\xff\xff\xff\xff\xff\xff\xff\xff",
+    b"\n",
+    b"junk",
+    b"=",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(st.one_of(st.sampled_from(_EXPORT_PIECES), st.binary(max_size=10)), max_size=30).map(
+        b"".join
+    )
+)
+def test_export_never_raises(data: bytes) -> None:
+    outputs, ctx = parse_text("journal-export", data)
+    check_accounting(ctx, outputs, count_lines(data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), parser=st.sampled_from(ALL_PARSERS))
+def test_truncated_samples(data: st.DataObject, parser: str) -> None:
+    if not SAMPLES:
+        return
+    sample = data.draw(st.sampled_from(SAMPLES))
+    cut = data.draw(st.integers(min_value=0, max_value=len(sample)))
+    piece = sample[:cut]
+    outputs, ctx = parse_text(parser, piece, year=2025)
+    check_accounting(ctx, outputs, count_lines(piece))
