@@ -206,6 +206,7 @@ def test_prefix_less_copy_is_one_record_per_line() -> None:
     (kill,) = kills(out)
     assert (kill.ts, kill.monotonic_s, kill.header_line_no, kill.line_no) == (None, None, 1, 4)
     assert (ctx.parsed_lines, ctx.ignored_lines) == (3, 1)
+    assert ctx.notes == ["dmesg copy without timestamps (dmesg -t or a stripped copy): times are NULL"]
 
 
 # ------------------------------------------------------------------ /dev/kmsg
@@ -273,6 +274,7 @@ def test_sniff_kmsg() -> None:
         + HEADER_6X
         + "\n[20525.331101] gpu-node-7 kernel:  oom_kill_process+0x8",
         "[10800.120000] systemd[1]: Starting x.service...\n[20525.331000] kernel: " + HEADER_6X,
+        "[10800.120000] systemd[1]: Starting x.service...\n[10800.2] python3[5150]: hi\n[10800.3] sshd[9]: a",
         # syslog, RFC 3339 syslog (a dot, not a comma), SGLang
         "Jun 20 12:47:02 new-db1 kernel: [15180285.537297] " + HEADER_6X,
         "2026-12-02T13:30:19.104816+00:00 host kernel: " + HEADER_6X,
@@ -387,7 +389,11 @@ def test_dmesg_file_boot_time_beats_a_guessed_anchor() -> None:
 
 
 def test_no_anchor_leaves_ts_null() -> None:
-    out, _ = dmesg("[   10.000000] x")
+    out, ctx = dmesg("[   10.000000] x")
+    assert ctx.notes == [
+        "boot-relative kernel stamps and no boot time known: ts stays NULL until a journal of "
+        "that boot is ingested (then run the build) or --boot-time is given"
+    ]
     assert (messages(out)[0].ts, messages(out)[0].ts_inferred, messages(out)[0].monotonic_s) == (
         None,
         None,

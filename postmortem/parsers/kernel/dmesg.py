@@ -45,6 +45,7 @@ _FOREIGN = re.compile(
     r"|[{\x1e])"
 )
 _SHORT_MONO_BODY = re.compile(r"([^\s:\[]+) ([^\s:\[]+)(?:\[\d+\])?: ")
+_IDENT_PID = re.compile(r"[^\s:\[]+\[\d+\]: ")
 _KERNEL_MARKERS = (
     "invoked oom-killer:",
     "Killed process ",
@@ -148,6 +149,8 @@ def _is_short_monotonic(bodies: list[str]) -> bool:
     kernel = sum(1 for b in bodies if b.startswith("kernel: "))
     if kernel * 5 >= len(bodies):
         return True
+    if sum(1 for b in bodies if _IDENT_PID.match(b)) * 10 >= len(bodies) * 6:
+        return True  # --no-hostname: "[  10.1] systemd[1]: …" on most lines
     hosts: dict[str, int] = {}
     for b in bodies:
         m = _SHORT_MONO_BODY.match(b)
@@ -231,6 +234,8 @@ class DmesgParser(Parser):
             lines = chunk.lines
             if stamped is None:
                 stamped = _decide_stamped(lines, ctx)
+                if not stamped:
+                    ctx.note("dmesg copy without timestamps (dmesg -t or a stripped copy): times are NULL")
             no = chunk.first_line_no - 1
             blank = 0
             if not stamped:

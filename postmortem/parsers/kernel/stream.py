@@ -246,6 +246,11 @@ class KernelStream:
         boot = self._boots[key] = pick_boot(
             ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1], not_after=ctx.mtime
         )
+        if boot is None:
+            ctx.note(
+                "boot-relative kernel stamps and no boot time known: ts stays NULL until a journal of "
+                "that boot is ingested (then run the build) or --boot-time is given"
+            )
         return boot
 
     def _nvrm(
