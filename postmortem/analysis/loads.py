@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import duckdb
+import pyarrow as pa
 
 from ..query import run_named
 from ..store.db import Store
+from ..store.loader import arrow_schema
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models", "/ping")
 START_WINDOW = timedelta(minutes=15)
@@ -560,30 +561,22 @@ COLUMNS = (
 def derive_service_loads(store: Store) -> int:
     """Delete and refill ``service_loads``; returns the number of loads.
 
-    Runs inside the caller's transaction when there is one (``analysis.rebuild``), else in
-    its own.
+    Two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
+    is one (``analysis.rebuild``), makes them atomic.
     """
     res = run_named(store, "service_loads")
     rows = [dict(zip(res.columns, r, strict=True)) for r in res.rows]
     loads = derive_loads(rows)
-    own = True
-    try:
-        store.con.execute("BEGIN TRANSACTION")
-    except duckdb.Error:
-        own = False  # already inside one
-    try:
-        store.con.execute("DELETE FROM service_loads")
-        if loads:
-            cols = ", ".join(COLUMNS)
-            marks = ", ".join("?" for _ in COLUMNS)
-            store.con.executemany(
-                f"INSERT INTO service_loads ({cols}) VALUES ({marks})",  # noqa: S608 - fixed column names
-                [[ld[c] for c in COLUMNS] for ld in loads],
+    store.con.execute("DELETE FROM service_loads")
+    if loads:
+        schema = arrow_schema(store, "service_loads", COLUMNS)
+        data = pa.Table.from_pylist(loads, schema=schema)
+        cols = ", ".join(COLUMNS)
+        store.con.register("_pm_service_loads", data)
+        try:
+            store.con.execute(
+                f"INSERT INTO service_loads ({cols}) SELECT {cols} FROM _pm_service_loads"  # noqa: S608 - fixed names
             )
-    except BaseException:
-        if own:
-            store.con.execute("ROLLBACK")
-        raise
-    if own:
-        store.con.execute("COMMIT")
+        finally:
+            store.con.unregister("_pm_service_loads")
     return len(loads)
