@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""``make bench``: generate large realistic inputs, ingest each into a fresh store, build over
+the result, and compare with lnav on the same journal file.
+
+Sizes scale with ``BENCH_SCALE`` (1 = 2M journal lines, 2M SGLang lines, 1M nvidia-smi rows,
+1,000 OOM records). Every ingest runs in its own process so its peak RSS is its own. Output: one
+table row per input (lines, MB, seconds, lines/s, MB/s, peak RSS), the build time over the
+combined store, the re-ingest time of unchanged files, and lnav's time on the journal file.
+
+Usage: ``python bench/run.py [--scale N] [--keep DIR] [--only NAME,...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BLOCK = 1 << 20
+
+
+# ----------------------------------------------------------------------------- generators
+
+
+def _writer(path: Path) -> tuple[object, Callable[[str], None], Callable[[], None]]:
+    fh = path.open("w", encoding="utf-8")
+    buf: list[str] = []
+    size = [0]
+
+    def write(line: str) -> None:
+        buf.append(line)
+        size[0] += len(line)
+        if size[0] > BLOCK:
+            fh.write("".join(buf))
+            buf.clear()
+            size[0] = 0
+
+    def close() -> None:
+        fh.write("".join(buf))
+        fh.close()
+
+    return fh, write, close
+
+
+def gen_journal(path: Path, lines: int) -> None:
+    """journalctl -o short-iso: SGLang stdout (batch lines, access log), systemd, kernel, noise."""
+    rng = random.Random(1)
+    _, write, close = _writer(path)
+    t0 = datetime(2025, 5, 25, 0, 0, tzinfo=UTC)
+    step = 86400 * 2 / lines
+    oom_every = max(lines // 20, 1000)
+    n = 0
+    while n < lines:
+        ts = (t0 + timedelta(seconds=n * step)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        local = ts[:10] + " " + ts[11:19]
+        r = n % 20
+        if n and n % oom_every == 0 and n + 8 < lines:
+            pid = 40000 + n % 9000
+            for msg in (
+                "sglang::schedul invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+                f"CPU: 3 PID: {pid} Comm: sglang::schedul Not tainted 6.8.0-60-generic #63-Ubuntu",
+                "memory: usage 671088640kB, limit 671088640kB, failcnt 1",
+                "Tasks state (memory values in pages):",
+                "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+                f"[  {pid}]  1001 {pid} 71254331 20344687 19893101   189442    262144 171999232        0             0 sglang::schedul",
+                "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/"
+                f"sglang-bench.service,task_memcg=/system.slice/sglang-bench.service,task=sglang::schedul,pid={pid},uid=1001",
+                f"Memory cgroup out of memory: Killed process {pid} (sglang::schedul) total-vm:285017324kB, "
+                "anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 pgtables:167968kB oom_score_adj:0",
+            ):
+                write(f"{ts} gpu-bench kernel: {msg}\n")
+                n += 1
+            write(f"{ts} gpu-bench systemd[1]: sglang-bench.service: Main process exited, code=killed, status=9/KILL\n")
+            write(f"{ts} gpu-bench systemd[1]: sglang-bench.service: Failed with result 'oom-kill'.\n")
+            n += 2
+            continue
+        if r < 13:
+            write(
+                f"{ts} gpu-bench python3[4242]: [{local} TP0] Decode batch, #running-req: {n % 200}, "
+                f"#token: {n % 900000}, token usage: 0.{n % 97:02d}, accept len: 2.{n % 9}1, accept rate: 0.4{n % 7}, "
+                f"cuda graph: True, gen throughput (token/s): {1500 + n % 900}.{n % 97:02d}, #queue-req: {n % 13}\n"
+            )
+        elif r < 15:
+            write(
+                f"{ts} gpu-bench python3[4242]: [{local} TP0] Prefill batch, #new-seq: 1, #new-token: {n % 4096}, "
+                f"#cached-token: 0, token usage: 0.{n % 97:02d}, #running-req: {n % 200}, #queue-req: {n % 13}, "
+                f"cuda graph: False, input throughput (token/s): {9000 + n % 999}.00\n"
+            )
+        elif r < 18:
+            write(
+                f"{ts} gpu-bench python3[4242]: [{local}] INFO:     10.0.{n % 250}.{n % 200}:{30000 + n % 9999} - "
+                '"POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+            )
+        elif r == 18:
+            write(f"{ts} gpu-bench CRON[{60000 + n % 999}]: (root) CMD (/usr/local/sbin/healthcheck >/dev/null 2>&1)\n")
+        else:
+            write(f"{ts} gpu-bench kernel: mlx5_core 0000:1a:00.0: poll_health:{n % 800}: device health ok\n")
+        n += 1
+    del rng
+    close()
+
+
+def gen_sglang(path: Path, lines: int) -> None:
+    """An SGLang 0.5.x log file: startup, then batch and access lines (with a few tracebacks)."""
+    _, write, close = _writer(path)
+    t0 = datetime(2025, 5, 25, 0, 0, tzinfo=UTC)
+    write(f"[{t0:%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/m', tp_size=8, port=30000, "
+          "mem_fraction_static=0.88, speculative_algorithm='EAGLE3')\n")
+    step = 86400 * 2 / lines
+    for n in range(1, lines):
+        ts = t0 + timedelta(seconds=n * step)
+        stamp = f"{ts:%Y-%m-%d %H:%M:%S}"
+        r = n % 10
+        if r < 6:
+            write(
+                f"[{stamp} TP0] Decode batch, #running-req: {n % 200}, #token: {n % 900000}, token usage: 0.{n % 97:02d}, "
+                f"accept len: 2.{n % 9}1, accept rate: 0.4{n % 7}, cuda graph: True, "
+                f"gen throughput (token/s): {1500 + n % 900}.{n % 97:02d}, #queue-req: {n % 13}\n"
+            )
+        elif r < 8:
+            write(
+                f"[{stamp} TP0] Prefill batch, #new-seq: 2, #new-token: {n % 8192}, #cached-token: {n % 1024}, "
+                f"token usage: 0.{n % 97:02d}, #running-req: {n % 200}, #queue-req: {n % 13}, cuda graph: False, "
+                f"input throughput (token/s): {12000 + n % 999}.50\n"
+            )
+        else:
+            write(f'[{stamp}] INFO:     10.0.{n % 250}.7:{40000 + n % 9999} - "POST /generate HTTP/1.1" 200 OK\n')
+    close()
+
+
+def gen_nvidia(path: Path, rows: int) -> None:
+    """nvidia-smi --query-gpu … --format=csv -l 1 on 8 GPUs: one header, many rows."""
+    _, write, close = _writer(path)
+    write("timestamp, index, uuid, pci.bus_id, name, memory.total [MiB], memory.reserved [MiB], memory.used [MiB], "
+          "memory.free [MiB], utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W], pstate\n")
+    t0 = datetime(2025, 5, 25, 0, 0, tzinfo=UTC)
+    for n in range(rows):
+        i = n % 8
+        ts = t0 + timedelta(seconds=n // 8, milliseconds=3 * i)
+        used = 100_000 + (n * 37) % 29_000
+        write(
+            f"{ts:%Y/%m/%d %H:%M:%S}.{ts.microsecond // 1000:03d}, {i}, GPU-0000000{i}-1111-2222-3333-44444444444{i}, "
+            f"00000000:{0x18 + 16 * i:02X}:00.0, NVIDIA H200, 143771 MiB, 551 MiB, {used} MiB, {143771 - 551 - used} MiB, "
+            f"{n % 100} %, {n % 60} %, {40 + n % 30}, {300 + n % 400}.25 W, P0\n"
+        )
+    close()
+
+
+def gen_dmesg(path: Path, records: int) -> None:
+    """dmesg (boot-relative stamps) with ``records`` memcg OOM kills of 6.8 kernels."""
+    _, write, close = _writer(path)
+    t = 100.0
+    for k in range(records):
+        pid = 10000 + k
+        body = [
+            "sglang::schedul invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0",
+            f"CPU: 87 PID: {pid} Comm: sglang::schedul Not tainted 6.8.0-60-generic #63-Ubuntu",
+            "Hardware name: Supermicro SYS-821GE-TNHR/X13DEG-OAD, BIOS 2.1 04/12/2024",
+            "Call Trace:",
+            " <TASK>",
+            " dump_stack_lvl+0x76/0xa0",
+            " dump_header+0x47/0x1f0",
+            " oom_kill_process+0x118/0x280",
+            " out_of_memory+0x103/0x350",
+            " mem_cgroup_out_of_memory+0x145/0x170",
+            " </TASK>",
+            "memory: usage 671088640kB, limit 671088640kB, failcnt 18734",
+            "swap: usage 0kB, limit 9007199254740988kB, failcnt 0",
+            "Memory cgroup stats for /system.slice/sglang-bench.service:",
+            *[f"{key} {k * 4096 + j}" for j, key in enumerate(("anon", "file", "kernel", "shmem", "pgfault", "pgmajfault"))],
+            "Tasks state (memory values in pages):",
+            "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+            *[
+                f"[{pid + j:7d}]  1001 {pid + j:5d} 71254331 20344687 19893101   189442    262144 171999232        0             0 sglang::schedul"
+                for j in range(8)
+            ],
+            "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/"
+            f"sglang-bench.service,task_memcg=/system.slice/sglang-bench.service,task=sglang::schedul,pid={pid},uid=1001",
+            f"Memory cgroup out of memory: Killed process {pid} (sglang::schedul) total-vm:285017324kB, "
+            "anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 pgtables:167968kB oom_score_adj:0",
+        ]
+        for msg in body:
+            t += 0.000007
+            write(f"[{t:12.6f}] {msg}\n")
+        t += 37.0
+        write(f"[{t:12.6f}] oom_reaper: reaped process {pid} (sglang::schedul), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB\n")
+    close()
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Run:
+    name: str
+    lines: int
+    mb: float
+    seconds: float
+    rss_mb: float
+
+    @property
+    def lines_s(self) -> float:
+        return self.lines / self.seconds if self.seconds else 0.0
+
+    @property
+    def mb_s(self) -> float:
+        return self.mb / self.seconds if self.seconds else 0.0
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS MB of the child, stdout)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = proc.communicate()
+    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)  # type: ignore[assignment]
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, None):
+        sys.stderr.write(err.decode(errors="replace")[-2000:])
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    rss = (usage.ru_maxrss if usage else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    return seconds, rss, out.decode(errors="replace")
+
+
+def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
+    """Run ``cmd`` and measure its own peak RSS with wait4 (not the maximum over all children)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.stderr.write(err.decode(errors="replace")[-3000:])
+        raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(cmd)}")
+    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+
+
+def count_lines(path: Path) -> int:
+    n = 0
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 24):
+            n += block.count(b"\n")
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=float(os.environ.get("BENCH_SCALE", "1")))
+    ap.add_argument("--keep", type=Path, default=REPO / "bench" / "out")
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    s = args.scale
+    work: Path = args.keep
+    work.mkdir(parents=True, exist_ok=True)
+    pm = str(Path(sys.executable).with_name("postmortem"))
+    inputs = {
+        "journal short-iso": ("journal.log", gen_journal, int(2_000_000 * s)),
+        "sglang log": ("sglang-bench.log", gen_sglang, int(2_000_000 * s)),
+        "nvidia-smi csv": ("nvidia-smi.csv", gen_nvidia, int(1_000_000 * s)),
+        "dmesg 1k OOMs": ("dmesg.txt", gen_dmesg, max(int(1_000 * s), 10)),
+    }
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    runs: list[Run] = []
+    print(f"postmortem bench, BENCH_SCALE={s:g}, {os.cpu_count()} CPUs, files in {work}")
+    for name, (fname, gen, size) in inputs.items():
+        if only and not any(o in name for o in only):
+            continue
+        path = work / fname
+        marker = path.with_suffix(path.suffix + f".{size}")
+        if not marker.exists():
+            t = time.perf_counter()
+            gen(path, size)
+            marker.write_text("")
+            print(f"  generated {fname}: {size:,} in {time.perf_counter() - t:.1f} s")
+        db = work / f"{fname}.duckdb"
+        for p in (db, Path(str(db) + ".wal")):
+            p.unlink(missing_ok=True)
+        lines = count_lines(path)
+        mb = path.stat().st_size / 1e6
+        secs, rss, _ = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
+        runs.append(Run(name, lines, mb, secs, rss))
+        again, _, out = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
+        runs.append(Run(f"{name} (re-ingest)", lines, mb, again, 0.0))
+    print()
+    print(f"| input | lines | MB | seconds | lines/s | MB/s | peak RSS |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in runs:
+        rss = f"{r.rss_mb:,.0f} MB" if r.rss_mb else "—"
+        print(f"| {r.name} | {r.lines:,} | {r.mb:,.0f} | {r.seconds:.2f} | {r.lines_s:,.0f} | {r.mb_s:,.1f} | {rss} |")
+
+    # build over one store holding everything
+    if not only:
+        all_db = work / "all.duckdb"
+        for p in (all_db, Path(str(all_db) + ".wal")):
+            p.unlink(missing_ok=True)
+        files = [str(work / f) for f, _, _ in inputs.values()]
+        secs, rss, _ = child_rss_mb([pm, "ingest", *files, "--db", str(all_db), "--tz", "UTC"])
+        import duckdb
+
+        con = duckdb.connect(str(all_db), read_only=True)
+        total_rows = sum(
+            con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]  # noqa: S608 - catalog names
+            for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema='main'").fetchall()
+        )
+        con.close()
+        out_dir = work / "reports"
+        shutil.rmtree(out_dir, ignore_errors=True)
+        logs = [x for f in files for x in ("--logs", f)]
+        bsecs, brss, _ = child_rss_mb([pm, "build", *logs, "--db", str(all_db), "--out", str(out_dir), "--tz", "UTC"])
+        print(f"\nbuild over a store of {total_rows:,} rows (ingest of all four: {secs:.1f} s): "
+              f"{bsecs:.2f} s, peak RSS {brss:,.0f} MB")
+
+    journal = work / "journal.log"
+    lnav = shutil.which("lnav")
+    if journal.exists() and lnav and (not only or any("journal" in o for o in only)):
+        home = work / "lnav-home"
+        home.mkdir(exist_ok=True)
+        env = {**os.environ, "HOME": str(home)}
+        cmd = [lnav, "-n", "-c", ";SELECT count(*) FROM all_logs", str(journal)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+        lsecs = time.perf_counter() - start
+        ours = next((r for r in runs if r.name == "journal short-iso"), None)
+        ratio = f"{lsecs / ours.seconds:.2f}× lnav's speed" if ours else ""
+        count = proc.stdout.decode(errors="replace").split()[-1:] or ["?"]
+        print(f"\nlnav -n -c ';SELECT count(*) FROM all_logs' on the journal file: {lsecs:.2f} s "
+              f"(count {count[0]}); postmortem ingest: {ours.seconds if ours else float('nan'):.2f} s — {ratio}")
+    elif not lnav:
+        print("\nlnav not installed (apt-get install lnav): no comparison")
+
+
+if __name__ == "__main__":
+    main()
