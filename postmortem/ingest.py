@@ -33,8 +33,8 @@ from .io import (
 )
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
-from .store.db import Store, ident
-from .store.loader import SourceWriter
+from .store.db import Store
+from .store.loader import SourceWriter, discard_source
 from .timeutil import UTC as _UTC
 
 BINARY_JOURNAL_FORMAT = "journal-export"
@@ -193,7 +193,7 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
 def _find_source(store: Store, path: str) -> tuple[int, str, int, int, int | None, datetime | None] | None:
     rows = store.fetchall(
         "SELECT source_id, sha256, bytes, lines, file_size, file_mtime FROM sources "
-        "WHERE path = ? ORDER BY source_id DESC LIMIT 1",
+        "WHERE path = ? AND status = 'complete' ORDER BY source_id DESC LIMIT 1",
         [path],
     )
     if not rows:
@@ -239,24 +239,38 @@ def ingest_file(
     result = FileResult(display, mode, fmt)
     lines = 0
     overlong = 0
-    store.con.execute("BEGIN TRANSACTION")
-    try:
-        if reuse_id is not None and mode == "replaced":
-            _delete_source_rows(store, reuse_id)
+    # claim the source: a row with status 'loading' (removed again if the load does not finish)
+    with store.transaction():
         if reuse_id is None:
             row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
             assert row is not None
             source_id = int(row[0])
             store.execute(
                 "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
-                "parse_issues, parsed_lines, ignored_lines, ingested_at) "
-                "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, ?)",
+                "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
+                "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
                 [source_id, display, fmt, datetime.now(UTC)],
             )
         else:
             source_id = reuse_id
+            if mode == "replaced":
+                discard_source(store, source_id, None)
+                store.execute(
+                    "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
+                    "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
+                    "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
+                    [source_id, display, fmt, datetime.now(UTC)],
+                )
+            else:
+                store.execute(
+                    "UPDATE sources SET status = 'loading', resume_line = ? WHERE source_id = ?",
+                    [first_line, source_id],
+                )
+    resume_line = first_line
+    store.con.execute("BEGIN TRANSACTION")
+    try:
         ctx.source_id = source_id
-        writer = SourceWriter(store, source_id)
+        writer = SourceWriter(store, source_id, checkpoint=True)
         if mode == "appended":
             prev = store.fetchall(
                 "SELECT parsed_lines, ignored_lines, records, parse_issues FROM sources WHERE source_id = ?",
@@ -342,11 +356,12 @@ def ingest_file(
         sha = state.sha256.hexdigest()
         if mode == "ingested":
             dup = store.fetchall(
-                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? LIMIT 1",
+                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? AND status = 'complete' LIMIT 1",
                 [sha, source_id],
             )
             if dup:
-                store.con.execute("ROLLBACK")
+                discard_source(store, source_id, None)
+                store.con.execute("COMMIT")
                 return FileResult(
                     display,
                     "duplicate",
@@ -359,7 +374,7 @@ def ingest_file(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
             "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "
             "file_size = ?, file_mtime = ?, first_ts = ?, last_ts = ?, notes = ?, "
-            "format = ?, ingested_at = ? WHERE source_id = ?",
+            "format = ?, status = 'complete', resume_line = NULL, ingested_at = ? WHERE source_id = ?",
             [
                 sha,
                 state.bytes + skip_bytes if not binary else state.raw_bytes,
@@ -382,12 +397,11 @@ def ingest_file(
             ],
         )
         store.con.execute("COMMIT")
-    except PostmortemError:
+    except BaseException as exc:
         store.con.execute("ROLLBACK")
-        raise
-    except Exception as exc:
-        store.con.execute("ROLLBACK")
-        if options.strict:
+        with store.transaction():
+            discard_source(store, source_id, resume_line if mode == "appended" else None)
+        if isinstance(exc, PostmortemError) or not isinstance(exc, Exception) or options.strict:
             raise
         return FileResult(
             display,
@@ -452,13 +466,6 @@ def _grew_from(inp: InputFile, sha: str, old_bytes: int, options: IngestOptions)
             last = block[-1:]
             remaining -= len(block)
     return last == b"\n" and h.hexdigest() == sha
-
-
-def _delete_source_rows(store: Store, source_id: int) -> None:
-    for table in store.table_names():
-        cols = [c for c, _ in store.columns(table)]
-        if "source_id" in cols and table != "sources":
-            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
 
 
 def describe_result(r: FileResult) -> str:

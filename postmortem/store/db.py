@@ -59,6 +59,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         self._columns: dict[str, list[tuple[str, str]]] = {}
+        self.recovered: list[str] = []  # interrupted loads removed when the store was opened
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -71,6 +72,9 @@ class Store:
                 raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
         store.migrate()
+        from .loader import recover_interrupted
+
+        store.recovered = recover_interrupted(store)
         return store
 
     @classmethod
@@ -177,6 +181,15 @@ class Store:
         self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
     ) -> list[tuple[Any, ...]]:
         return list(self.execute(sql, params).fetchall())
+
+    def interrupted(self) -> list[str]:
+        """Paths whose load was interrupted (a crash left their rows; the next writer removes them)."""
+        if "sources" not in self.table_names():
+            return []
+        return [
+            str(r[0])
+            for r in self.fetchall("SELECT path FROM sources WHERE status = 'loading' ORDER BY path")
+        ]
 
     def count(self, table: str) -> int:
         self.columns(table)  # validates the name against the catalog

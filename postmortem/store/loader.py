@@ -7,6 +7,7 @@ either fully in the store or not at all.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from operator import attrgetter
@@ -19,6 +20,10 @@ from ..records import RECORD_BY_TABLE, Record, field_names
 from .db import Store, ident
 
 FLUSH_ROWS = 50_000
+#: rows inserted between intermediate commits: DuckDB keeps a transaction's appends in memory, so
+#: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
+#: interrupted load is removed by :func:`recover_interrupted`)
+COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -53,9 +58,11 @@ class _Buffer:
 class SourceWriter:
     """Collects one source's output and inserts it in blocks."""
 
-    def __init__(self, store: Store, source_id: int) -> None:
+    def __init__(self, store: Store, source_id: int, checkpoint: bool = False) -> None:
         self.store = store
         self.source_id = source_id
+        self.checkpoint = checkpoint
+        self._since_commit = 0
         self._buffers: dict[type[Record], _Buffer] = {}
         self.issues: list[ParseIssue] = []
         self.records = 0
@@ -117,6 +124,11 @@ class SourceWriter:
         self._insert_arrow(batch.table, data)
 
     def _insert_arrow(self, table: str, data: pa.Table) -> None:
+        self._since_commit += data.num_rows
+        if self.checkpoint and self._since_commit >= COMMIT_ROWS:
+            self.store.con.execute("COMMIT")
+            self.store.con.execute("BEGIN TRANSACTION")
+            self._since_commit = data.num_rows
         cols = ", ".join(ident(n) for n in data.column_names)
         self.store.con.register("_pm_batch", data)
         try:
@@ -155,3 +167,40 @@ class SourceWriter:
         for buf in self._buffers.values():
             self._flush(buf)
         self._flush_issues()
+
+
+def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
+    """Remove what an unfinished load of ``source_id`` inserted: every row of a new source, or the
+    rows from ``resume_line`` on for a file that was being appended to."""
+    for table in store.table_names():
+        cols = {c for c, _ in store.columns(table)}
+        if "source_id" not in cols or table == "sources":
+            continue
+        if resume_line is not None and resume_line > 1:
+            if "line_no" in cols:
+                store.execute(
+                    f"DELETE FROM {ident(table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
+                    [source_id, resume_line],
+                )
+        else:
+            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
+    if resume_line is not None and resume_line > 1:
+        store.execute(
+            "UPDATE sources SET status = 'complete', resume_line = NULL WHERE source_id = ?", [source_id]
+        )
+    else:
+        store.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
+
+
+def recover_interrupted(store: Store) -> list[str]:
+    """Undo loads that a crash (``kill -9``, power loss) left unfinished; returns their paths.
+
+    The next ingest of those files then does them again, so each file ends up fully in or not in.
+    """
+    rows = store.fetchall("SELECT source_id, path, resume_line FROM sources WHERE status = 'loading'")
+    if not rows:
+        return []
+    with store.transaction():
+        for sid, _path, resume in rows:
+            discard_source(store, int(sid), resume)
+    return [str(r[1]) for r in rows]

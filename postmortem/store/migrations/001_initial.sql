@@ -23,6 +23,8 @@ CREATE TABLE sources (
     first_ts       TIMESTAMPTZ,
     last_ts        TIMESTAMPTZ,
     notes          VARCHAR,
+    status         VARCHAR NOT NULL DEFAULT 'complete',
+    resume_line    BIGINT,
     ingested_at    TIMESTAMPTZ NOT NULL
 );
 

@@ -1,0 +1,138 @@
+"""Crash safety, concurrency and hostile input: the store stays consistent and the tool never
+becomes the next thing that falls over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from postmortem.store.db import Store
+
+SAMPLE = REPO / "sample_logs"
+
+
+def _sglang_log(path: Path, lines: int) -> None:
+    with path.open("w") as fh:
+        fh.write("[2025-05-25 00:00:00] server_args=ServerArgs(model_path='/m', tp_size=8, port=30000)\n")
+        for n in range(1, lines):
+            s = n % 60
+            fh.write(
+                f"[2025-05-25 01:{n // 60 % 60:02d}:{s:02d} TP0] Decode batch, #running-req: {n % 200}, "
+                f"#token: {n}, token usage: 0.5, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+            )
+
+
+def _counts(db: Path) -> dict[str, int]:
+    store = Store.open_readonly(db)
+    out = {t: store.count(t) for t in store.table_names() if t != "schema_migrations"}
+    store.close()
+    return out
+
+
+def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> None:
+    log = tmp_path / "sglang-big.log"
+    _sglang_log(log, 200_000)
+    clean = tmp_path / "clean.duckdb"
+    env = {**os.environ, "POSTMORTEM_COMMIT_ROWS": "20000"}
+    cmd = [sys.executable, "-m", "postmortem", "ingest", str(log), "--tz", "UTC", "--db"]
+    subprocess.run([*cmd, str(clean)], check=True, env=env, capture_output=True)
+    expected = _counts(clean)
+    assert expected["sglang_batches"] == 199_999
+
+    db = tmp_path / "pm.duckdb"
+    proc = subprocess.Popen([*cmd, str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # wait until at least one intermediate commit landed, then kill without warning
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if db.exists() and db.stat().st_size > 2_000_000:
+            break
+    assert proc.poll() is None, "ingest finished before it could be killed; make the file bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    # a reader sees the interrupted load flagged, not silently partial data
+    store = Store.open_readonly(db)
+    assert store.interrupted() == [str(log)]
+    store.close()
+    # the next writer removes the partial rows; the next ingest completes the file
+    store = Store.open(db)
+    assert store.recovered == [str(log)]
+    assert store.count("sglang_batches") == 0 and store.count("sources") == 0
+    store.close()
+    subprocess.run([*cmd, str(db)], check=True, env=env, capture_output=True)
+    assert _counts(db) == expected
+
+
+def test_second_writer_waits_then_fails_clearly(tmp_path: Path, cli: object) -> None:
+    db = tmp_path / "pm.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(30)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == b"held"
+    try:
+        start = time.monotonic()
+        r = cli("build", "--logs", SAMPLE / "dmesg.txt", "--db", db, "--out", tmp_path / "r", "--wait", "1.5")  # type: ignore[operator]
+        waited = time.monotonic() - start
+        assert r.code == 1
+        assert r.err.startswith(f"Error: {db}: database is in use by process {holder.pid}; wait for it")
+        assert waited >= 1.4
+        q = cli("query", "SELECT 1", "--db", db)  # type: ignore[operator]
+        assert q.code == 1 and "database is in use" in q.err
+    finally:
+        holder.kill()
+        holder.communicate()
+    r = cli("build", "--logs", SAMPLE / "dmesg.txt", "--db", db, "--out", tmp_path / "r", "--wait", "5")  # type: ignore[operator]
+    assert r.code == 0, r
+
+
+@pytest.mark.parametrize("kind", ["gzip", "xz", "bz2", "zstd"])
+def test_corrupt_archives_are_errors_naming_the_file(tmp_path: Path, cli: object, kind: str) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    raw = (SAMPLE / "dmesg.txt").read_bytes() * 20
+    comp = {
+        "gzip": gzip.compress,
+        "xz": lzma.compress,
+        "bz2": bz2.compress,
+        "zstd": zstandard.ZstdCompressor(write_checksum=True).compress,
+    }[kind](raw)  # the zstd CLI writes checksums
+    bad = bytearray(comp)
+    for i in range(len(bad) // 2, len(bad) // 2 + 64):
+        bad[i] ^= 0x5A
+    path = tmp_path / f"dmesg.{kind}"
+    path.write_bytes(bytes(bad))
+    r = cli("ingest", path, "--db", tmp_path / "pm.duckdb")  # type: ignore[operator]
+    assert r.code == 1, r
+    assert r.err.startswith(f"Error: {path}: ")
+    assert "Traceback" not in r.err
+
+
+def test_decompression_bomb_is_refused(tmp_path: Path, cli: object) -> None:
+    import gzip
+
+    path = tmp_path / "bomb.log.gz"
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        line = b"[    1.000000] " + b"A" * 200 + b"\n"
+        for _ in range(1 << 16):
+            fh.write(line * 16)
+    r = cli("ingest", path, "--db", tmp_path / "pm.duckdb", "--max-bytes", str(50 << 20))  # type: ignore[operator]
+    assert r.code == 1
+    assert "exceeds --max-bytes" in r.err
