@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from .collect import bundle_options, expand_bundles
 from .config import Config
 from .errors import InputError, PostmortemError, UsageError
 from .io import (
@@ -25,7 +26,6 @@ from .io import (
     OverlongLine,
     StreamState,
     compression_of,
-    expand_paths,
     iter_blocks,
     iter_lines,
     journalctl_export,
@@ -125,10 +125,16 @@ def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
 
 
 def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> IngestSummary:
-    """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin)."""
-    inputs = list(expand_paths(paths))
-    summary = IngestSummary()
-    if not inputs:
+    """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin); bundles of
+    ``postmortem collect`` (directories or archives) give their files the manifest's context."""
+    with expand_bundles(paths, options) as expanded:
+        return _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
+
+
+def _ingest_inputs(
+    store: Store, paths: list[str], inputs: list[InputFile], summary: IngestSummary, options: IngestOptions
+) -> IngestSummary:
+    if not inputs and not summary.files:
         raise InputError(f"{', '.join(paths)}: no files to ingest")
     planned = _plan(inputs, options)
     roots = {p.inp.root for p in planned if p.inp.root is not None}
@@ -150,7 +156,9 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> Inge
             status = "error" if item.inp.explicit else "undetected"
             summary.files.append(FileResult(item.inp.display, status, error=reason))
             continue
-        summary.files.append(ingest_file(store, item.inp, item.parser, options, item))
+        summary.files.append(
+            ingest_file(store, item.inp, item.parser, bundle_options(item.inp, options), item)
+        )
     return summary
 
 
