@@ -154,7 +154,9 @@ def _progress_printer() -> Callable[[str, int, int | None], None]:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[str], typer.Argument(help="Files or directories (recursive); '-' reads stdin.")],
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Files or directories (recursive); '-' reads stdin.")
+    ] = None,
     db: DbOpt = None,
     fmt: Annotated[
         str | None, typer.Option("--format", help="Force a format (see 'postmortem formats').")
@@ -179,9 +181,30 @@ def ingest(
     max_bytes: Annotated[
         int | None, typer.Option("--max-bytes", help="Decompressed size limit per file.")
     ] = None,
+    from_parquet: Annotated[
+        str | None, typer.Option("--from-parquet", help="Merge another store's 'export --parquet' directory.")
+    ] = None,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Ingest log files into the store (format detected from content)."""
+    if from_parquet:
+        from .config import load_config
+        from .fleet import merge_parquet
+        from .store.db import Store
+
+        store = Store.open(load_config().db_path(db), wait=wait)
+        try:
+            merged = merge_parquet(store, Path(from_parquet))
+        finally:
+            store.close()
+        typer.echo(
+            f"{from_parquet}: {merged.sources_added} sources merged, {merged.sources_skipped} already "
+            f"present; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
+        )
+        if not paths:
+            return
+    if not paths:
+        raise UsageError("give files or directories to ingest (or --from-parquet DIR)")
     from .config import load_config
     from .ingest import describe_result, ingest_paths
     from .store.db import Store
@@ -258,6 +281,27 @@ def sources(db: DbOpt = None, wait: WaitOpt = 0.0) -> None:
     finally:
         store.close()
     sys.stdout.write(format_table(result))
+
+
+@app.command()
+def export(
+    parquet: Annotated[
+        str, typer.Option("--parquet", help="Directory for hive-partitioned Parquet (host=/date=).")
+    ],
+    db: DbOpt = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Export every table as hive-partitioned Parquet, for fleet-wide queries and merging."""
+    from .config import load_config
+    from .fleet import export_parquet
+    from .store.db import Store
+
+    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    try:
+        result = export_parquet(store, Path(parquet))
+    finally:
+        store.close()
+    typer.echo(f"{parquet}: {len(result.tables)} tables, {sum(result.tables.values())} rows")
 
 
 @app.command()
@@ -513,6 +557,45 @@ def trends(
     finally:
         store.close()
     typer.echo(str(path))
+
+
+@app.command()
+def collect(
+    since: Annotated[
+        str, typer.Option("--since", help="Start of the journal window (journalctl syntax).")
+    ] = "-24h",
+    until: Annotated[str | None, typer.Option("--until", help="End of the journal window.")] = None,
+    unit: Annotated[
+        list[str] | None,
+        typer.Option("--unit", help="Unit glob (repeatable): their journal plus the kernel's; default sglang*."),
+    ] = None,
+    out: Annotated[str, typer.Option("--out", help="Directory for the bundle.")] = ".",
+    archive: Annotated[bool, typer.Option("--archive", help="Also write <bundle>.tar.gz.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each command may run.")] = 60.0,
+    max_bytes: Annotated[
+        int, typer.Option("--max-bytes", help="Size limit per output file (bytes); the rest is cut.")
+    ] = 256 << 20,
+) -> None:
+    """Save the evidence on this machine (journal, dmesg, nvidia-smi, units, logs) as a bundle."""
+    from .collect import CollectOptions, summary_lines
+    from .collect import collect as run_collect
+    from .config import load_config
+
+    result = run_collect(
+        CollectOptions(
+            out=Path(out),
+            since=since or None,
+            until=until,
+            units=list(unit or []),
+            archive=archive,
+            timeout_s=timeout,
+            max_bytes=max_bytes,
+            config=load_config(),
+            warn=lambda text: typer.echo(f"warning: {text}", err=True),
+        )
+    )
+    for line in summary_lines(result):
+        typer.echo(line)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,173 @@
+"""Beyond one machine: export a store as hive-partitioned Parquet, merge other machines' exports.
+
+``postmortem export --parquet DIR`` writes every table to ``DIR/<table>/host=<host>/date=<day>/``
+(Parquet files that DuckDB, Spark or Trino read as they are), plus ``DIR/_postmortem.json`` with
+the schema version and row counts. ``postmortem ingest --from-parquet DIR`` merges such an export
+into a store: sources already present (same content hash) are skipped, the others get new source
+ids, so fleet stores can be combined repeatedly without duplicates. Derived tables (incidents,
+loads, recommendations) are exported for querying but not imported: ``build`` recomputes them.
+
+Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only Arrow streams.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from .errors import InputError, StoreError
+from .records import RECORD_TYPES
+from .store.db import Store, ident, latest_version
+
+MANIFEST = "_postmortem.json"
+BASE_TABLES = ("sources", "parse_issues", *(r.TABLE for r in RECORD_TYPES))
+BATCH_ROWS = 200_000
+
+
+@dataclass
+class ExportResult:
+    directory: Path
+    tables: dict[str, int] = field(default_factory=dict)
+
+
+def _date_expr(cols: set[str]) -> str:
+    for c in ("ts", "start_ts", "boot_ts", "first_ts"):
+        if c in cols:
+            return f"CAST(t.{c} AS DATE)"
+    return "CAST((SELECT s.first_ts FROM sources s WHERE s.source_id = t.source_id) AS DATE)"
+
+
+def export_parquet(store: Store, directory: Path) -> ExportResult:
+    directory.mkdir(parents=True, exist_ok=True)
+    result = ExportResult(directory)
+    for table in store.table_names():
+        if table == "schema_migrations":
+            continue
+        cols = {c for c, _ in store.columns(table)}
+        if "host" in cols:
+            host = ""
+        elif "source_id" in cols:
+            host = ", (SELECT s.host FROM sources s WHERE s.source_id = t.source_id) AS host"
+        else:
+            host = ", NULL::VARCHAR AS host"
+        date = (
+            _date_expr(cols)
+            if (cols & {"ts", "start_ts", "boot_ts", "first_ts", "source_id"})
+            else "NULL::DATE"
+        )
+        sql = f"SELECT t.*{host}, {date} AS date FROM {ident(table)} t"  # noqa: S608 - catalog names
+        rel = store.con.sql(sql)
+        # DuckDB 2.x: Relation.to_arrow_reader; 1.x: Relation.fetch_arrow_reader
+        make_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
+        reader = make_reader(BATCH_ROWS)
+        target = directory / table
+        ds.write_dataset(
+            reader,
+            target,
+            format="parquet",
+            partitioning=["host", "date"],
+            partitioning_flavor="hive",
+            existing_data_behavior="delete_matching",
+            basename_template="part-{i}.parquet",
+        )
+        result.tables[table] = store.count(table)
+    (directory / MANIFEST).write_text(
+        json.dumps(
+            {
+                "schema_version": store.version(),
+                "exported_at": datetime.now(UTC).isoformat(),
+                "tables": result.tables,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return result
+
+
+@dataclass
+class MergeResult:
+    sources_added: int = 0
+    sources_skipped: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+def _dataset(directory: Path, table: str) -> ds.Dataset | None:
+    path = directory / table
+    if not path.is_dir():
+        return None
+    part = ds.partitioning(pa.schema([("host", pa.string()), ("date", pa.string())]), flavor="hive")
+    return ds.dataset(path, format="parquet", partitioning=part)
+
+
+def merge_parquet(store: Store, directory: Path) -> MergeResult:
+    """Merge an export made by :func:`export_parquet` (from this or another machine)."""
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        raise InputError(f"{directory}: not a postmortem Parquet export (no {MANIFEST})")
+    meta = json.loads(manifest.read_text(encoding="utf-8"))
+    if int(meta.get("schema_version", 0)) > latest_version():
+        raise StoreError(
+            f"{directory}: exported by a newer postmortem (schema version {meta['schema_version']}); upgrade"
+        )
+    src = _dataset(directory, "sources")
+    if src is None:
+        raise InputError(f"{directory}: the export has no sources table")
+    sources = src.to_table()
+    known = {r[0] for r in store.fetchall("SELECT sha256 FROM sources WHERE status = 'complete'")}
+    result = MergeResult()
+    mapping: dict[int, int] = {}
+    with store.transaction():
+        for sid, sha in zip(sources["source_id"].to_pylist(), sources["sha256"].to_pylist(), strict=True):
+            if sid is None or sha in known:
+                result.sources_skipped += 1
+                continue
+            row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
+            assert row is not None
+            mapping[int(sid)] = int(row[0])
+            known.add(sha)
+        result.sources_added = len(mapping)
+        if not mapping:
+            return result
+        old_ids = pa.array(list(mapping), pa.int32())
+        new_ids = pa.array(list(mapping.values()), pa.int32())
+        for table in BASE_TABLES:
+            dset = _dataset(directory, table)
+            if dset is None:
+                continue
+            cols = [c for c, _ in store.columns(table)]
+            shift = {"oom_id"} & set(cols)
+            n = 0
+            for batch in dset.to_batches(filter=pc.is_in(pc.field("source_id"), value_set=old_ids)):
+                if batch.num_rows == 0:
+                    continue
+                tbl = pa.Table.from_batches([batch])
+                idx = pc.index_in(tbl["source_id"], value_set=old_ids)
+                new_sid = pc.take(new_ids, idx)
+                if shift:
+                    low = pc.bit_wise_and(tbl["oom_id"], pa.scalar(0xFFFFFFFF, pa.int64()))
+                    high = pc.shift_left(pc.cast(new_sid, pa.int64()), pa.scalar(32, pa.int64()))
+                    tbl = tbl.set_column(
+                        tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low)
+                    )
+                tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
+                present = [c for c in cols if c in tbl.column_names]
+                tbl = tbl.select(present)
+                store.con.register("_pm_merge", tbl)
+                try:
+                    collist = ", ".join(ident(c) for c in present)
+                    store.con.execute(
+                        f"INSERT INTO {ident(table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
+                    )
+                finally:
+                    store.con.unregister("_pm_merge")
+                n += tbl.num_rows
+            result.rows[table] = n
+    return result
