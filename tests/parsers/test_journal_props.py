@@ -114,3 +114,85 @@ def test_truncated_samples(data: st.DataObject, parser: str) -> None:
     piece = sample[:cut]
     outputs, ctx = parse_text(parser, piece, year=2025)
     check_accounting(ctx, outputs, count_lines(piece))
+
+
+# ----------------------------------------------------------------------------- vector ≡ per-line
+
+_MODES = {
+    "iso": "%Y-%m-%dT%H:%M:%S+0000",
+    "iso-precise": "%Y-%m-%dT%H:%M:%S.{us}+00:00",
+    "month": "%b %d %H:%M:%S",
+    "rfc3164": "%b {day:>2} %H:%M:%S",
+    "month-precise": "%b %d %H:%M:%S.{us}",
+    "unix": "{epoch}.{us}",
+    "full": "%a %Y-%m-%d %H:%M:%S UTC",
+}
+_IDENT = ["app[1]:", "app[2]:", "systemd[1]:", "kernel:", "sshd[900]:", "x.service[7]:", "rsyslogd:"]
+_MSG = [
+    "hello: world",
+    "a.service: Failed with result 'oom-kill'.",
+    "Started a.service - A.",
+    "a#012b#011c",
+    "",
+    "ünïcode ✓",
+]
+
+
+@st.composite
+def _journal_text(draw: st.DrawFn) -> str:
+    import time as _time
+
+    fmt = _MODES[draw(st.sampled_from(sorted(_MODES)))]
+    t = draw(st.integers(min_value=1_735_500_000, max_value=1_736_000_000))
+    out = []
+    for _ in range(draw(st.integers(min_value=0, max_value=120))):
+        t += draw(st.integers(min_value=0, max_value=40_000))
+        tm = _time.gmtime(t)
+        us = f"{draw(st.integers(min_value=0, max_value=999_999)):06d}"
+        stamp = _time.strftime(
+            fmt.replace("{us}", us).replace("{epoch}", str(t)).replace("{day:>2}", f"{tm.tm_mday:>2}"), tm
+        )
+        kind = draw(st.integers(min_value=0, max_value=19))
+        if kind == 0:
+            out.append("    continued line")
+        elif kind == 1:
+            out.append("")
+        elif kind == 2:
+            out.append(
+                draw(st.sampled_from(["-- Reboot --", "░░ Subject: x", "-- Logs begin at x --", "junk"]))
+            )
+        elif kind == 3:
+            out.append(f"{stamp} {draw(st.sampled_from(_IDENT))} hostless")
+        else:
+            host = "h1" if kind < 17 else "h2"
+            out.append(f"{stamp} {host} {draw(st.sampled_from(_IDENT))} {draw(st.sampled_from(_MSG))}")
+    return "\n".join(out)
+
+
+def _run_short(text: str, vector: bool, chunk_lines: int) -> tuple[list[str], tuple[int, int]]:
+    from conftest import make_context, serialise
+
+    from postmortem.parsers.base import chunks_of
+    from postmortem.parsers.journal.short import ShortState, entry_groups
+
+    ctx = make_context(year=2025, tz="UTC")
+    state = ShortState(ctx)
+    if not vector:
+        state.vector = None
+    out = []
+    for body, first in entry_groups(chunks_of(text.split("\n"), 1, chunk_lines)):
+        out.extend(state.chunk(body, first))
+    out.extend(state.close())
+    return sorted(serialise(out)), (ctx.parsed_lines, ctx.ignored_lines)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_journal_text(), chunk_lines=st.integers(min_value=1, max_value=80))
+def test_vector_path_equals_the_per_line_path(text: str, chunk_lines: int) -> None:
+    import pytest
+
+    from postmortem.parsers.journal import vector
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vector, "MIN_LINES", 0)
+        assert _run_short(text, True, chunk_lines) == _run_short(text, False, chunk_lines)

@@ -312,6 +312,14 @@ class StampParser:
         ts, inferred = self.anchor(mono)
         return ts, line[: end + 1], inferred, mono, end + 2, MONO
 
+    def stamp(self, raw: str) -> tuple[datetime | None, str | None, str | None]:
+        """A stamp on its own (no message after it) → ``(ts, ts_inferred, kind)``; ts None if
+        ``raw`` is not exactly one stamp."""
+        st = self.parse(raw + " x")
+        if st is None or st[1] != raw:
+            return None, None, None
+        return st[0], st[2], st[5]
+
     def anchor(self, mono: float) -> tuple[datetime | None, str | None]:
         """Wall-clock time of a monotonic stamp: the anchor of the boot named by the last
         ``-- Boot … --`` marker; else ``--boot-time`` (first boot of the file only); else, with
@@ -441,93 +449,149 @@ class JournalShortParser(Parser):
         return min(98, score + (8 if header else 0))
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
-        sink = JournalSink(ctx)
-        stamps = StampParser(ctx)
-        entry = sink.entry
-        idents: dict[str, tuple[str, int | None, str | None]] = {}
-        msg_col = 0
-        have = False
-        for chunk in chunks:
-            parsed = ignored = 0
-            issues: list[Output] = []
-            for line_no, line in chunk:
-                c = line[:1]
-                if c == " " or c == "\t":
-                    if have and not ("月" in line[:5] or "월" in line[:5]):
-                        text = line[msg_col:] if not line[:msg_col].strip() else line.lstrip()
-                        sink.extend_message(text)
-                        parsed += 1
-                        continue
-                    st = stamps.parse(line)
-                    if st is None:
-                        if have:
-                            sink.extend_message(line.lstrip())
-                            parsed += 1
-                        else:
-                            issues.append(ctx.issue(line_no, "continuation line before any entry", line))
-                        continue
-                elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
-                    self._meta(line, stamps, sink)
-                    ignored += 1
-                    continue
-                elif not c:
-                    ignored += 1
-                    continue
-                else:
-                    st = stamps.parse(line)
-                    if st is None:
-                        issues.append(ctx.issue(line_no, "no journal/syslog timestamp", line))
-                        continue
-                ts, raw, inferred, mono, pos, _kind = st
-                host, itok, mstart = split_line(line, pos)
-                message = line[mstart:]
-                if "#0" in message:
-                    message = _unescape(message)
-                if itok is None:
-                    ident = pid = unit = None
-                else:
-                    hit = idents.get(itok)
-                    if hit is None:
-                        hit = idents[itok] = split_ident(itok)
-                        if len(idents) > 100_000:
-                            idents.clear()
-                    ident, pid, unit = hit
-                entry(
-                    line_no,
-                    ts,
-                    raw,
-                    inferred,
-                    mono,
-                    host,
-                    ident,
-                    pid,
-                    unit,
-                    None,
-                    None,
-                    stamps.boot_id,
-                    message,
-                )
-                msg_col = mstart
-                have = True
-                stamps.seen_entry = True
-                parsed += 1
-            ctx.parsed(parsed)
-            ctx.ignored(ignored)
-            yield from issues
-            yield from sink.drain()
-        yield from sink.close()
+        state = ShortState(ctx)
+        for text, first in entry_groups(chunks):
+            yield from state.chunk(text, first)
+        yield from state.close()
 
-    @staticmethod
-    def _meta(line: str, stamps: StampParser, sink: JournalSink) -> None:
-        if line.startswith("-- Boot "):
-            m = _BOOT_MARKER.match(line)
-            if m:
-                stamps.new_boot(m.group(1))
-                sink.new_boot()
-        elif line == "-- Reboot --":
-            stamps.new_boot(None)
+
+def meta_line(line: str, stamps: StampParser, sink: JournalSink) -> None:
+    """A ``-- …`` line: boot markers switch the boot; a journal header gives the year."""
+    if line.startswith("-- Boot "):
+        m = _BOOT_MARKER.match(line)
+        if m:
+            stamps.new_boot(m.group(1))
             sink.new_boot()
-        elif stamps.header_date is None and line.startswith(("-- Logs begin at ", "-- Journal begins at ")):
-            m = _HEADER_DATE.search(line)
-            if m:
-                stamps.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    elif line == "-- Reboot --":
+        stamps.new_boot(None)
+        sink.new_boot()
+    elif stamps.header_date is None and line.startswith(("-- Logs begin at ", "-- Journal begins at ")):
+        m = _HEADER_DATE.search(line)
+        if m:
+            stamps.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+
+#: an entry group (a stamped line and its continuation lines) longer than this is not carried
+#: to the next chunk whole: its later continuation lines are counted but not appended
+MAX_CARRY = 8 << 20
+
+
+def entry_groups(chunks: Iterable[LineChunk]) -> Iterator[tuple[str, int]]:
+    """Chunk texts regrouped so that no entry is split: the last line that is neither indented
+    nor blank (and the lines after it) move to the front of the next chunk."""
+    carry: str | None = None
+    carry_first = 0
+    for chunk in chunks:
+        text = chunk.text
+        first = chunk.first_line_no
+        if carry is not None:
+            text = carry + "\n" + text
+            first = carry_first
+            carry = None
+        pos = text.rfind("\n")
+        while pos >= 0 and text[pos + 1 : pos + 2] in (" ", "\t", "\n", ""):
+            pos = text.rfind("\n", 0, pos)
+        if pos < 0:
+            if len(text) < MAX_CARRY:
+                carry, carry_first = text, first
+                continue
+            yield text, first
+            continue
+        carry = text[pos + 1 :]
+        carry_first = first + text.count("\n", 0, pos) + 1
+        yield text[:pos], first
+    if carry is not None:
+        yield carry, carry_first
+
+
+class ShortState:
+    """Per-file state of journal-short: the vectorised path for regular lines, the per-line
+    path (the reference) for everything else."""
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.sink = JournalSink(ctx)
+        self.stamps = StampParser(ctx)
+        self.idents: dict[str, tuple[str, int | None, str | None]] = {}
+        from .vector import VectorShort
+
+        self.vector: VectorShort | None = VectorShort(self)
+
+    def ident(self, itok: str) -> tuple[str, int | None, str | None]:
+        hit = self.idents.get(itok)
+        if hit is None:
+            if len(self.idents) > 100_000:
+                self.idents.clear()
+            hit = self.idents[itok] = split_ident(itok)
+        return hit
+
+    def chunk(self, text: str, first: int) -> Iterator[Output]:
+        if self.vector is not None:
+            done = self.vector.chunk(text, first)
+            if done is not None:
+                yield from done
+                return
+        yield from self.python_chunk(LineChunk(first, text))
+
+    def python_chunk(self, chunk: LineChunk) -> Iterator[Output]:
+        """The per-line path: every line of ``chunk`` in order."""
+        ctx, sink, stamps = self.ctx, self.sink, self.stamps
+        entry = sink.entry
+        parsed = ignored = 0
+        issues: list[Output] = []
+        # chunks start at an entry (entry_groups): nothing before them can be continued
+        msg_col, have = 0, False
+        for line_no, line in chunk:
+            c = line[:1]
+            if c == " " or c == "\t":
+                if have and not ("月" in line[:5] or "월" in line[:5]):
+                    text = line[msg_col:] if not line[:msg_col].strip() else line.lstrip()
+                    sink.extend_message(text)
+                    parsed += 1
+                    continue
+                st = stamps.parse(line)
+                if st is None:
+                    if have:
+                        sink.extend_message(line.lstrip())
+                        parsed += 1
+                    else:
+                        issues.append(ctx.issue(line_no, "continuation line before any entry", line))
+                    continue
+            elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
+                meta_line(line, stamps, sink)
+                ignored += 1
+                have = False  # a header, marker or catalog line ends the entry above
+                continue
+            elif not c:
+                ignored += 1
+                continue
+            else:
+                st = stamps.parse(line)
+                if st is None:
+                    issues.append(ctx.issue(line_no, "no journal/syslog timestamp", line))
+                    have = False
+                    continue
+            ts, raw, inferred, mono, pos, _kind = st
+            host, itok, mstart = split_line(line, pos)
+            message = line[mstart:]
+            if "#0" in message:
+                message = _unescape(message)
+            if itok is None:
+                ident = pid = unit = None
+            else:
+                ident, pid, unit = self.ident(itok)
+            entry(
+                line_no, ts, raw, inferred, mono, host, ident, pid, unit, None, None, stamps.boot_id, message
+            )
+            msg_col = mstart
+            have = True
+            stamps.seen_entry = True
+            parsed += 1
+        ctx.parsed(parsed)
+        ctx.ignored(ignored)
+        sink.flush_pending()
+        yield from issues
+        yield from sink.drain(keep_last=False)
+
+    def close(self) -> Iterator[Output]:
+        yield from self.sink.close()

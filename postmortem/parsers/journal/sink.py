@@ -197,6 +197,41 @@ class JournalSink:
             if stream is not None or self._sglang_checks.get(key, 0) < SGLANG_CHECK_BUDGET:
                 self._pending = row
 
+    def wants(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
+        """Whether a (text-mode) entry with these fields needs routing at all."""
+        if ident in SPECIAL_IDENTS or self.cat_mode:
+            return True
+        key = unit or (ident, pid)
+        return key in self._sglang or self._sglang_checks.get(key, 0) < SGLANG_CHECK_BUDGET
+
+    def route_now(self, row: tuple[Any, ...]) -> str | None:
+        """Route a complete entry at once, without storing it (the caller stores the row, in
+        an Arrow block); returns the unit a systemd message names, for that row."""
+        if self._pending is not None:
+            self._route()
+        if row[6] == "systemd" and row[10] != "kernel":
+            # classified on its first line, as the per-line path does before continuation
+            # lines arrive
+            first = row[12].partition("\n")[0]
+            lc = systemd.classify(first)
+            if lc is None:
+                return None
+            unit = row[8] or self._resolve_unit(lc)
+            self._unit_event(lc, (*row[:8], unit, *row[9:12], first))
+            return unit
+        self._pending = row
+        self._route()
+        return None
+
+    def add_table(self, table: pa.Table) -> None:
+        """A block of journal_entries rows built by the caller (vectorised text path)."""
+        if table.num_rows:
+            self.out.append(TableBatch("journal_entries", table))
+
+    def flush_pending(self) -> None:
+        if self._pending is not None:
+            self._route()
+
     def extend_message(self, text: str) -> bool:
         """Append a continuation line to the last entry's message (text modes)."""
         if not self.rows:
@@ -356,6 +391,8 @@ class JournalSink:
         stream = self._sglang.get(key)
         message = row[12]
         if stream is None:
+            if self._sglang_checks.get(key, 0) >= SGLANG_CHECK_BUDGET:
+                return
             api = self._sglang_mod()
             if api is None:
                 self._sglang_checks[key] = SGLANG_CHECK_BUDGET

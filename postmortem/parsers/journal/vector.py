@@ -1,0 +1,435 @@
+"""The vectorised path of ``journal-short``: whole chunks in Arrow compute, Python only per
+distinct stamp, per distinct identifier token and per line that needs routing.
+
+Most lines of a journal or syslog file have one layout: ``<stamp> <host> <ident>[<pid>]:
+<message>`` with a stamp of a fixed number of space-separated tokens (the file's mode). Such
+lines are split by Arrow (``split_pattern`` with a bounded split count), stamps are parsed once
+per distinct value (with the fraction split off, so precise modes parse once per second), and
+identifier tokens once per distinct value. Every other line — continuation lines, header and
+catalog lines, host-less or padded-day lines, garbage — goes through the per-line reference
+path in line order; lines that need routing (systemd, kernel, systemd-oomd, earlyoom, SGLang
+candidates) are routed in line order with their complete messages. The result is the same as
+the per-line path's (a property test checks it).
+"""
+
+from __future__ import annotations
+
+import bisect
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..base import LineChunk, Output
+from .short import CATALOG, FULL, ISO, MONTH, UNIX, _unescape, meta_line, split_line
+from .sink import EPOCH, MAX_MESSAGE_CHARS, _schema
+
+if TYPE_CHECKING:
+    from .short import ShortState
+
+_US = timedelta(microseconds=1)
+#: a chunk smaller than this goes through the per-line path (Arrow setup costs more)
+MIN_LINES = 64
+
+
+class VectorShort:
+    def __init__(self, state: ShortState) -> None:
+        self.state = state
+        self.layout: tuple[int, int] | None = None  # (tokens in the stamp, fraction position)
+        self.tried = 0
+        self.kind: str | None = None
+        self._stamps: dict[str, tuple[int | None, str | None]] = {}
+
+    # ------------------------------------------------------------------ layout
+
+    def _learn(self, text: str) -> bool:
+        """Take the layout from the first regular line of the file (with a scratch stamp
+        parser: the file's own must see its stamps in line order)."""
+        from ..base import ParseContext
+        from .short import StampParser
+
+        stamps = StampParser(ParseContext(year=2000, zone=self.state.ctx.zone))
+        for line in text.split("\n", 200)[:200]:
+            c = line[:1]
+            if not c or c in " \t-░":
+                continue
+            st = stamps.parse(line)
+            if st is None:
+                continue
+            raw, kind = st[1], st[5]
+            host, itok, _ = split_line(line, st[4])
+            if kind not in (ISO, UNIX, MONTH, FULL) or host is None or itok is None:
+                return False
+            if "  " in raw:
+                if kind != MONTH:
+                    return False
+                raw = " ".join(raw.split())  # a space-padded day
+            frac = -1
+            dot = raw.find(".")
+            if dot > 0 and raw[dot + 1 : dot + 7].isdigit() and not raw[dot + 7 : dot + 8].isdigit():
+                frac = dot
+            self.layout = (raw.count(" ") + 1, frac)
+            self.kind = kind
+            return True
+        return False
+
+    # ------------------------------------------------------------------ one chunk
+
+    def chunk(self, text: str, first: int) -> list[Output] | None:
+        """Process one chunk (complete entry groups); None → use the per-line path."""
+        if self.layout is None and (self.tried > 3 or not self._learn(text)):
+            self.tried += 1
+            if self.tried > 3:
+                self.state.vector = None  # not a regular file: per-line from now on
+            return None
+        if "-- Boot " in text or "-- Reboot --" in text or text.count("\n") < MIN_LINES:
+            return None
+        import pyarrow as _pa
+        import pyarrow.compute as _pc
+
+        pa: Any = _pa  # the stubs are stricter than these compute chains need
+        pc: Any = _pc
+        assert self.layout is not None
+        k, frac = self.layout
+        state = self.state
+        ctx, sink, stamps = state.ctx, state.sink, state.stamps
+        big = 1 << 30
+        lines = original = LineChunk(first, text).arrow().cast(pa.string())
+        n = len(lines)
+        pad = None
+        if self.kind == MONTH and k == 3:
+            # RFC 3164 pads the day with a space ("Jan  1"): read it as "Jan 01", print it as is
+            pad = pc.fill_null(
+                pc.and_(
+                    pc.equal(pc.utf8_slice_codeunits(lines, 3, 5), "  "),
+                    pc.utf8_is_digit(pc.utf8_slice_codeunits(lines, 5, 6)),
+                ),
+                False,
+            )
+            if pc.any(pad).as_py():
+                joined = pc.binary_join_element_wise(
+                    pc.utf8_slice_codeunits(lines, 0, 4), pc.utf8_slice_codeunits(lines, 5, big), "0"
+                )
+                lines = pc.if_else(pad, joined, lines)
+            else:
+                pad = None
+        parts = pc.split_pattern(lines, " ", max_splits=k + 2)
+        cand = pc.equal(pc.list_value_length(parts), k + 3)
+        cand_idx = pc.indices_nonzero(cand)
+        if len(cand_idx) < n // 2:
+            return None  # mostly irregular lines: the per-line path is as fast
+        p = parts.filter(cand)
+        tok = [pc.list_element(p, i) for i in range(k + 3)]
+        stamp = tok[0] if k == 1 else pc.binary_join_element_wise(*tok[:k], " ")
+        host, itok, msg = tok[k], tok[k + 1], tok[k + 2]
+        ok = pc.and_(pc.ends_with(itok, ":"), pc.invert(pc.ends_with(host, ":")))
+
+        frac_us = None
+        if frac >= 0:
+            fr = pc.utf8_slice_codeunits(stamp, frac + 1, frac + 7)
+            good = pc.and_(
+                pc.and_(pc.equal(pc.utf8_slice_codeunits(stamp, frac, frac + 1), "."), pc.utf8_is_digit(fr)),
+                pc.and_(
+                    pc.equal(pc.utf8_length(fr), 6),
+                    pc.invert(pc.utf8_is_digit(pc.utf8_slice_codeunits(stamp, frac + 7, frac + 8))),
+                ),
+            )
+            good = pc.fill_null(good, False)
+            ok = pc.and_(ok, good)
+            frac_us = pc.cast(pc.if_else(good, fr, "0"), pa.int64())
+            key = pc.binary_join_element_wise(
+                pc.utf8_slice_codeunits(stamp, 0, frac), pc.utf8_slice_codeunits(stamp, frac + 7, big), ""
+            )
+        else:
+            key = stamp
+
+        # identifier tokens: once per distinct value
+        di = pc.dictionary_encode(itok)
+        ids: list[str | None] = []
+        pids: list[int | None] = []
+        units: list[str | None] = []
+        wants: list[bool] = []
+        valid: list[bool] = []
+        for t in di.dictionary.to_pylist():
+            ident, pid, unit = state.ident(t)
+            ids.append(ident)
+            pids.append(pid)
+            units.append(unit)
+            valid.append(len(t) > 1)
+            wants.append(sink.wants(ident, pid, unit))
+        ok = pc.fill_null(pc.and_(ok, pc.take(pa.array(valid, pa.bool_()), di.indices)), False)
+
+        if self.kind == MONTH and self._entries_left_out(pa, pc, original, cand_idx, ok, n):
+            return None  # year inference must see those stamps in line order
+
+        # stamps: once per distinct value, in order of first appearance (year inference)
+        d = pc.dictionary_encode(key)
+        cache = self._stamps
+        if len(cache) > 1 << 17:
+            cache.clear()
+        us_list: list[int | None] = []
+        inf_list: list[str | None] = []
+        for u in d.dictionary.to_pylist():
+            hit = cache.get(u)
+            if hit is None:
+                ts, inferred, _kind = stamps.stamp(u)
+                hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inferred)
+            us_list.append(hit[0])
+            inf_list.append(hit[1])
+        ts_us = pc.take(pa.array(us_list, pa.int64()), d.indices)
+        if frac_us is not None:
+            ts_us = pc.add(ts_us, frac_us)
+        ok = pc.fill_null(pc.and_(ok, pc.is_valid(ts_us)), False)
+        inferred_col = pc.take(pa.array(inf_list, pa.string()), d.indices)
+
+        ok_pos = pc.indices_nonzero(ok)
+        ok_idx = pc.take(cand_idx, ok_pos).to_numpy()
+        m = len(ok_idx)
+
+        def sel(col: Any) -> Any:
+            return pc.take(col, ok_pos)
+
+        message = raw_msgs = sel(msg)
+        if pc.any(pc.match_substring(message, "#0")).as_py():
+            message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
+        ident_col = sel(pc.take(pa.array(ids, pa.string()), di.indices))
+        pid_col = sel(pc.take(pa.array(pids, pa.int32()), di.indices))
+        unit_col = sel(pc.take(pa.array(units, pa.string()), di.indices))
+        want_col = sel(pc.take(pa.array(wants, pa.bool_()), di.indices))
+        ts_col = pc.cast(sel(ts_us), pa.timestamp("us", tz="UTC"))
+        raw_col = sel(stamp)
+        if pad is not None:
+            padded = pc.take(pad, pa.array(ok_idx))
+            raw_col = pc.if_else(
+                padded,
+                pc.binary_join_element_wise(
+                    pc.utf8_slice_codeunits(raw_col, 0, 4), pc.utf8_slice_codeunits(raw_col, 5, big), " "
+                ),
+                raw_col,
+            )
+        inf_col = sel(inferred_col)
+        host_col = sel(host)
+        line_no = pa.array(ok_idx + first, pa.int64())
+
+        # the lines the vector pass did not take, in order, through the per-line logic
+        import numpy as np
+
+        taken = np.zeros(n, dtype=bool)
+        taken[ok_idx] = True
+        rest = np.flatnonzero(~taken)
+        rest_lines: list[str] = pc.take(original, pa.array(rest)).to_pylist() if len(rest) else []
+        ok_list: list[int] | None = None
+
+        parsed = m
+        ignored = 0
+        issues: list[Output] = []
+        extra_rows: list[list[Any]] = []  # per-line entries (line index, row fields…)
+        cont: dict[int, list[str]] = {}  # entry line index → continuation texts
+        last_extra = -1  # line index of the last per-line entry
+        last_break = -1  # line index of the last line that ends an entry (header, garbage)
+        msg_cols: dict[int, int] = {}
+        boot = stamps.boot_id
+        for i, line in zip(rest.tolist(), rest_lines, strict=True):
+            c = line[:1]
+            if c == " " or c == "\t":
+                if not ("月" in line[:5] or "월" in line[:5]) or stamps.parse(line) is None:
+                    if ok_list is None:
+                        ok_list = ok_idx.tolist()
+                    j = bisect.bisect_left(ok_list, i) - 1
+                    prev_ok = ok_list[j] if j >= 0 else -1
+                    prev = max(prev_ok, last_extra)
+                    if prev < 0 or prev < last_break:
+                        issues.append(ctx.issue(first + i, "continuation line before any entry", line))
+                        continue
+                    col = msg_cols.get(prev)
+                    if col is None:
+                        col = msg_cols[prev] = self._msg_col(lines, raw_msgs, ok_list, prev)
+                    cont.setdefault(prev, []).append(line[col:] if not line[:col].strip() else line.lstrip())
+                    parsed += 1
+                    continue
+            elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
+                meta_line(line, stamps, sink)
+                ignored += 1
+                last_break = i  # a header, marker or catalog line ends the entry above
+                continue
+            elif not c:
+                ignored += 1
+                continue
+            st = stamps.parse(line)
+            if st is None:
+                issues.append(ctx.issue(first + i, "no journal/syslog timestamp", line))
+                last_break = i
+                continue
+            ts, raw, inf, mono, pos, _kind = st
+            h, it, mstart = split_line(line, pos)
+            text_msg = line[mstart:]
+            if "#0" in text_msg:
+                text_msg = _unescape(text_msg)
+            e_ident: str | None = None
+            e_pid: int | None = None
+            e_unit: str | None = None
+            if it is not None:
+                e_ident, e_pid, e_unit = state.ident(it)
+            extra_rows.append(
+                [
+                    i,
+                    first + i,
+                    ts,
+                    raw,
+                    inf,
+                    mono,
+                    h or ctx.host,
+                    e_ident,
+                    e_pid,
+                    e_unit,
+                    None,
+                    None,
+                    boot,
+                    text_msg,
+                ]
+            )
+            msg_cols[i] = mstart
+            last_extra = i
+            parsed += 1
+        if extra_rows or ok_list is not None or m:
+            stamps.seen_entry = True
+
+        # continuation lines complete their messages
+        extra_by_index = {r[0]: r for r in extra_rows}
+        patches: dict[int, str] = {}
+        if cont:
+            if ok_list is None:
+                ok_list = ok_idx.tolist()
+            for idx, texts in cont.items():
+                row = extra_by_index.get(idx)
+                base = row[13] if row is not None else message[bisect.bisect_left(ok_list, idx)].as_py()
+                full = "\n".join([base, *texts])
+                if len(full) >= MAX_MESSAGE_CHARS:
+                    full = full[:MAX_MESSAGE_CHARS]
+                if row is not None:
+                    row[13] = full
+                else:
+                    patches[bisect.bisect_left(ok_list, idx)] = full
+
+        # routing, in line order, with complete messages
+        routed_pos = pc.indices_nonzero(want_col).to_numpy()
+        unit_patches: dict[int, str] = {}
+        if len(routed_pos) or extra_rows:
+            rp = pa.array(routed_pos)
+            r_line = pc.take(line_no, rp).to_pylist()
+            r_ts = pc.take(ts_col, rp).to_pylist()
+            r_raw = pc.take(raw_col, rp).to_pylist()
+            r_inf = pc.take(inf_col, rp).to_pylist()
+            r_host = pc.take(host_col, rp).to_pylist()
+            r_ident = pc.take(ident_col, rp).to_pylist()
+            r_pid = pc.take(pid_col, rp).to_pylist()
+            r_unit = pc.take(unit_col, rp).to_pylist()
+            r_msg = pc.take(message, rp).to_pylist()
+            todo: list[tuple[int, int, tuple[Any, ...]]] = []
+            for q, pos_ in enumerate(routed_pos.tolist()):
+                text_msg = patches.get(pos_, r_msg[q])
+                todo.append(
+                    (
+                        r_line[q],
+                        pos_,
+                        (
+                            r_line[q],
+                            r_ts[q],
+                            r_raw[q],
+                            r_inf[q],
+                            None,
+                            r_host[q],
+                            r_ident[q],
+                            r_pid[q],
+                            r_unit[q],
+                            None,
+                            None,
+                            boot,
+                            text_msg,
+                        ),
+                    )
+                )
+            for r in extra_rows:
+                todo.append((r[1], -1, tuple(r[1:])))
+            todo.sort(key=lambda t: t[0])
+            for _ln, pos_, entry in todo:
+                if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
+                    continue
+                unit = sink.route_now(entry)
+                if unit is not None:
+                    if pos_ >= 0:
+                        unit_patches[pos_] = unit
+                    else:
+                        extra_by_index[entry[0] - first][9] = unit
+
+        if patches:
+            message = _patch(pa, pc, message, patches, m)
+        if unit_patches:
+            unit_col = _patch(pa, pc, unit_col, unit_patches, m)
+
+        schema = _schema()
+        boot_col = pa.nulls(m, pa.string()) if boot is None else pa.array([boot] * m, pa.string())
+        table = pa.Table.from_arrays(
+            [
+                line_no,
+                ts_col,
+                raw_col,
+                inf_col,
+                pa.nulls(m, pa.float64()),
+                host_col,
+                ident_col,
+                pid_col,
+                unit_col,
+                pa.nulls(m, pa.int8()),
+                pa.nulls(m, pa.string()),
+                boot_col,
+                message,
+            ],
+            schema=schema,
+        )
+        if extra_rows:
+            cols = list(zip(*[r[1:] for r in extra_rows], strict=True))
+            extra = pa.Table.from_arrays(
+                [pa.array(col, type=f.type) for col, f in zip(cols, schema, strict=True)], schema=schema
+            )
+            table = pa.concat_tables([table, extra]).sort_by("line_no")
+        ctx.parsed(parsed)
+        ctx.ignored(ignored)
+        sink.add_table(table)
+        out: list[Output] = list(issues)
+        out.extend(sink.drain(keep_last=False))
+        return out
+
+    @staticmethod
+    def _entries_left_out(pa: Any, pc: Any, lines: Any, cand_idx: Any, ok: Any, n: int) -> bool:
+        """Whether lines the vector pass would leave out include entries (not continuation,
+        header or blank lines)."""
+        import numpy as np
+
+        taken = np.zeros(n, dtype=bool)
+        taken[pc.take(cand_idx, pc.indices_nonzero(ok)).to_numpy()] = True
+        rest = np.flatnonzero(~taken)
+        if not len(rest):
+            return False
+        for line in pc.take(lines, pa.array(rest)).to_pylist():
+            c = line[:1]
+            if c == " ":
+                if "月" in line[:5] or "월" in line[:5]:
+                    return True
+            elif c and c not in "\t-░":
+                return True
+        return False
+
+    @staticmethod
+    def _msg_col(lines: Any, raw_msgs: Any, ok_list: list[int], index: int) -> int:
+        """Where the message starts in line ``index`` (continuation lines are indented to it)."""
+        q = bisect.bisect_left(ok_list, index)
+        line = lines[index].as_py()
+        return len(line) - len(raw_msgs[q].as_py())
+
+
+def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
+    import numpy as np
+
+    mask = np.zeros(m, dtype=bool)
+    order = sorted(patches)
+    mask[order] = True
+    return pc.replace_with_mask(col, pa.array(mask), pa.array([patches[i] for i in order], col.type))
