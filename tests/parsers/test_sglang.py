@@ -8,7 +8,7 @@ generations and capture wrappers); service_loads tests are in test_sglang_loads.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1164,3 +1164,111 @@ def test_never_raises_on_cut_and_spliced_samples(start: int, length: int, junk: 
     text = _SAMPLE_TEXT[start : start + length] + junk + _SAMPLE_TEXT[: length // 3]
     out, ctx = parse_text("sglang", text)
     check_accounting(ctx, out, count_lines(text.replace("\r\n", "\n").encode()))
+
+
+# --------------------------------------------------------------------------- the vectorised path
+
+
+def _mixed_log(n: int, start: datetime) -> str:
+    """A deterministic log with every line shape (starting at a local wall-clock time)."""
+    import random
+
+    rnd = random.Random(7)
+    out = []
+    t = start
+    shapes = [
+        lambda ts: (
+            f"[{ts} TP0] Decode batch, #running-req: {rnd.randint(0, 64)}, #token: {rnd.randint(0, 9000)}, "
+            f"token usage: {rnd.random():.2f}, cuda graph: True, gen throughput (token/s): {rnd.random() * 900:.2f}, #queue-req: 0"
+        ),
+        lambda ts: (
+            f"[{ts} DP1 TP1] Decode batch. #running-req: 3, #token: 40, token usage: 0.01, accept len: 2.50, "
+            "accept rate: 0.50, cuda graph: False, gen throughput (token/s): 10.00, #queue-req: 1, "
+        ),
+        lambda ts: (
+            f"[{ts} TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, "
+        ),
+        lambda ts: (
+            f"[{ts} TP0] Prefill batch, #new-seq: 1, #new-token: 64, #cached-token: 0, full token usage: 0.00, "
+            "swa token usage: 0.01, #running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): 0.00"
+        ),
+        lambda ts: (
+            f'[{ts}] INFO:     10.0.0.{rnd.randint(1, 9)}:5{rnd.randint(1000, 9999)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+        ),
+        lambda ts: f'[{ts}] INFO:     127.0.0.1:4 - "GET /health HTTP/1.1" 200 OK',
+        lambda ts: f'[{ts}] INFO:     127.0.0.1:4 - "GET /v1/models HTTP/1.1" 503 Service Unavailable',
+        lambda ts: (
+            f"[{ts} TP0] Decode batch [12], #running-req: 1, #token: 5, token usage: 0.00, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0"
+        ),
+        lambda ts: (
+            f"[{ts} TP0] Decode batch. #running-req: 1, #token: 5, token usage: 0.00, gen throughput (token/s): 1.00, largest-len: 9, #queue-req: 0, "
+        ),
+        lambda ts: f"[{ts} TP0] Decode batch, #running-req: x, #token: 5, #queue-req: 0",
+        lambda ts: f"[{ts} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        lambda ts: '  File "/s/model_executor/model_runner.py", line 9, in forward_decode',
+        lambda ts: (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is free."
+        ),
+        lambda ts: 'INFO:     127.0.0.1:9 - "GET /get_model_info HTTP/1.1" 200 OK',
+        lambda ts: "sglang-1  | " + f"[{ts}] The server is fired up and ready to roll!",
+        lambda ts: (
+            f"[{ts}.{rnd.randint(0, 999):03d} TP0] Decode batch, #running-req: 2, #token: 9, token usage: 0.10, cuda graph: True, gen throughput (token/s): 2.00, #queue-req: 0"
+        ),
+        lambda ts: "Capturing batches (bs=1 avail_mem=1.00 GB): 100%|##| 4/4 [00:01<00:00,  3.10it/s]",
+        lambda ts: f"[{ts} TP0] Cache flushed successfully!",
+    ]
+    weights = [30, 5, 10, 5, 25, 3, 2, 1, 2, 1, 1, 1, 1, 2, 1, 3, 1, 1]
+    for _ in range(n):
+        t += timedelta(seconds=rnd.choice((0, 1, 1, 2)))
+        shape = rnd.choices(shapes, weights)[0]
+        out.append(shape(t.strftime("%Y-%m-%d %H:%M:%S")))
+    return "\n".join(out) + "\n"
+
+
+def _rows(outputs: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
+    from postmortem.parsers.base import TableBatch
+    from postmortem.records import RECORD_BY_TABLE, as_dict, field_names
+
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for o in outputs:
+        if isinstance(o, TableBatch):
+            names = field_names(RECORD_BY_TABLE[o.table])
+            assert set(o.data.column_names) == set(names), o.table
+            for r in o.data.to_pylist():
+                rows.setdefault(o.table, []).append(tuple(r[k] for k in names))
+        elif isinstance(o, ParseIssue):
+            rows.setdefault("parse_issues", []).append((o.line_no, o.reason, o.excerpt, o.unparsed))
+        else:
+            rows.setdefault(o.TABLE, []).append(tuple(as_dict(o).values()))
+    return {k: sorted(v, key=lambda r: (r[0], repr(r))) for k, v in rows.items()}
+
+
+@pytest.mark.parametrize(
+    ("zone", "start"),
+    [
+        ("UTC", datetime(2025, 10, 26, 0, 30)),  # noqa: DTZ001
+        ("Europe/Berlin", datetime(2025, 10, 26, 0, 30)),  # noqa: DTZ001 - the repeated hour
+        ("Europe/Berlin", datetime(2025, 3, 30, 0, 30)),  # noqa: DTZ001 - the skipped hour
+    ],
+)
+def test_vectorised_path_stores_what_the_python_path_stores(zone: str, start: datetime) -> None:
+    from postmortem.parsers.base import LineChunk
+    from postmortem.timeutil import get_zone
+
+    text = _mixed_log(12000, start)
+    parser = get_parser("sglang")
+    assert parser is not None
+    results = []
+    for fast in ("1", "0"):
+        ctx = ParseContext(zone=get_zone(zone), zone_given=zone == "UTC", options={"sglang_fast": fast})
+        lines = text[:-1].split("\n")
+        chunks = [LineChunk.from_lines(1 + i, lines[i : i + 5000]) for i in range(0, len(lines), 5000)]
+        out = list(parser.parse(chunks, ctx))
+        check_accounting(ctx, out, len(lines))
+        results.append((_rows(out), ctx.parsed_lines, ctx.ignored_lines))
+    (fast_rows, fp, fi), (slow_rows, sp, si) = results
+    assert (fp, fi) == (sp, si)
+    assert fast_rows.keys() == slow_rows.keys()
+    for table in slow_rows:
+        assert fast_rows[table] == slow_rows[table], table
+    assert len(slow_rows["sglang_batches"]) > 5000 and len(slow_rows["http_requests"]) > 2000

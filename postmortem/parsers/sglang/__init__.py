@@ -12,10 +12,14 @@ Other parsers call the message-level API: :func:`looks_like_sglang` and :class:`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
+
+from ...timeutil import UTC, Inferred
 from .. import register
-from ..base import Head, LineChunk, Output, ParseContext, Parser
+from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch
+from .fast import FAST_MIN_LINES, FastRows, fast_rows
 from .prefix import LEGACY_GPU_RE, PREFIX_RE, looks_like_sglang, strip_wrappers
 from .stream import IGNORED, PARSED, SglangStream
 
@@ -110,10 +114,54 @@ class SglangParser(Parser):
         stream = SglangStream(ctx, strict=True)
         out = stream._out
         feed = stream.feed_line
+        zone_key = getattr(ctx.zone, "key", None)
+        fast_ok = ctx.options.get("sglang_fast", "1") != "0" and (zone_key is not None or ctx.zone is UTC)
+        flag = None if ctx.zone_given else Inferred.ZONE
         for chunk in chunks:
-            parsed = ignored = 0
-            for line_no, line in chunk:
-                st = feed(line_no, line, None, None, None, None, None, None)
+            fr = None
+            if fast_ok and len(chunk) >= FAST_MIN_LINES:
+                fr = fast_rows(chunk, zone_key=zone_key, ts_inferred=flag, host=stream.host, unit=stream.unit)
+            if fr is None:
+                parsed = ignored = 0
+                for line_no, line in chunk:
+                    st = feed(line_no, line, None, None, None, None, None, None)
+                    if st == PARSED:
+                        parsed += 1
+                    elif st == IGNORED:
+                        ignored += 1
+                    if out:
+                        yield from out
+                        out.clear()
+                ctx.parsed(parsed)
+                ctx.ignored(ignored)
+                continue
+            yield from self._mixed(chunk, fr, stream, ctx)
+        yield from stream.close()
+
+    @staticmethod
+    def _mixed(chunk: LineChunk, fr: FastRows, stream: SglangStream, ctx: ParseContext) -> Iterator[Output]:
+        """One chunk: the vectorised rows where the stream is idle, the Python path elsewhere."""
+        out = stream._out
+        feed = stream.feed_line
+        arr = chunk.arrow()
+        n = len(arr)
+        base = chunk.first_line_no
+        mask = fr.mask
+        taken = np.zeros(n, dtype=bool)
+        slow = np.flatnonzero(~mask)
+        slow_lines: list[Any] = arr.take(slow).to_pylist() if len(slow) else []
+        parsed = ignored = 0
+
+        def run(i: int, line: str) -> int:
+            st = feed(base + i, line, None, None, None, None, None, None)
+            return st
+
+        pos = 0
+        for k in range(len(slow) + 1):
+            sp = int(slow[k]) if k < len(slow) else n
+            i = pos
+            while i < sp and not stream.accepts_fast_lines:
+                st = run(i, str(arr[i].as_py()))
                 if st == PARSED:
                     parsed += 1
                 elif st == IGNORED:
@@ -121,6 +169,22 @@ class SglangParser(Parser):
                 if out:
                     yield from out
                     out.clear()
-            ctx.parsed(parsed)
-            ctx.ignored(ignored)
-        yield from stream.close()
+                i += 1
+            if i < sp:
+                taken[i:sp] = True
+                parsed += sp - i
+                stream.note_time(fr.ts_at(sp - 1), None)
+            if sp < n:
+                st = run(sp, str(slow_lines[k]))
+                if st == PARSED:
+                    parsed += 1
+                elif st == IGNORED:
+                    ignored += 1
+                if out:
+                    yield from out
+                    out.clear()
+            pos = sp + 1
+        ctx.parsed(parsed)
+        ctx.ignored(ignored)
+        for table, data in fr.tables(taken):
+            yield TableBatch(table, data)

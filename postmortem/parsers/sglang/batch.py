@@ -13,21 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
-def _int(v: str) -> int:
-    return int(v)
-
-
-def _float(v: str) -> float:
-    return float(v.rstrip("%"))
-
-
-def _bool(v: str) -> bool:
-    if v == "True":
-        return True
-    if v == "False":
-        return False
-    raise ValueError(v)
+_int = int
+_float = float
+_bool = {"True": True, "False": False}.__getitem__  # KeyError on anything else
 
 
 # column order of the parsed values (see SglangBatch)
@@ -185,18 +173,26 @@ def parse_batch(msg: str) -> BatchLine | None:
     if not body:
         return out
     values = out.values
+    keys = KEYS
     for part in body.split(", "):
         key, sep, val = part.partition(": ")
+        spec = keys.get(key)
+        if spec is not None:  # the common case: a clean, known pair
+            try:
+                values[spec[0]] = spec[1](val)
+                continue
+            except (ValueError, KeyError):
+                pass
         if not sep:
             key, sep, val = part.partition(":")
         key = key.strip()
         val = val.strip()
-        spec = KEYS.get(key)
+        spec = keys.get(key)
         if spec is not None and sep:
             try:
                 values[spec[0]] = spec[1](val)
                 continue
-            except ValueError:
+            except (ValueError, KeyError):
                 if out.bad is None:
                     out.bad = []
                 out.bad.append(key)

@@ -278,6 +278,20 @@ class SglangStream:
     def expects_continuation(self) -> bool:
         return self._tb is not None or self._dead is not None
 
+    @property
+    def accepts_fast_lines(self) -> bool:
+        """True when a prefixed batch/access line would not change the stream's state (no
+        pending death line, no traceback whose exception line is already in): the file parser
+        may then store such lines with its vectorised path."""
+        return self._dead is None and (self._tb is None or self._tb.state == _FRAMES)
+
+    def note_time(self, ts: datetime | None, ts_raw: str | None) -> None:
+        """Lines stored elsewhere (the vectorised path) still set "the previous line's time"."""
+        if ts is not None:
+            self._prev_ts = ts
+            self._note_date(ts)
+            self._days = None
+
     def feed(
         self,
         line_no: int,
