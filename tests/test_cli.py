@@ -223,3 +223,35 @@ def test_debug_shows_traceback_only_with_flag(cli: Any, tmp_path: Path) -> None:
     assert "Traceback" not in plain.err
     dbg = cli("--debug", "ingest", tmp_path / "nope", "--db", tmp_path / "pm.duckdb")
     assert "Traceback" in dbg.err and dbg.err.rstrip().endswith("no such file or directory")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_permission_denied(cli: Any, tmp_path: Path) -> None:
+    f = tmp_path / "dmesg.txt"
+    f.write_bytes(DMESG.read_bytes())
+    f.chmod(0)
+    r = cli("ingest", f, "--db", tmp_path / "pm.duckdb")
+    assert r.code == 1
+    assert r.err == f"Error: {f}: permission denied\n"
+
+
+def test_parser_bug_is_reported_per_file_and_others_continue(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from postmortem.parsers import get_parser
+
+    parser = get_parser("dmesg")
+    assert parser is not None
+
+    def boom(chunks: Any, ctx: Any) -> Any:
+        raise ValueError("synthetic bug")
+        yield
+
+    monkeypatch.setenv("POSTMORTEM_STRICT", "0")
+    monkeypatch.setattr(type(parser), "parse", lambda self, chunks, ctx: boom(chunks, ctx))
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", DMESG, SAMPLE / "nvidia-smi-gpu.csv", "--db", db)
+    assert r.code == 1
+    assert "internal error while parsing (ValueError: synthetic bug)" in r.err
+    assert "nvidia-smi-gpu.csv: ingested as nvidia-smi-csv" in r.out
+    store = Store.open_readonly(db)
+    assert store.fetchall("SELECT format FROM sources") == [("nvidia-smi-csv",)]
+    store.close()
