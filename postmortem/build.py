@@ -43,7 +43,7 @@ def build(options: BuildOptions) -> BuildResult:
     check_range(options.since, options.until)
     store = Store.open(options.db, wait=options.wait)
     try:
-        summary = ingest_paths(store, options.logs, options.ingest)
+        summary = ingest_paths(store, options.logs, options.ingest) if options.logs else IngestSummary()
         from .analysis import rebuild
         from .report import write_reports
 

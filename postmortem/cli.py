@@ -346,6 +346,9 @@ def build(
     anonymize: Annotated[
         bool, typer.Option("--anonymize", help="Replace host names and IP addresses.")
     ] = False,
+    no_ingest: Annotated[
+        bool, typer.Option("--no-ingest", help="Only analyse and report what the store already holds.")
+    ] = False,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Ingest new log lines, rebuild the analysis and write the reports."""
@@ -362,7 +365,7 @@ def build(
         raise UsageError(f"unknown --format {report_format!r} (use markdown or json)")
     options = BuildOptions(
         db=config.db_path(db),
-        logs=config.log_paths(logs),
+        logs=[] if no_ingest else config.log_paths(logs),
         out=Path(out or config.out or DEFAULT_OUT),
         since=opts.since,
         until=_when(until, zone),
