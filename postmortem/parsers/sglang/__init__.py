@@ -12,18 +12,22 @@ Other parsers call the message-level API: :func:`looks_like_sglang` and :class:`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...timeutil import UTC, Inferred
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch
-from .fast import FAST_MIN_LINES, FastRows, fast_rows
 from .prefix import LEGACY_GPU_RE, PREFIX_RE, looks_like_sglang, strip_wrappers
 from .stream import IGNORED, PARSED, SglangStream
 
+if TYPE_CHECKING:
+    from .fast import FastRows
+
 __all__ = ["SglangParser", "SglangStream", "looks_like_sglang"]
+
+#: chunks smaller than this go through the Python path only (tests, small files); the
+#: vectorised path (numpy, pyarrow.compute) is imported when the first large chunk comes
+FAST_MIN_LINES = 2048
 
 _STRONG = (
     "server_args=",
@@ -120,6 +124,8 @@ class SglangParser(Parser):
         for chunk in chunks:
             fr = None
             if fast_ok and len(chunk) >= FAST_MIN_LINES:
+                from .fast import fast_rows
+
                 fr = fast_rows(chunk, zone_key=zone_key, ts_inferred=flag, host=stream.host, unit=stream.unit)
             if fr is None:
                 parsed = ignored = 0
@@ -141,6 +147,8 @@ class SglangParser(Parser):
     @staticmethod
     def _mixed(chunk: LineChunk, fr: FastRows, stream: SglangStream, ctx: ParseContext) -> Iterator[Output]:
         """One chunk: the vectorised rows where the stream is idle, the Python path elsewhere."""
+        import numpy as np
+
         out = stream._out
         feed = stream.feed_line
         arr = chunk.arrow()

@@ -30,9 +30,6 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 pa: Any = _pa
 pc: Any = _pc
 
-#: chunks smaller than this go through the Python path only (tests, small files)
-FAST_MIN_LINES = 2048
-
 #: the text before the first "] " of a line: a dated SGLang prefix, optional ms and rank tags
 PREFIX_RE = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*$"
 _STATUS_RE = r"^\d{3}$"
