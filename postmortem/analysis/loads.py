@@ -40,6 +40,7 @@ Rules (also in ``docs/schema_parts/sglang.md``):
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -386,32 +387,38 @@ def _refine_with_units(
             ):
                 continue
             starts.append(_UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"]))
-    by_first = sorted((ld for ld in loads if ld.first_ts is not None), key=_first_key)
-    previous_first: dict[Any, datetime] = {}
-    for load in by_first:
+    # the previous load of the same stream bounds how early a start may be
+    floors: dict[int, datetime] = {}
+    streams: dict[Any, list[_Load]] = {}
+    for ld in loads:
+        if ld.first_ts is not None:
+            streams.setdefault((ld.host, ld.unit, ld.source_id if ld.unit is None else None), []).append(ld)
+    for group in streams.values():
+        group.sort(key=_first_key)
+        for before, after in itertools.pairwise(group):
+            assert before.first_ts is not None
+            floors[id(after)] = before.first_ts
+    # loads that know their unit claim first; then unit-less ones, preferring a start in their
+    # own source, then a unit named like SGLang, then the latest
+    order = sorted(
+        (ld for ld in loads if ld.first_ts is not None), key=lambda ld: (ld.unit is None, _first_key(ld))
+    )
+    for load in order:
         assert load.first_ts is not None
-        key = (load.host, load.unit)
-        floor = previous_first.get(key)
-        previous_first[key] = load.first_ts
-        best: _UnitStart | None = None
-        for s in starts:
-            if s.claimed or s.ts > load.first_ts or load.first_ts - s.ts > START_WINDOW:
-                continue
-            if floor is not None and s.ts <= floor:
-                continue
-            if load.host is not None and s.host is not None and s.host != load.host:
-                continue
-            if load.unit is not None and s.unit != load.unit:
-                continue
-            if (
-                load.unit is None
-                and best is not None
-                and ("sglang" in best.unit.lower()) > ("sglang" in s.unit.lower())
-            ):
-                continue
-            best = s  # the latest qualifying start wins
-        if best is None:
+        floor = floors.get(id(load))
+        cands = [
+            s
+            for s in starts
+            if not s.claimed
+            and s.ts <= load.first_ts
+            and load.first_ts - s.ts <= START_WINDOW
+            and (floor is None or s.ts > floor)
+            and (load.host is None or s.host is None or s.host == load.host)
+            and (load.unit is None or s.unit == load.unit)
+        ]
+        if not cands:
             continue
+        best = max(cands, key=lambda s: (s.source_id == load.source_id, "sglang" in s.unit.lower(), s.ts))
         best.claimed = True
         load.unit = load.unit or best.unit
         load.host = load.host or best.host

@@ -1016,6 +1016,8 @@ class SglangStream:
         key = self._ranks or ""
         st = self._rs.get(key)
         if st is None:
+            if len(self._rs) >= 4096:  # bounded whatever the input
+                self._rs.clear()
             st = self._rs[key] = _RankState()
         return st
 
@@ -1394,6 +1396,8 @@ class SglangStream:
         assert tb is not None
         if tb.exc_text is not None:
             tb.chain.append(tb.exc_text[:300])
+            if len(tb.chain) > 8:
+                del tb.chain[0]
         tb.exc_text = text
         tb.exc_line_no = line_no
         tb.state = _MESSAGE
