@@ -17,7 +17,9 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
   the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
   ``systemd_started``); else the ``server_args`` line (``server_args``) or the first line
-  (``first_line``). A unit-less SGLang stream claims the latest unclaimed start on its host.
+  (``first_line``). Loads that know their unit claim first; a unit-less SGLang stream then
+  claims an unclaimed start on its host, preferring one in its own source, then a unit named
+  like SGLang, then the latest.
 * **Ready.** The ``The server is fired up and ready to roll!`` line (``ready_line``); without
   one, the first 200 answer on a health endpoint (``health_200``).
 * **Health polls** = requests to ``/health``, ``/health_generate``, ``/v1/models`` (also
