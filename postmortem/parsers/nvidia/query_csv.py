@@ -598,9 +598,11 @@ _FAST = {
 def _convert(col: Any, conv: Callable[[str], object], typ: str) -> Any:
     """Convert a column of cells like ``conv`` does: the common shapes in C, every other distinct
     value through ``conv`` itself."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as _pa
+    import pyarrow.compute as _pc
 
+    pa: Any = _pa  # the stubs' overloads do not know compute on string arrays
+    pc: Any = _pc
     atype = pa.type_for_alias(typ)
     fast_spec = _FAST.get(getattr(conv, "__name__", ""))
     if fast_spec is None:
@@ -635,9 +637,11 @@ def vector_rows(
     both paths give the same rows (a test checks it).
     """
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as _pa
+    import pyarrow.compute as _pc
 
+    pa: Any = _pa  # the stubs' overloads do not know compute on string arrays
+    pc: Any = _pc
     layout = st.layout
     assert layout is not None
     p_ts = layout.get("ts")
@@ -687,7 +691,7 @@ def vector_rows(
     millis = pc.cast(pc.utf8_slice_codeunits(raw, 20, 23), pa.int64())
     ts_us = pc.add(base, pc.multiply(millis, 1000))
     ts_arr = pc.cast(ts_us, pa.timestamp("us", tz="UTC"))
-    cols: dict[str, pa.Array] = {
+    cols: dict[str, Any] = {
         "line_no": pa.array(np.arange(first + start, first + start + count, dtype=np.int64)),
         "ts": ts_arr,
         "ts_raw": pc.cast(raw, pa.string()),
