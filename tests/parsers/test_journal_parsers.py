@@ -543,3 +543,41 @@ def test_boot_median_over_a_decimated_sample(monkeypatch: pytest.MonkeyPatch) ->
     assert [(b.boot_id, b.line_no, b.boot_ts) for b in records_of(out, Boot)] == [
         ("b1", 1, datetime(2025, 3, 14, 6, 0, tzinfo=UTC))
     ]
+
+
+# ----------------------------------------------------------------------------- vectorised path
+
+
+def _short_state(vector_on: bool) -> Any:
+    from postmortem.parsers.journal.short import ShortState
+
+    state = ShortState(make_context(year=2025))
+    if not vector_on:
+        state.vector = None
+    state.sink._kernel_checked, state.sink._kernel_cls = True, FakeKernel
+    state.sink._sglang_checked, state.sink._sglang_api = True, (lambda m: m.startswith("[sg]"), FakeSglang)
+    return state
+
+
+@pytest.mark.parametrize("vector_on", [True, False])
+def test_candidate_that_turns_sglang_gets_every_later_line(
+    monkeypatch: pytest.MonkeyPatch, vector_on: bool
+) -> None:
+    from postmortem.parsers.journal import vector
+
+    monkeypatch.setattr(vector, "MIN_LINES", 0)
+    monkeypatch.setattr(sink_mod, "SGLANG_CHECK_BUDGET", 3)
+    FakeSglang.instances.clear()
+    lines = [
+        "2025-03-14T09:00:00+0000 h python3[5]: warming up",
+        "2025-03-14T09:00:01+0000 h python3[5]: [sg] hello",
+    ]
+    lines += [f"2025-03-14T09:00:{i + 2:02d}+0000 h python3[5]: line {i}" for i in range(20)]
+    lines += [f"2025-03-14T09:01:{i:02d}+0000 h other[6]: not sglang {i}" for i in range(20)]
+    state = _short_state(vector_on)
+    list(state.chunk("\n".join(lines), 1))
+    list(state.close())
+    assert [(i.pid, [f[0] for f in i.fed]) for i in FakeSglang.instances] == [(5, list(range(2, 23)))]
+    if vector_on:
+        assert state.vector is not None
+        assert state.vector.layout == (1, -1)

@@ -135,6 +135,8 @@ _MSG = [
     "a#012b#011c",
     "",
     "ünïcode ✓",
+    "[2025-03-14 09:00:20 TP0] Load weight begin. avail mem=138.62 GB",
+    "[2025-03-14 09:05:16 TP0] Load weight end. type=X, dtype=torch.bfloat16, avail mem=64.35 GB, mem usage=74.27 GB.",
 ]
 
 
@@ -191,8 +193,9 @@ def _run_short(text: str, vector: bool, chunk_lines: int) -> tuple[list[str], tu
 def test_vector_path_equals_the_per_line_path(text: str, chunk_lines: int) -> None:
     import pytest
 
-    from postmortem.parsers.journal import vector
+    from postmortem.parsers.journal import sink, vector
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(vector, "MIN_LINES", 0)
+        mp.setattr(sink, "SGLANG_CHECK_BUDGET", 3)  # exercise the check budget within a chunk
         assert _run_short(text, True, chunk_lines) == _run_short(text, False, chunk_lines)

@@ -55,7 +55,7 @@ COLUMNS = (
 SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"})
 
 #: lines of a not-yet-SGLang stream checked with looks_like_sglang() before giving up on it
-SGLANG_CHECK_BUDGET = 5000
+SGLANG_CHECK_BUDGET = 1000
 #: a unit started at most this long before a new SGLang process's first line names its unit
 #: (text modes, where journal lines carry no unit)
 SGLANG_START_WINDOW_S = 120.0
@@ -199,10 +199,17 @@ class JournalSink:
 
     def wants(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
         """Whether a (text-mode) entry with these fields needs routing at all."""
+        return self.route_limit(ident, pid, unit) != 0
+
+    def route_limit(self, ident: str | None, pid: int | None, unit: str | None) -> int:
+        """How many more entries with these fields need routing: -1 all, 0 none, else the
+        SGLang check budget left for them."""
         if ident in SPECIAL_IDENTS or self.cat_mode:
-            return True
+            return -1
         key = unit or (ident, pid)
-        return key in self._sglang or self._sglang_checks.get(key, 0) < SGLANG_CHECK_BUDGET
+        if key in self._sglang:
+            return -1
+        return max(0, SGLANG_CHECK_BUDGET - self._sglang_checks.get(key, 0))
 
     def route_now(self, row: tuple[Any, ...]) -> str | None:
         """Route a complete entry at once, without storing it (the caller stores the row, in

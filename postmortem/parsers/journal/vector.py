@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .short import ShortState
 
 _US = timedelta(microseconds=1)
-#: a chunk smaller than this goes through the per-line path (Arrow setup costs more)
+#: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
+#: setup costs more)
 MIN_LINES = 64
 
 
@@ -80,7 +81,7 @@ class VectorShort:
             if self.tried > 3:
                 self.state.vector = None  # not a regular file: per-line from now on
             return None
-        if "-- Boot " in text or "-- Reboot --" in text or text.count("\n") < MIN_LINES:
+        if "-- Boot " in text or "-- Reboot --" in text or len(text) < MIN_LINES * 40:
             return None
         import pyarrow as _pa
         import pyarrow.compute as _pc
@@ -111,13 +112,18 @@ class VectorShort:
                 lines = pc.if_else(pad, joined, lines)
             else:
                 pad = None
+        import numpy as np
+
         parts = pc.split_pattern(lines, " ", max_splits=k + 2)
-        cand = pc.equal(pc.list_value_length(parts), k + 3)
-        cand_idx = pc.indices_nonzero(cand)
-        if len(cand_idx) < n // 2:
+        offsets = np.asarray(parts.offsets)
+        cand_np = np.flatnonzero(np.diff(offsets) == k + 3)
+        if len(cand_np) < n // 2:
             return None  # mostly irregular lines: the per-line path is as fast
-        p = parts.filter(cand)
-        tok = [pc.list_element(p, i) for i in range(k + 3)]
+        cand_idx = pa.array(cand_np)
+        # the tokens of candidate lines, straight from the split's value buffer
+        values = parts.values
+        starts = offsets[:-1] if len(cand_np) == n else offsets[:-1][cand_np]
+        tok = [pc.take(values, pa.array(starts + j)) for j in range(k + 3)]
         stamp = tok[0] if k == 1 else pc.binary_join_element_wise(*tok[:k], " ")
         host, itok, msg = tok[k], tok[k + 1], tok[k + 2]
         ok = pc.and_(pc.ends_with(itok, ":"), pc.invert(pc.ends_with(host, ":")))
@@ -148,13 +154,16 @@ class VectorShort:
         units: list[str | None] = []
         wants: list[bool] = []
         valid: list[bool] = []
+        limits: list[int] = []
         for t in di.dictionary.to_pylist():
             ident, pid, unit = state.ident(t)
             ids.append(ident)
             pids.append(pid)
             units.append(unit)
             valid.append(len(t) > 1)
-            wants.append(sink.wants(ident, pid, unit))
+            limit = sink.route_limit(ident, pid, unit)
+            limits.append(limit)
+            wants.append(limit != 0)
         ok = pc.fill_null(pc.and_(ok, pc.take(pa.array(valid, pa.bool_()), di.indices)), False)
 
         if self.kind == MONTH and self._entries_left_out(pa, pc, original, cand_idx, ok, n):
@@ -181,11 +190,12 @@ class VectorShort:
         inferred_col = pc.take(pa.array(inf_list, pa.string()), d.indices)
 
         ok_pos = pc.indices_nonzero(ok)
-        ok_idx = pc.take(cand_idx, ok_pos).to_numpy()
+        everything = len(ok_pos) == len(cand_np)
+        ok_idx = cand_np if everything else cand_np[ok_pos.to_numpy()]
         m = len(ok_idx)
 
         def sel(col: Any) -> Any:
-            return pc.take(col, ok_pos)
+            return col if everything else pc.take(col, ok_pos)
 
         message = raw_msgs = sel(msg)
         if pc.any(pc.match_substring(message, "#0")).as_py():
@@ -210,8 +220,6 @@ class VectorShort:
         line_no = pa.array(ok_idx + first, pa.int64())
 
         # the lines the vector pass did not take, in order, through the per-line logic
-        import numpy as np
-
         taken = np.zeros(n, dtype=bool)
         taken[ok_idx] = True
         rest = np.flatnonzero(~taken)
@@ -311,45 +319,48 @@ class VectorShort:
 
         # routing, in line order, with complete messages
         routed_pos = pc.indices_nonzero(want_col).to_numpy()
-        unit_patches: dict[int, str] = {}
-        if len(routed_pos) or extra_rows:
-            rp = pa.array(routed_pos)
-            r_line = pc.take(line_no, rp).to_pylist()
-            r_ts = pc.take(ts_col, rp).to_pylist()
-            r_raw = pc.take(raw_col, rp).to_pylist()
-            r_inf = pc.take(inf_col, rp).to_pylist()
-            r_host = pc.take(host_col, rp).to_pylist()
-            r_ident = pc.take(ident_col, rp).to_pylist()
-            r_pid = pc.take(pid_col, rp).to_pylist()
-            r_unit = pc.take(unit_col, rp).to_pylist()
-            r_msg = pc.take(message, rp).to_pylist()
-            todo: list[tuple[int, int, tuple[Any, ...]]] = []
-            for q, pos_ in enumerate(routed_pos.tolist()):
-                text_msg = patches.get(pos_, r_msg[q])
-                todo.append(
+        held: dict[int, Any] = {}  # SGLang candidates' lines past their check budget
+        if len(routed_pos) and any(lim > 0 for lim in limits):
+            tix = pc.take(sel(di.indices), pa.array(routed_pos)).to_numpy()
+            keep = np.ones(len(routed_pos), dtype=bool)
+            for t, lim in enumerate(limits):
+                if lim > 0:
+                    beyond = np.flatnonzero(tix == t)[lim:]
+                    if len(beyond):
+                        keep[beyond] = False
+                        held[t] = routed_pos[beyond]
+            routed_pos = routed_pos[keep]
+        cols = (line_no, ts_col, raw_col, inf_col, host_col, ident_col, pid_col, unit_col, message)
+
+        def rows_at(positions: Any) -> list[tuple[int, int, tuple[Any, ...]]]:
+            rp = pa.array(positions)
+            ln, ts_, raw_, inf_, host_, ident_, pid_, unit_, msg_ = (pc.take(c, rp).to_pylist() for c in cols)
+            return [
+                (
+                    ln[q],
+                    pos_,
                     (
-                        r_line[q],
-                        pos_,
-                        (
-                            r_line[q],
-                            r_ts[q],
-                            r_raw[q],
-                            r_inf[q],
-                            None,
-                            r_host[q],
-                            r_ident[q],
-                            r_pid[q],
-                            r_unit[q],
-                            None,
-                            None,
-                            boot,
-                            text_msg,
-                        ),
-                    )
+                        ln[q],
+                        ts_[q],
+                        raw_[q],
+                        inf_[q],
+                        None,
+                        host_[q],
+                        ident_[q],
+                        pid_[q],
+                        unit_[q],
+                        None,
+                        None,
+                        boot,
+                        patches.get(pos_, msg_[q]),
+                    ),
                 )
-            for r in extra_rows:
-                todo.append((r[1], -1, tuple(r[1:])))
-            todo.sort(key=lambda t: t[0])
+                for q, pos_ in enumerate(positions.tolist())
+            ]
+
+        unit_patches: dict[int, str] = {}
+
+        def route(todo: list[tuple[int, int, tuple[Any, ...]]]) -> None:
             for _ln, pos_, entry in todo:
                 if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
                     continue
@@ -359,6 +370,16 @@ class VectorShort:
                         unit_patches[pos_] = unit
                     else:
                         extra_by_index[entry[0] - first][9] = unit
+
+        if len(routed_pos) or extra_rows:
+            todo = rows_at(routed_pos)
+            todo.extend((r[1], -1, tuple(r[1:])) for r in extra_rows)
+            todo.sort(key=lambda t: t[0])
+            route(todo)
+        for t, positions in held.items():
+            # a candidate that turned out to be SGLang within its budget: the rest of its lines
+            if sink.route_limit(ids[t], pids[t], units[t]) == -1:
+                route(rows_at(positions))
 
         if patches:
             message = _patch(pa, pc, message, patches, m)
@@ -386,9 +407,9 @@ class VectorShort:
             schema=schema,
         )
         if extra_rows:
-            cols = list(zip(*[r[1:] for r in extra_rows], strict=True))
+            extra_cols = list(zip(*[r[1:] for r in extra_rows], strict=True))
             extra = pa.Table.from_arrays(
-                [pa.array(col, type=f.type) for col, f in zip(cols, schema, strict=True)], schema=schema
+                [pa.array(col, type=f.type) for col, f in zip(extra_cols, schema, strict=True)], schema=schema
             )
             table = pa.concat_tables([table, extra]).sort_by("line_no")
         ctx.parsed(parsed)
