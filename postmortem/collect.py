@@ -260,28 +260,37 @@ def _cut_after_last(path: Path, boundary: bytes) -> None:
 
 
 def _join_from_boundary(old: Path, new: Path, dest: Path, boundary: bytes) -> None:
-    """``old`` from its first record boundary, then ``new``, into ``dest``."""
+    """``old`` from just after its first record boundary, then ``new``, into ``dest``. A
+    record cut at the start is dropped: with no boundary in ``old`` the kept part starts at
+    the first one in ``new`` (and is empty when there is none)."""
     marker = boundary + b"__CURSOR=" if boundary == b"\n\n" else boundary
-    with old.open("rb") as src:
-        data = src.read()
-    at = data.find(marker)
-    skip_new = False
-    if at < 0:
-        data = b""
-        skip_new = True  # the cut record continues into the newer segment
-    else:
-        data = data[at + len(boundary) :]
     with dest.open("wb") as out:
-        out.write(data)
-        with new.open("rb") as src:
-            if skip_new:
-                first = src.read(1 << 20)
-                at = first.find(marker)
-                if at >= 0:
-                    out.write(first[at + len(boundary) :])
-                else:
-                    out.write(first)  # one giant record: keep what there is
-            shutil.copyfileobj(src, out, 1 << 20)
+        found = False
+        for seg in (old, new):
+            with seg.open("rb") as src:
+                if not found:
+                    found = _seek_past(src, marker, len(boundary))
+                    if not found:
+                        continue
+                shutil.copyfileobj(src, out, 1 << 20)
+
+
+def _seek_past(fh: IO[bytes], marker: bytes, skip: int) -> bool:
+    """Position ``fh`` ``skip`` bytes into the first ``marker``; False when there is none."""
+    pos = 0
+    carry = b""
+    while True:
+        block = fh.read(1 << 20)
+        if not block:
+            return False
+        data = carry + block
+        at = data.find(marker)
+        if at >= 0:
+            fh.seek(pos - len(carry) + at + skip)
+            return True
+        keep = len(marker) - 1
+        carry = data[-keep:] if keep else b""
+        pos += len(block)
 
 
 class _Excerpt:
@@ -728,8 +737,9 @@ class _Collector:
         purpose: str = "",
         keep_mtime: bool = True,
         report_missing: bool = True,
+        real: Path | None = None,
     ) -> dict[str, Any] | None:
-        path = self.machine_path(source)
+        path = real or self.machine_path(source)
         started = time.monotonic()
         entry: dict[str, Any] = {
             "name": name,
@@ -861,7 +871,7 @@ class _Collector:
             if e["status"] == "failed" and re.search(r"not permitted|permission denied", e["stderr"], re.I):
                 self.root_would_add("the kernel ring buffer (dmesg is restricted: kernel.dmesg_restrict=1)")
         if not (iso["bytes"] or raw["bytes"]) and iso["status"] != "missing":
-            why = (iso["stderr"] or raw["stderr"] or "dmesg printed nothing").splitlines()[-1]
+            why = _first_line(iso["stderr"] or raw["stderr"]) or "dmesg printed nothing"
             self.miss("dmesg", why)
 
     def journal(self) -> None:
@@ -923,7 +933,7 @@ class _Collector:
                     "unless in the systemd-journal or adm group)"
                 )
         if all(e["bytes"] == 0 for e in entries):
-            why = next((e["stderr"].splitlines()[-1] for e in entries if e["stderr"]), "")
+            why = next((_first_line(e["stderr"]) for e in entries if e["stderr"].strip()), "")
             if not why:
                 why = "journalctl printed no entries for the window"
                 if not self._journal_files():
@@ -990,7 +1000,7 @@ class _Collector:
         if all(e["status"] != "ok" for e in entries):
             xml = entries[0]
             text = _head(self.work / "gpu/nvidia-smi-q.xml").decode("utf-8", "replace").strip()
-            why = (text or xml["stderr"] or f"exit status {xml['exit_status']}").splitlines()[0]
+            why = _first_line(text or xml["stderr"]) or "no output"
             self.miss("nvidia-smi", f"failed (exit status {xml['exit_status']}): {why}")
 
     def systemd(self) -> list[dict[str, Any]]:
@@ -1005,7 +1015,7 @@ class _Collector:
         if listed["status"] == "missing":
             return []
         if listed["status"] != "ok":
-            why = (listed["stderr"] or f"exit status {listed['exit_status']}").splitlines()[0]
+            why = _first_line(listed["stderr"]) or f"exit status {listed['exit_status']}"
             self.miss("systemd", f"systemctl failed: {why}")
             return []
         files = self.run(
@@ -1091,20 +1101,32 @@ class _Collector:
     def sglang_logs(self, hints: list[dict[str, Any]]) -> None:
         wanted: dict[str, dict[str, Any]] = {}
         for h in hints:
-            wanted.setdefault(h["path"], {"unit": h["unit"], "tz": h["tz"], "from": f"unit {h['unit']}"})
+            wanted.setdefault(
+                h["path"],
+                {
+                    "unit": h["unit"],
+                    "tz": h["tz"],
+                    "from": f"unit {h['unit']}",
+                    "real": self.machine_path(h["path"]),
+                },
+            )
         config = self.opts.config
         base = config.path.parent if config.path else Path.cwd()
         for pattern in config.collect_logs:
-            machine = pattern if os.path.isabs(pattern) else str(base / pattern)
-            matched = sorted(glob.glob(str(self.machine_path(machine))))
+            # an absolute pattern is a path of the machine; a relative one is relative to the
+            # directory of postmortem.toml
+            where = str(self.machine_path(pattern)) if os.path.isabs(pattern) else str(base / pattern)
+            matched = sorted(glob.glob(where))
             if not matched:
                 self.miss(pattern, "no file matches this [collect] sglang_logs pattern")
             for m in matched:
                 shown = m
-                if self.root != Path("/") and m.startswith(str(self.root)):
+                if os.path.isabs(pattern) and self.root != Path("/"):
                     shown = "/" + os.path.relpath(m, self.root)
                 if Path(m).is_file():
-                    wanted.setdefault(shown, {"unit": None, "tz": None, "from": "postmortem.toml"})
+                    wanted.setdefault(
+                        shown, {"unit": None, "tz": None, "from": "postmortem.toml", "real": Path(m)}
+                    )
         if len(wanted) > MAX_LOGS:
             self.warn(f"sglang logs: {len(wanted)} files; kept the first {MAX_LOGS}")
         used: set[str] = set()
@@ -1129,6 +1151,7 @@ class _Collector:
                 ingest=True,
                 context=ctx,
                 purpose=f"SGLang log file (named by {info['from']})",
+                real=info["real"],
             )
         if not wanted:
             self.miss(
@@ -1136,6 +1159,10 @@ class _Collector:
                 "no log file named (set [collect] sglang_logs in postmortem.toml, or log to the journal)",
                 warn=False,
             )
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 def _invalid_field(output: Path, stderr: str) -> bool:
@@ -1163,6 +1190,8 @@ def collect(opts: CollectOptions) -> CollectResult:
     """Collect the bundle; see the module docstring. Raises only for unusable options or an
     output directory that cannot be written."""
     now = (opts.now or datetime.now(UTC)).astimezone(UTC)
+    if opts.since is not None and opts.since.strip().lower() in ("", "all"):
+        opts = replace(opts, since=None)  # the whole journal
     if opts.timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     if opts.max_bytes < 4096:
