@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import tarfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,9 +56,22 @@ def standins(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
+LOG_MTIME = datetime(2026, 3, 20, 17, 12, tzinfo=UTC).timestamp()
+
+
+def _machine(tmp_path: Path) -> Path:
+    """A copy of tests/data/collect/root with the SGLang log's mtime set (git keeps none)."""
+    root = tmp_path / "machine"
+    if not root.exists():
+        shutil.copytree(ROOT, root, symlinks=True)
+        os.utime(root / "var/log/sglang/sglang-qwen.log", (LOG_MTIME, LOG_MTIME))
+    return root
+
+
 def _collect(tmp_path: Path, **kw: Any) -> CollectResult:
     kw.setdefault("out", tmp_path / "out")
-    kw.setdefault("root", ROOT)
+    if "root" not in kw:
+        kw["root"] = _machine(tmp_path)
     kw.setdefault("host", "gpu-node-3")
     kw.setdefault("now", NOW)
     return collect(CollectOptions(**kw))
