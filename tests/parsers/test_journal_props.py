@@ -199,3 +199,26 @@ def test_vector_path_equals_the_per_line_path(text: str, chunk_lines: int) -> No
         mp.setattr(vector, "MIN_LINES", 0)
         mp.setattr(sink, "SGLANG_CHECK_BUDGET", 3)  # exercise the check budget within a chunk
         assert _run_short(text, True, chunk_lines) == _run_short(text, False, chunk_lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(st.one_of(st.sampled_from(_EXPORT_PIECES), st.binary(max_size=10)), max_size=30).map(
+        b"".join
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=3),
+)
+def test_export_blocks_cut_anywhere(data: bytes, cuts: list[int]) -> None:
+    from conftest import make_context, serialise
+
+    from postmortem.parsers import get_parser
+
+    parser = get_parser("journal-export")
+    assert parser is not None
+    points = sorted({min(c, len(data)) for c in cuts})
+    blocks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True) if b > a]
+    whole_ctx, cut_ctx = make_context(), make_context()
+    whole = list(parser.parse_bytes([data], whole_ctx))  # type: ignore[attr-defined]
+    parts = list(parser.parse_bytes(blocks, cut_ctx))  # type: ignore[attr-defined]
+    check_accounting(cut_ctx, parts, count_lines(data))
+    assert sorted(serialise(parts)) == sorted(serialise(whole))

@@ -42,7 +42,7 @@ MAX_BINARY_FIELD = 64 << 20
 class _State:
     """Parsing state carried across byte blocks."""
 
-    __slots__ = ("entry_line", "entry_lines", "fields", "ignored", "issues", "line_no", "parsed")
+    __slots__ = ("entry_line", "entry_lines", "fields", "ignored", "issues", "line_no", "open", "parsed")
 
     def __init__(self) -> None:
         self.line_no = 1  # number of the next physical line
@@ -52,6 +52,9 @@ class _State:
         self.parsed = 0
         self.ignored = 0
         self.issues: list[Output] = []
+        #: the bytes consumed last did not end with a newline (a line of the current entry is
+        #: still open: it counts when its newline comes, or once at the end of the stream)
+        self.open = False
 
 
 @register
@@ -89,6 +92,9 @@ class JournalExportParser(BytesParser):
             yield from self._flush(st, ctx, sink)
         if pending:
             self._consume(pending, st, mapper, ctx, final=True)
+        if st.open:  # the stream ended inside an entry's line
+            st.entry_lines += 1
+            st.line_no += 1
         self._end_entry(st, mapper)
         mapper.finish()
         yield from self._flush(st, ctx, sink)
@@ -118,7 +124,8 @@ class JournalExportParser(BytesParser):
     ) -> int:
         """Consume complete lines/fields of ``data``; return where the unconsumed rest starts.
         With ``final``, the rest of the stream is ``data`` (a last line may lack its newline;
-        a binary value may be truncated)."""
+        a binary value may be truncated). Lines are counted by their newline bytes; a last
+        line without one is counted at the end of the stream (``st.open``)."""
         pos = 0
         n = len(data)
         wanted = WANTED_BYTES
@@ -134,17 +141,22 @@ class JournalExportParser(BytesParser):
                 fields = st.fields
                 st.ignored += 1
                 st.line_no += 1
+                st.open = False
                 pos = nl + 1
                 continue
             eq = data.find(b"=", pos, nl)
             if eq > pos:
-                if not st.entry_lines:
+                if not st.entry_lines and not st.open:
                     st.entry_line = st.line_no
                 name = data[pos:eq]
                 if name in wanted:
                     fields[name.decode()] = data[eq + 1 : nl].decode("utf-8", "replace")
-                st.entry_lines += 1
-                st.line_no += 1
+                if nl < n:
+                    st.entry_lines += 1
+                    st.line_no += 1
+                    st.open = False
+                else:
+                    st.open = True
                 pos = nl + 1
                 continue
             name = data[pos:nl]
@@ -153,6 +165,7 @@ class JournalExportParser(BytesParser):
                     ctx.issue(st.line_no, "not an export field", name.decode("utf-8", "replace"))
                 )
                 st.line_no += 1
+                st.open = False
                 pos = nl + 1
                 continue
             if nl == n:  # final: a field name and nothing after it
@@ -163,8 +176,7 @@ class JournalExportParser(BytesParser):
                 )
                 if not st.entry_lines:
                     st.entry_line = st.line_no
-                st.entry_lines += 1
-                st.line_no += 1
+                st.open = True
                 return n
             # binary field: NAME \n <u64 le length> <bytes> \n
             if nl + 9 > n and not final:
@@ -175,17 +187,16 @@ class JournalExportParser(BytesParser):
                     ctx.issue(st.line_no, f"binary field {name.decode()} too long ({size} bytes)", "")
                 )
                 st.line_no += 1
+                st.open = False
                 pos = nl + 1
                 continue
             end = nl + 9 + size
             if (size < 0 or end >= n) and not final:
                 return pos
-            if not st.entry_lines:
+            if not st.entry_lines and not st.open:
                 st.entry_line = st.line_no
             if size < 0 or end >= n:  # truncated at the end of the stream
                 value = data[nl + 9 : n] if size >= 0 else b""
-                tail_open = not data.endswith(b"\n")
-                extra = data.count(b"\n", nl + 1, n) + (1 if tail_open and n > nl + 1 else 0)
                 st.issues.append(
                     ctx.issue(
                         st.line_no,
@@ -206,11 +217,12 @@ class JournalExportParser(BytesParser):
                             unparsed=False,
                         )
                     )
-                extra = data.count(b"\n", nl + 1, end + 1)
                 stop = end + 1
             if name in wanted:
                 fields[name.decode()] = value.decode("utf-8", "replace")
-            st.entry_lines += 1 + extra
-            st.line_no += 1 + extra
+            lines = data.count(b"\n", nl, stop)  # the name's newline and those inside the value
+            st.entry_lines += lines
+            st.line_no += lines
+            st.open = data[stop - 1 : stop] != b"\n"
             pos = stop
         return pos

@@ -47,12 +47,9 @@ WANTED_BYTES = frozenset(n.encode() for n in WANTED)
 
 
 def _int(value: str | None) -> int | None:
-    if value is None:
+    if value is None or not value.isdigit():
         return None
-    value = value.strip()
-    if value.isdigit():
-        return int(value)
-    return None
+    return int(value)
 
 
 class FieldMapper:

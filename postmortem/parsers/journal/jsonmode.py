@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
-from .fields import FieldMapper
+from .fields import WANTED, FieldMapper
 from .short import CATALOG, JOURNAL_TABLES
 from .sink import JournalSink
 
@@ -51,9 +51,11 @@ def _value(v: Any) -> str | None:
 
 
 def _fields(obj: dict[str, Any]) -> dict[str, str]:
+    """The fields journal parsers read, as strings (byte arrays decoded, first of repeated)."""
     out: dict[str, str] = {}
-    for k, v in obj.items():
-        s = v if isinstance(v, str) else _value(v)
+    for k in WANTED.intersection(obj):
+        v = obj[k]
+        s = v if v.__class__ is str else _value(v)
         if s is not None:
             out[k] = s
     return out
