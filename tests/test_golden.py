@@ -22,8 +22,8 @@ def _cases() -> list[Path]:
         if not d.is_dir():
             continue
         for f in sorted(d.iterdir()):
-            if f.name.endswith((".expected.jsonl", ".ctx.json")) or f.name.startswith("."):
-                continue
+            if f.name.endswith((".expected.jsonl", ".ctx.json")) or f.name.startswith(".") or f.is_dir():
+                continue  # (sub-directories: other tests' data, e.g. collect/bin)
             out.append(f)
     return out
 
