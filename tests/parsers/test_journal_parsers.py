@@ -201,6 +201,10 @@ def test_short_rsyslog_escapes() -> None:
             "[10800.120000] gpu-node-7 systemd[1]: x\n[10800.160000] gpu-node-7 systemd[1]: y\n",
             "journal-short",
         ),
+        (
+            "[10800.120000] systemd[1]: Starting x.service...\n[10800.2] python3[5150]: hi\n[10800.3] sshd[9]: a\n",
+            "journal-short",
+        ),
         ('{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"1","MESSAGE":"x"}\n', "journal-json"),
         ('\x1e{"__REALTIME_TIMESTAMP":"1","MESSAGE":"x"}\n', "journal-json"),
         ('data: {"__REALTIME_TIMESTAMP":"1","MESSAGE":"x"}\n\n', "journal-json"),

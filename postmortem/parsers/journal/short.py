@@ -410,7 +410,7 @@ class JournalShortParser(Parser):
 
     def sniff(self, head: Head) -> int:
         stamps = StampParser(ParseContext(year=2000))
-        ok = tried = 0
+        ok = tried = journal_like = 0
         hosts: Counter[str | None] = Counter()
         kinds: Counter[str] = Counter()
         header = False
@@ -436,13 +436,21 @@ class JournalShortParser(Parser):
             ok += 1
             hosts[host] += 1
             kinds[st[5]] += 1
+            if host is None and (itok == "kernel:" or (itok.endswith("]:") and "[" in itok)):
+                journal_like += 1
         if not ok:
             return 95 if header and not tried else 0
         share = ok / tried
         kind = kinds.most_common(1)[0][0]
         top_host, top_n = hosts.most_common(1)[0]
-        if kind == MONO and (top_host is None or top_n / ok < 0.8):
-            return 0  # dmesg lines: "[ 1.2] usb 1-1: …" is not "[stamp] host ident:"
+        if kind == MONO:
+            # dmesg lines ("[ 1.2] usb 1-1: …") are not "[stamp] host ident:"; without host
+            # names (--no-hostname) most lines still name an "ident[pid]:" or "kernel:"
+            if top_host is None:
+                if journal_like * 10 < tried * 6:
+                    return 0
+            elif top_n / ok < 0.8:
+                return 0
         if share < 0.5:
             return 0
         score = 70 + int(20 * share)
