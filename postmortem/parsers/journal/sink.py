@@ -407,6 +407,8 @@ class JournalSink:
             looks, cls = api
             named = (unit and "sglang" in unit.lower()) or (ident and "sglang" in ident.lower())
             if not (named or "server_args=" in message or looks(message)):
+                if len(self._sglang_checks) > 100_000:  # bounded: many short-lived processes
+                    self._sglang_checks.clear()
                 self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
                 return
             self._sglang_checks.pop(key, None)
