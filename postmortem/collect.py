@@ -88,6 +88,7 @@ CGROUP_FILES = (
     "memory.pressure",
 )
 JOURNAL_GROUPS = ("systemd-journal", "adm", "wheel")
+TAIL_SEGMENTS = 4  # a tail-kept output keeps at least 3/4 of --max-bytes
 STDERR_EXCERPT = 2000  # bytes kept from the start and from the end of a command's stderr
 VERSION_TIMEOUT_S = 5.0
 MAX_UNITS = 64
@@ -146,19 +147,20 @@ class BoundedOutput:
     """A file that receives at most ``limit`` bytes of a stream.
 
     ``keep="head"`` stores the first bytes and then refuses more (:meth:`write` returns
-    False: stop the producer). ``keep="tail"`` reads on and keeps the *last* bytes, in two
-    alternating segments of ``limit/2`` so disk use stays bounded (between half and all of
-    ``limit`` is kept). Whenever something was
-    dropped the kept part is cut at ``boundary`` (a line, or a journal export entry) so no
+    False: stop the producer). ``keep="tail"`` reads on and keeps the *last* bytes, in a
+    ring of :data:`TAIL_SEGMENTS` files of ``limit/TAIL_SEGMENTS`` so disk use stays bounded
+    (at least ``(TAIL_SEGMENTS - 1) / TAIL_SEGMENTS`` of ``limit``, less the record cut at the
+    start, is kept). Whenever something
+    was dropped the kept part is cut at ``boundary`` (a line, or a journal export entry) so no
     half record remains, and :attr:`truncated` is set.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> out = BoundedOutput(d / "t", 10, keep="tail")
-    >>> for part in (b"one\\n", b"two\\n", b"three\\n", b"four\\n"):
-    ...     _ = out.write(part)
+    >>> out = BoundedOutput(d / "t", 20, keep="tail")
+    >>> for n in range(10):
+    ...     _ = out.write(b"line%d\\n" % n)
     >>> out.close(), (d / "t").read_bytes(), out.truncated, out.seen
-    (5, b'four\\n', True, 19)
+    (18, b'line7\\nline8\\nline9\\n', True, 60)
     >>> head = BoundedOutput(d / "h", 6, keep="head")
     >>> head.write(b"ab\\ncd\\nef"), head.close(), (d / "h").read_bytes()
     (False, 6, b'ab\\ncd\\n')
@@ -180,8 +182,9 @@ class BoundedOutput:
             self._fh: IO[bytes] = path.open("wb")
             self._written = 0
         else:
-            self._half = max(self.limit // 2, 1)
-            self._segs = [path.with_name(path.name + ".seg0"), path.with_name(path.name + ".seg1")]
+            count = min(TAIL_SEGMENTS, self.limit)
+            self._seg_size = self.limit // count
+            self._segs = [path.with_name(f"{path.name}.seg{i}") for i in range(count)]
             self._cur = 0
             self._wrapped = False
             self._fh = self._segs[0].open("wb")
@@ -202,14 +205,14 @@ class BoundedOutput:
             return True
         view = memoryview(data)
         while view:
-            room = self._half - self._written
+            room = self._seg_size - self._written
             if room <= 0:
                 self._fh.close()
-                self._cur ^= 1
-                self._wrapped = True
+                self._cur = (self._cur + 1) % len(self._segs)
+                self._wrapped = self._wrapped or self._cur == 0
                 self._fh = self._segs[self._cur].open("wb")
                 self._written = 0
-                room = self._half
+                room = self._seg_size
             piece = view[:room]
             self._fh.write(piece)
             self._written += len(piece)
@@ -226,14 +229,18 @@ class BoundedOutput:
             if self.truncated:
                 _cut_after_last(self.path, self.boundary)
         else:
-            cur, old = self._segs[self._cur], self._segs[self._cur ^ 1]
             if not self._wrapped:
-                os.replace(cur, self.path)
+                used = self._segs[: self._cur + 1]
+                if len(used) == 1:
+                    os.replace(used[0], self.path)
+                else:
+                    _concat(used, self.path)
             else:
                 self.truncated = True
-                _join_from_boundary(old, cur, self.path, self.boundary)
-                old.unlink(missing_ok=True)
-                cur.unlink(missing_ok=True)
+                order = self._segs[self._cur + 1 :] + self._segs[: self._cur + 1]  # oldest first
+                _join_from_boundary(order, self.path, self.boundary)
+            for seg in self._segs:
+                seg.unlink(missing_ok=True)
         self.bytes = self.path.stat().st_size
         return self.bytes
 
@@ -259,14 +266,20 @@ def _cut_after_last(path: Path, boundary: bytes) -> None:
             fh.truncate(size - window + at + len(boundary))
 
 
-def _join_from_boundary(old: Path, new: Path, dest: Path, boundary: bytes) -> None:
-    """``old`` from just after its first record boundary, then ``new``, into ``dest``. A
-    record cut at the start is dropped: with no boundary in ``old`` the kept part starts at
-    the first one in ``new`` (and is empty when there is none)."""
+def _concat(parts: list[Path], dest: Path) -> None:
+    with dest.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+
+
+def _join_from_boundary(parts: list[Path], dest: Path, boundary: bytes) -> None:
+    """``parts`` (oldest first) from just after the first record boundary, into ``dest``:
+    the record cut at the start is dropped (nothing is kept when there is no boundary)."""
     marker = boundary + b"__CURSOR=" if boundary == b"\n\n" else boundary
     with dest.open("wb") as out:
         found = False
-        for seg in (old, new):
+        for seg in parts:
             with seg.open("rb") as src:
                 if not found:
                     found = _seek_past(src, marker, len(boundary))
