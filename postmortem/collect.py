@@ -244,15 +244,6 @@ class BoundedOutput:
         self.bytes = self.path.stat().st_size
         return self.bytes
 
-    def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            self._fh.close()
-        if self.keep == "tail":
-            for seg in self._segs:
-                seg.unlink(missing_ok=True)
-        self.path.unlink(missing_ok=True)
-        self._closed = True
-
 
 def _cut_after_last(path: Path, boundary: bytes) -> None:
     """Truncate ``path`` just after the last ``boundary`` in its final MiB (if there is one)."""
@@ -816,7 +807,8 @@ class _Collector:
             size = sink.close()
         truncated = bool(entry["truncated"] or sink.truncated)
         if truncated:
-            self.warn(f"{name}: {source} is larger than --max-bytes ({limit} bytes); kept the newest part")
+            kept = "newest" if keep == "tail" else "first"
+            self.warn(f"{name}: {source} is larger than --max-bytes ({limit} bytes); kept the {kept} part")
         if keep_mtime and st.st_mtime > 0:
             os.utime(self.work / output, (st.st_atime, st.st_mtime))
             entry["mtime"] = _iso(datetime.fromtimestamp(st.st_mtime, UTC))
@@ -1283,24 +1275,35 @@ def collect(opts: CollectOptions) -> CollectResult:
         "root_would_add": c.root_adds,
         "complete": False,
     }
-    try:
-        manifest["tools"] = c.tool_versions()
+    hints: list[dict[str, Any]] = []
+
+    def boot_files() -> None:
         for source, output in (("/proc/uptime", "host/uptime"), ("/proc/stat", "host/stat")):
-            c.copy(
-                output.split("/")[1],
-                source,
-                output,
-                keep="head",
-                purpose="boot time and uptime",
-                keep_mtime=False,
-            )
-        c.kernel(boot_time)
-        c.journal()
-        c.gpu()
-        hints = c.systemd()
+            c.copy(output.split("/")[1], source, output, keep="head", purpose="boot time", keep_mtime=False)
+
+    def units() -> None:
+        hints.extend(c.systemd())
         manifest["units"]["matched"] = c.units
-        c.host_files()
-        c.sglang_logs(hints)
+
+    def tools() -> None:
+        manifest["tools"] = c.tool_versions()
+
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("tools", tools),
+        ("boot", boot_files),
+        ("kernel", lambda: c.kernel(boot_time)),
+        ("journal", c.journal),
+        ("gpu", c.gpu),
+        ("systemd", units),
+        ("host", c.host_files),
+        ("sglang logs", lambda: c.sglang_logs(hints)),
+    ]
+    try:
+        for step, run in steps:
+            try:
+                run()
+            except OSError as exc:  # writing into the bundle failed (disk full, quota): go on
+                c.miss(step, f"writing the bundle failed: {exc.strerror or exc}")
         manifest["complete"] = True
     except KeyboardInterrupt:
         c.warn("interrupted: the bundle holds what was collected so far")
@@ -1316,8 +1319,11 @@ def _finish(c: _Collector, manifest: dict[str, Any], work: Path, final: Path) ->
     manifest["commands"] = [e for e in c.entries if e["kind"] == "command"]
     manifest["files"] = [e for e in c.entries if e["kind"] == "file"]
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    (work / MANIFEST).write_text(text, encoding="utf-8")
-    os.replace(work, final)
+    try:
+        (work / MANIFEST).write_text(text, encoding="utf-8")
+        os.replace(work, final)
+    except OSError as exc:
+        raise PostmortemError(f"{work}: cannot write the manifest: {exc.strerror or exc}") from exc
     return CollectResult(bundle=final, archive=None, manifest=manifest)
 
 

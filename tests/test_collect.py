@@ -33,6 +33,7 @@ from postmortem.collect import (
     expand_bundles,
     extract_bundle,
     run_bounded,
+    summary_lines,
 )
 from postmortem.config import Config
 from postmortem.errors import ArchiveError, InputError, PostmortemError, UsageError
@@ -420,7 +421,35 @@ def test_restricted_dmesg_as_plain_user(
     assert {"what": "dmesg", "why": "dmesg: read kernel buffer failed: Operation not permitted"} in r.missing
     assert "dmesg: dmesg: read kernel buffer failed: Operation not permitted" in warnings
     assert r.root_would_add[0] == "the kernel ring buffer (dmesg is restricted: kernel.dmesg_restrict=1)"
+    lines = summary_lines(r)
+    assert lines[-len(r.root_would_add) - 1 :] == [
+        "running as root would add:",
+        *(f"  - {x}" for x in r.root_would_add),
+    ]
     assert r.manifest["user"]["uid"] == 1000 and r.manifest["user"]["root"] is False
+
+
+def test_interrupted_collect_keeps_what_it_has(
+    standins: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_NVIDIA", "nodriver")
+
+    def warn(text: str) -> None:
+        if text.startswith("nvidia-smi:"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _collect(tmp_path, warn=warn)
+    m = json.loads((tmp_path / "out" / BUNDLE_NAME / MANIFEST).read_text())
+    assert m["complete"] is False
+    assert m["warnings"][-1] == "interrupted: the bundle holds what was collected so far"
+    assert [e["name"] for e in m["commands"]][-1] == "nvidia-smi-apps"
+    assert (tmp_path / "out" / BUNDLE_NAME / "journal/journal.export").stat().st_size == 23465
+
+
+def test_two_collects_in_one_second(standins: None, tmp_path: Path) -> None:
+    first, second = _collect(tmp_path, archive=True), _collect(tmp_path)
+    assert (first.bundle.name, second.bundle.name) == (BUNDLE_NAME, f"{BUNDLE_NAME}-2")
 
 
 def test_plain_user_journal_hint(standins: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
