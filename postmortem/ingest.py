@@ -275,10 +275,11 @@ def ingest_file(
                     [first_line, source_id],
                 )
     resume_line = first_line
+    writer: SourceWriter | None = None
     store.con.execute("BEGIN TRANSACTION")
     try:
         ctx.source_id = source_id
-        writer = SourceWriter(store, source_id, checkpoint=True)
+        writer = SourceWriter(store, source_id, checkpoint=True, background=True)
         if mode == "appended":
             prev = store.fetchall(
                 "SELECT parsed_lines, ignored_lines, records, parse_issues FROM sources WHERE source_id = ?",
@@ -347,6 +348,7 @@ def ingest_file(
 
             writer.add_all(parser.parse(chunks(), ctx))
         writer.flush()
+        writer.close()
 
         if state.error is not None:
             ctx.note(str(state.error))
@@ -406,6 +408,8 @@ def ingest_file(
         )
         store.con.execute("COMMIT")
     except BaseException as exc:
+        if writer is not None:
+            writer.close()
         store.con.execute("ROLLBACK")
         with store.transaction():
             discard_source(store, source_id, resume_line if mode == "appended" else None)

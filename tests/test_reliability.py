@@ -38,20 +38,20 @@ def _counts(db: Path) -> dict[str, int]:
 
 def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> None:
     log = tmp_path / "sglang-big.log"
-    _sglang_log(log, 200_000)
+    _sglang_log(log, 600_000)
     clean = tmp_path / "clean.duckdb"
     env = {**os.environ, "POSTMORTEM_COMMIT_ROWS": "20000"}
     cmd = [sys.executable, "-m", "postmortem", "ingest", str(log), "--tz", "UTC", "--db"]
     subprocess.run([*cmd, str(clean)], check=True, env=env, capture_output=True)
     expected = _counts(clean)
-    assert expected["sglang_batches"] == 199_999
+    assert expected["sglang_batches"] == 599_999
 
     db = tmp_path / "pm.duckdb"
     proc = subprocess.Popen([*cmd, str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # wait until at least one intermediate commit landed, then kill without warning
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.05)
         if db.exists() and db.stat().st_size > 2_000_000:
             break
     assert proc.poll() is None, "ingest finished before it could be killed; make the file bigger"

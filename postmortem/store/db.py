@@ -6,6 +6,7 @@ Only this package does I/O against the database. Every connection runs in UTC so
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,7 @@ from ..errors import StoreBusyError, StoreError
 from ..timeutil import BootAnchor, BootAnchors
 
 SCHEMA_VERSION_TABLE = "schema_migrations"
+DEFAULT_MEMORY_LIMIT = "256MB"
 
 
 def _migrations() -> list[tuple[int, str, str]]:
@@ -230,4 +232,9 @@ def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConne
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot open database: {str(exc).splitlines()[0]}") from exc
     con.execute("SET TimeZone = 'UTC'")
+    limit = os.environ.get("POSTMORTEM_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    if limit:
+        # DuckDB caches table blocks up to 80 % of RAM by default; a bounded cache keeps peak RSS
+        # independent of the input size (it spills to its temp directory when it must)
+        con.execute("SET memory_limit = ?", [limit])
     return con

@@ -8,6 +8,8 @@ either fully in the store or not at all.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from operator import attrgetter
@@ -24,6 +26,8 @@ FLUSH_ROWS = 50_000
 #: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
 #: interrupted load is removed by :func:`recover_interrupted`)
 COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
+#: Arrow blocks of one table are gathered to this many rows before one INSERT
+INSERT_ROWS = 100_000
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -58,11 +62,24 @@ class _Buffer:
 class SourceWriter:
     """Collects one source's output and inserts it in blocks."""
 
-    def __init__(self, store: Store, source_id: int, checkpoint: bool = False) -> None:
+    def __init__(
+        self, store: Store, source_id: int, checkpoint: bool = False, background: bool = False
+    ) -> None:
         self.store = store
         self.source_id = source_id
         self.checkpoint = checkpoint
         self._since_commit = 0
+        self._pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] = {}
+        self._pending_rows: dict[tuple[str, tuple[str, ...]], int] = {}
+        # inserts run in a second thread while the parser goes on (DuckDB and Arrow release the
+        # GIL); a bounded queue keeps at most a few blocks in flight
+        self._queue: queue.Queue[tuple[str, pa.Table] | None] | None = None
+        self._worker: threading.Thread | None = None
+        self._error: BaseException | None = None
+        if background:
+            self._queue = queue.Queue(maxsize=2)
+            self._worker = threading.Thread(target=self._run, name="postmortem-insert", daemon=True)
+            self._worker.start()
         self._buffers: dict[type[Record], _Buffer] = {}
         self.issues: list[ParseIssue] = []
         self.records = 0
@@ -121,9 +138,60 @@ class SourceWriter:
                 self.first_ts = lo
             if hi is not None and (self.last_ts is None or hi > self.last_ts):
                 self.last_ts = hi
-        self._insert_arrow(batch.table, data)
+        key = (batch.table, tuple(data.column_names))
+        self._pending.setdefault(key, []).append(data)
+        self._pending_rows[key] = self._pending_rows.get(key, 0) + data.num_rows
+        if self._pending_rows[key] >= INSERT_ROWS:
+            self._release(key)
+
+    def _release(self, key: tuple[str, tuple[str, ...]]) -> None:
+        blocks = self._pending.pop(key, [])
+        self._pending_rows.pop(key, None)
+        if not blocks:
+            return
+        data = blocks[0] if len(blocks) == 1 else pa.concat_tables(blocks, promote_options="permissive")
+        self._insert_arrow(key[0], data)
 
     def _insert_arrow(self, table: str, data: pa.Table) -> None:
+        if self._queue is None:
+            self._do_insert(table, data)
+            return
+        self._raise_worker_error()
+        self._queue.put((table, data))
+
+    def _run(self) -> None:
+        assert self._queue is not None
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self._do_insert(*item)
+            except BaseException as exc:  # handed to the parsing thread
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _raise_worker_error(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def _wait(self) -> None:
+        if self._queue is not None:
+            self._queue.join()
+        self._raise_worker_error()
+
+    def close(self) -> None:
+        """Stop the insert thread (after :meth:`flush`, or to abandon the load)."""
+        if self._queue is not None and self._worker is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
+            self._worker = None
+
+    def _do_insert(self, table: str, data: pa.Table) -> None:
         self._since_commit += data.num_rows
         if self.checkpoint and self._since_commit >= COMMIT_ROWS:
             self.store.con.execute("COMMIT")
@@ -164,9 +232,13 @@ class SourceWriter:
         self._insert_arrow("parse_issues", data)
 
     def flush(self) -> None:
+        """Insert everything still buffered and wait until it is in."""
         for buf in self._buffers.values():
             self._flush(buf)
         self._flush_issues()
+        for key in list(self._pending):
+            self._release(key)
+        self._wait()
 
 
 def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
