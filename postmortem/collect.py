@@ -662,6 +662,7 @@ class _Collector:
         purpose: str = "",
         quiet_missing: bool = False,
         missing_why: str = "not found on PATH",
+        warn_failure: bool = True,
     ) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": name,
@@ -715,6 +716,11 @@ class _Collector:
             entry["note"] = f"stopped at --max-bytes ({self.opts.max_bytes} bytes)"
         elif run.exit_status != 0:
             entry["status"] = "failed"
+            if warn_failure:
+                detail = _first_line(run.stderr) or _first_line(
+                    _head(self.work / output, 4096).decode("utf-8", "replace")
+                )
+                self.warn(f"{name}: {argv[0]} exited {run.exit_status}" + (f": {detail}" if detail else ""))
         if run.error is not None and run.exit_status is not None:
             entry["note"] = run.error
             self.warn(f"{name}: {run.error}")
@@ -856,6 +862,7 @@ class _Collector:
             ingest=True,
             context=ctx,
             purpose="kernel ring buffer with wall-clock stamps (OOM kills, NVIDIA Xids)",
+            warn_failure=False,
         )
         raw = self.run(
             "dmesg",
@@ -866,12 +873,15 @@ class _Collector:
             context=ctx,
             purpose="kernel ring buffer, boot-relative stamps (anchored with boot_time)",
             quiet_missing=True,
+            warn_failure=False,
         )
         if iso["ingest"] and iso["status"] == "ok":
             raw["ingest"] = False  # the same records: ingest one copy
             raw["note"] = "same records as dmesg-iso (not ingested)"
         elif raw["ingest"]:
             iso["ingest"] = False
+            if iso["status"] == "failed":
+                iso["note"] = "this dmesg cannot print ISO stamps; the raw copy is ingested (with boot_time)"
         for e in (iso, raw):
             if e["status"] == "failed" and re.search(r"not permitted|permission denied", e["stderr"], re.I):
                 self.root_would_add("the kernel ring buffer (dmesg is restricted: kernel.dmesg_restrict=1)")
@@ -897,6 +907,7 @@ class _Collector:
                     fmt="journal-export",
                     ingest=True,
                     purpose="the whole journal of the window (all units and the kernel)",
+                    warn_failure=False,
                 )
             ]
         else:
@@ -915,6 +926,7 @@ class _Collector:
                     fmt="journal-export",
                     ingest=True,
                     purpose="journal entries of the given units (and systemd's words about them)",
+                    warn_failure=False,
                 ),
                 self.run(
                     "journal-kernel",
@@ -926,6 +938,7 @@ class _Collector:
                     ingest=True,
                     purpose="kernel messages of the window, every boot in it",
                     quiet_missing=True,
+                    warn_failure=False,
                 ),
             ]
         first = entries[0]
@@ -944,7 +957,14 @@ class _Collector:
                 if not self._journal_files():
                     why += " (no journal files: journald is not running or keeps no journal here)"
             self.miss("journal", why)
-        elif not self.is_root and not (set(_user()["groups"]) & set(JOURNAL_GROUPS)):
+            return
+        for e in entries:
+            if e["status"] == "failed":
+                detail = _first_line(e["stderr"])
+                self.miss(
+                    e["name"], f"journalctl exited {e['exit_status']}" + (f": {detail}" if detail else "")
+                )
+        if not self.is_root and not (set(_user()["groups"]) & set(JOURNAL_GROUPS)):
             self.root_would_add(
                 "the system journal and other users' entries (a plain user sees only their own "
                 "unless in the systemd-journal or adm group)"
@@ -994,10 +1014,14 @@ class _Collector:
         entries = []
         for name, argv, old, output, fmt, purpose in steps:
             ctx = {"at": _iso(self.clock())}  # the time of outputs that print none
-            entry = self.run(name, argv, output, fmt=fmt, ingest=True, context=ctx, purpose=purpose)
+            entry = self.run(
+                name, argv, output, fmt=fmt, ingest=True, context=ctx, purpose=purpose, warn_failure=False
+            )
             if old and entry["status"] == "failed" and _invalid_field(self.work / output, entry["stderr"]):
                 self.entries.remove(entry)
-                entry = self.run(name, old, output, fmt=fmt, ingest=True, context=ctx, purpose=purpose)
+                entry = self.run(
+                    name, old, output, fmt=fmt, ingest=True, context=ctx, purpose=purpose, warn_failure=False
+                )
                 entry["note"] = "this driver refused the full field list; ran again with the older fields"
             if b"[Insufficient Permissions]" in _head(self.work / output):
                 self.root_would_add("GPU memory of other users' processes ([Insufficient Permissions])")
@@ -1007,6 +1031,14 @@ class _Collector:
             text = _head(self.work / "gpu/nvidia-smi-q.xml").decode("utf-8", "replace").strip()
             why = _first_line(text or xml["stderr"]) or "no output"
             self.miss("nvidia-smi", f"failed (exit status {xml['exit_status']}): {why}")
+            return
+        for e in entries:
+            if e["status"] == "failed":
+                text = _head(self.work / e["output"], 4096).decode("utf-8", "replace")
+                detail = _first_line(e["stderr"]) or _first_line(text)
+                self.miss(
+                    e["name"], f"nvidia-smi exited {e['exit_status']}" + (f": {detail}" if detail else "")
+                )
 
     def systemd(self) -> list[dict[str, Any]]:
         """systemctl list/show/cat of the matching units; returns (unit, log path, tz) hints."""
@@ -1016,6 +1048,7 @@ class _Collector:
             ["systemctl", "list-units", "--all", "--full", "--plain", "--no-legend", "--no-pager", *patterns],
             "systemd/list-units.txt",
             purpose="loaded units matching the patterns and their state",
+            warn_failure=False,
         )
         if listed["status"] == "missing":
             return []

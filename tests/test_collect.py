@@ -596,6 +596,21 @@ def test_units_journal_is_the_units_plus_the_kernel(standins: None, tmp_path: Pa
     assert [i for (i,) in idents] == ["earlyoom", "systemd"]
 
 
+def test_unit_globs_that_match_nothing_in_the_journal(
+    standins: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_JOURNAL", "nounits")
+    warnings: list[str] = []
+    r = _collect(tmp_path, units=["vllm*"], warn=warnings.append)
+    units = _entry(r, "journal-units")
+    assert (units["status"], units["exit_status"], units["bytes"], units["ingest"]) == ("failed", 1, 0, False)
+    assert _entry(r, "journal-kernel")["ingest"] is True
+    why = "journalctl exited 1: Failed to add filter for units: No data available"
+    assert {"what": "journal-units", "why": why} in r.missing
+    assert f"journal-units: {why}" in warnings
+    assert {"what": "units", "why": "no systemd unit matches vllm*"} in r.missing
+
+
 def test_max_bytes_keeps_the_newest_journal_entries(standins: None, tmp_path: Path) -> None:
     warnings: list[str] = []
     r = _collect(tmp_path, max_bytes=8192, warn=warnings.append)
