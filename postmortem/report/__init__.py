@@ -80,25 +80,38 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     clean = Redactor(redact=options.redact, anonymize=options.anonymize, hosts=_hosts(store))
     written = Written()
     rows: list[IndexRow] = []
-    for inc in analysis.incidents:
-        if inc.ts is None or inc.incident_id not in analysis.facts:
-            continue
-        if options.since and inc.ts < options.since:
-            continue
-        if options.until and inc.ts > options.until:
-            continue
+    chosen = [
+        inc
+        for inc in analysis.incidents
+        if inc.ts is not None
+        and inc.incident_id in analysis.facts
+        and not (options.since and inc.ts < options.since)
+        and not (options.until and inc.ts > options.until)
+    ]
+    jobs = []
+    for inc in chosen:
         facts = analysis.facts[inc.incident_id]
         stem = report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
-        fig = memory_figure(
-            facts, out / f"{stem}-memory.png", zone, title=f"{inc.unit} — {utc_text(inc.ts)} UTC"
-        )
         loads: list[Load] = []
         for st in (facts.unit_loads, facts.recovery_loads):
             if st is not None:
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
-        lfig = loads_figure(loads, out / f"{stem}-loads.png", zone, highlight)
+        jobs.append(
+            _FigureJob(
+                facts,
+                out / f"{stem}-memory.png",
+                f"{inc.unit} — {utc_text(inc.ts)} UTC",
+                loads,
+                out / f"{stem}-loads.png",
+                highlight,
+                zone,
+            )
+        )
+    figures = _render_figures(jobs)
+    for inc, job, (fig, lfig) in zip(chosen, jobs, figures, strict=True):
+        stem = job.memory_path.name[: -len("-memory.png")]
         ctx = incident_report(
             store,
             analysis,
@@ -180,6 +193,47 @@ def _forget_stale(out: Path, written: Written) -> None:
             if name not in current and safe_name(name) == name:
                 (out / name).unlink(missing_ok=True)
     manifest.write_text("\n".join(sorted(n for n in current if (out / n).exists())) + "\n", encoding="utf-8")
+
+
+@dataclass
+class _FigureJob:
+    facts: object
+    memory_path: Path
+    title: str
+    loads: list[Load]
+    loads_path: Path
+    highlight: list[int]
+    zone: object
+
+
+def _figure_job(job: _FigureJob) -> tuple[Path | None, Path | None]:
+    from datetime import tzinfo
+
+    assert isinstance(job.zone, tzinfo)
+    from ..analysis.facts import IncidentFacts
+
+    assert isinstance(job.facts, IncidentFacts)
+    fig = memory_figure(job.facts, job.memory_path, job.zone, title=job.title)
+    lfig = loads_figure(job.loads, job.loads_path, job.zone, job.highlight)
+    return fig, lfig
+
+
+#: with this many reports or more, figures are drawn by a pool of processes (one per CPU)
+PARALLEL_FIGURES = 6
+
+
+def _render_figures(jobs: list[_FigureJob]) -> list[tuple[Path | None, Path | None]]:
+    """Draw every report's figures; matplotlib is single-threaded, so many reports use processes."""
+    import os
+
+    workers = min(os.cpu_count() or 1, len(jobs))
+    if len(jobs) < PARALLEL_FIGURES or workers < 2:
+        return [_figure_job(j) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_figure_job, jobs))
 
 
 def ctx_version() -> str:

@@ -120,11 +120,14 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
         _mark(ax, inc.recovered_ts, READY_COLOR, "service ready again", zone)
         ax.grid(alpha=0.25)
         ax.legend(loc="upper left", fontsize=7)
+    axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({zname})")
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    # fixed margins: tight_layout would draw the whole figure once more just to measure it
+    height = 2.6 * len(panels) + 0.6
+    fig.subplots_adjust(left=0.08, right=0.92, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
@@ -184,7 +187,8 @@ def loads_figure(
     ax.legend(list(seen.values()), list(seen.keys()), fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.25)
     ax.set_title("Service loads and their phases", loc="left", fontsize=10)
-    fig.tight_layout()
+    height = 0.45 * len(rows) + 1.4
+    fig.subplots_adjust(left=0.30, right=0.97, top=1 - 0.35 / height, bottom=0.5 / height)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
@@ -206,7 +210,7 @@ def trend_figure(
     ax.set_title(title, loc="left", fontsize=10)
     ax.grid(alpha=0.25)
     ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.15)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)

@@ -7,6 +7,7 @@ User templates are trusted code (Jinja can call methods on the context objects):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,15 @@ def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
     return env
 
 
+@lru_cache(maxsize=8)
+def _cached_environment(user_dirs: tuple[str, ...]) -> jinja2.Environment:
+    return environment(user_dirs)
+
+
 def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) -> str:
-    env = environment(user_dirs)
+    """Render ``template`` with ``ctx=context`` (the environment, and so every compiled template,
+    is kept for the process)."""
+    env = _cached_environment(tuple(str(d) for d in user_dirs))
     try:
         tpl = env.get_template(template)
     except jinja2.TemplateNotFound as exc:
