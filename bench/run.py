@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -81,7 +80,9 @@ def gen_journal(path: Path, lines: int) -> None:
             ):
                 write(f"{ts} gpu-bench kernel: {msg}\n")
                 n += 1
-            write(f"{ts} gpu-bench systemd[1]: sglang-bench.service: Main process exited, code=killed, status=9/KILL\n")
+            write(
+                f"{ts} gpu-bench systemd[1]: sglang-bench.service: Main process exited, code=killed, status=9/KILL\n"
+            )
             write(f"{ts} gpu-bench systemd[1]: sglang-bench.service: Failed with result 'oom-kill'.\n")
             n += 2
             continue
@@ -103,7 +104,9 @@ def gen_journal(path: Path, lines: int) -> None:
                 '"POST /v1/chat/completions HTTP/1.1" 200 OK\n'
             )
         elif r == 18:
-            write(f"{ts} gpu-bench CRON[{60000 + n % 999}]: (root) CMD (/usr/local/sbin/healthcheck >/dev/null 2>&1)\n")
+            write(
+                f"{ts} gpu-bench CRON[{60000 + n % 999}]: (root) CMD (/usr/local/sbin/healthcheck >/dev/null 2>&1)\n"
+            )
         else:
             write(f"{ts} gpu-bench kernel: mlx5_core 0000:1a:00.0: poll_health:{n % 800}: device health ok\n")
         n += 1
@@ -115,8 +118,10 @@ def gen_sglang(path: Path, lines: int) -> None:
     """An SGLang 0.5.x log file: startup, then batch and access lines (with a few tracebacks)."""
     _, write, close = _writer(path)
     t0 = datetime(2025, 5, 25, 0, 0, tzinfo=UTC)
-    write(f"[{t0:%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/m', tp_size=8, port=30000, "
-          "mem_fraction_static=0.88, speculative_algorithm='EAGLE3')\n")
+    write(
+        f"[{t0:%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/m', tp_size=8, port=30000, "
+        "mem_fraction_static=0.88, speculative_algorithm='EAGLE3')\n"
+    )
     step = 86400 * 2 / lines
     for n in range(1, lines):
         ts = t0 + timedelta(seconds=n * step)
@@ -135,15 +140,19 @@ def gen_sglang(path: Path, lines: int) -> None:
                 f"input throughput (token/s): {12000 + n % 999}.50\n"
             )
         else:
-            write(f'[{stamp}] INFO:     10.0.{n % 250}.7:{40000 + n % 9999} - "POST /generate HTTP/1.1" 200 OK\n')
+            write(
+                f'[{stamp}] INFO:     10.0.{n % 250}.7:{40000 + n % 9999} - "POST /generate HTTP/1.1" 200 OK\n'
+            )
     close()
 
 
 def gen_nvidia(path: Path, rows: int) -> None:
     """nvidia-smi --query-gpu … --format=csv -l 1 on 8 GPUs: one header, many rows."""
     _, write, close = _writer(path)
-    write("timestamp, index, uuid, pci.bus_id, name, memory.total [MiB], memory.reserved [MiB], memory.used [MiB], "
-          "memory.free [MiB], utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W], pstate\n")
+    write(
+        "timestamp, index, uuid, pci.bus_id, name, memory.total [MiB], memory.reserved [MiB], memory.used [MiB], "
+        "memory.free [MiB], utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W], pstate\n"
+    )
     t0 = datetime(2025, 5, 25, 0, 0, tzinfo=UTC)
     for n in range(rows):
         i = n % 8
@@ -178,7 +187,10 @@ def gen_dmesg(path: Path, records: int) -> None:
             "memory: usage 671088640kB, limit 671088640kB, failcnt 18734",
             "swap: usage 0kB, limit 9007199254740988kB, failcnt 0",
             "Memory cgroup stats for /system.slice/sglang-bench.service:",
-            *[f"{key} {k * 4096 + j}" for j, key in enumerate(("anon", "file", "kernel", "shmem", "pgfault", "pgmajfault"))],
+            *[
+                f"{key} {k * 4096 + j}"
+                for j, key in enumerate(("anon", "file", "kernel", "shmem", "pgfault", "pgmajfault"))
+            ],
             "Tasks state (memory values in pages):",
             "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
             *[
@@ -194,7 +206,9 @@ def gen_dmesg(path: Path, records: int) -> None:
             t += 0.000007
             write(f"[{t:12.6f}] {msg}\n")
         t += 37.0
-        write(f"[{t:12.6f}] oom_reaper: reaped process {pid} (sglang::schedul), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB\n")
+        write(
+            f"[{t:12.6f}] oom_reaper: reaped process {pid} (sglang::schedul), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB\n"
+        )
     close()
 
 
@@ -218,24 +232,31 @@ class Run:
         return self.mb / self.seconds if self.seconds else 0.0
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS MB of the child, stdout)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = proc.communicate()
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)  # type: ignore[assignment]
-    seconds = time.perf_counter() - start
-    if proc.returncode not in (0, None):
-        sys.stderr.write(err.decode(errors="replace")[-2000:])
-        raise SystemExit(f"failed: {' '.join(cmd)}")
-    rss = (usage.ru_maxrss if usage else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    return seconds, rss, out.decode(errors="replace")
+_WRAP = (
+    "import atexit, os, sys\n"
+    "def _hwm():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            open(os.environ['PM_BENCH_HWM'], 'w').write(line.split()[1])\n"
+    "atexit.register(_hwm)\n"
+    "from postmortem.cli import main\n"
+    "sys.argv[0] = 'postmortem'\n"
+    "main(sys.argv[1:])\n"
+)
 
 
 def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd`` and measure its own peak RSS with wait4 (not the maximum over all children)."""
+    """Run ``postmortem ARGS`` (``cmd[0]`` is the postmortem script) and measure its own peak RSS
+    (VmHWM at exit: ``ru_maxrss`` of a child would include this process's memory at fork)."""
+    import tempfile
+
+    fd, hwm_name = tempfile.mkstemp(prefix="pm-hwm-")
+    os.close(fd)
+    cmd = [sys.executable, "-c", _WRAP, *cmd[1:]]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PM_BENCH_HWM": hwm_name}
+    )
     assert proc.stdout is not None and proc.stderr is not None
     out = proc.stdout.read()
     err = proc.stderr.read()
@@ -243,8 +264,13 @@ def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         sys.stderr.write(err.decode(errors="replace")[-3000:])
-        raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(cmd)}")
-    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+        raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(cmd[3:])}")
+    try:
+        rss = int(Path(hwm_name).read_text() or 0) / 1024
+    finally:
+        os.unlink(hwm_name)
+    del usage
+    return seconds, rss, out.decode(errors="replace")
 
 
 def count_lines(path: Path) -> int:
@@ -291,14 +317,16 @@ def main() -> None:
         mb = path.stat().st_size / 1e6
         secs, rss, _ = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
         runs.append(Run(name, lines, mb, secs, rss))
-        again, _, out = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
+        again, _, _out = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
         runs.append(Run(f"{name} (re-ingest)", lines, mb, again, 0.0))
     print()
-    print(f"| input | lines | MB | seconds | lines/s | MB/s | peak RSS |")
+    print("| input | lines | MB | seconds | lines/s | MB/s | peak RSS |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         rss = f"{r.rss_mb:,.0f} MB" if r.rss_mb else "—"
-        print(f"| {r.name} | {r.lines:,} | {r.mb:,.0f} | {r.seconds:.2f} | {r.lines_s:,.0f} | {r.mb_s:,.1f} | {rss} |")
+        print(
+            f"| {r.name} | {r.lines:,} | {r.mb:,.0f} | {r.seconds:.2f} | {r.lines_s:,.0f} | {r.mb_s:,.1f} | {rss} |"
+        )
 
     # build over one store holding everything
     if not only:
@@ -312,15 +340,23 @@ def main() -> None:
         con = duckdb.connect(str(all_db), read_only=True)
         total_rows = sum(
             con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]  # noqa: S608 - catalog names
-            for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema='main'").fetchall()
+            for (t,) in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema='main'"
+            ).fetchall()
         )
         con.close()
         out_dir = work / "reports"
         shutil.rmtree(out_dir, ignore_errors=True)
         logs = [x for f in files for x in ("--logs", f)]
-        bsecs, brss, _ = child_rss_mb([pm, "build", *logs, "--db", str(all_db), "--out", str(out_dir), "--tz", "UTC"])
-        print(f"\nbuild over a store of {total_rows:,} rows (ingest of all four: {secs:.1f} s): "
-              f"{bsecs:.2f} s, peak RSS {brss:,.0f} MB")
+        bsecs, brss, bout = child_rss_mb(
+            [pm, "build", *logs, "--db", str(all_db), "--out", str(out_dir), "--tz", "UTC", "--timings"]
+        )
+        stages = next((ln for ln in bout.splitlines() if ln.startswith("timings:")), "")
+        nrep = next((ln.split()[0] for ln in bout.splitlines() if "incident(s)" in ln), "?")
+        print(
+            f"\nbuild over a store of {total_rows:,} rows (ingest of all four: {secs:.1f} s): "
+            f"{bsecs:.2f} s wall for {nrep} incident reports, peak RSS {brss:,.0f} MB; {stages}"
+        )
 
     journal = work / "journal.log"
     lnav = shutil.which("lnav")
@@ -335,8 +371,11 @@ def main() -> None:
         ours = next((r for r in runs if r.name == "journal short-iso"), None)
         ratio = f"{lsecs / ours.seconds:.2f}× lnav's speed" if ours else ""
         count = proc.stdout.decode(errors="replace").split()[-1:] or ["?"]
-        print(f"\nlnav -n -c ';SELECT count(*) FROM all_logs' on the journal file: {lsecs:.2f} s "
-              f"(count {count[0]}); postmortem ingest: {ours.seconds if ours else float('nan'):.2f} s — {ratio}")
+        lnav_cmd = "lnav -n -c ';SELECT count(*) FROM all_logs'"
+        print(
+            f"\n{lnav_cmd} on the journal file: {lsecs:.2f} s (count {count[0]}); "
+            f"postmortem ingest: {ours.seconds if ours else float('nan'):.2f} s — {ratio}"
+        )
     elif not lnav:
         print("\nlnav not installed (apt-get install lnav): no comparison")
 

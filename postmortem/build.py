@@ -37,13 +37,20 @@ class BuildResult:
     index: Path | None
     incidents: int = 0
     bundles: list[Path] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
 
 def build(options: BuildOptions) -> BuildResult:
+    import time
+
     check_range(options.since, options.until)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
     store = Store.open(options.db, wait=options.wait)
     try:
         summary = ingest_paths(store, options.logs, options.ingest) if options.logs else IngestSummary()
+        t1 = time.perf_counter()
+        timings["ingest"] = t1 - t0
         from .analysis import rebuild
         from .report import write_reports
 
@@ -54,7 +61,10 @@ def build(options: BuildOptions) -> BuildResult:
             until=options.until,
             zone=options.zone,
         )
+        t2 = time.perf_counter()
+        timings["analysis"] = t2 - t1
         written = write_reports(store, options, analysis)
+        timings["reports"] = time.perf_counter() - t2
     finally:
         store.close()
     return BuildResult(
@@ -63,4 +73,5 @@ def build(options: BuildOptions) -> BuildResult:
         index=written.index,
         incidents=written.incidents,
         bundles=written.bundles,
+        timings=timings,
     )

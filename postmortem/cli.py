@@ -349,6 +349,7 @@ def build(
     no_ingest: Annotated[
         bool, typer.Option("--no-ingest", help="Only analyse and report what the store already holds.")
     ] = False,
+    timings: Annotated[bool, typer.Option("--timings", help="Print the seconds each stage took.")] = False,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Ingest new log lines, rebuild the analysis and write the reports."""
@@ -390,6 +391,8 @@ def build(
         typer.echo(f"  {result.index}")
     for p in result.bundles:
         typer.echo(f"  {p}")
+    if timings:
+        typer.echo("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in result.timings.items()))
     _fail_on_errors(result.ingest)
 
 
@@ -570,7 +573,9 @@ def collect(
     until: Annotated[str | None, typer.Option("--until", help="End of the journal window.")] = None,
     unit: Annotated[
         list[str] | None,
-        typer.Option("--unit", help="Unit glob (repeatable): their journal plus the kernel's; default sglang*."),
+        typer.Option(
+            "--unit", help="Unit glob (repeatable): their journal plus the kernel's; default sglang*."
+        ),
     ] = None,
     out: Annotated[str, typer.Option("--out", help="Directory for the bundle.")] = ".",
     archive: Annotated[bool, typer.Option("--archive", help="Also write <bundle>.tar.gz.")] = False,

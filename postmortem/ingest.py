@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
+from typing import Any
 
 from .collect import bundle_options, expand_bundles
 from .config import Config
@@ -34,7 +35,6 @@ from .io import (
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store.db import Store
-from .store.loader import SourceWriter, discard_source
 from .timeutil import UTC as _UTC
 
 BINARY_JOURNAL_FORMAT = "journal-export"
@@ -136,8 +136,20 @@ def _ingest_inputs(
 ) -> IngestSummary:
     if not inputs and not summary.files:
         raise InputError(f"{', '.join(paths)}: no files to ingest")
-    planned = _plan(inputs, options)
-    roots = {p.inp.root for p in planned if p.inp.root is not None}
+    # files already in the store (same path, size and mtime) are done before anything is read or
+    # any parser imported: re-ingesting an unchanged tree costs a few queries
+    fresh: list[InputFile] = []
+    known_roots: set[str] = set()
+    for inp in inputs:
+        sid = _unchanged(store, inp)
+        if sid is None:
+            fresh.append(inp)
+            continue
+        summary.files.append(FileResult(inp.display, "unchanged", source_id=sid))
+        if inp.root is not None:
+            known_roots.add(inp.root)
+    planned = _plan(fresh, options)
+    roots = {p.inp.root for p in planned if p.inp.root is not None} - known_roots
     for root in sorted(roots):
         if not any(p.parser is not None for p in planned if p.inp.root == root):
             raise InputError(
@@ -160,6 +172,17 @@ def _ingest_inputs(
             ingest_file(store, item.inp, item.parser, bundle_options(item.inp, options), item)
         )
     return summary
+
+
+def _unchanged(store: Store, inp: InputFile) -> int | None:
+    """The source id of ``inp`` when the store holds it with the same size and mtime."""
+    if inp.path is None:
+        return None
+    existing = _find_source(store, inp.display)
+    if existing is None:
+        return None
+    sid, _sha, _bytes, _lines, size, mtime = existing
+    return sid if size == inp.size and _same_mtime(mtime, inp.mtime) else None
 
 
 def _unit_from_name(path: str) -> str | None:
@@ -242,6 +265,9 @@ def ingest_file(
         else:
             mode, reuse_id = "replaced", sid
 
+    from .store.loader import SourceWriter  # pyarrow: only when there is work
+    from .store.recovery import discard_source
+
     ctx = _context(store, inp, head, options)
     state = StreamState()
     result = FileResult(display, mode, fmt)
@@ -275,7 +301,7 @@ def ingest_file(
                     [first_line, source_id],
                 )
     resume_line = first_line
-    writer: SourceWriter | None = None
+    writer: Any = None
     store.con.execute("BEGIN TRANSACTION")
     try:
         ctx.source_id = source_id
@@ -439,9 +465,7 @@ def ingest_file(
     return result
 
 
-def _source_span(
-    store: Store, source_id: int, writer: SourceWriter
-) -> tuple[datetime | None, datetime | None]:
+def _source_span(store: Store, source_id: int, writer: Any) -> tuple[datetime | None, datetime | None]:
     return writer.first_ts, writer.last_ts
 
 

@@ -74,7 +74,7 @@ class Store:
                 raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
         store.migrate()
-        from .loader import recover_interrupted
+        from .recovery import recover_interrupted
 
         store.recovered = recover_interrupted(store)
         return store

@@ -20,6 +20,9 @@ import pyarrow as pa
 from ..parsers.base import Output, ParseIssue, TableBatch
 from ..records import RECORD_BY_TABLE, Record, field_names
 from .db import Store, ident
+from .recovery import discard_source, recover_interrupted
+
+__all__ = ["SourceWriter", "discard_source", "recover_interrupted"]
 
 FLUSH_ROWS = 50_000
 #: rows inserted between intermediate commits: DuckDB keeps a transaction's appends in memory, so
@@ -239,40 +242,3 @@ class SourceWriter:
         for key in list(self._pending):
             self._release(key)
         self._wait()
-
-
-def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
-    """Remove what an unfinished load of ``source_id`` inserted: every row of a new source, or the
-    rows from ``resume_line`` on for a file that was being appended to."""
-    for table in store.table_names():
-        cols = {c for c, _ in store.columns(table)}
-        if "source_id" not in cols or table == "sources":
-            continue
-        if resume_line is not None and resume_line > 1:
-            if "line_no" in cols:
-                store.execute(
-                    f"DELETE FROM {ident(table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
-                    [source_id, resume_line],
-                )
-        else:
-            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
-    if resume_line is not None and resume_line > 1:
-        store.execute(
-            "UPDATE sources SET status = 'complete', resume_line = NULL WHERE source_id = ?", [source_id]
-        )
-    else:
-        store.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
-
-
-def recover_interrupted(store: Store) -> list[str]:
-    """Undo loads that a crash (``kill -9``, power loss) left unfinished; returns their paths.
-
-    The next ingest of those files then does them again, so each file ends up fully in or not in.
-    """
-    rows = store.fetchall("SELECT source_id, path, resume_line FROM sources WHERE status = 'loading'")
-    if not rows:
-        return []
-    with store.transaction():
-        for sid, _path, resume in rows:
-            discard_source(store, int(sid), resume)
-    return [str(r[1]) for r in rows]

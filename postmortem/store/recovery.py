@@ -1,0 +1,42 @@
+"""Removing unfinished loads (no Arrow needed: opening a store stays cheap)."""
+
+from __future__ import annotations
+
+from .db import Store, ident
+
+
+def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
+    """Remove what an unfinished load of ``source_id`` inserted: every row of a new source, or the
+    rows from ``resume_line`` on for a file that was being appended to."""
+    for table in store.table_names():
+        cols = {c for c, _ in store.columns(table)}
+        if "source_id" not in cols or table == "sources":
+            continue
+        if resume_line is not None and resume_line > 1:
+            if "line_no" in cols:
+                store.execute(
+                    f"DELETE FROM {ident(table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
+                    [source_id, resume_line],
+                )
+        else:
+            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
+    if resume_line is not None and resume_line > 1:
+        store.execute(
+            "UPDATE sources SET status = 'complete', resume_line = NULL WHERE source_id = ?", [source_id]
+        )
+    else:
+        store.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
+
+
+def recover_interrupted(store: Store) -> list[str]:
+    """Undo loads that a crash (``kill -9``, power loss) left unfinished; returns their paths.
+
+    The next ingest of those files then does them again, so each file ends up fully in or not in.
+    """
+    rows = store.fetchall("SELECT source_id, path, resume_line FROM sources WHERE status = 'loading'")
+    if not rows:
+        return []
+    with store.transaction():
+        for sid, _path, resume in rows:
+            discard_source(store, int(sid), resume)
+    return [str(r[1]) for r in rows]
