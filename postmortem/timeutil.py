@@ -650,8 +650,13 @@ def parse_slash_stamp(text: str) -> datetime | None:
                 return None
             micro = int(text[20:].ljust(6, "0"))
         return datetime(  # noqa: DTZ001
-            int(text[0:4]), int(text[5:7]), int(text[8:10]),
-            int(text[11:13]), int(text[14:16]), int(text[17:19]), micro,
+            int(text[0:4]),
+            int(text[5:7]),
+            int(text[8:10]),
+            int(text[11:13]),
+            int(text[14:16]),
+            int(text[17:19]),
+            micro,
         )
     except ValueError:
         return None

@@ -235,7 +235,9 @@ def test_permission_denied(cli: Any, tmp_path: Path) -> None:
     assert r.err == f"Error: {f}: permission denied\n"
 
 
-def test_parser_bug_is_reported_per_file_and_others_continue(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parser_bug_is_reported_per_file_and_others_continue(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from postmortem.parsers import get_parser
 
     parser = get_parser("dmesg")
