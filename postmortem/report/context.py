@@ -486,7 +486,13 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
     if sysd:
         text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sysd[:8])
         quotes.append(Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text))
-    sg = [e for e in inc.evidence if e.kind.startswith(("sglang_", "cuda_oom"))]
+    sg = []
+    seen_lines: set[tuple[int, int]] = set()
+    for e in inc.evidence:
+        # one line can be several kinds of evidence (an exception that is a CUDA OOM)
+        if e.kind.startswith(("sglang_", "cuda_oom")) and (e.source_id, e.line_no) not in seen_lines:
+            seen_lines.add((e.source_id, e.line_no))
+            sg.append(e)
     if sg:
         text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:6])
         quotes.append(Quote("SGLang", sources.cite(sg[0].source_id, sg[0].line_no), text))
