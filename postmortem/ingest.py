@@ -505,7 +505,9 @@ def _grew_from(inp: InputFile, sha: str, old_bytes: int, options: IngestOptions)
 
 
 def describe_result(r: FileResult) -> str:
-    if r.status in ("unchanged", "duplicate", "undetected", "error") and not r.lines:
+    if r.status == "undetected":
+        return f"{r.path}: skipped — {r.error or 'not a log format postmortem knows'}"
+    if r.status in ("unchanged", "duplicate", "error") and not r.lines:
         extra = r.error or "; ".join(r.notes) or ""
         return f"{r.path}: {r.status}" + (f" — {extra}" if extra else "")
     return (
