@@ -377,7 +377,7 @@ def test_bundle_with_nothing_to_ingest_still_builds(
     res = cli("ingest", r.bundle, "--db", tmp_path / "pm.duckdb")
     assert res.code == 0, res
     assert res.out.strip() == (
-        f"{r.bundle}: undetected — bundle holds nothing to ingest (its manifest.json says what was missing)"
+        f"{r.bundle}: skipped — bundle holds nothing to ingest (its manifest.json says what was missing)"
     )
     built = cli("build", "--logs", r.bundle, "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "reports")
     assert built.code == 0, built
