@@ -211,6 +211,16 @@ class JournalSink:
             return -1
         return max(0, SGLANG_CHECK_BUDGET - self._sglang_checks.get(key, 0))
 
+    def sglang_stream(self, ident: str | None, pid: int | None, unit: str | None) -> Any:
+        """The SGLang stream entries with these fields are fed to, if it exists already."""
+        if ident in SPECIAL_IDENTS or self.cat_mode:
+            return None
+        return self._sglang.get(unit or (ident, pid))
+
+    def add_output(self, item: Output) -> None:
+        """A record or table batch built by the caller (vectorised text path)."""
+        self.out.append(item)
+
     def route_now(self, row: tuple[Any, ...]) -> str | None:
         """Route a complete entry at once, without storing it (the caller stores the row, in
         an Arrow block); returns the unit a systemd message names, for that row."""

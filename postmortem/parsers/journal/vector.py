@@ -319,9 +319,11 @@ class VectorShort:
 
         # routing, in line order, with complete messages
         routed_pos = pc.indices_nonzero(want_col).to_numpy()
+        tix_all = None  # identifier token of each stored line
         held: dict[int, Any] = {}  # SGLang candidates' lines past their check budget
         if len(routed_pos) and any(lim > 0 for lim in limits):
-            tix = pc.take(sel(di.indices), pa.array(routed_pos)).to_numpy()
+            tix_all = sel(di.indices).to_numpy()
+            tix = tix_all[routed_pos]
             keep = np.ones(len(routed_pos), dtype=bool)
             for t, lim in enumerate(limits):
                 if lim > 0:
@@ -359,11 +361,14 @@ class VectorShort:
             ]
 
         unit_patches: dict[int, str] = {}
+        fast: _FastSglang | None = None
 
         def route(todo: list[tuple[int, int, tuple[Any, ...]]]) -> None:
             for _ln, pos_, entry in todo:
                 if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
                     continue
+                if fast is not None:
+                    fast.before(pos_, entry, ok_idx, first)
                 unit = sink.route_now(entry)
                 if unit is not None:
                     if pos_ >= 0:
@@ -371,11 +376,33 @@ class VectorShort:
                     else:
                         extra_by_index[entry[0] - first][9] = unit
 
+        if len(routed_pos):
+            if tix_all is None:
+                tix_all = sel(di.indices).to_numpy()
+            fast = _FastSglang.build(
+                sink,
+                tix_all,
+                routed_pos,
+                (ids, pids, units, limits),
+                (line_no, ts_col, raw_col, inf_col, host_col, message),
+                patches,
+                (
+                    "\r" in text,
+                    " hit an exception" in text,
+                    message is not raw_msgs,  # #012 became a newline somewhere
+                ),
+                lambda pos_: route(rows_at(np.array([pos_]))),
+            )
+            if fast is not None:
+                routed_pos = routed_pos[~fast.taken_of(routed_pos)]
         if len(routed_pos) or extra_rows:
             todo = rows_at(routed_pos)
             todo.extend((r[1], -1, tuple(r[1:])) for r in extra_rows)
             todo.sort(key=lambda t: t[0])
             route(todo)
+        if fast is not None:
+            fast.finish()
+            fast = None
         for t, positions in held.items():
             # a candidate that turned out to be SGLang within its budget: the rest of its lines
             if sink.route_limit(ids[t], pids[t], units[t]) == -1:
@@ -454,3 +481,168 @@ def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
     order = sorted(patches)
     mask[order] = True
     return pc.replace_with_mask(col, pa.array(mask), pa.array([patches[i] for i in order], col.type))
+
+
+class _FastSglang:
+    """The batch and access lines of SGLang streams that existed when a chunk began, stored
+    by the SGLang module's vectorised path with the journal's time, host, unit and pid.
+
+    The other lines of those streams are still fed one by one in line order (the reference
+    path); before each of them (and at the end of the chunk) the fast lines that precede it
+    are settled: while the stream cannot take fast lines (a traceback's message is open, a
+    death line waits for its exit code, another process spoke last) they are fed too, the
+    rest only move the stream's time (:meth:`SglangStream.note_given`)."""
+
+    def __init__(
+        self,
+        sink: Any,
+        fr: Any,
+        fpos: Any,
+        streams: list[Any],
+        row_stream: Any,
+        pid_of: list[int | None],
+        ts_col: Any,
+        slow: Any,
+    ) -> None:
+        import numpy as np
+
+        self.sink = sink
+        self.fr = fr
+        self.fpos = fpos  # stored-line positions of the lines offered to the fast path
+        self.taken = fr.mask.copy()  # which of them the fast path keeps
+        self.streams = streams
+        self.pid_of = pid_of
+        self.ts_col = ts_col
+        self.slow = slow
+        accepted = fpos[fr.mask]
+        which = row_stream[fr.mask]
+        self.pending = [accepted[which == s] for s in range(len(streams))]
+        self.ptr = [0] * len(streams)
+        self.index = {id(st): s for s, st in enumerate(streams)}
+        self._np = np
+
+    @classmethod
+    def build(
+        cls,
+        sink: Any,
+        tix_all: Any,
+        routed_pos: Any,
+        per_token: tuple[list[Any], list[Any], list[Any], list[int]],
+        columns: tuple[Any, ...],
+        patches: dict[int, str],
+        hints: tuple[bool, bool, bool],
+        slow: Any,
+    ) -> _FastSglang | None:
+        import numpy as np
+        import pyarrow as _pa
+        import pyarrow.compute as _pc
+
+        from ..sglang.fast import Given, fast_messages
+
+        pa: Any = _pa
+        pc: Any = _pc
+        ids, pids, units, limits = per_token
+        by_stream: dict[int, list[int]] = {}
+        stream_obj: dict[int, Any] = {}
+        for t, lim in enumerate(limits):
+            if lim != -1:
+                continue
+            st = sink.sglang_stream(ids[t], pids[t], units[t])
+            if st is None:
+                continue
+            by_stream.setdefault(id(st), []).append(t)
+            stream_obj[id(st)] = st
+        if not by_stream:
+            return None
+        # one identifier token per stream (several → pids may alternate: all per-line)
+        token_stream = np.full(len(limits), -1, dtype=np.int64)
+        streams: list[Any] = []
+        pid_of: list[int | None] = []
+        unit_eff: list[str | None] = [None] * len(limits)
+        pid_eff: list[int | None] = [None] * len(limits)
+        for key, toks in by_stream.items():
+            if len(toks) != 1:
+                continue
+            t = toks[0]
+            st = stream_obj[key]
+            token_stream[t] = len(streams)
+            streams.append(st)
+            pid_of.append(pids[t] if pids[t] is not None else st.pid)
+            unit_eff[t] = units[t] or st.unit
+            pid_eff[t] = pid_of[-1]
+        if not streams:
+            return None
+        rs = token_stream[tix_all[routed_pos]]
+        cand = rs >= 0
+        if patches:
+            cand &= ~np.isin(routed_pos, np.fromiter(patches, dtype=np.int64, count=len(patches)))
+        fpos = routed_pos[cand]
+        if not len(fpos):
+            return None
+        line_no, ts_col, raw_col, inf_col, host_col, message = columns
+        take = pa.array(fpos)
+        ftix = pa.array(tix_all[fpos])
+        given = Given(
+            line_no=pc.take(line_no, take),
+            ts=pc.take(ts_col, take),
+            ts_raw=pc.take(raw_col, take),
+            ts_inferred=pc.take(inf_col, take),
+            host=pc.take(host_col, take),
+            unit=pc.take(pa.array(unit_eff, pa.string()), ftix),
+            pid=pc.take(pa.array(pid_eff, pa.int32()), ftix),
+        )
+        maybe_cr, maybe_hit, maybe_nl = hints
+        fr = fast_messages(
+            pc.take(message, take),
+            given,
+            maybe_cr=maybe_cr or maybe_nl,
+            maybe_hit=maybe_hit,
+            maybe_nl=maybe_nl,
+        )
+        if fr is None:
+            return None
+        return cls(sink, fr, fpos, streams, rs[cand], pid_of, ts_col, slow)
+
+    def taken_of(self, positions: Any) -> Any:
+        """Which of the stored-line ``positions`` (sorted) the fast path keeps for now."""
+        np = self._np
+        return np.isin(positions, self.fpos[self.taken], assume_unique=True)
+
+    def before(self, pos: int, entry: tuple[Any, ...], ok_idx: Any, first: int) -> None:
+        """Settle the fast lines of ``entry``'s stream that come before it."""
+        st = self.sink.sglang_stream(entry[6], entry[7], entry[8])
+        if st is None:
+            return
+        s = self.index.get(id(st))
+        if s is None:
+            return
+        np = self._np
+        upto = pos if pos >= 0 else int(np.searchsorted(ok_idx, entry[0] - first))
+        self._settle(s, upto)
+
+    def finish(self) -> None:
+        """Settle every stream's remaining fast lines and hand over the tables."""
+        for s in range(len(self.streams)):
+            self._settle(s, 1 << 62)
+        for table, data in self.fr.tables(self.taken):
+            from ..base import TableBatch
+
+            self.sink.add_output(TableBatch(table, data))
+
+    def _settle(self, s: int, upto: int) -> None:
+        np = self._np
+        pend = self.pending[s]
+        i = self.ptr[s]
+        j = int(np.searchsorted(pend, upto))
+        if j <= i:
+            return
+        self.ptr[s] = j
+        st = self.streams[s]
+        pid = self.pid_of[s]
+        while i < j and not st.accepts_fast_lines_of(pid):
+            p = int(pend[i])
+            self.taken[int(np.searchsorted(self.fpos, p))] = False
+            self.slow(p)
+            i += 1
+        if i < j:
+            st.note_given(self.ts_col[int(pend[j - 1])].as_py(), pid)

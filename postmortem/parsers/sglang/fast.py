@@ -1,17 +1,29 @@
 """A vectorised path for the two line shapes that make up most of an SGLang log: batch
 statistics (``[ts ranks] Decode batch …`` / ``Prefill batch …``) and uvicorn access lines.
 
-For a chunk of lines, :func:`fast_rows` finds (with Arrow compute, in C) the lines of those
-shapes whose every ``key: value`` pair has a column of its own and a plain value, and builds
+For a block of lines (a log file's chunk, or the SGLang messages a journal captured),
+:func:`fast_rows` / :func:`fast_messages` find (with Arrow compute, in C) the lines of those
+shapes whose every ``key: value`` pair has a column of its own and a plain value, and build
 their ``sglang_batches`` / ``http_requests`` rows as Arrow tables. Anything else — a key that
 goes to ``extra``, an unknown key, an odd value, a wrapper in front of the prefix, a time-only
-prefix, a ``/health`` request (it moves the stream's phase), a wall-clock time in a DST gap —
-stays on the Python path (:class:`~postmortem.parsers.sglang.stream.SglangStream`), which is
-the reference: a test checks that both paths store the same rows.
+prefix, a ``/health`` request (it moves the stream's phase), a ``\\r`` inside the line, a
+wall-clock time in a DST gap or an impossible date — stays on the Python path
+(:class:`~postmortem.parsers.sglang.stream.SglangStream`), which is the reference: tests check
+that both paths store the same rows.
+
+Batch bodies are read by *templates*: the lines of a block mostly share one key sequence, so
+the keys of one line are read in Python and every other line is checked against them (one
+``starts_with`` per pair); the values are then cut at fixed offsets and converted column by
+column. Lines that fit no template of their block go to the Python path.
+
+A journal's messages come with their own time (the journal's, exact): :class:`Given` carries
+it with the line numbers, host, unit and pid, and it wins over the prefix time, as in
+:meth:`SglangStream.feed`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,14 +42,27 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 pa: Any = _pa
 pc: Any = _pc
 
-#: the text before the first "] " of a line: a dated SGLang prefix, optional ms and rank tags
-PREFIX_RE = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*$"
+#: the start of a line the fast path may take: a dated prefix (optional fraction, rank tags),
+#: then a batch header or uvicorn's ``INFO:``
+HEAD_RE = (
+    r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "
+    r"(?:Decode batch[,.] |Prefill batch[,.] |INFO: )"
+)
+#: a prefix's text after the seconds: ``.fff`` and rank tags
+_TAIL = re.compile(r"(\.\d{1,6})?((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)$")
 _STATUS_RE = r"^\d{3}$"
+#: client and path tokens: printable ASCII without spaces (what ``\S+`` surely accepts)
+_TOKEN_RE = r"^[\x21-\x7e]+$"
 _METHOD_RE = r'^"[A-Z]+$'
 _VERSION_RE = r'^HTTP/[\d.]+"$'
+#: longest prefix (up to its "] ") the fast path looks at
+_MAX_PREFIX = 64
+#: the longest header after the prefix: "Prefill batch, "
+_HEADER = 15
+#: templates tried per group of batch lines (same kind, header and number of pairs)
+MAX_TEMPLATES = 12
+_BIG = 1 << 30
 
-_KEY_NAMES = list(KEYS)
-_KEY_COLUMN = np.array([KEYS[k][0] for k in _KEY_NAMES], dtype=np.int64)
 _INT_COLS = frozenset(
     COLUMNS.index(c)
     for c in (
@@ -51,34 +76,61 @@ _INT_COLS = frozenset(
     )
 )
 _BOOL_COLS = frozenset({COLUMNS.index("cuda_graph")})
-_ARROW_TYPE = {True: pa.int64(), False: pa.float64()}
+_INT, _FLOAT, _BOOL = 0, 1, 2
+_KIND = [(_BOOL if ci in _BOOL_COLS else _INT if ci in _INT_COLS else _FLOAT) for ci in range(len(COLUMNS))]
+_NP_TYPE = {_INT: np.int64, _FLOAT: np.float64, _BOOL: np.bool_}
+_PA_TYPE = {_INT: pa.int64(), _FLOAT: pa.float64(), _BOOL: pa.bool_()}
+_TRAIL = ""  # a template's empty last pair: the body ended with ", "
+
+I64 = np.ndarray[Any, np.dtype[np.int64]]
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+@dataclass
+class Given:
+    """What a caller already knows about each message (a journal): one value per message.
+
+    ``ts`` (``timestamp[us, UTC]``) wins over the prefix time; ``ts_raw`` / ``ts_inferred``
+    are stored as given; ``host``, ``unit`` and ``pid`` are the stream's for that line."""
+
+    line_no: pa.Array
+    ts: pa.Array
+    ts_raw: pa.Array
+    ts_inferred: pa.Array
+    host: pa.Array
+    unit: pa.Array
+    pid: pa.Array
 
 
 @dataclass
 class FastRows:
-    """What the vectorised pass found in one chunk."""
+    """What the vectorised pass found in one block."""
 
-    mask: np.ndarray[Any, np.dtype[np.bool_]]  # lines the fast path can store
-    ts_us: np.ndarray[Any, np.dtype[np.int64]]  # UTC microseconds of each line (where has_ts)
-    has_ts: np.ndarray[Any, np.dtype[np.bool_]]
+    mask: Mask  # lines the fast path can store
+    ts_us: I64  # UTC microseconds of each line (where has_ts)
+    has_ts: Mask
     batches: pa.Table | None  # rows for the fast batch lines, indexed by ``batch_pos``
-    batch_pos: np.ndarray[Any, np.dtype[np.int64]]
+    batch_pos: I64
     http: pa.Table | None
-    http_pos: np.ndarray[Any, np.dtype[np.int64]]
+    http_pos: I64
 
     def ts_at(self, i: int) -> datetime | None:
-        """The time of the fast line at chunk position ``i``."""
+        """The time of the fast line at block position ``i``."""
         if not self.has_ts[i]:
             return None
         return EPOCH + timedelta(microseconds=int(self.ts_us[i]))
 
-    def tables(self, taken: np.ndarray[Any, np.dtype[np.bool_]]) -> list[tuple[str, pa.Table]]:
+    def tables(self, taken: Mask | None = None) -> list[tuple[str, pa.Table]]:
+        """The tables, restricted to the lines ``taken`` (all fast lines when None)."""
         out = []
         for name, table, pos in (
             ("sglang_batches", self.batches, self.batch_pos),
             ("http_requests", self.http, self.http_pos),
         ):
             if table is None or not len(pos):
+                continue
+            if taken is None:
+                out.append((name, table))
                 continue
             keep = taken[pos]
             if keep.all():
@@ -88,7 +140,17 @@ class FastRows:
         return out
 
 
-def _localise(naive: pa.Array, zone_key: str | None) -> tuple[pa.Array, pa.Array | None]:
+def _np(a: Any) -> Any:
+    return a.to_numpy(zero_copy_only=False)
+
+
+def _slice(a: Any, start: int, stop: int = _BIG) -> Any:
+    """Byte slice of a string array (only ever cut after ASCII text; the result is checked to
+    be UTF-8 again)."""
+    return pc.binary_slice(a.cast(pa.binary()), start, stop).cast(pa.string())
+
+
+def _localise(naive: Any, zone_key: str | None) -> tuple[Any, Any | None]:
     """UTC timestamps, and a mask of the values in a DST gap (left to the Python path)."""
     if zone_key in (None, "UTC", "Etc/UTC"):
         return pc.assume_timezone(naive, "UTC"), None
@@ -97,86 +159,25 @@ def _localise(naive: pa.Array, zone_key: str | None) -> tuple[pa.Array, pa.Array
     return pc.cast(early, pa.timestamp("us", tz="UTC")), pc.not_equal(early, late)
 
 
-def _scatter(n: int, rows: np.ndarray, values: pa.Array, kind: str) -> pa.Array:
-    valid = np.zeros(n, dtype=bool)
-    valid[rows] = True
-    if kind == "bool":
-        data_b = np.zeros(n, dtype=bool)
-        data_b[rows] = pc.equal(values, "True").to_numpy(zero_copy_only=False)
-        return pa.array(data_b, mask=~valid)
-    if kind == "int":
-        data_i = np.zeros(n, dtype=np.int64)
-        data_i[rows] = pc.cast(values, pa.int64()).to_numpy(zero_copy_only=False)
-        return pa.array(data_i, mask=~valid)
-    data_f = np.zeros(n, dtype=np.float64)
-    data_f[rows] = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
-    return pa.array(data_f, mask=~valid)
-
-
-def _batch_values(body: pa.Array) -> tuple[list[pa.Array], np.ndarray]:
-    """Column arrays for ``body`` (one per :data:`COLUMNS`) and a mask of the bodies the fast
-    path cannot take (unknown keys, odd values, an empty body)."""
-    n = len(body)
-    bad = np.zeros(n, dtype=bool)
-    body = pc.utf8_rtrim(pc.utf8_rtrim_whitespace(body), characters=",")  # str.rstrip().rstrip(",")
-    bad |= pc.equal(body, "").to_numpy(zero_copy_only=False)
-    parts = pc.split_pattern(body, pattern=", ")
-    parent = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
-    flat = pc.list_flatten(parts)
-    kv = pc.split_pattern(flat, pattern=": ", max_splits=1)
-    two = pc.equal(pc.list_value_length(kv), 2).to_numpy(zero_copy_only=False)
-    bad[parent[~two]] = True
-    pairs = np.flatnonzero(two)
-    kv = pc.take(kv, pa.array(pairs))
-    parent = parent[pairs]
-    keys = pc.list_element(kv, 0)
-    vals = pc.list_element(kv, 1)
-    idx = pc.index_in(keys, value_set=pa.array(_KEY_NAMES, type=keys.type))
-    known = pc.is_valid(idx).to_numpy(zero_copy_only=False)
-    bad[parent[~known]] = True
-    col_of = np.full(len(keys), -1, dtype=np.int64)
-    idx_np = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    col_of[known] = _KEY_COLUMN[idx_np[known]]
-    arrays: list[pa.Array] = []
-    for ci in range(len(COLUMNS)):
-        sel = np.flatnonzero(col_of == ci)
-        if not len(sel):
-            arrays.append(pa.nulls(n, pa.bool_() if ci in _BOOL_COLS else _ARROW_TYPE[ci in _INT_COLS]))
-            continue
-        v = pc.take(vals, pa.array(sel))
-        if ci in _BOOL_COLS:
-            ok = pc.is_in(v, value_set=pa.array(["True", "False"], type=v.type)).to_numpy(
-                zero_copy_only=False
-            )
-            kind = "bool"
-        elif ci in _INT_COLS:
-            ok = pc.fill_null(pc.utf8_is_digit(v), False).to_numpy(zero_copy_only=False)
-            kind = "int"
-        else:  # digits with at most one dot ("0.81"); anything else stays on the Python path
-            ok = pc.fill_null(pc.utf8_is_digit(pc.replace_substring(v, ".", "", max_replacements=1)), False)
-            ok = ok.to_numpy(zero_copy_only=False)
-            kind = "float"
-        rows = parent[sel]
-        bad[rows[~ok]] = True
-        if not ok.all():
-            rows = rows[ok]
-            v = pc.filter(v, pa.array(ok))
-        arrays.append(_scatter(n, rows, v, kind))
-    return arrays, bad
-
-
-def _slice(a: Any, start: int, stop: int = 1 << 30) -> Any:
-    """Byte slice of a string array (the fast path only slices after ASCII text; the result is
-    checked to be UTF-8 again)."""
-    return pc.binary_slice(a.cast(pa.binary()), start, stop).cast(pa.string())
-
-
-def _elem(lists: Any, i: int, n: int) -> Any:
-    """Element ``i`` of each list (null where the list is shorter)."""
-    lens = pc.list_value_length(lists)
-    ok = pc.greater(lens, i)
-    padded = pc.if_else(ok, lists, pa.array([[""] * (i + 1)] * n, lists.type) if n else lists)
-    return pc.if_else(ok, pc.list_element(padded, i), pa.scalar(None, lists.type.value_type))
+def _naive_times(text: Any) -> tuple[Any, Mask]:
+    """``YYYY-MM-DD HH:MM:SS[.ffffff]`` → naive timestamps, and a mask of the valid ones
+    (Python's ``datetime`` is the judge: no year 0, no hour 24, no Feb 30)."""
+    try:
+        ts = pc.cast(text, pa.timestamp("us"))
+        good = ~_np(pc.starts_with(text, "0000"))
+        return ts, good
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    d = pc.dictionary_encode(text)
+    values: list[int | None] = []
+    for s in d.dictionary.to_pylist():
+        try:
+            dt = datetime.fromisoformat(s)
+            values.append((dt.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1))
+        except ValueError:
+            values.append(None)
+    us = pc.take(pa.array(values, pa.int64()), d.indices)
+    return pc.cast(us, pa.timestamp("us")), _np(pc.is_valid(us))
 
 
 def fast_rows(
@@ -187,149 +188,349 @@ def fast_rows(
     host: str | None,
     unit: str | None,
 ) -> FastRows | None:
-    """The vectorised pass over ``chunk`` (``None`` when nothing in it qualifies)."""
-    arr = chunk.arrow().cast(pa.string())
-    n = len(arr)
-    ends = pc.find_substring(arr, "] ").to_numpy(zero_copy_only=False)
-    lengths = np.unique(ends[ends >= 20])
-    if not len(lengths):
-        return None
-    ctx = _Group(chunk.first_line_no, zone_key, ts_inferred, host, unit)
-    for length in lengths.tolist():
-        sel = ends == length
-        ctx.add(pc.filter(arr, pa.array(sel)), np.flatnonzero(sel), int(length))
-    if not ctx.ts_pos:
-        return None
-    mask = np.zeros(n, dtype=bool)
-    batch_pos = np.concatenate(ctx.batch_pos) if ctx.batch_pos else np.zeros(0, np.int64)
-    http_pos = np.concatenate(ctx.http_pos) if ctx.http_pos else np.zeros(0, np.int64)
-    mask[batch_pos] = True
-    mask[http_pos] = True
-    ts_us = np.zeros(n, dtype=np.int64)
-    has_ts = np.zeros(n, dtype=bool)
-    for pos, us in zip(ctx.ts_pos, ctx.ts_us, strict=True):
-        ts_us[pos] = us
-        has_ts[pos] = True
-    batches = _sorted(ctx.batches)
-    http = _sorted(ctx.http)
-    return FastRows(mask, ts_us, has_ts, batches, np.sort(batch_pos), http, np.sort(http_pos))
+    """The vectorised pass over a log file's ``chunk`` (``None`` when nothing in it qualifies);
+    prefix times are wall-clock times in ``zone_key``."""
+    text = chunk.text
+    scan = _Scan(
+        chunk.arrow().cast(pa.string()),
+        base=chunk.first_line_no,
+        given=None,
+        zone_key=zone_key,
+        ts_inferred=ts_inferred,
+        host=host,
+        unit=unit,
+        maybe_cr="\r" in text,
+        maybe_hit=" hit an exception" in text,
+    )
+    return scan.run()
 
 
-def _sorted(tables: list[Any]) -> Any:
-    if not tables:
-        return None
-    t = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    return t if len(tables) == 1 else t.take(pc.sort_indices(t["line_no"]))
+def fast_messages(
+    messages: pa.Array,
+    given: Given,
+    *,
+    maybe_cr: bool = True,
+    maybe_hit: bool = True,
+    maybe_nl: bool = True,
+) -> FastRows | None:
+    """The vectorised pass over SGLang messages captured by a journal (``None`` when nothing
+    qualifies). ``maybe_cr`` / ``maybe_hit`` / ``maybe_nl``: whether any message may hold a
+    ``\\r``, the words `` hit an exception`` or a newline (False skips those scans)."""
+    scan = _Scan(
+        messages.cast(pa.string()),
+        base=0,
+        given=given,
+        zone_key=None,
+        ts_inferred=None,
+        host=None,
+        unit=None,
+        maybe_cr=maybe_cr,
+        maybe_hit=maybe_hit,
+        maybe_nl=maybe_nl,
+    )
+    return scan.run()
 
 
-class _Group:
-    """Lines of one chunk whose prefix ends at the same offset (one or two per file)."""
+class _Scan:
+    """One block of lines through the vectorised pass."""
 
     def __init__(
-        self, base: int, zone_key: str | None, ts_inferred: str | None, host: str | None, unit: str | None
-    ):
+        self,
+        arr: Any,
+        *,
+        base: int,
+        given: Given | None,
+        zone_key: str | None,
+        ts_inferred: str | None,
+        host: str | None,
+        unit: str | None,
+        maybe_cr: bool,
+        maybe_hit: bool,
+        maybe_nl: bool = False,
+    ) -> None:
+        self.arr = arr
+        self.n = len(arr)
         self.base = base
+        self.given = given
         self.zone_key = zone_key
         self.ts_inferred = ts_inferred
         self.host = host
         self.unit = unit
+        self.maybe_cr = maybe_cr
+        self.maybe_hit = maybe_hit
+        self.maybe_nl = maybe_nl
         self.batches: list[Any] = []
+        self.batch_pos: list[I64] = []
         self.http: list[Any] = []
-        self.batch_pos: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-        self.http_pos: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-        self.ts_pos: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-        self.ts_us: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+        self.http_pos: list[I64] = []
+        self.ts_us = np.zeros(self.n, dtype=np.int64)
+        self.has_ts = np.zeros(self.n, dtype=bool)
 
-    def add(self, lines: Any, idx: np.ndarray[Any, np.dtype[np.int64]], length: int) -> None:
-        prefix = _slice(lines, 0, length)
-        msg = _slice(lines, length + 2)
-        ok = pc.match_substring_regex(prefix, PREFIX_RE).to_numpy(zero_copy_only=False)
-        is_decode = ok & pc.starts_with(msg, "Decode batch").to_numpy(zero_copy_only=False)
-        is_prefill = ok & pc.starts_with(msg, "Prefill batch").to_numpy(zero_copy_only=False)
-        is_info = ok & pc.starts_with(msg, "INFO: ").to_numpy(zero_copy_only=False)
-        keep = is_decode | is_prefill | is_info
-        if not keep.any():
-            return
-        if not keep.all():
-            sel = pa.array(keep)
-            prefix, msg, idx = pc.filter(prefix, sel), pc.filter(msg, sel), idx[keep]
-            is_decode, is_prefill, is_info = is_decode[keep], is_prefill[keep], is_info[keep]
-        m = len(idx)
-        # "[YYYY-MM-DD HH:MM:SS" + ".fff" + " RANKS"
-        ts19 = _slice(prefix, 1, 20)
-        if length > 20:
-            tail = pc.split_pattern(_slice(prefix, 20), pattern=" ", max_splits=1)
-            frac = pc.list_element(tail, 0)
-            ranks_text = pc.fill_null(_elem(tail, 1, m), "")
-            ts_text = pc.binary_join_element_wise(ts19, frac, "")
-        else:
-            ranks_text = pa.array([""] * m, pa.string())
-            ts_text = ts19
-        ts, gap = _localise(pc.cast(ts_text, pa.timestamp("us")), self.zone_key)
-        good = np.ones(m, dtype=bool)
-        if gap is not None:
-            good = ~pc.fill_null(gap, False).to_numpy(zero_copy_only=False)
-        self.ts_pos.append(idx[good])
-        self.ts_us.append(pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False)[good])
-        shared = (ts, ts_text, ranks_text)
-
-        for is_kind, start in ((is_decode, 12), (is_prefill, 13)):
-            rows = np.flatnonzero(is_kind & good)
+    def run(self) -> FastRows | None:
+        n = self.n
+        if not n:
+            return None
+        arr = self.arr
+        ends = _np(pc.fill_null(pc.find_substring(arr, "] "), -1))
+        cand = (ends >= 20) & (ends <= _MAX_PREFIX)
+        if not cand.any():
+            return None
+        width = int(ends[cand].max()) + 2 + _HEADER
+        head = _slice(arr, 0, width)
+        cand &= _np(pc.fill_null(pc.match_substring_regex(head, HEAD_RE), False))
+        if self.maybe_cr:
+            cand &= ~_np(pc.fill_null(pc.match_substring(arr, "\r"), True))
+        if self.maybe_nl:
+            cand &= ~_np(pc.fill_null(pc.match_substring(arr, "\n"), True))
+        if self.maybe_hit:
+            cand &= ~_np(pc.fill_null(pc.match_substring(arr, " hit an exception"), True))
+        if self.given is not None:
+            cand &= _np(pc.is_valid(self.given.ts))
+        if not cand.any():
+            return None
+        parts = None
+        for e in np.unique(ends[cand]).tolist():
+            idx = np.flatnonzero(cand & (ends == e))
+            h = head if len(idx) == n else pc.take(head, pa.array(idx))
+            kind = _np(pc.binary_slice(h.cast(pa.binary()), e + 2, e + 3).cast(pa.string()))
+            shared = self._shared(h, idx, int(e))
+            if shared is None:
+                continue
+            good, ts_col, raw_col, ranks_col = shared
+            batch = good & ((kind == "D") | (kind == "P"))
+            if batch.any():
+                if parts is None:
+                    parts = pc.split_pattern(arr, ", ")
+                for k, hlen in (("D", 12), ("P", 13)):
+                    rows = np.flatnonzero(good & (kind == k))
+                    if len(rows):
+                        sep = _np(
+                            pc.binary_slice(
+                                pc.take(h, pa.array(rows)).cast(pa.binary()), e + 2 + hlen, e + 3 + hlen
+                            ).cast(pa.string())
+                        )
+                        for sep_ch in (",", "."):
+                            sub = rows[sep == sep_ch]
+                            if len(sub):
+                                self._batches(
+                                    parts, idx, sub, int(e), hlen, sep_ch, (ts_col, raw_col, ranks_col)
+                                )
+            rows = np.flatnonzero(good & (kind == "I"))
             if len(rows):
-                self._batches(msg, rows, start, idx, shared)
-        rows = np.flatnonzero(is_info & good)
-        if len(rows):
-            self._access(msg, rows, idx, shared)
+                self._access(idx, rows, int(e), (ts_col, raw_col, ranks_col))
+        if not self.batch_pos and not self.http_pos:
+            return None
+        mask = np.zeros(n, dtype=bool)
+        batch_pos = np.concatenate(self.batch_pos) if self.batch_pos else np.zeros(0, np.int64)
+        http_pos = np.concatenate(self.http_pos) if self.http_pos else np.zeros(0, np.int64)
+        mask[batch_pos] = True
+        mask[http_pos] = True
+        batches, batch_pos = _sorted(self.batches, batch_pos)
+        http, http_pos = _sorted(self.http, http_pos)
+        return FastRows(mask, self.ts_us, self.has_ts, batches, batch_pos, http, http_pos)
 
-    def _common(
-        self, rows: np.ndarray[Any, np.dtype[np.int64]], idx: np.ndarray, shared: tuple[Any, Any, Any]
-    ) -> dict[str, Any]:
-        ts, ts_text, ranks_text = shared
+    # ------------------------------------------------------------------ prefix, time
+
+    def _shared(self, h: Any, idx: I64, e: int) -> tuple[Mask, Any, Any, Any] | None:
+        """For the lines ``idx`` (their heads ``h``) whose prefix ends at ``e``: the lines whose
+        time is usable, and per line its UTC time, ``ts_raw`` and normalised rank tags."""
+        tail = _slice(h, 20, e)
+        d = pc.dictionary_encode(tail)
+        fracs: list[str | None] = []
+        ranks: list[str | None] = []
+        tail_ok: list[bool] = []
+        for t in d.dictionary.to_pylist():
+            mt = _TAIL.match(t)
+            if mt is None:
+                fracs.append("")
+                ranks.append(None)
+                tail_ok.append(False)
+                continue
+            fracs.append(mt.group(1) or "")
+            r = mt.group(2)
+            ranks.append(normalise_ranks(r) if r else None)
+            tail_ok.append(True)
+        ranks_col = pc.take(pa.array(ranks, pa.string()), d.indices)
+        good = _np(pc.take(pa.array(tail_ok, pa.bool_()), d.indices))
+        g = self.given
+        if g is not None:
+            take = pa.array(idx)
+            ts = pc.take(g.ts, take)
+            raw = pc.take(g.ts_raw, take)
+        else:
+            ts19 = _slice(h, 1, 20)
+            raw = (
+                ts19
+                if not any(fracs)
+                else pc.binary_join_element_wise(ts19, pc.take(pa.array(fracs, pa.string()), d.indices), "")
+            )
+            naive, valid = _naive_times(raw)
+            good &= valid
+            ts, gap = _localise(naive, self.zone_key)
+            if gap is not None:
+                good &= ~_np(pc.fill_null(gap, True))
+        us = _np(pc.fill_null(pc.cast(ts, pa.int64()), 0))
+        sel = idx[good]
+        self.ts_us[sel] = us[good]
+        self.has_ts[sel] = True
+        if not good.any():
+            return None
+        return good, ts, raw, ranks_col
+
+    def _common(self, idx: I64, rows: I64, shared: tuple[Any, Any, Any]) -> dict[str, Any]:
+        ts, raw, ranks = shared
         take = pa.array(rows)
-        rt = pc.take(ranks_text, take)
-        uniq = pc.unique(rt).to_pylist()
-        norm = pa.array([normalise_ranks(u) if u else None for u in uniq], pa.string())
         k = len(rows)
+        pos = idx[rows]
+        g = self.given
+        if g is not None:
+            gt = pa.array(pos)
+            return {
+                "line_no": pc.take(g.line_no, gt),
+                "ts": pc.take(ts, take),
+                "ts_raw": pc.take(raw, take),
+                "host": pc.take(g.host, gt),
+                "unit": pc.take(g.unit, gt),
+                "pid": pc.take(g.pid, gt),
+                "ranks": pc.take(ranks, take),
+                "ts_inferred": pc.take(g.ts_inferred, gt),
+            }
         return {
-            "line_no": pa.array(idx[rows] + self.base, pa.int64()),
+            "line_no": pa.array(pos + self.base, pa.int64()),
             "ts": pc.take(ts, take),
-            "ts_raw": pc.take(ts_text, take),
-            "host": pa.nulls(k, pa.string()) if self.host is None else pa.array([self.host] * k, pa.string()),
-            "unit": pa.nulls(k, pa.string()) if self.unit is None else pa.array([self.unit] * k, pa.string()),
+            "ts_raw": pc.take(raw, take),
+            "host": _const(self.host, k),
+            "unit": _const(self.unit, k),
             "pid": pa.nulls(k, pa.int32()),
-            "ranks": pc.take(norm, pc.index_in(rt, value_set=pa.array(uniq, rt.type))),
-            "ts_inferred": pa.nulls(k, pa.string())
-            if self.ts_inferred is None
-            else pa.array([self.ts_inferred] * k, pa.string()),
+            "ranks": pc.take(ranks, take),
+            "ts_inferred": _const(self.ts_inferred, k),
         }
 
-    def _batches(
-        self, msg: Any, rows: Any, start: int, idx: np.ndarray, shared: tuple[Any, Any, Any]
-    ) -> None:
-        rest = _slice(pc.take(msg, pa.array(rows)), start)
-        head2 = _slice(rest, 0, 2)
-        fine = pc.or_(pc.equal(head2, ". "), pc.equal(head2, ", ")).to_numpy(zero_copy_only=False)
-        values, bad = _batch_values(_slice(rest, 2))
-        fine &= ~bad
-        if not fine.any():
-            return
-        if not fine.all():
-            f = pa.array(fine)
-            rows = rows[fine]
-            values = [pc.filter(v, f) for v in values]
-        cols = self._common(rows, idx, shared)
-        cols["phase"] = pa.array(["decode" if start == 12 else "prefill"] * len(rows), pa.string())
-        for name, v in zip(COLUMNS, values, strict=True):
-            cols[name] = v
-        cols["extra"] = pa.nulls(len(rows), pa.string())
-        cols["iteration"] = pa.nulls(len(rows), pa.int64())
-        self.batches.append(pa.table(cols))
-        self.batch_pos.append(idx[rows])
+    # ------------------------------------------------------------------ batch lines
 
-    def _access(self, msg: Any, rows: Any, idx: np.ndarray, shared: tuple[Any, Any, Any]) -> None:
-        text = pc.utf8_ltrim_whitespace(_slice(pc.take(msg, pa.array(rows)), 5))
+    def _batches(
+        self, parts: Any, idx: I64, rows: I64, e: int, hlen: int, sep: str, shared: tuple[Any, Any, Any]
+    ) -> None:
+        """Batch lines ``idx[rows]`` (header ``Decode batch`` / ``Prefill batch`` then ``sep``)."""
+        flat = parts.values
+        offs = np.asarray(parts.offsets)
+        pos = idx[rows]
+        start = offs[pos]
+        count = offs[pos + 1] - start
+        if sep == ",":
+            # part 0 is the prefix and header; the pairs follow
+            first = None
+            start = start + 1
+            count = count - 1
+        else:
+            # part 0 is the prefix, the header and the first pair
+            first = _slice(pc.take(flat, pa.array(start)), e + 2 + hlen + 2)
+        phase = "decode" if hlen == 12 else "prefill"
+        for m in np.unique(count).tolist():
+            if m <= 0:
+                continue
+            sel = np.flatnonzero(count == m)
+            self._templates(flat, first, start, sel, int(m), rows, idx, phase, shared)
+
+    def _templates(
+        self,
+        flat: Any,
+        first: Any,
+        start: I64,
+        sel: I64,
+        m: int,
+        rows: I64,
+        idx: I64,
+        phase: str,
+        shared: tuple[Any, Any, Any],
+    ) -> None:
+        """Lines ``sel`` (positions in ``rows``) with ``m`` pairs each, by template."""
+
+        def pair(j: int, which: I64) -> Any:
+            if first is not None and j == 0:
+                return pc.take(first, pa.array(which))
+            return pc.take(flat, pa.array(start[which] + j))
+
+        todo = sel
+        for _ in range(MAX_TEMPLATES):
+            if not len(todo):
+                return
+            r0 = todo[:1]
+            keys = _template([pair(j, r0)[0].as_py() for j in range(m)])
+            if keys is None:
+                todo = todo[1:]
+                continue
+            match = np.ones(len(todo), dtype=bool)
+            cols: list[Any] = []
+            for j, key in enumerate(keys):
+                p = pair(j, todo)
+                if key == _TRAIL:
+                    match &= _np(pc.equal(p, ""))
+                else:
+                    match &= _np(pc.starts_with(p, key + ": "))
+                cols.append(p)
+            hit = todo[match]
+            todo = todo[~match]
+            self._template_rows(hit, match, keys, cols, rows, idx, phase, shared)
+
+    def _template_rows(
+        self,
+        hit: I64,
+        match: Mask,
+        keys: list[str],
+        cols: list[Any],
+        rows: I64,
+        idx: I64,
+        phase: str,
+        shared: tuple[Any, Any, Any],
+    ) -> None:
+        k = len(hit)
+        fm = None if match.all() else pa.array(match)
+        ok = np.ones(k, dtype=bool)
+        data: dict[int, Any] = {}
+        for key, p in zip(keys, cols, strict=True):
+            if key == _TRAIL:
+                continue
+            ci = KEYS[key][0]
+            v = _slice(p if fm is None else pc.filter(p, fm), len(key) + 2)
+            kind = _KIND[ci]
+            if kind == _INT:
+                good = pc.and_(pc.ascii_is_decimal(v), pc.less_equal(pc.binary_length(v), 18))
+            elif kind == _FLOAT:
+                good = pc.ascii_is_decimal(pc.replace_substring(v, ".", "", max_replacements=1))
+            else:
+                good = pc.is_in(v, value_set=pa.array(["True", "False"], pa.string()))
+            good_np = _np(pc.fill_null(good, False))
+            ok &= good_np
+            if not good_np.all():
+                v = pc.if_else(good, v, "1" if kind != _BOOL else "True")
+            vals = _np(pc.equal(v, "True")) if kind == _BOOL else _np(pc.cast(v, _PA_TYPE[kind]))
+            data[ci] = vals  # a later pair with the same column wins, as in parse_batch
+        if not ok.any():
+            return
+        if not ok.all():
+            hit = hit[ok]
+            data = {ci: vals[ok] for ci, vals in data.items()}
+        k = len(hit)
+        cols_out = self._common(idx, rows[hit], shared)
+        cols_out["phase"] = pa.array([phase] * k, pa.string()) if k else pa.array([], pa.string())
+        for ci, name in enumerate(COLUMNS):
+            if ci in data:
+                cols_out[name] = pa.array(data[ci], _PA_TYPE[_KIND[ci]])
+            else:
+                cols_out[name] = pa.nulls(k, _PA_TYPE[_KIND[ci]])
+        cols_out["extra"] = pa.nulls(k, pa.string())
+        cols_out["iteration"] = pa.nulls(k, pa.int64())
+        self.batches.append(pa.table(cols_out))
+        self.batch_pos.append(idx[rows[hit]])
+
+    # ------------------------------------------------------------------ access lines
+
+    def _access(self, idx: I64, rows: I64, e: int, shared: tuple[Any, Any, Any]) -> None:
+        lines = pc.take(self.arr, pa.array(idx[rows]))
+        text = pc.utf8_ltrim_whitespace(_slice(lines, e + 2 + 5))
         tok = pc.split_pattern(text, pattern=" ", max_splits=6)
-        six = pc.greater_equal(pc.list_value_length(tok), 6).to_numpy(zero_copy_only=False)
+        six = _np(pc.greater_equal(pc.list_value_length(tok), 6))
         if not six.all():
             rows = rows[six]
             tok = pc.filter(tok, pa.array(six))
@@ -337,11 +538,13 @@ class _Group:
             return
         client, dash, method, path, version, status = (pc.list_element(tok, i) for i in range(6))
         fine = (
-            pc.equal(dash, "-").to_numpy(zero_copy_only=False)
-            & pc.match_substring_regex(method, _METHOD_RE).to_numpy(zero_copy_only=False)
-            & pc.match_substring_regex(version, _VERSION_RE).to_numpy(zero_copy_only=False)
-            & pc.match_substring_regex(status, _STATUS_RE).to_numpy(zero_copy_only=False)
-            & ~pc.starts_with(path, "/health").to_numpy(zero_copy_only=False)
+            _np(pc.equal(dash, "-"))
+            & _np(pc.match_substring_regex(client, _TOKEN_RE))
+            & _np(pc.match_substring_regex(path, _TOKEN_RE))
+            & _np(pc.match_substring_regex(method, _METHOD_RE))
+            & _np(pc.match_substring_regex(version, _VERSION_RE))
+            & _np(pc.match_substring_regex(status, _STATUS_RE))
+            & ~_np(pc.starts_with(path, "/health"))
         )
         if not fine.any():
             return
@@ -351,7 +554,7 @@ class _Group:
             client, method, path, version, status = (
                 pc.filter(x, f) for x in (client, method, path, version, status)
             )
-        cols = self._common(rows, idx, shared)
+        cols = self._common(idx, rows, shared)
         del cols["ranks"]
         cols["client"] = client
         cols["method"] = _slice(method, 1)
@@ -360,3 +563,34 @@ class _Group:
         cols["status"] = pc.cast(status, pa.int16())
         self.http.append(pa.table(cols))
         self.http_pos.append(idx[rows])
+
+
+def _template(pairs: list[str]) -> list[str] | None:
+    """The keys of one line's pairs, if every key has a column (the last pair may be empty:
+    a trailing ``", "``); None when the line cannot be a template."""
+    keys: list[str] = []
+    last = len(pairs) - 1
+    for j, p in enumerate(pairs):
+        if j == last and p == "" and j > 0:
+            keys.append(_TRAIL)
+            continue
+        key, sep, _ = p.partition(": ")
+        if not sep or key not in KEYS:
+            return None
+        keys.append(key)
+    return keys
+
+
+def _const(value: str | None, k: int) -> Any:
+    return pa.nulls(k, pa.string()) if value is None else pa.array([value] * k, pa.string())
+
+
+def _sorted(tables: list[Any], pos: I64) -> tuple[Any, I64]:
+    """One table in line order, and the block positions of its rows."""
+    if not tables:
+        return None, pos
+    t = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    if len(tables) == 1 and (len(pos) < 2 or bool(np.all(pos[1:] >= pos[:-1]))):
+        return t, pos
+    order = np.argsort(pos, kind="stable")
+    return t.take(pa.array(order)), pos[order]

@@ -292,6 +292,23 @@ class SglangStream:
             self._note_date(ts)
             self._days = None
 
+    def accepts_fast_lines_of(self, pid: int | None) -> bool:
+        """Like :attr:`accepts_fast_lines`, for journal lines of process ``pid``: a line of
+        another process than the last one starts a new process (the Python path must see it)."""
+        if pid is None:
+            pid = self.pid
+        return self.accepts_fast_lines and (pid is None or self._last_pid in (None, pid))
+
+    def note_given(self, ts: datetime, pid: int | None) -> None:
+        """Lines of process ``pid`` stored elsewhere with a given (journal) time, ``ts`` the
+        last one's: the state they leave is what :meth:`feed` with ``ts=`` would leave."""
+        if pid is None:
+            pid = self.pid
+        if pid is not None:
+            self._last_pid = pid
+        self._prev_ts = ts
+        self._note_date(ts)
+
     def feed(
         self,
         line_no: int,
