@@ -285,3 +285,25 @@ def test_real_journal_in_every_rendering_is_one_incident(tmp_path: Path) -> None
     assert inc.recovered_ts == datetime(2025, 3, 14, 11, 48, 43, tzinfo=UTC)
     assert inc.downtime_s == pytest.approx(398, abs=1)
     assert len(result.loads) == 2  # the same two starts seen by every rendering, once each
+
+
+def test_logs_read_in_the_wrong_zone_are_put_on_the_journal_clock(tmp_path: Path) -> None:
+    """The sample host runs in UTC; read its zone-less SGLang and nvidia-smi files as Los Angeles
+    time and the analysis finds the 7 h offset (systemd's starts vs SGLang's server_args), moves
+    those sources onto the journal's clock once, and finds the same incident and recovery."""
+    from conftest import REPO
+
+    store = Store.open(tmp_path / "pm.duckdb")
+    la = get_zone("America/Los_Angeles")
+    ingest_paths(store, [str(REPO / "sample_logs")], IngestOptions(zone=la, zone_given=True, strict=True))
+    for _ in range(2):  # a second build must not shift again
+        result = rebuild(store)
+        (inc,) = result.incidents
+        assert inc.downtime_s == pytest.approx(732.4, abs=0.5)
+        assert inc.fallback_unit == "sglang-k26.service"
+        assert inc.gpu_memory_freed is True
+    shifts = dict(store.fetchall("SELECT format, max(shift_s) FROM sources GROUP BY format"))
+    store.close()
+    assert shifts["sglang"] == 7 * 3600
+    assert shifts["nvidia-smi-csv"] == 7 * 3600
+    assert shifts["journal-export"] is None and shifts["dmesg"] is None

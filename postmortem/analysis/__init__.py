@@ -15,7 +15,15 @@ from typing import Any
 from ..query import named_query_names, named_sql, run_named_dicts
 from ..store.db import Store, ident
 from ..timeutil import UTC
-from .clock import merge_offsets, message_pair_offsets, reference_formats, start_pair_offsets
+from .clock import (
+    describe_offset,
+    is_zone_or_year,
+    merge_offsets,
+    message_pair_offsets,
+    reference_formats,
+    same_zone_offsets,
+    start_pair_offsets,
+)
 from .facts import IncidentFacts, gather
 from .incidents import build_incidents, evidence_from_rows
 from .load_stats import LoadStats, load_statistics
@@ -64,6 +72,43 @@ def read_loads(store: Store) -> list[Load]:
     for r in run_named_dicts(store, "service_loads_all"):
         out.append(Load(**{k: r[k] for k in Load.__dataclass_fields__ if k in r}))
     return out
+
+
+def _offsets(store: Store) -> dict[int, ClockOffset]:
+    formats = reference_formats(
+        {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")},
+        run_named_dicts(store, "source_exactness"),
+    )
+    exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
+    zones = start_pair_offsets(
+        run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
+    )
+    offsets = merge_offsets(exact, zones)
+    return merge_offsets(offsets.values(), same_zone_offsets(run_named_dicts(store, "zone_sources"), offsets))
+
+
+def apply_shifts(store: Store, shifts: dict[int, ClockOffset]) -> None:
+    """Subtract each offset from every ``ts`` of its source and record it in ``sources``."""
+    tables = [
+        t
+        for t in store.table_names()
+        if t not in DERIVED_TABLES
+        and t != "sources"
+        and {"ts", "source_id"} <= {c for c, _ in store.columns(t)}
+    ]
+    for sid, off in shifts.items():
+        micros = round(off.offset_s * 1_000_000)
+        for table in tables:
+            store.execute(
+                f"UPDATE {ident(table)} SET ts = ts - to_microseconds(?) WHERE source_id = ? AND ts IS NOT NULL",  # noqa: S608
+                [micros, sid],
+            )
+        note = off.note or describe_offset(off.offset_s) or off.method
+        store.execute(
+            "UPDATE sources SET shift_s = coalesce(shift_s, 0) + ?, shift_note = ?, "
+            "first_ts = first_ts - to_microseconds(?), last_ts = last_ts - to_microseconds(?) WHERE source_id = ?",
+            [off.offset_s, f"{off.method}: {note}", micros, micros, sid],
+        )
 
 
 def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Load], list[int]]:
@@ -133,28 +178,32 @@ def rebuild(
     """Recompute every derived table; return the incidents with their facts."""
     with store.transaction():
         _anchor_monotonic(store)
+        offsets = _offsets(store)
+        # a source read in the wrong zone or year is put on the journal's clock in the store, so
+        # every later query (loads, timeline, GPU release) sees it where it belongs
+        shifts = {sid: o for sid, o in offsets.items() if is_zone_or_year(o)}
+        if shifts:
+            apply_shifts(store, shifts)
+            offsets = _offsets(store)
     _derive_loads(store)  # manages its own transaction
     with store.transaction():
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
-        formats = reference_formats(
-            {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")},
-            run_named_dicts(store, "source_exactness"),
-        )
-        exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
-        zones = start_pair_offsets(
-            run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
-        )
-        offsets = merge_offsets(exact, zones)
-        loads, dropped = dedupe_loads(read_loads(store), {sid: o.offset_s for sid, o in offsets.items()})
+        for r in run_named_dicts(store, "source_shifts"):
+            sid = int(r["source_id"])
+            if sid not in offsets:
+                offsets[sid] = ClockOffset(
+                    sid, None, float(r["shift_s"]), "applied", 0, str(r["shift_note"] or "")
+                )
+        # offsets still to apply when matching (corrections already in the store are not)
+        live = {sid: o.offset_s for sid, o in offsets.items() if o.method != "applied"}
+        loads, dropped = dedupe_loads(read_loads(store), live)
         if dropped:
             store.execute("DELETE FROM service_loads WHERE list_contains(?, load_id)", [dropped])
         stats = load_statistics(loads)
         rows = run_named_dicts(store, "kill_evidence", {"since": since, "until": until})
         evidence = evidence_from_rows(rows)
-        incidents = build_incidents(
-            evidence, loads, {sid: o.offset_s for sid, o in offsets.items() if abs(o.offset_s) >= 1}
-        )
+        incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         for inc in incidents:
             if inc.ts is None:

@@ -143,6 +143,42 @@ def start_pair_offsets(
     return out
 
 
+def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffset]) -> list[ClockOffset]:
+    """A zone-less source read in the wrong zone shares the error with every other zone-less
+    source read in the same zone (nvidia-smi CSV beside an SGLang log): give them its offset.
+
+    >>> found = {6: ClockOffset(6, 1, 25200.0, "unit start vs server_args", 2)}
+    >>> rows = [{"source_id": 6, "tz": "America/Los_Angeles"}, {"source_id": 4, "tz": "America/Los_Angeles"},
+    ...         {"source_id": 9, "tz": "UTC"}]
+    >>> [(o.source_id, o.offset_s) for o in same_zone_offsets(rows, found)]
+    [(4, 25200.0)]
+    """
+    rows = list(rows)
+    by_zone: dict[str, ClockOffset] = {}
+    for r in rows:
+        off = found.get(int(r["source_id"]))
+        if off is not None and off.method == "unit start vs server_args" and r["tz"]:
+            by_zone.setdefault(str(r["tz"]), off)
+    out = []
+    for r in rows:
+        sid = int(r["source_id"])
+        zone_off = by_zone.get(str(r["tz"]))
+        if sid in found or zone_off is None:
+            continue
+        out.append(
+            ClockOffset(
+                sid,
+                zone_off.reference_source_id,
+                zone_off.offset_s,
+                "same zone as another source",
+                zone_off.pairs,
+                f"read in {r['tz']} like source {zone_off.source_id}, whose clock is off by "
+                f"{zone_off.offset_s / 3600:+g} h: pass the host's --tz",
+            )
+        )
+    return out
+
+
 def merge_offsets(*groups: Iterable[ClockOffset]) -> dict[int, ClockOffset]:
     """One offset per source: exact message pairs win over start pairs."""
     out: dict[int, ClockOffset] = {}
@@ -160,3 +196,23 @@ def merge_offsets(*groups: Iterable[ClockOffset]) -> dict[int, ClockOffset]:
 
 def median_or_none(values: Sequence[float]) -> float | None:
     return median(values) if values else None
+
+
+SHIFT_MIN_S = 600.0
+
+
+def is_zone_or_year(off: ClockOffset) -> bool:
+    """Offsets worth correcting in the store: a wrong zone or a wrong year (not a clock drifting by
+    seconds, which only the matching tolerates).
+
+    >>> is_zone_or_year(ClockOffset(1, 2, 31536000.0, "same messages", 3))
+    True
+    >>> is_zone_or_year(ClockOffset(1, 2, 42.0, "same messages", 3))
+    False
+    """
+    if abs(off.offset_s) < SHIFT_MIN_S:
+        return False
+    if off.method in ("unit start vs server_args", "same zone as another source"):
+        return True
+    note = describe_offset(off.offset_s) or ""
+    return "wrong year" in note or "wrong zone" in note

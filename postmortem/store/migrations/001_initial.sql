@@ -25,6 +25,8 @@ CREATE TABLE sources (
     notes          VARCHAR,
     status         VARCHAR NOT NULL DEFAULT 'complete',
     resume_line    BIGINT,
+    shift_s        DOUBLE,
+    shift_note     VARCHAR,
     ingested_at    TIMESTAMPTZ NOT NULL
 );
 
