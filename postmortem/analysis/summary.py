@@ -103,7 +103,9 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             else (f"a restart of {inc.recovery_unit}" if inc.recovery_unit == inc.unit else inc.recovery_unit)
         )
         started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
-        took = f" after a {human(load.load_s)} load" if load and load.load_s is not None else ""
+        took = (
+            f" after a {load.load_s:.0f} s ({human(load.load_s)}) load" if load and load.load_s is not None else ""
+        )
         parts.append(
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
             f"{clock(inc.recovered_ts, zone)}{took}."
