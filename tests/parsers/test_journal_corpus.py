@@ -125,9 +125,16 @@ def test_every_rendering_gives_the_one_oom_kill(mode: str, suffix: str) -> None:
 @pytest.mark.parametrize(("mode", "suffix"), CASES, ids=[f"{m}{s}" for m, s in CASES])
 def test_invalid_utf8_message_survives(mode: str, suffix: str) -> None:
     outputs, _ = _parse(mode, suffix)
-    messages = [m for o in outputs if hasattr(o, "table") for m in o.data.column("message").to_pylist()]
+    messages = [
+        m
+        for o in outputs
+        if getattr(o, "table", None) == "journal_entries"
+        for m in o.data.column("message").to_pylist()
+    ]
     assert "[binary] tokenizer emitted \ufffd\ufffd invalid bytes" in messages
-    assert sum(len(o.data) for o in outputs if hasattr(o, "table")) == 148  # one row per entry
+    assert (
+        sum(len(o.data) for o in outputs if getattr(o, "table", None) == "journal_entries") == 148
+    )  # one row per entry
 
 
 @pytest.mark.parametrize("mode", ["json", "json-seq", "export", "verbose"])
@@ -214,7 +221,7 @@ def test_rhel6_syslog_file_reads_every_line_and_finds_the_kill() -> None:
     data = path.read_bytes()
     outputs, ctx = parse_text("journal-short", data, tz="UTC", year=2017)
     check_accounting(ctx, outputs, count_lines(data))
-    rows = [r for o in outputs if hasattr(o, "table") for r in o.data.to_pylist()]
+    rows = [r for o in outputs if getattr(o, "table", None) == "journal_entries" for r in o.data.to_pylist()]
     assert len(rows) == 881
     assert ctx.parsed_lines == 881
     assert {r["host"] for r in rows} == {"new-db1"}
@@ -236,7 +243,7 @@ def test_rhel8_rsyslog_012_file_unescapes_and_finds_the_service_kill() -> None:
     data = path.read_bytes()
     outputs, ctx = parse_text("journal-short", data, tz="UTC", year=2024)
     check_accounting(ctx, outputs, count_lines(data))
-    rows = [r for o in outputs if hasattr(o, "table") for r in o.data.to_pylist()]
+    rows = [r for o in outputs if getattr(o, "table", None) == "journal_entries" for r in o.data.to_pylist()]
     assert len(rows) == count_lines(data)
     meminfo = next(r for r in rows if r["message"].startswith("active_anon:33632"))
     assert "#012" not in meminfo["message"]

@@ -20,7 +20,12 @@ from postmortem.timeutil import BootAnchor, BootAnchors
 
 
 def rows(outputs: list[Any]) -> list[dict[str, Any]]:
-    return [r for o in outputs if isinstance(o, TableBatch) for r in o.data.to_pylist()]
+    return [
+        r
+        for o in outputs
+        if isinstance(o, TableBatch) and o.table == "journal_entries"
+        for r in o.data.to_pylist()
+    ]
 
 
 def run(parser: str, text: str | bytes, **ctx: Any) -> tuple[list[Any], Any]:

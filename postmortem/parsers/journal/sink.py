@@ -217,6 +217,21 @@ class JournalSink:
             return None
         return self._sglang.get(unit or (ident, pid))
 
+    def not_sglang(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
+        """Route an entry whose message cannot start an SGLang stream (the caller checked: not
+        named after SGLang, no ``[``, ``\\r`` or ``server_args=``): it only counts against its
+        check budget, as in :meth:`_to_sglang`. False: route it in full after all (its stream
+        has started)."""
+        key = unit or (ident, pid)
+        if key in self._sglang or self._sglang_mod() is None:
+            return False
+        if self._sglang_checks.get(key, 0) >= SGLANG_CHECK_BUDGET:
+            return True
+        if len(self._sglang_checks) > 100_000:  # as in _to_sglang
+            self._sglang_checks.clear()
+        self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
+        return True
+
     def add_output(self, item: Output) -> None:
         """A record or table batch built by the caller (vectorised text path)."""
         self.out.append(item)

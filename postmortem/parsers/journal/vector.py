@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import LineChunk, Output
 from .short import CATALOG, FULL, ISO, MONTH, UNIX, _unescape, meta_line, split_line
-from .sink import EPOCH, MAX_MESSAGE_CHARS, _schema
+from .sink import EPOCH, MAX_MESSAGE_CHARS, SPECIAL_IDENTS, _schema
 
 if TYPE_CHECKING:
     from .short import ShortState
 
 _US = timedelta(microseconds=1)
+#: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
+_HELD = object()
 #: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
 #: setup costs more)
 MIN_LINES = 64
@@ -334,7 +336,7 @@ class VectorShort:
             routed_pos = routed_pos[keep]
         cols = (line_no, ts_col, raw_col, inf_col, host_col, ident_col, pid_col, unit_col, message)
 
-        def rows_at(positions: Any) -> list[tuple[int, int, tuple[Any, ...]]]:
+        def rows_at(positions: Any) -> list[tuple[int, int, Any]]:
             rp = pa.array(positions)
             ln, ts_, raw_, inf_, host_, ident_, pid_, unit_, msg_ = (pc.take(c, rp).to_pylist() for c in cols)
             return [
@@ -363,11 +365,25 @@ class VectorShort:
         unit_patches: dict[int, str] = {}
         fast: _FastSglang | None = None
 
-        def route(todo: list[tuple[int, int, tuple[Any, ...]]]) -> None:
+        def route(todo: list[tuple[int, int, Any]], settled: bool = False) -> None:
             for _ln, pos_, entry in todo:
+                if entry is None or entry is _HELD:
+                    # materialised only when needed: a candidate's line that cannot be SGLang
+                    # (only its check counts), or one past its check budget (routed only if
+                    # its stream has started, or the budget came back)
+                    assert tix_all is not None
+                    t = int(tix_all[pos_])
+                    if entry is None:
+                        if sink.not_sglang(ids[t], pids[t], units[t]):
+                            continue
+                    elif sink.route_limit(ids[t], pids[t], units[t]) == 0:
+                        continue
+                    _ln, pos_, entry = rows_at(np.array([pos_]))[0]
                 if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
                     continue
-                if fast is not None:
+                if fast is not None and not settled:
+                    if fast.defer(pos_):
+                        continue
                     fast.before(pos_, entry, ok_idx, first)
                 unit = sink.route_now(entry)
                 if unit is not None:
@@ -376,13 +392,13 @@ class VectorShort:
                     else:
                         extra_by_index[entry[0] - first][9] = unit
 
-        if len(routed_pos):
+        if len(routed_pos) or held:
             if tix_all is None:
                 tix_all = sel(di.indices).to_numpy()
             fast = _FastSglang.build(
                 sink,
                 tix_all,
-                routed_pos,
+                np.concatenate([routed_pos, *held.values()]) if held else routed_pos,
                 (ids, pids, units, limits),
                 (line_no, ts_col, raw_col, inf_col, host_col, message),
                 patches,
@@ -391,22 +407,31 @@ class VectorShort:
                     " hit an exception" in text,
                     message is not raw_msgs,  # #012 became a newline somewhere
                 ),
-                lambda pos_: route(rows_at(np.array([pos_]))),
+                lambda pos_: route(rows_at(np.array([pos_])), settled=True),
             )
             if fast is not None:
                 routed_pos = routed_pos[~fast.taken_of(routed_pos)]
-        if len(routed_pos) or extra_rows:
-            todo = rows_at(routed_pos)
+        if len(routed_pos) or extra_rows or held:
+            light = None
+            if tix_all is not None and any(lim > 0 for lim in limits):
+                light = _not_sglang(pa, pc, np, message, tix_all, routed_pos, ids, units, limits)
+            todo: list[tuple[int, int, Any]]
+            ln_np = line_no.to_numpy() if held or light is not None else None
+            if light is not None and light.any():
+                assert ln_np is not None
+                todo = rows_at(routed_pos[~light])
+                todo.extend((int(ln_np[p]), p, None) for p in routed_pos[light].tolist())
+            else:
+                todo = rows_at(routed_pos)
+            for positions in held.values():
+                assert ln_np is not None
+                todo.extend((int(ln_np[p]), p, _HELD) for p in positions.tolist())
             todo.extend((r[1], -1, tuple(r[1:])) for r in extra_rows)
             todo.sort(key=lambda t: t[0])
             route(todo)
         if fast is not None:
             fast.finish()
             fast = None
-        for t, positions in held.items():
-            # a candidate that turned out to be SGLang within its budget: the rest of its lines
-            if sink.route_limit(ids[t], pids[t], units[t]) == -1:
-                route(rows_at(positions))
 
         if patches:
             message = _patch(pa, pc, message, patches, m)
@@ -483,43 +508,98 @@ def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
     return pc.replace_with_mask(col, pa.array(mask), pa.array([patches[i] for i in order], col.type))
 
 
-class _FastSglang:
-    """The batch and access lines of SGLang streams that existed when a chunk began, stored
-    by the SGLang module's vectorised path with the journal's time, host, unit and pid.
+def _not_sglang(
+    pa: Any,
+    pc: Any,
+    np: Any,
+    message: Any,
+    tix_all: Any,
+    positions: Any,
+    ids: list[str | None],
+    units: list[str | None],
+    limits: list[int],
+) -> Any:
+    """Of the stored lines at ``positions``, those of SGLang candidates (not streams yet) that
+    cannot start a stream: not named after SGLang, and neither a ``[`` nor a ``\\r`` nor
+    ``server_args=`` in the message (what :func:`looks_like_sglang` needs)."""
+    plain = np.zeros(len(limits), dtype=bool)
+    for t, lim in enumerate(limits):
+        ident, unit = ids[t], units[t]
+        named = (unit and "sglang" in unit.lower()) or (ident and "sglang" in ident.lower())
+        plain[t] = lim > 0 and not named and ident not in SPECIAL_IDENTS
+    rows = plain[tix_all[positions]]
+    if not rows.any():
+        return None
+    q = np.flatnonzero(rows)
+    msgs = pc.take(message, pa.array(positions[q]))
+    maybe = pc.or_(
+        pc.or_(pc.match_substring(msgs, "["), pc.match_substring(msgs, "\r")),
+        pc.match_substring(msgs, "server_args="),
+    )
+    rows[q[pc.fill_null(maybe, True).to_numpy(zero_copy_only=False)]] = False
+    return rows
 
+
+class _FastSglang:
+    """The batch and access lines of SGLang streams, stored by the SGLang module's vectorised
+    path with the journal's time, host, unit and pid.
+
+    Streams that existed when the chunk began have all their fast lines set aside at once;
+    a candidate's lines are set aside from the moment its stream starts (within the chunk).
     The other lines of those streams are still fed one by one in line order (the reference
     path); before each of them (and at the end of the chunk) the fast lines that precede it
     are settled: while the stream cannot take fast lines (a traceback's message is open, a
     death line waits for its exit code, another process spoke last) they are fed too, the
-    rest only move the stream's time (:meth:`SglangStream.note_given`)."""
+    rest only move the stream's time (:meth:`SglangStream.note_given`). A stream fed from
+    several identifier tokens in one chunk (one unit, several pids) stays per-line."""
 
     def __init__(
         self,
         sink: Any,
         fr: Any,
         fpos: Any,
-        streams: list[Any],
-        row_stream: Any,
-        pid_of: list[int | None],
+        ftok: Any,
+        tokens: tuple[list[str | None], list[int | None], list[str | None]],
+        existing: dict[int, Any],
         ts_col: Any,
         slow: Any,
     ) -> None:
         import numpy as np
 
+        self._np = np
         self.sink = sink
         self.fr = fr
         self.fpos = fpos  # stored-line positions of the lines offered to the fast path
-        self.taken = fr.mask.copy()  # which of them the fast path keeps
-        self.streams = streams
-        self.pid_of = pid_of
+        self.ftok = ftok  # their identifier tokens
+        self.ids, self.pids, self.units = tokens
         self.ts_col = ts_col
         self.slow = slow
-        accepted = fpos[fr.mask]
-        which = row_stream[fr.mask]
-        self.pending = [accepted[which == s] for s in range(len(streams))]
-        self.ptr = [0] * len(streams)
-        self.index = {id(st): s for s, st in enumerate(streams)}
-        self._np = np
+        self.taken = np.zeros(len(fpos), dtype=bool)  # which of them the fast path keeps
+        self.accepted = fr.mask
+        self.streams: list[Any] = []
+        self.tok_stream: dict[int, int] = {}  # token → stream index
+        self.index: dict[int, int] = {}  # id(stream) → stream index
+        self.pending: list[list[Any]] = []
+        self.pend: list[Any] = []
+        self.ptr: list[int] = []
+        self.candidates: set[int] = set()
+        self.stream_pid: list[int | None] = []
+        for t, st in existing.items():
+            s = self._register(t, st)
+            mine = self.accepted & (ftok == t)
+            self.taken |= mine
+            self.pending[s].append(fpos[mine])
+
+    def _register(self, t: int, st: Any) -> int:
+        s = len(self.streams)
+        self.streams.append(st)
+        self.tok_stream[t] = s
+        self.index[id(st)] = s
+        self.stream_pid.append(self.pids[t] if self.pids[t] is not None else st.pid)
+        self.pending.append([])
+        self.pend.append(None)
+        self.ptr.append(0)
+        return s
 
     @classmethod
     def build(
@@ -542,38 +622,31 @@ class _FastSglang:
         pa: Any = _pa
         pc: Any = _pc
         ids, pids, units, limits = per_token
-        by_stream: dict[int, list[int]] = {}
-        stream_obj: dict[int, Any] = {}
+        keys: dict[Any, list[int]] = {}
+        existing: dict[int, Any] = {}
         for t, lim in enumerate(limits):
-            if lim != -1:
+            if lim == 0 or ids[t] in SPECIAL_IDENTS or sink.cat_mode:
                 continue
-            st = sink.sglang_stream(ids[t], pids[t], units[t])
-            if st is None:
-                continue
-            by_stream.setdefault(id(st), []).append(t)
-            stream_obj[id(st)] = st
-        if not by_stream:
+            key = units[t] or (ids[t], pids[t])
+            keys.setdefault(key, []).append(t)
+            if lim == -1:
+                st = sink.sglang_stream(ids[t], pids[t], units[t])
+                if st is None:
+                    continue
+                existing[t] = st
+        usable = np.zeros(len(limits), dtype=bool)
+        candidates: set[int] = set()
+        for toks in keys.values():
+            if len(toks) == 1:  # one token per stream (several → pids may alternate)
+                t = toks[0]
+                if t in existing or limits[t] > 0:
+                    usable[t] = True
+                    if t not in existing:
+                        candidates.add(t)
+        if not usable.any():
             return None
-        # one identifier token per stream (several → pids may alternate: all per-line)
-        token_stream = np.full(len(limits), -1, dtype=np.int64)
-        streams: list[Any] = []
-        pid_of: list[int | None] = []
-        unit_eff: list[str | None] = [None] * len(limits)
-        pid_eff: list[int | None] = [None] * len(limits)
-        for key, toks in by_stream.items():
-            if len(toks) != 1:
-                continue
-            t = toks[0]
-            st = stream_obj[key]
-            token_stream[t] = len(streams)
-            streams.append(st)
-            pid_of.append(pids[t] if pids[t] is not None else st.pid)
-            unit_eff[t] = units[t] or st.unit
-            pid_eff[t] = pid_of[-1]
-        if not streams:
-            return None
-        rs = token_stream[tix_all[routed_pos]]
-        cand = rs >= 0
+        routed_pos = np.sort(routed_pos)
+        cand = usable[tix_all[routed_pos]]
         if patches:
             cand &= ~np.isin(routed_pos, np.fromiter(patches, dtype=np.int64, count=len(patches)))
         fpos = routed_pos[cand]
@@ -581,15 +654,16 @@ class _FastSglang:
             return None
         line_no, ts_col, raw_col, inf_col, host_col, message = columns
         take = pa.array(fpos)
-        ftix = pa.array(tix_all[fpos])
+        ftok = tix_all[fpos]
+        m = len(fpos)
         given = Given(
             line_no=pc.take(line_no, take),
             ts=pc.take(ts_col, take),
             ts_raw=pc.take(raw_col, take),
             ts_inferred=pc.take(inf_col, take),
             host=pc.take(host_col, take),
-            unit=pc.take(pa.array(unit_eff, pa.string()), ftix),
-            pid=pc.take(pa.array(pid_eff, pa.int32()), ftix),
+            unit=pa.nulls(m, pa.string()),  # set when the tables are handed over
+            pid=pa.nulls(m, pa.int32()),
         )
         maybe_cr, maybe_hit, maybe_nl = hints
         fr = fast_messages(
@@ -601,12 +675,47 @@ class _FastSglang:
         )
         if fr is None:
             return None
-        return cls(sink, fr, fpos, streams, rs[cand], pid_of, ts_col, slow)
+        fast = cls(sink, fr, fpos, ftok, (ids, pids, units), existing, ts_col, slow)
+        fast.candidates = candidates
+        return fast
 
     def taken_of(self, positions: Any) -> Any:
         """Which of the stored-line ``positions`` (sorted) the fast path keeps for now."""
         np = self._np
         return np.isin(positions, self.fpos[self.taken], assume_unique=True)
+
+    def _fast_index(self, pos: int) -> int:
+        """The index in the offered lines of stored line ``pos`` (-1 if not offered)."""
+        i = int(self._np.searchsorted(self.fpos, pos))
+        return i if i < len(self.fpos) and self.fpos[i] == pos else -1
+
+    def _stream_of_candidate(self, t: int) -> int | None:
+        s = self.tok_stream.get(t)
+        if s is not None:
+            return s
+        if t not in self.candidates:
+            return None
+        st = self.sink.sglang_stream(self.ids[t], self.pids[t], self.units[t])
+        if st is None:
+            return None
+        return self._register(t, st)
+
+    def defer(self, pos: int) -> bool:
+        """A candidate's line that the fast path can store, its stream started: set it aside."""
+        if pos < 0:
+            return False
+        i = self._fast_index(pos)
+        if i < 0 or not self.accepted[i]:
+            return False
+        t = int(self.ftok[i])
+        if t not in self.candidates:
+            return False
+        s = self._stream_of_candidate(t)
+        if s is None:
+            return False
+        self.taken[i] = True
+        self.pending[s].append(self._np.array([pos]))
+        return True
 
     def before(self, pos: int, entry: tuple[Any, ...], ok_idx: Any, first: int) -> None:
         """Settle the fast lines of ``entry``'s stream that come before it."""
@@ -621,27 +730,65 @@ class _FastSglang:
         self._settle(s, upto)
 
     def finish(self) -> None:
-        """Settle every stream's remaining fast lines and hand over the tables."""
+        """Settle every stream's remaining fast lines and hand over the tables (with each
+        line's unit and pid as the stream gives them)."""
+        import pyarrow as _pa
+        import pyarrow.compute as _pc
+
+        from ..base import TableBatch
+
+        pa: Any = _pa
+        pc: Any = _pc
         for s in range(len(self.streams)):
             self._settle(s, 1 << 62)
-        for table, data in self.fr.tables(self.taken):
-            from ..base import TableBatch
-
+        if not self.taken.any():
+            return
+        unit_tok: dict[int, str | None] = {}
+        pid_tok: dict[int, int | None] = {}
+        for t, s in self.tok_stream.items():
+            st = self.streams[s]
+            unit_tok[t] = self.units[t] or st.unit
+            pid_tok[t] = self.pids[t] if self.pids[t] is not None else st.pid
+        n_tok = int(self.ftok.max()) + 1
+        units = pa.array([unit_tok.get(t) for t in range(n_tok)], pa.string())
+        pids = pa.array([pid_tok.get(t) for t in range(n_tok)], pa.int32())
+        fr = self.fr
+        for table, data, pos in (
+            ("sglang_batches", fr.batches, fr.batch_pos),
+            ("http_requests", fr.http, fr.http_pos),
+        ):
+            if data is None or not len(pos):
+                continue
+            keep = self.taken[pos]
+            if not keep.any():
+                continue
+            if not keep.all():
+                data = data.filter(pa.array(keep))
+                pos = pos[keep]
+            tok = pa.array(self.ftok[pos])
+            data = data.set_column(data.schema.get_field_index("unit"), "unit", pc.take(units, tok))
+            data = data.set_column(data.schema.get_field_index("pid"), "pid", pc.take(pids, tok))
             self.sink.add_output(TableBatch(table, data))
 
     def _settle(self, s: int, upto: int) -> None:
         np = self._np
-        pend = self.pending[s]
+        if self.pending[s]:
+            parts = self.pending[s] if self.pend[s] is None else [self.pend[s], *self.pending[s]]
+            self.pend[s] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            self.pending[s] = []
+        pend = self.pend[s]
+        if pend is None:
+            return
         i = self.ptr[s]
         j = int(np.searchsorted(pend, upto))
         if j <= i:
             return
         self.ptr[s] = j
         st = self.streams[s]
-        pid = self.pid_of[s]
+        pid = self.stream_pid[s]
         while i < j and not st.accepts_fast_lines_of(pid):
             p = int(pend[i])
-            self.taken[int(np.searchsorted(self.fpos, p))] = False
+            self.taken[self._fast_index(p)] = False
             self.slow(p)
             i += 1
         if i < j:
