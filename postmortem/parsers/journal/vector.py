@@ -200,7 +200,7 @@ class VectorShort:
             return col if everything else pc.take(col, ok_pos)
 
         message = raw_msgs = sel(msg)
-        if pc.any(pc.match_substring(message, "#0")).as_py():
+        if "#0" in text and pc.any(pc.match_substring(message, "#0")).as_py():
             message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
         ident_col = sel(pc.take(pa.array(ids, pa.string()), di.indices))
         pid_col = sel(pc.take(pa.array(pids, pa.int32()), di.indices))
@@ -365,6 +365,24 @@ class VectorShort:
         unit_patches: dict[int, str] = {}
         fast: _FastSglang | None = None
 
+        def row_at(q: int) -> tuple[Any, ...]:
+            """One stored line as an entry tuple (scalar access: cheaper than rows_at for one)."""
+            return (
+                line_no[q].as_py(),
+                ts_col[q].as_py(),
+                raw_col[q].as_py(),
+                inf_col[q].as_py(),
+                None,
+                host_col[q].as_py(),
+                ident_col[q].as_py(),
+                pid_col[q].as_py(),
+                unit_col[q].as_py(),
+                None,
+                None,
+                boot,
+                patches.get(q, message[q].as_py()),
+            )
+
         def route(todo: list[tuple[int, int, Any]], settled: bool = False) -> None:
             for _ln, pos_, entry in todo:
                 if entry is None or entry is _HELD:
@@ -378,7 +396,9 @@ class VectorShort:
                             continue
                     elif sink.route_limit(ids[t], pids[t], units[t]) == 0:
                         continue
-                    _ln, pos_, entry = rows_at(np.array([pos_]))[0]
+                    if fast is not None and not settled and fast.defer(pos_):
+                        continue
+                    entry = row_at(pos_)
                 if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
                     continue
                 if fast is not None and not settled:
@@ -407,7 +427,7 @@ class VectorShort:
                     " hit an exception" in text,
                     message is not raw_msgs,  # #012 became a newline somewhere
                 ),
-                lambda pos_: route(rows_at(np.array([pos_])), settled=True),
+                lambda pos_: route([(0, pos_, row_at(pos_))], settled=True),
             )
             if fast is not None:
                 routed_pos = routed_pos[~fast.taken_of(routed_pos)]
@@ -551,16 +571,18 @@ class _FastSglang:
     are settled: while the stream cannot take fast lines (a traceback's message is open, a
     death line waits for its exit code, another process spoke last) they are fed too, the
     rest only move the stream's time (:meth:`SglangStream.note_given`). A stream fed from
-    several identifier tokens in one chunk (one unit, several pids) stays per-line."""
+    several identifier tokens in one chunk (one unit, several pids) stays per-line.
+
+    Positions are those of the chunk's stored lines (the vector pass's rows)."""
 
     def __init__(
         self,
         sink: Any,
         fr: Any,
-        fpos: Any,
-        ftok: Any,
+        tix: Any,
         tokens: tuple[list[str | None], list[int | None], list[str | None]],
         existing: dict[int, Any],
+        candidates: set[int],
         ts_col: Any,
         slow: Any,
     ) -> None:
@@ -569,33 +591,32 @@ class _FastSglang:
         self._np = np
         self.sink = sink
         self.fr = fr
-        self.fpos = fpos  # stored-line positions of the lines offered to the fast path
-        self.ftok = ftok  # their identifier tokens
+        self.tix = tix  # identifier token of each stored line
         self.ids, self.pids, self.units = tokens
+        self.candidates = candidates
         self.ts_col = ts_col
         self.slow = slow
-        self.taken = np.zeros(len(fpos), dtype=bool)  # which of them the fast path keeps
-        self.accepted = fr.mask
+        self.accepted = fr.mask  # lines the fast path can store
+        self.taken = np.zeros(len(tix), dtype=bool)  # lines it keeps
         self.streams: list[Any] = []
+        self.stream_pid: list[int | None] = []
         self.tok_stream: dict[int, int] = {}  # token → stream index
         self.index: dict[int, int] = {}  # id(stream) → stream index
-        self.pending: list[list[Any]] = []
-        self.pend: list[Any] = []
-        self.ptr: list[int] = []
-        self.candidates: set[int] = set()
-        self.stream_pid: list[int | None] = []
+        self.pending: list[list[int]] = []  # lines set aside one by one, per stream
+        self.pend: list[Any] = []  # lines set aside, per stream (sorted)
+        self.ptr: list[int] = []  # settled so far, per stream
         for t, st in existing.items():
             s = self._register(t, st)
-            mine = self.accepted & (ftok == t)
+            mine = self.accepted & (tix == t)
             self.taken |= mine
-            self.pending[s].append(fpos[mine])
+            self.pend[s] = np.flatnonzero(mine)
 
     def _register(self, t: int, st: Any) -> int:
         s = len(self.streams)
         self.streams.append(st)
+        self.stream_pid.append(self.pids[t] if self.pids[t] is not None else st.pid)
         self.tok_stream[t] = s
         self.index[id(st)] = s
-        self.stream_pid.append(self.pids[t] if self.pids[t] is not None else st.pid)
         self.pending.append([])
         self.pend.append(None)
         self.ptr.append(0)
@@ -615,12 +636,10 @@ class _FastSglang:
     ) -> _FastSglang | None:
         import numpy as np
         import pyarrow as _pa
-        import pyarrow.compute as _pc
 
         from ..sglang.fast import Given, fast_messages
 
         pa: Any = _pa
-        pc: Any = _pc
         ids, pids, units, limits = per_token
         keys: dict[Any, list[int]] = {}
         existing: dict[int, Any] = {}
@@ -645,49 +664,40 @@ class _FastSglang:
                         candidates.add(t)
         if not usable.any():
             return None
-        routed_pos = np.sort(routed_pos)
-        cand = usable[tix_all[routed_pos]]
+        m = len(tix_all)
+        offered = np.zeros(m, dtype=bool)
+        offered[routed_pos] = True
+        offered &= usable[tix_all]
         if patches:
-            cand &= ~np.isin(routed_pos, np.fromiter(patches, dtype=np.int64, count=len(patches)))
-        fpos = routed_pos[cand]
-        if not len(fpos):
+            offered[np.fromiter(patches, dtype=np.int64, count=len(patches))] = False
+        if not offered.any():
             return None
         line_no, ts_col, raw_col, inf_col, host_col, message = columns
-        take = pa.array(fpos)
-        ftok = tix_all[fpos]
-        m = len(fpos)
         given = Given(
-            line_no=pc.take(line_no, take),
-            ts=pc.take(ts_col, take),
-            ts_raw=pc.take(raw_col, take),
-            ts_inferred=pc.take(inf_col, take),
-            host=pc.take(host_col, take),
+            line_no=line_no,
+            ts=ts_col,
+            ts_raw=raw_col,
+            ts_inferred=inf_col,
+            host=host_col,
             unit=pa.nulls(m, pa.string()),  # set when the tables are handed over
             pid=pa.nulls(m, pa.int32()),
         )
         maybe_cr, maybe_hit, maybe_nl = hints
         fr = fast_messages(
-            pc.take(message, take),
+            message,
             given,
+            rows=offered,
             maybe_cr=maybe_cr or maybe_nl,
             maybe_hit=maybe_hit,
             maybe_nl=maybe_nl,
         )
         if fr is None:
             return None
-        fast = cls(sink, fr, fpos, ftok, (ids, pids, units), existing, ts_col, slow)
-        fast.candidates = candidates
-        return fast
+        return cls(sink, fr, tix_all, (ids, pids, units), existing, candidates, ts_col, slow)
 
     def taken_of(self, positions: Any) -> Any:
-        """Which of the stored-line ``positions`` (sorted) the fast path keeps for now."""
-        np = self._np
-        return np.isin(positions, self.fpos[self.taken], assume_unique=True)
-
-    def _fast_index(self, pos: int) -> int:
-        """The index in the offered lines of stored line ``pos`` (-1 if not offered)."""
-        i = int(self._np.searchsorted(self.fpos, pos))
-        return i if i < len(self.fpos) and self.fpos[i] == pos else -1
+        """Which of the stored lines at ``positions`` the fast path keeps for now."""
+        return self.taken[positions]
 
     def _stream_of_candidate(self, t: int) -> int | None:
         s = self.tok_stream.get(t)
@@ -702,19 +712,16 @@ class _FastSglang:
 
     def defer(self, pos: int) -> bool:
         """A candidate's line that the fast path can store, its stream started: set it aside."""
-        if pos < 0:
+        if pos < 0 or not self.accepted[pos]:
             return False
-        i = self._fast_index(pos)
-        if i < 0 or not self.accepted[i]:
-            return False
-        t = int(self.ftok[i])
+        t = int(self.tix[pos])
         if t not in self.candidates:
             return False
         s = self._stream_of_candidate(t)
         if s is None:
             return False
-        self.taken[i] = True
-        self.pending[s].append(self._np.array([pos]))
+        self.taken[pos] = True
+        self.pending[s].append(pos)
         return True
 
     def before(self, pos: int, entry: tuple[Any, ...], ok_idx: Any, first: int) -> None:
@@ -741,40 +748,33 @@ class _FastSglang:
         pc: Any = _pc
         for s in range(len(self.streams)):
             self._settle(s, 1 << 62)
-        if not self.taken.any():
+        if not self.tok_stream:
             return
-        unit_tok: dict[int, str | None] = {}
-        pid_tok: dict[int, int | None] = {}
+        n_tok = max(self.tok_stream) + 1
+        unit_tok: list[str | None] = [None] * n_tok
+        pid_tok: list[int | None] = [None] * n_tok
         for t, s in self.tok_stream.items():
-            st = self.streams[s]
-            unit_tok[t] = self.units[t] or st.unit
-            pid_tok[t] = self.pids[t] if self.pids[t] is not None else st.pid
-        n_tok = int(self.ftok.max()) + 1
-        units = pa.array([unit_tok.get(t) for t in range(n_tok)], pa.string())
-        pids = pa.array([pid_tok.get(t) for t in range(n_tok)], pa.int32())
-        fr = self.fr
-        for table, data, pos in (
-            ("sglang_batches", fr.batches, fr.batch_pos),
-            ("http_requests", fr.http, fr.http_pos),
-        ):
-            if data is None or not len(pos):
-                continue
+            unit_tok[t] = self.units[t] or self.streams[s].unit
+            pid_tok[t] = self.stream_pid[s]
+        units = pa.array(unit_tok, pa.string())
+        pids = pa.array(pid_tok, pa.int32())
+        for table, data, pos in self.fr.blocks:
             keep = self.taken[pos]
             if not keep.any():
                 continue
             if not keep.all():
                 data = data.filter(pa.array(keep))
                 pos = pos[keep]
-            tok = pa.array(self.ftok[pos])
+            tok = pa.array(self.tix[pos])
             data = data.set_column(data.schema.get_field_index("unit"), "unit", pc.take(units, tok))
             data = data.set_column(data.schema.get_field_index("pid"), "pid", pc.take(pids, tok))
             self.sink.add_output(TableBatch(table, data))
 
     def _settle(self, s: int, upto: int) -> None:
         np = self._np
-        if self.pending[s]:
-            parts = self.pending[s] if self.pend[s] is None else [self.pend[s], *self.pending[s]]
-            self.pend[s] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if self.pending[s]:  # lines set aside one by one since the last settling
+            more = np.array(self.pending[s], dtype=np.int64)
+            self.pend[s] = more if self.pend[s] is None else np.concatenate([self.pend[s], more])
             self.pending[s] = []
         pend = self.pend[s]
         if pend is None:
@@ -788,7 +788,7 @@ class _FastSglang:
         pid = self.stream_pid[s]
         while i < j and not st.accepts_fast_lines_of(pid):
             p = int(pend[i])
-            self.taken[self._fast_index(p)] = False
+            self.taken[p] = False
             self.slow(p)
             i += 1
         if i < j:

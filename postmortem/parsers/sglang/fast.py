@@ -104,15 +104,13 @@ class Given:
 
 @dataclass
 class FastRows:
-    """What the vectorised pass found in one block."""
+    """What the vectorised pass found in one block: the lines it can store, their times, and
+    their rows as Arrow tables (each with the block positions of its rows, in no set order)."""
 
     mask: Mask  # lines the fast path can store
     ts_us: I64  # UTC microseconds of each line (where has_ts)
     has_ts: Mask
-    batches: pa.Table | None  # rows for the fast batch lines, indexed by ``batch_pos``
-    batch_pos: I64
-    http: pa.Table | None
-    http_pos: I64
+    blocks: list[tuple[str, pa.Table, I64]]  # (table name, rows, block position of each row)
 
     def ts_at(self, i: int) -> datetime | None:
         """The time of the fast line at block position ``i``."""
@@ -123,12 +121,7 @@ class FastRows:
     def tables(self, taken: Mask | None = None) -> list[tuple[str, pa.Table]]:
         """The tables, restricted to the lines ``taken`` (all fast lines when None)."""
         out = []
-        for name, table, pos in (
-            ("sglang_batches", self.batches, self.batch_pos),
-            ("http_requests", self.http, self.http_pos),
-        ):
-            if table is None or not len(pos):
-                continue
+        for name, table, pos in self.blocks:
             if taken is None:
                 out.append((name, table))
                 continue
@@ -209,13 +202,15 @@ def fast_messages(
     messages: pa.Array,
     given: Given,
     *,
+    rows: Mask | None = None,
     maybe_cr: bool = True,
     maybe_hit: bool = True,
     maybe_nl: bool = True,
 ) -> FastRows | None:
     """The vectorised pass over SGLang messages captured by a journal (``None`` when nothing
-    qualifies). ``maybe_cr`` / ``maybe_hit`` / ``maybe_nl``: whether any message may hold a
-    ``\\r``, the words `` hit an exception`` or a newline (False skips those scans)."""
+    qualifies). ``rows``: the messages to look at (all when None; the others are not SGLang
+    messages of a stream). ``maybe_cr`` / ``maybe_hit`` / ``maybe_nl``: whether any message
+    may hold a ``\\r``, the words `` hit an exception`` or a newline (False skips those scans)."""
     scan = _Scan(
         messages.cast(pa.string()),
         base=0,
@@ -227,6 +222,7 @@ def fast_messages(
         maybe_cr=maybe_cr,
         maybe_hit=maybe_hit,
         maybe_nl=maybe_nl,
+        rows=rows,
     )
     return scan.run()
 
@@ -247,6 +243,7 @@ class _Scan:
         maybe_cr: bool,
         maybe_hit: bool,
         maybe_nl: bool = False,
+        rows: Mask | None = None,
     ) -> None:
         self.arr = arr
         self.n = len(arr)
@@ -259,10 +256,8 @@ class _Scan:
         self.maybe_cr = maybe_cr
         self.maybe_hit = maybe_hit
         self.maybe_nl = maybe_nl
-        self.batches: list[Any] = []
-        self.batch_pos: list[I64] = []
-        self.http: list[Any] = []
-        self.http_pos: list[I64] = []
+        self.rows = rows
+        self.blocks: list[tuple[str, Any, I64]] = []
         self.ts_us = np.zeros(self.n, dtype=np.int64)
         self.has_ts = np.zeros(self.n, dtype=bool)
 
@@ -273,6 +268,8 @@ class _Scan:
         arr = self.arr
         ends = _np(pc.fill_null(pc.find_substring(arr, "] "), -1))
         cand = (ends >= 20) & (ends <= _MAX_PREFIX)
+        if self.rows is not None:
+            cand &= self.rows
         if not cand.any():
             return None
         width = int(ends[cand].max()) + 2 + _HEADER
@@ -318,16 +315,12 @@ class _Scan:
             rows = np.flatnonzero(good & (kind == "I"))
             if len(rows):
                 self._access(idx, rows, int(e), (ts_col, raw_col, ranks_col))
-        if not self.batch_pos and not self.http_pos:
+        if not self.blocks:
             return None
         mask = np.zeros(n, dtype=bool)
-        batch_pos = np.concatenate(self.batch_pos) if self.batch_pos else np.zeros(0, np.int64)
-        http_pos = np.concatenate(self.http_pos) if self.http_pos else np.zeros(0, np.int64)
-        mask[batch_pos] = True
-        mask[http_pos] = True
-        batches, batch_pos = _sorted(self.batches, batch_pos)
-        http, http_pos = _sorted(self.http, http_pos)
-        return FastRows(mask, self.ts_us, self.has_ts, batches, batch_pos, http, http_pos)
+        for _name, _table, pos in self.blocks:
+            mask[pos] = True
+        return FastRows(mask, self.ts_us, self.has_ts, self.blocks)
 
     # ------------------------------------------------------------------ prefix, time
 
@@ -521,8 +514,7 @@ class _Scan:
                 cols_out[name] = pa.nulls(k, _PA_TYPE[_KIND[ci]])
         cols_out["extra"] = pa.nulls(k, pa.string())
         cols_out["iteration"] = pa.nulls(k, pa.int64())
-        self.batches.append(pa.table(cols_out))
-        self.batch_pos.append(idx[rows[hit]])
+        self.blocks.append(("sglang_batches", pa.table(cols_out), idx[rows[hit]]))
 
     # ------------------------------------------------------------------ access lines
 
@@ -561,8 +553,7 @@ class _Scan:
         cols["path"] = path
         cols["http_version"] = _slice(version, 5, -1)
         cols["status"] = pc.cast(status, pa.int16())
-        self.http.append(pa.table(cols))
-        self.http_pos.append(idx[rows])
+        self.blocks.append(("http_requests", pa.table(cols), idx[rows]))
 
 
 def _template(pairs: list[str]) -> list[str] | None:
@@ -583,14 +574,3 @@ def _template(pairs: list[str]) -> list[str] | None:
 
 def _const(value: str | None, k: int) -> Any:
     return pa.nulls(k, pa.string()) if value is None else pa.array([value] * k, pa.string())
-
-
-def _sorted(tables: list[Any], pos: I64) -> tuple[Any, I64]:
-    """One table in line order, and the block positions of its rows."""
-    if not tables:
-        return None, pos
-    t = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    if len(tables) == 1 and (len(pos) < 2 or bool(np.all(pos[1:] >= pos[:-1]))):
-        return t, pos
-    order = np.argsort(pos, kind="stable")
-    return t.take(pa.array(order)), pos[order]
