@@ -197,3 +197,34 @@ def test_fast_sglang_routing_property(seed: int, n: int, mode: str, chunk_lines:
         slow, slow_counts, _ = _run(text, False, chunk_lines)
     assert fast_counts == slow_counts
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2025-03-14T02:00:00-0700",
+        "2025-03-14T14:30:00+05:30",
+        "2025-03-14T09:00:00Z",
+        "2025-03-14T09:00:00+23:59",
+        "2025-03-14T09:00:00+2400",  # not an offset fromisoformat takes
+        "2025-02-30T09:00:00+00:00",  # no such day
+        "0000-03-14T09:00:00+00:00",  # no year 0
+        "2025-03-14T09:00:00",  # no zone: the --tz zone
+        "1741942800",
+        "99999999999",
+        "999999999999",  # past year 9999
+    ],
+)
+def test_vector_stamps_are_read_as_the_stamp_parser_reads_them(stamp: str) -> None:
+    """Distinct stamps converted in Arrow (zone offsets, epoch seconds) equal StampParser's."""
+    base = "2025-03-14T09:00:00+00:00" if "T" in stamp else "1741942800"
+    lines = [f"{base} h app[1]: line {i}" for i in range(100)]
+    lines[50] = f"{stamp} h app[1]: odd stamp"
+    text = "\n".join(lines)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vector, "MIN_LINES", 0)
+        fast, fast_counts, kinds = _run(text, True, 100)
+        slow, slow_counts, _ = _run(text, False, 100)
+    assert fast_counts == slow_counts
+    assert fast == slow
+    assert kinds["journal_entries"] >= 99

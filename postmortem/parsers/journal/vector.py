@@ -15,6 +15,7 @@ the per-line path's (a property test checks it).
 from __future__ import annotations
 
 import bisect
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from .short import ShortState
 
 _US = timedelta(microseconds=1)
+#: what rsyslog's escapes turn into a newline or a tab (the only change ``_unescape`` makes)
+_ESCAPE = re.compile("#01[12]")
 #: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
 _HELD = object()
 #: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
@@ -83,7 +86,7 @@ class VectorShort:
             if self.tried > 3:
                 self.state.vector = None  # not a regular file: per-line from now on
             return None
-        if "-- Boot " in text or "-- Reboot --" in text or len(text) < MIN_LINES * 40:
+        if len(text) < MIN_LINES * 40:
             return None
         import pyarrow as _pa
         import pyarrow.compute as _pc
@@ -97,6 +100,8 @@ class VectorShort:
         big = 1 << 30
         lines = original = LineChunk(first, text).arrow().cast(pa.string())
         n = len(lines)
+        if pc.any(pc.or_(pc.starts_with(lines, "-- Boot "), pc.equal(lines, "-- Reboot --"))).as_py():
+            return None  # a boot marker switches the boot id in line order
         pad = None
         if self.kind == MONTH and k == 3:
             # RFC 3164 pads the day with a space ("Jan  1"): read it as "Jan 01", print it as is
@@ -178,7 +183,12 @@ class VectorShort:
             cache.clear()
         us_list: list[int | None] = []
         inf_list: list[str | None] = []
-        for u in d.dictionary.to_pylist():
+        exact = _exact_stamps(pa, pc, d.dictionary, self.kind)
+        for q, u in enumerate(d.dictionary.to_pylist()):
+            if exact is not None and exact[q] is not None:
+                us_list.append(exact[q])
+                inf_list.append(None)
+                continue
             hit = cache.get(u)
             if hit is None:
                 ts, inferred, _kind = stamps.stamp(u)
@@ -200,7 +210,7 @@ class VectorShort:
             return col if everything else pc.take(col, ok_pos)
 
         message = raw_msgs = sel(msg)
-        if "#0" in text and pc.any(pc.match_substring(message, "#0")).as_py():
+        if _ESCAPE.search(text) is not None and pc.any(pc.match_substring(message, "#0")).as_py():
             message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
         ident_col = sel(pc.take(pa.array(ids, pa.string()), di.indices))
         pid_col = sel(pc.take(pa.array(pids, pa.int32()), di.indices))
@@ -326,14 +336,18 @@ class VectorShort:
         if len(routed_pos) and any(lim > 0 for lim in limits):
             tix_all = sel(di.indices).to_numpy()
             tix = tix_all[routed_pos]
-            keep = np.ones(len(routed_pos), dtype=bool)
-            for t, lim in enumerate(limits):
-                if lim > 0:
-                    beyond = np.flatnonzero(tix == t)[lim:]
-                    if len(beyond):
-                        keep[beyond] = False
-                        held[t] = routed_pos[beyond]
-            routed_pos = routed_pos[keep]
+            lim_of = np.array(limits, dtype=np.int64)
+            # each routed line's rank among its token's lines (stable: in line order)
+            order = np.argsort(tix, kind="stable")
+            sorted_tix = tix[order]
+            starts_at = np.searchsorted(sorted_tix, sorted_tix, side="left")
+            rank = np.empty(len(tix), dtype=np.int64)
+            rank[order] = np.arange(len(tix)) - starts_at
+            beyond = (lim_of[tix] > 0) & (rank >= lim_of[tix])
+            if beyond.any():
+                for t in np.unique(tix[beyond]).tolist():
+                    held[t] = routed_pos[beyond & (tix == t)]
+                routed_pos = routed_pos[~beyond]
         cols = (line_no, ts_col, raw_col, inf_col, host_col, ident_col, pid_col, unit_col, message)
 
         def rows_at(positions: Any) -> list[tuple[int, int, Any]]:
@@ -526,6 +540,61 @@ def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
     order = sorted(patches)
     mask[order] = True
     return pc.replace_with_mask(col, pa.array(mask), pa.array([patches[i] for i in order], col.type))
+
+
+_ISO_OFFSET_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2})$"
+
+
+def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> list[int | None] | None:
+    """UTC microseconds of distinct stamp keys that need no inference, computed in Arrow:
+    ISO stamps with a zone offset (as ``datetime.fromisoformat`` reads them) and whole
+    epoch seconds; None for a key left to :class:`StampParser` (and None when none is done)."""
+    import numpy as np
+
+    n = len(keys)
+    if not n or kind not in (ISO, UNIX):
+        return None
+    if kind == UNIX:
+        ok = pc.fill_null(
+            pc.and_(pc.ascii_is_decimal(keys), pc.less_equal(pc.binary_length(keys), 11)), False
+        )
+        if not pc.any(ok).as_py():
+            return None
+        us = pc.multiply(pc.cast(pc.if_else(ok, keys, "0"), pa.int64()), 1_000_000)
+        return pc.if_else(ok, us, None).to_pylist()  # type: ignore[no-any-return]
+    ok = pc.fill_null(
+        pc.and_(pc.match_substring_regex(keys, _ISO_OFFSET_RE), pc.invert(pc.starts_with(keys, "0000"))),
+        False,
+    )
+    if not pc.any(ok).as_py():
+        return None
+    sub = pc.filter(keys, ok)
+    try:
+        naive = pc.cast(pc.utf8_slice_codeunits(sub, 0, 19), pa.timestamp("us"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # an impossible date among them: StampParser judges each
+    zulu = pc.equal(pc.utf8_slice_codeunits(sub, 19, 20), "Z")
+    colon = pc.equal(pc.utf8_slice_codeunits(sub, 22, 23), ":")
+    hh = pc.cast(pc.if_else(zulu, "0", pc.utf8_slice_codeunits(sub, 20, 22)), pa.int64())
+    mm = pc.cast(
+        pc.if_else(
+            zulu,
+            "0",
+            pc.if_else(colon, pc.utf8_slice_codeunits(sub, 23, 25), pc.utf8_slice_codeunits(sub, 22, 24)),
+        ),
+        pa.int64(),
+    )
+    sign = np.where(pc.equal(pc.utf8_slice_codeunits(sub, 19, 20), "-").to_numpy(zero_copy_only=False), -1, 1)
+    hh_np, mm_np = hh.to_numpy(), mm.to_numpy()
+    fine = (hh_np < 24) & (mm_np < 60)  # fromisoformat refuses larger offsets
+    us = naive.cast(pa.int64()).to_numpy() - sign * (hh_np * 3600 + mm_np * 60) * 1_000_000
+    out: list[int | None] = [None] * n
+    for q, u, f in zip(
+        np.flatnonzero(ok.to_numpy(zero_copy_only=False)).tolist(), us.tolist(), fine.tolist(), strict=True
+    ):
+        if f:
+            out[q] = u
+    return out
 
 
 def _not_sglang(
