@@ -24,6 +24,7 @@ it with the line numbers, host, unit and pid, and it wins over the prefix time, 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -227,6 +228,178 @@ def fast_messages(
     return scan.run()
 
 
+_U64 = np.uint64
+_M = 0xFFFFFFFFFFFFFFFF
+_ASCII0 = _U64(0x3030303030303030)
+_HIGH = _U64(0xF0F0F0F0F0F0F0F0)
+_SIX = _U64(0x0606060606060606)
+_THREES = _U64(0x3333333333333333)
+_LOW4 = _U64(0x0F0F0F0F0F0F0F0F)
+_LOW7 = _U64(0x7F7F7F7F7F7F7F7F)
+_DOTS = _U64(0x2E2E2E2E2E2E2E2E)
+#: a word's top ``k`` bytes (little-endian: the last ``k`` characters of 8)
+_TOP = np.array([(_M << (8 * (8 - k))) & _M for k in range(9)], dtype=np.uint64)
+#: a word's bottom ``k`` bytes (the first ``k`` characters)
+_BOTTOM = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+_POW10I = np.array([10**i for i in range(16)], dtype=np.uint64)
+_TRUE = int.from_bytes(b"True", "little")
+_FALSE = int.from_bytes(b"False", "little")
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int) -> Any:
+    """A reusable byte buffer of at least ``size`` bytes (fresh pages cost more than copying)."""
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = _SCRATCH.buf = np.empty(max(size, 1 << 20) * 5 // 4 // 8 * 8 + 8, dtype=np.uint8)
+    return buf[:size]
+
+
+def _eight_digits(x: Any) -> Any:
+    """Whether each word is eight ASCII digits (simdjson's test)."""
+    return ((x & _HIGH) | (((x + _SIX) & _HIGH) >> _U64(4))) == _THREES
+
+
+def _parse_eight(x: Any) -> Any:
+    """Eight ASCII digits (the first in the lowest byte) → their value (simdjson's SWAR)."""
+    x = ((x & _LOW4) * _U64(2561)) >> _U64(8)
+    x = ((x & _U64(0x00FF00FF00FF00FF)) * _U64(6553601)) >> _U64(16)
+    return ((x & _U64(0x0000FFFF0000FFFF)) * _U64(42949672960001)) >> _U64(32)
+
+
+class _Bytes:
+    """The bytes of a string array, with 8-byte loads at any offset (numpy, no copies of
+    strings): batch bodies are read from here rather than split into Arrow strings."""
+
+    def __init__(self, arr: Any) -> None:
+        n = len(arr)
+        bufs = arr.buffers()
+        offs = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+        lo, hi = int(offs[0]), int(offs[-1])
+        size = hi - lo
+        words = (size + 32) // 8 + 2
+        buf = _scratch(words * 8)
+        buf[:16] = 0
+        buf[16 + size :] = 0
+        if size:
+            buf[16 : 16 + size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=lo)
+        self.buf = buf
+        self.words = buf.view(np.uint64)
+        self.shift = 16 - lo  # absolute data offset → index in buf
+        self.start = offs[:-1]
+        self.end = offs[1:]
+        self._seps: Any = None
+
+    def byte_at(self, pos: Any) -> Any:
+        return self.buf[pos + self.shift]
+
+    def text(self, start: int, end: int) -> str:
+        return bytes(self.buf[start + self.shift : end + self.shift]).decode("utf-8", "replace")
+
+    def load(self, pos: Any) -> Any:
+        """The 8 bytes from ``pos`` on, as little-endian words (two aligned loads)."""
+        q = (pos + self.shift).astype(np.uint64)
+        i = (q >> _U64(3)).astype(np.int64)
+        s = (q & _U64(7)) << _U64(3)
+        return (self.words[i] >> s) | (self.words[i + 1] << (_U64(64) - s))
+
+    def seps(self) -> Any:
+        """Every ``", "`` (its byte offset), in order."""
+        if self._seps is None:
+            body = self.buf[16 : len(self.buf) - 16]
+            comma = np.flatnonzero(body[:-1] == 44)
+            self._seps = comma[body[comma + 1] == 32] + (16 - self.shift)
+        return self._seps
+
+    def has(self, start: Any, end: Any, word: bytes) -> Any:
+        """Whether the text from ``start`` (ending at ``end``) begins with ``word``."""
+        ok = end - start >= len(word)
+        for w in range(0, len(word), 8):
+            part = word[w : w + 8]
+            want = _U64(int.from_bytes(part, "little"))
+            ok &= (self.load(start + w) & _BOTTOM[len(part)]) == want
+        return ok
+
+    def _digits(self, start: Any, end: Any) -> tuple[Any, Any]:
+        """The text from ``start`` to ``end`` (0–16 characters) as an unsigned integer, and
+        whether it is all ASCII digits."""
+        n = end - start
+        lo_n = np.minimum(n, 8)
+        hi_n = np.clip(n - 8, 0, 8)
+        keep_lo, keep_hi = _TOP[lo_n], _TOP[hi_n]
+        x_lo = (self.load(end - 8) & keep_lo) | (_ASCII0 & ~keep_lo)
+        x_hi = (self.load(end - 16) & keep_hi) | (_ASCII0 & ~keep_hi)
+        good = _eight_digits(x_lo) & _eight_digits(x_hi) & (n >= 0) & (n <= 16)
+        return _parse_eight(x_hi) * _U64(100_000_000) + _parse_eight(x_lo), good
+
+    def ints(self, start: Any, end: Any) -> tuple[Any, Any]:
+        """``int(text)`` for 1–16 ASCII digits (anything else is not good)."""
+        n = end - start
+        if not len(n) or int(n.max()) <= 8:
+            keep = _TOP[np.clip(n, 0, 8)]
+            x = (self.load(end - 8) & keep) | (_ASCII0 & ~keep)
+            return _parse_eight(x).astype(np.int64), _eight_digits(x) & (n >= 1) & (n <= 8)
+        v, good = self._digits(start, end)
+        good &= end > start
+        return v.astype(np.int64), good
+
+    def floats(self, start: Any, end: Any) -> tuple[Any, Any]:
+        """``float(text)`` for digits with at most one dot, 1–15 digits: the digits as one
+        integer divided by a power of ten — exact (both are exact doubles, and IEEE division
+        rounds correctly), so equal to ``float()``."""
+        n = end - start
+        if len(n) and int(n.max()) > 8:
+            return self._long_floats(start, end)
+        # up to 8 characters: one word; the dot is found, cut out, and the rest are digits
+        keep = _TOP[np.clip(n, 0, 8)]
+        w = self.load(end - 8) & keep
+        y = w ^ _DOTS
+        z = ~(((y & _LOW7) + _LOW7) | y | _LOW7) & keep
+        b = np.bitwise_count((z & (~z + _U64(1))) - _U64(1)).astype(np.int64) >> 3  # 8: none
+        x = w | (_ASCII0 & ~keep)
+        cut = ((x & _BOTTOM[np.minimum(b, 8)]) << _U64(8)) | (x & ~_BOTTOM[np.minimum(b + 1, 8)]) | _U64(0x30)
+        has_dot = b < 8
+        x = np.where(has_dot, cut, x)
+        frac = np.where(has_dot, 7 - b, 0)
+        good = _eight_digits(x) & (n >= 1 + has_dot) & (n <= 8)
+        return _parse_eight(x).astype(np.float64) / _POW10[frac], good
+
+    def _long_floats(self, start: Any, end: Any) -> tuple[Any, Any]:
+        n = end - start
+        lo_n = np.clip(n, 0, 8)
+        hi_n = np.clip(n - 8, 0, 8)
+        # find the dot: zero bytes of (text XOR "........"), only within the text
+        y_lo = (self.load(end - 8) & _TOP[lo_n]) ^ _DOTS
+        y_hi = (self.load(end - 16) & _TOP[hi_n]) ^ _DOTS
+        z_lo = ~(((y_lo & _LOW7) + _LOW7) | y_lo | _LOW7)
+        z_hi = ~(((y_hi & _LOW7) + _LOW7) | y_hi | _LOW7)
+        dots = np.bitwise_count(z_lo) + np.bitwise_count(z_hi)
+        # the dot's offset: lowest marked byte of the high word, else of the low word
+        tz_hi = np.bitwise_count((z_hi & (~z_hi + _U64(1))) - _U64(1)).astype(np.int64) >> 3
+        tz_lo = np.bitwise_count((z_lo & (~z_lo + _U64(1))) - _U64(1)).astype(np.int64) >> 3
+        dot = np.where(z_hi != 0, end - 16 + tz_hi, np.where(z_lo != 0, end - 8 + tz_lo, end))
+        has_dot = dot < end
+        ip, ok_i = self._digits(start, dot)
+        fp, ok_f = self._digits(np.minimum(dot + 1, end), end)
+        frac = end - np.minimum(dot + 1, end)
+        digits = n - has_dot
+        good = (dots <= 1) & ok_i & ok_f & (n <= 16) & (digits >= 1) & (digits <= 15)
+        frac = np.where(good, frac, 0)
+        whole = ip * _POW10I[frac] + fp
+        return whole.astype(np.float64) / _POW10[frac], good
+
+    def bools(self, start: Any, end: Any) -> tuple[Any, Any]:
+        """``True`` / ``False`` exactly."""
+        n = end - start
+        w = self.load(start)
+        true = (n == 4) & ((w & _BOTTOM[4]) == _U64(_TRUE))
+        false = (n == 5) & ((w & _BOTTOM[5]) == _U64(_FALSE))
+        return true, true | false
+
+
 class _Scan:
     """One block of lines through the vectorised pass."""
 
@@ -285,34 +458,27 @@ class _Scan:
             cand &= _np(pc.is_valid(self.given.ts))
         if not cand.any():
             return None
-        parts = None
+        raw = None
         for e in np.unique(ends[cand]).tolist():
             idx = np.flatnonzero(cand & (ends == e))
             h = head if len(idx) == n else pc.take(head, pa.array(idx))
-            kind = _np(pc.binary_slice(h.cast(pa.binary()), e + 2, e + 3).cast(pa.string()))
+            if raw is None:
+                raw = _Bytes(arr)
+            kind = raw.byte_at(raw.start[idx] + e + 2)
             shared = self._shared(h, idx, int(e))
             if shared is None:
                 continue
             good, ts_col, raw_col, ranks_col = shared
-            batch = good & ((kind == "D") | (kind == "P"))
-            if batch.any():
-                if parts is None:
-                    parts = pc.split_pattern(arr, ", ")
-                for k, hlen in (("D", 12), ("P", 13)):
-                    rows = np.flatnonzero(good & (kind == k))
-                    if len(rows):
-                        sep = _np(
-                            pc.binary_slice(
-                                pc.take(h, pa.array(rows)).cast(pa.binary()), e + 2 + hlen, e + 3 + hlen
-                            ).cast(pa.string())
-                        )
-                        for sep_ch in (",", "."):
-                            sub = rows[sep == sep_ch]
-                            if len(sub):
-                                self._batches(
-                                    parts, idx, sub, int(e), hlen, sep_ch, (ts_col, raw_col, ranks_col)
-                                )
-            rows = np.flatnonzero(good & (kind == "I"))
+            for k, hlen in ((ord("D"), 12), (ord("P"), 13)):
+                rows = np.flatnonzero(good & (kind == k))
+                if not len(rows):
+                    continue
+                sep = raw.byte_at(raw.start[idx[rows]] + e + 2 + hlen)
+                for sep_ch in (ord(","), ord(".")):
+                    sub = rows[sep == sep_ch]
+                    if len(sub):
+                        self._batches(raw, idx, sub, int(e), hlen, (ts_col, raw_col, ranks_col))
+            rows = np.flatnonzero(good & (kind == ord("I")))
             if len(rows):
                 self._access(idx, rows, int(e), (ts_col, raw_col, ranks_col))
         if not self.blocks:
@@ -402,111 +568,102 @@ class _Scan:
     # ------------------------------------------------------------------ batch lines
 
     def _batches(
-        self, parts: Any, idx: I64, rows: I64, e: int, hlen: int, sep: str, shared: tuple[Any, Any, Any]
+        self, raw: _Bytes, idx: I64, rows: I64, e: int, hlen: int, shared: tuple[Any, Any, Any]
     ) -> None:
-        """Batch lines ``idx[rows]`` (header ``Decode batch`` / ``Prefill batch`` then ``sep``)."""
-        flat = parts.values
-        offs = np.asarray(parts.offsets)
+        """Batch lines ``idx[rows]`` (``Decode batch`` / ``Prefill batch``, then ``", "`` or
+        ``". "``): their ``key: value`` pairs, by template, read from the bytes."""
         pos = idx[rows]
-        start = offs[pos]
-        count = offs[pos + 1] - start
-        if sep == ",":
-            # part 0 is the prefix and header; the pairs follow
-            first = None
-            start = start + 1
-            count = count - 1
-        else:
-            # part 0 is the prefix, the header and the first pair
-            first = _slice(pc.take(flat, pa.array(start)), e + 2 + hlen + 2)
+        line_end = raw.end[pos]
+        first = raw.start[pos] + e + 2 + hlen + 2  # the first pair
+        seps = raw.seps()
+        a = np.searchsorted(seps, first)
+        b = np.searchsorted(seps, line_end - 1)  # a ", " that ends inside the line
+        count = b - a + 1
         phase = "decode" if hlen == 12 else "prefill"
         for m in np.unique(count).tolist():
-            if m <= 0:
-                continue
             sel = np.flatnonzero(count == m)
-            self._templates(flat, first, start, sel, int(m), rows, idx, phase, shared)
+            ps = np.empty((len(sel), m), dtype=np.int64)
+            pe = np.empty((len(sel), m), dtype=np.int64)
+            ps[:, 0] = first[sel]
+            if m > 1:
+                between = seps[a[sel][:, None] + np.arange(m - 1)]
+                ps[:, 1:] = between + 2
+                pe[:, :-1] = between
+            pe[:, -1] = line_end[sel]
+            self._templates(raw, ps, pe, rows[sel], idx, phase, shared)
 
     def _templates(
         self,
-        flat: Any,
-        first: Any,
-        start: I64,
-        sel: I64,
-        m: int,
+        raw: _Bytes,
+        ps: Any,
+        pe: Any,
         rows: I64,
         idx: I64,
         phase: str,
         shared: tuple[Any, Any, Any],
     ) -> None:
-        """Lines ``sel`` (positions in ``rows``) with ``m`` pairs each, by template."""
-
-        def pair(j: int, which: I64) -> Any:
-            if first is not None and j == 0:
-                return pc.take(first, pa.array(which))
-            return pc.take(flat, pa.array(start[which] + j))
-
-        todo = sel
+        """Lines ``rows`` whose pairs start at ``ps`` and end at ``pe`` (one column per pair):
+        the key sequence of one line is read in Python, every other line is checked against it."""
+        todo = np.arange(len(rows))
         for _ in range(MAX_TEMPLATES):
             if not len(todo):
                 return
-            r0 = todo[:1]
-            keys = _template([pair(j, r0)[0].as_py() for j in range(m)])
+            r0 = int(todo[0])
+            keys = _template([raw.text(int(ps[r0, j]), int(pe[r0, j])) for j in range(ps.shape[1])])
             if keys is None:
                 todo = todo[1:]
                 continue
+            tps, tpe = ps[todo], pe[todo]
             match = np.ones(len(todo), dtype=bool)
-            cols: list[Any] = []
             for j, key in enumerate(keys):
-                p = pair(j, todo)
                 if key == _TRAIL:
-                    match &= _np(pc.equal(p, ""))
+                    match &= tpe[:, j] == tps[:, j]
                 else:
-                    match &= _np(pc.starts_with(p, key + ": "))
-                cols.append(p)
+                    match &= raw.has(tps[:, j], tpe[:, j], (key + ": ").encode())
             hit = todo[match]
             todo = todo[~match]
-            self._template_rows(hit, match, keys, cols, rows, idx, phase, shared)
+            if len(hit):
+                self._template_rows(raw, ps[hit], pe[hit], keys, rows[hit], idx, phase, shared)
 
     def _template_rows(
         self,
-        hit: I64,
-        match: Mask,
+        raw: _Bytes,
+        ps: Any,
+        pe: Any,
         keys: list[str],
-        cols: list[Any],
         rows: I64,
         idx: I64,
         phase: str,
         shared: tuple[Any, Any, Any],
     ) -> None:
-        k = len(hit)
-        fm = None if match.all() else pa.array(match)
+        """Lines whose keys match the template: convert the values (exactly as ``int()``,
+        ``float()`` and the ``True``/``False`` test do); a line with any odd value is left out."""
+        k = len(rows)
         ok = np.ones(k, dtype=bool)
         data: dict[int, Any] = {}
-        for key, p in zip(keys, cols, strict=True):
+        for j, key in enumerate(keys):
             if key == _TRAIL:
                 continue
             ci = KEYS[key][0]
-            v = _slice(p if fm is None else pc.filter(p, fm), len(key) + 2)
+            start = ps[:, j] + len(key) + 2
+            end = pe[:, j]
             kind = _KIND[ci]
             if kind == _INT:
-                good = pc.and_(pc.ascii_is_decimal(v), pc.less_equal(pc.binary_length(v), 18))
+                vals, good = raw.ints(start, end)
             elif kind == _FLOAT:
-                good = pc.ascii_is_decimal(pc.replace_substring(v, ".", "", max_replacements=1))
+                vals, good = raw.floats(start, end)
             else:
-                good = pc.is_in(v, value_set=pa.array(["True", "False"], pa.string()))
-            good_np = _np(pc.fill_null(good, False))
-            ok &= good_np
-            if not good_np.all():
-                v = pc.if_else(good, v, "1" if kind != _BOOL else "True")
-            vals = _np(pc.equal(v, "True")) if kind == _BOOL else _np(pc.cast(v, _PA_TYPE[kind]))
+                vals, good = raw.bools(start, end)
+            ok &= good
             data[ci] = vals  # a later pair with the same column wins, as in parse_batch
         if not ok.any():
             return
         if not ok.all():
-            hit = hit[ok]
+            rows = rows[ok]
             data = {ci: vals[ok] for ci, vals in data.items()}
-        k = len(hit)
-        cols_out = self._common(idx, rows[hit], shared)
-        cols_out["phase"] = pa.array([phase] * k, pa.string()) if k else pa.array([], pa.string())
+        k = len(rows)
+        cols_out = self._common(idx, rows, shared)
+        cols_out["phase"] = pa.array([phase] * k, pa.string())
         for ci, name in enumerate(COLUMNS):
             if ci in data:
                 cols_out[name] = pa.array(data[ci], _PA_TYPE[_KIND[ci]])
@@ -514,7 +671,7 @@ class _Scan:
                 cols_out[name] = pa.nulls(k, _PA_TYPE[_KIND[ci]])
         cols_out["extra"] = pa.nulls(k, pa.string())
         cols_out["iteration"] = pa.nulls(k, pa.int64())
-        self.blocks.append(("sglang_batches", pa.table(cols_out), idx[rows[hit]]))
+        self.blocks.append(("sglang_batches", pa.table(cols_out), idx[rows]))
 
     # ------------------------------------------------------------------ access lines
 
