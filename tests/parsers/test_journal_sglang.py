@@ -228,3 +228,25 @@ def test_vector_stamps_are_read_as_the_stamp_parser_reads_them(stamp: str) -> No
     assert fast_counts == slow_counts
     assert fast == slow
     assert kinds["journal_entries"] >= 99
+
+
+def test_lines_after_a_dropped_overlong_line_keep_their_numbers() -> None:
+    """The reader drops an overlong line between two chunks: the entry carried over from the
+    first chunk must not renumber the second chunk's lines (regression: they were one short)."""
+    from postmortem.parsers.base import LineChunk
+
+    first = [f"2025-03-14T09:00:{i:02d}+0000 h app[1]: line {i + 1}" for i in range(50)]
+    second = [f"2025-03-14T09:01:{i:02d}+0000 h app[1]: line {i + 52}" for i in range(50)]
+    for vector_path in (True, False):
+        ctx = make_context(year=2025, tz="UTC")
+        state = ShortState(ctx)
+        if not vector_path:
+            state.vector = None
+        out: list[Any] = []
+        chunks = [LineChunk.from_lines(1, first), LineChunk.from_lines(52, second)]  # line 51 dropped
+        for body, start in entry_groups(chunks):
+            out.extend(state.chunk(body, start))
+        out.extend(state.close())
+        rows = [r for o in out if isinstance(o, TableBatch) for r in o.data.to_pylist()]
+        assert {r["line_no"]: r["message"] for r in rows}[52] == "line 52"
+        assert sorted(r["line_no"] for r in rows) == [*range(1, 51), *range(52, 102)]
