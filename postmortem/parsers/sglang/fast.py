@@ -244,6 +244,23 @@ _BOTTOM = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
 _POW10I = np.array([10**i for i in range(16)], dtype=np.uint64)
 _TRUE = int.from_bytes(b"True", "little")
+
+
+def _pattern(text: str) -> tuple[Any, Any, Any]:
+    """(digit positions, literal positions, literal values) of 8 characters: ``d`` a digit,
+    ``.`` anything, other characters themselves."""
+    digits = literal = value = 0
+    for i, c in enumerate(text):
+        if c == "d":
+            digits |= 0xFF << (8 * i)
+        elif c != ".":
+            literal |= 0xFF << (8 * i)
+            value |= ord(c) << (8 * i)
+    return _U64(digits), _U64(literal), _U64(value)
+
+
+#: ``[YYYY-MM-DD HH:MM:SS`` in three words
+_DATED = [_pattern("[dddd-dd"), _pattern("-dd dd:d"), _pattern("d:dd....")]
 _FALSE = int.from_bytes(b"False", "little")
 
 
@@ -268,6 +285,22 @@ def _parse_eight(x: Any) -> Any:
     x = ((x & _LOW4) * _U64(2561)) >> _U64(8)
     x = ((x & _U64(0x00FF00FF00FF00FF)) * _U64(6553601)) >> _U64(16)
     return ((x & _U64(0x0000FFFF0000FFFF)) * _U64(42949672960001)) >> _U64(32)
+
+
+def _distinct(words: list[Any], n: int) -> tuple[Any, Any]:
+    """Distinct rows of up to three words per row (np.unique along an axis is slow): distinct
+    values of one mixed word, checked against the words themselves."""
+    if not words:
+        return np.zeros((1, 1), dtype=np.uint64), np.zeros(n, dtype=np.int64)
+    mixed = words[0].copy()
+    for w in words[1:]:
+        mixed = mixed * _U64(0x9E3779B97F4A7C15) + w
+    _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
+    keys = np.stack(words, axis=1)
+    uniq = keys[first]
+    if len(words) > 1 and not (uniq[inverse] == keys).all():  # a collision: do it the slow way
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
 
 
 class _Bytes:
@@ -313,6 +346,38 @@ class _Bytes:
             comma = np.flatnonzero(body[:-1] == 44)
             self._seps = comma[body[comma + 1] == 32] + (16 - self.shift)
         return self._seps
+
+    def dated(self, start: Any) -> Any:
+        """Whether the text from ``start`` begins ``[YYYY-MM-DD HH:MM:SS`` (ASCII digits)."""
+        ok = np.ones(len(start), dtype=bool)
+        for w, (digits, literal, value) in enumerate(_DATED):
+            x = self.load(start + 8 * w)
+            ok &= _eight_digits((x & digits) | (_ASCII0 & ~digits)) & ((x & literal) == value)
+        return ok
+
+    def tails(self, start: Any, size: int) -> tuple[list[str], list[str | None], list[bool], Any]:
+        """The ``size`` bytes from each ``start`` (a prefix's fraction and rank tags), read once
+        per distinct value: (fraction texts, normalised rank tags, valid, index of each)."""
+        if size > 24:
+            return [""], [None], [False], np.zeros(len(start), dtype=np.int64)
+        words = [self.load(start + 8 * w) & _BOTTOM[min(8, size - 8 * w)] for w in range((size + 7) // 8)]
+        uniq, inverse = _distinct(words, len(start))
+        fracs: list[str] = []
+        ranks: list[str | None] = []
+        ok: list[bool] = []
+        for row in uniq.tolist():
+            text = b"".join(int(v).to_bytes(8, "little") for v in row)[:size].decode("utf-8", "replace")
+            mt = _TAIL.match(text)
+            if mt is None:
+                fracs.append("")
+                ranks.append(None)
+                ok.append(False)
+                continue
+            fracs.append(mt.group(1) or "")
+            r = mt.group(2)
+            ranks.append(normalise_ranks(r) if r else None)
+            ok.append(True)
+        return fracs, ranks, ok, inverse.reshape(-1)
 
     def has(self, start: Any, end: Any, word: bytes) -> Any:
         """Whether the text from ``start`` (ending at ``end``) begins with ``word``."""
@@ -433,6 +498,7 @@ class _Scan:
         self.blocks: list[tuple[str, Any, I64]] = []
         self.ts_us = np.zeros(self.n, dtype=np.int64)
         self.has_ts = np.zeros(self.n, dtype=bool)
+        self._ts19_col: Any = None
 
     def run(self) -> FastRows | None:
         n = self.n
@@ -445,9 +511,8 @@ class _Scan:
             cand &= self.rows
         if not cand.any():
             return None
-        width = int(ends[cand].max()) + 2 + _HEADER
-        head = _slice(arr, 0, width)
-        cand &= _np(pc.fill_null(pc.match_substring_regex(head, HEAD_RE), False))
+        raw = _Bytes(arr)
+        cand &= raw.dated(raw.start)
         if self.maybe_cr:
             cand &= ~_np(pc.fill_null(pc.match_substring(arr, "\r"), True))
         if self.maybe_nl:
@@ -458,29 +523,31 @@ class _Scan:
             cand &= _np(pc.is_valid(self.given.ts))
         if not cand.any():
             return None
-        raw = None
         for e in np.unique(ends[cand]).tolist():
             idx = np.flatnonzero(cand & (ends == e))
-            h = head if len(idx) == n else pc.take(head, pa.array(idx))
-            if raw is None:
-                raw = _Bytes(arr)
-            kind = raw.byte_at(raw.start[idx] + e + 2)
-            shared = self._shared(h, idx, int(e))
+            at = raw.start[idx] + e + 2  # the message after the prefix
+            end = raw.end[idx]
+            decode = raw.has(at, end, b"Decode batch")
+            prefill = raw.has(at, end, b"Prefill batch")
+            info = raw.has(at, end, b"INFO: ")
+            if not (decode.any() or prefill.any() or info.any()):
+                continue
+            shared = self._shared(raw, idx, int(e))
             if shared is None:
                 continue
-            good, ts_col, raw_col, ranks_col = shared
-            for k, hlen in ((ord("D"), 12), (ord("P"), 13)):
-                rows = np.flatnonzero(good & (kind == k))
-                if not len(rows):
-                    continue
-                sep = raw.byte_at(raw.start[idx[rows]] + e + 2 + hlen)
-                for sep_ch in (ord(","), ord(".")):
-                    sub = rows[sep == sep_ch]
-                    if len(sub):
-                        self._batches(raw, idx, sub, int(e), hlen, (ts_col, raw_col, ranks_col))
-            rows = np.flatnonzero(good & (kind == ord("I")))
+            good = shared[0]
+            for is_kind, hlen in ((decode, 12), (prefill, 13)):
+                # the header's ", " or ". " (both are followed by the pairs)
+                sep = raw.byte_at(np.minimum(at + hlen, end - 1))
+                space = raw.byte_at(np.minimum(at + hlen + 1, end - 1))
+                rows = np.flatnonzero(
+                    good & is_kind & ((sep == 44) | (sep == 46)) & (space == 32) & (end > at + hlen + 1)
+                )
+                if len(rows):
+                    self._batches(raw, idx, rows, int(e), hlen, shared[1:])
+            rows = np.flatnonzero(good & info)
             if len(rows):
-                self._access(idx, rows, int(e), (ts_col, raw_col, ranks_col))
+                self._access(idx, rows, int(e), shared[1:])
         if not self.blocks:
             return None
         mask = np.zeros(n, dtype=bool)
@@ -490,54 +557,46 @@ class _Scan:
 
     # ------------------------------------------------------------------ prefix, time
 
-    def _shared(self, h: Any, idx: I64, e: int) -> tuple[Mask, Any, Any, Any] | None:
-        """For the lines ``idx`` (their heads ``h``) whose prefix ends at ``e``: the lines whose
-        time is usable, and per line its UTC time, ``ts_raw`` and normalised rank tags."""
-        tail = _slice(h, 20, e)
-        d = pc.dictionary_encode(tail)
-        fracs: list[str | None] = []
-        ranks: list[str | None] = []
-        tail_ok: list[bool] = []
-        for t in d.dictionary.to_pylist():
-            mt = _TAIL.match(t)
-            if mt is None:
-                fracs.append("")
-                ranks.append(None)
-                tail_ok.append(False)
-                continue
-            fracs.append(mt.group(1) or "")
-            r = mt.group(2)
-            ranks.append(normalise_ranks(r) if r else None)
-            tail_ok.append(True)
-        ranks_col = pc.take(pa.array(ranks, pa.string()), d.indices)
-        good = _np(pc.take(pa.array(tail_ok, pa.bool_()), d.indices))
+    def _shared(self, raw: _Bytes, idx: I64, e: int) -> tuple[Mask, Any, Any, Any] | None:
+        """For the lines ``idx`` whose prefix ends at ``e``: which of them have a usable prefix
+        and time, and per line (aligned with ``idx``) its normalised rank tags, UTC time and
+        ``ts_raw`` (None for the last two when the caller gave them)."""
+        fracs, ranks, tail_ok, inverse = raw.tails(raw.start[idx] + 20, e - 20)
+        good = np.asarray(tail_ok, dtype=bool)[inverse]
+        ranks_col = pc.take(pa.array(ranks, pa.string()), pa.array(inverse))
         g = self.given
         if g is not None:
-            take = pa.array(idx)
-            ts = pc.take(g.ts, take)
-            raw = pc.take(g.ts_raw, take)
+            us = _np(pc.fill_null(pc.cast(pc.take(g.ts, pa.array(idx)), pa.int64()), 0))
+            ts = raw_col = None
         else:
-            ts19 = _slice(h, 1, 20)
-            raw = (
+            ts19 = pc.take(self._ts19(), pa.array(idx))
+            raw_col = (
                 ts19
                 if not any(fracs)
-                else pc.binary_join_element_wise(ts19, pc.take(pa.array(fracs, pa.string()), d.indices), "")
+                else pc.binary_join_element_wise(
+                    ts19, pc.take(pa.array(fracs, pa.string()), pa.array(inverse)), ""
+                )
             )
-            naive, valid = _naive_times(raw)
+            naive, valid = _naive_times(raw_col)
             good &= valid
             ts, gap = _localise(naive, self.zone_key)
             if gap is not None:
                 good &= ~_np(pc.fill_null(gap, True))
-        us = _np(pc.fill_null(pc.cast(ts, pa.int64()), 0))
+            us = _np(pc.fill_null(pc.cast(ts, pa.int64()), 0))
         sel = idx[good]
         self.ts_us[sel] = us[good]
         self.has_ts[sel] = True
         if not good.any():
             return None
-        return good, ts, raw, ranks_col
+        return good, ranks_col, ts, raw_col
+
+    def _ts19(self) -> Any:
+        if self._ts19_col is None:
+            self._ts19_col = _slice(self.arr, 1, 20)
+        return self._ts19_col
 
     def _common(self, idx: I64, rows: I64, shared: tuple[Any, Any, Any]) -> dict[str, Any]:
-        ts, raw, ranks = shared
+        ranks, ts, raw = shared
         take = pa.array(rows)
         k = len(rows)
         pos = idx[rows]
@@ -546,8 +605,8 @@ class _Scan:
             gt = pa.array(pos)
             return {
                 "line_no": pc.take(g.line_no, gt),
-                "ts": pc.take(ts, take),
-                "ts_raw": pc.take(raw, take),
+                "ts": pc.take(g.ts, gt),
+                "ts_raw": pc.take(g.ts_raw, gt),
                 "host": pc.take(g.host, gt),
                 "unit": pc.take(g.unit, gt),
                 "pid": pc.take(g.pid, gt),
