@@ -320,7 +320,8 @@ class _Bytes:
         if size:
             buf[16 : 16 + size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=lo)
         self.buf = buf
-        self.words = buf.view(np.uint64)
+        # a word at every byte offset (numpy reads unaligned words with one gather)
+        self.unaligned = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
         self.shift = 16 - lo  # absolute data offset → index in buf
         self.start = offs[:-1]
         self.end = offs[1:]
@@ -333,11 +334,8 @@ class _Bytes:
         return bytes(self.buf[start + self.shift : end + self.shift]).decode("utf-8", "replace")
 
     def load(self, pos: Any) -> Any:
-        """The 8 bytes from ``pos`` on, as little-endian words (two aligned loads)."""
-        q = (pos + self.shift).astype(np.uint64)
-        i = (q >> _U64(3)).astype(np.int64)
-        s = (q & _U64(7)) << _U64(3)
-        return (self.words[i] >> s) | (self.words[i + 1] << (_U64(64) - s))
+        """The 8 bytes from ``pos`` on, as little-endian words."""
+        return self.unaligned[pos + self.shift]
 
     def seps(self) -> Any:
         """Every ``", "`` (its byte offset), in order."""
