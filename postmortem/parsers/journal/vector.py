@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .short import ShortState
 
 _US = timedelta(microseconds=1)
+#: stands for a missing time in an int64 copy of a time column
+_NO_TS = -(1 << 63)
 #: what rsyslog's escapes turn into a newline or a tab (the only change ``_unescape`` makes)
 _ESCAPE = re.compile("#01[12]")
 #: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
@@ -350,9 +352,20 @@ class VectorShort:
                 routed_pos = routed_pos[~beyond]
         cols = (line_no, ts_col, raw_col, inf_col, host_col, ident_col, pid_col, unit_col, message)
 
+        ts_np = None  # the times as microseconds (pyarrow's tz-aware to_pylist is slow)
+
+        def py_times(positions: Any) -> list[Any]:
+            nonlocal ts_np
+            if ts_np is None:
+                ts_np = pc.fill_null(ts_col.cast(pa.int64()), _NO_TS).to_numpy()
+            return [None if u == _NO_TS else EPOCH + _US * u for u in ts_np[positions].tolist()]
+
         def rows_at(positions: Any) -> list[tuple[int, int, Any]]:
             rp = pa.array(positions)
-            ln, ts_, raw_, inf_, host_, ident_, pid_, unit_, msg_ = (pc.take(c, rp).to_pylist() for c in cols)
+            ln, raw_, inf_, host_, ident_, pid_, unit_, msg_ = (
+                pc.take(c, rp).to_pylist() for c in cols if c is not ts_col
+            )
+            ts_ = py_times(positions)
             return [
                 (
                     ln[q],
@@ -383,7 +396,7 @@ class VectorShort:
             """One stored line as an entry tuple (scalar access: cheaper than rows_at for one)."""
             return (
                 line_no[q].as_py(),
-                ts_col[q].as_py(),
+                py_times(np.array([q]))[0],
                 raw_col[q].as_py(),
                 inf_col[q].as_py(),
                 None,
@@ -861,4 +874,4 @@ class _FastSglang:
             self.slow(p)
             i += 1
         if i < j:
-            st.note_given(self.ts_col[int(pend[j - 1])].as_py(), pid)
+            st.note_given(EPOCH + _US * self.ts_col[int(pend[j - 1])].value, pid)
