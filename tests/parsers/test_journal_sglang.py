@@ -66,6 +66,9 @@ def _sglang_message(rnd: random.Random, prefix: str, prefix_ms: str) -> str:
         (1, lambda: f"[{prefix} TP0] Decode batch, #token: 5, #full token: 7, token usage: 1e-3"),
         (1, lambda: "[2025-02-30 10:00:00 TP0] " + _DECODE.format(**v)),
         (1, lambda: f"[{prefix},123 TP0] " + _DECODE.format(**v)),
+        (1, lambda: f"[{prefix}.١٢٣ TP0] " + _DECODE.format(**v)),  # non-ASCII digits
+        (1, lambda: f"[{prefix} TP١] " + _DECODE.format(**v)),
+        (1, lambda: f"[{prefix}.123456 EP2 DP1 TP3] " + _PREFILL.format(**v)),
         (1, lambda: f"[{prefix} TP0] Scheduler hit an exception: Traceback (most recent call last):"),
         (1, lambda: '  File "/sglang/srt/managers/scheduler.py", line 9, in event_loop_normal'),
         (1, lambda: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),

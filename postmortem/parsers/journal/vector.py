@@ -4,12 +4,21 @@ distinct stamp, per distinct identifier token and per line that needs routing.
 Most lines of a journal or syslog file have one layout: ``<stamp> <host> <ident>[<pid>]:
 <message>`` with a stamp of a fixed number of space-separated tokens (the file's mode). Such
 lines are split by Arrow (``split_pattern`` with a bounded split count), stamps are parsed once
-per distinct value (with the fraction split off, so precise modes parse once per second), and
-identifier tokens once per distinct value. Every other line — continuation lines, header and
-catalog lines, host-less or padded-day lines, garbage — goes through the per-line reference
-path in line order; lines that need routing (systemd, kernel, systemd-oomd, earlyoom, SGLang
-candidates) are routed in line order with their complete messages. The result is the same as
-the per-line path's (a property test checks it).
+per distinct value (zone-offset ISO stamps and epoch seconds in Arrow, the rest by
+:class:`~.short.StampParser`; with the fraction split off, so precise modes parse once per
+second), and identifier tokens once per distinct value. Every other line — continuation
+lines, header and catalog lines, host-less or padded-day lines, garbage — goes through the
+per-line reference path in line order; lines that need routing (systemd, kernel,
+systemd-oomd, earlyoom, SGLang candidates) are routed in line order with their complete
+messages.
+
+SGLang output is most of what such journals hold: the batch and access lines of an SGLang
+stream (one per identifier + pid, or unit) are stored by the SGLang module's vectorised pass
+(:func:`~postmortem.parsers.sglang.fast.fast_messages`, with the journal's time, host, unit and
+pid), and only that stream's other lines are fed to its ``SglangStream`` one by one, in line
+order (:class:`_FastSglang`). Lines of a candidate that cannot start a stream (no ``[``, no
+``server_args=``) only count against its check budget. The result is the same as the
+per-line path's (property tests check it, with SGLang output, kernel, systemd and odd lines).
 """
 
 from __future__ import annotations

@@ -2,19 +2,22 @@
 statistics (``[ts ranks] Decode batch …`` / ``Prefill batch …``) and uvicorn access lines.
 
 For a block of lines (a log file's chunk, or the SGLang messages a journal captured),
-:func:`fast_rows` / :func:`fast_messages` find (with Arrow compute, in C) the lines of those
-shapes whose every ``key: value`` pair has a column of its own and a plain value, and build
-their ``sglang_batches`` / ``http_requests`` rows as Arrow tables. Anything else — a key that
+:func:`fast_rows` / :func:`fast_messages` find (in C: numpy over the block's bytes, Arrow
+compute) the lines of those shapes whose every ``key: value`` pair has a column of its own and
+a plain value, and build their ``sglang_batches`` / ``http_requests`` rows as Arrow tables. Anything else — a key that
 goes to ``extra``, an unknown key, an odd value, a wrapper in front of the prefix, a time-only
 prefix, a ``/health`` request (it moves the stream's phase), a ``\\r`` inside the line, a
 wall-clock time in a DST gap or an impossible date — stays on the Python path
 (:class:`~postmortem.parsers.sglang.stream.SglangStream`), which is the reference: tests check
 that both paths store the same rows.
 
-Batch bodies are read by *templates*: the lines of a block mostly share one key sequence, so
-the keys of one line are read in Python and every other line is checked against them (one
-``starts_with`` per pair); the values are then cut at fixed offsets and converted column by
-column. Lines that fit no template of their block go to the Python path.
+Batch bodies are read by *templates*, straight from the bytes (:class:`_Bytes`): the ``", "``
+separators are found once per block, the lines of a block mostly share one key sequence, so
+the keys of one line are read in Python and every other line is checked against them (8-byte
+word compares); the values are converted column by column with SWAR digit arithmetic on
+8-byte words — integers exactly as ``int()``, decimals as the digits' integer over a power of
+ten, which IEEE division rounds exactly as ``float()`` does (up to 15 digits). Lines that fit
+no template of their block, or hold a value these readers do not take, go to the Python path.
 
 A journal's messages come with their own time (the journal's, exact): :class:`Given` carries
 it with the line numbers, host, unit and pid, and it wins over the prefix time, as in
@@ -43,14 +46,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 pa: Any = _pa
 pc: Any = _pc
 
-#: the start of a line the fast path may take: a dated prefix (optional fraction, rank tags),
-#: then a batch header or uvicorn's ``INFO:``
-HEAD_RE = (
-    r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "
-    r"(?:Decode batch[,.] |Prefill batch[,.] |INFO: )"
-)
+# The lines the fast path may take start ``[YYYY-MM-DD HH:MM:SS`` (ASCII digits), then an
+# optional ``.fff`` and rank tags (``_TAIL``), ``"] "``, then ``Decode batch, `` / ``. ``,
+# ``Prefill batch, `` / ``. `` or uvicorn's ``INFO: ``.
 #: a prefix's text after the seconds: ``.fff`` and rank tags
-_TAIL = re.compile(r"(\.\d{1,6})?((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)$")
+_TAIL = re.compile(r"(\.[0-9]{1,6})?((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)$", re.ASCII)
 _STATUS_RE = r"^\d{3}$"
 #: client and path tokens: printable ASCII without spaces (what ``\S+`` surely accepts)
 _TOKEN_RE = r"^[\x21-\x7e]+$"
@@ -58,8 +58,6 @@ _METHOD_RE = r'^"[A-Z]+$'
 _VERSION_RE = r'^HTTP/[\d.]+"$'
 #: longest prefix (up to its "] ") the fast path looks at
 _MAX_PREFIX = 64
-#: the longest header after the prefix: "Prefill batch, "
-_HEADER = 15
 #: templates tried per group of batch lines (same kind, header and number of pairs)
 MAX_TEMPLATES = 12
 _BIG = 1 << 30
