@@ -123,7 +123,8 @@ class SglangParser(Parser):
         flag = None if ctx.zone_given else Inferred.ZONE
         for chunk in chunks:
             fr = None
-            if fast_ok and len(chunk) >= FAST_MIN_LINES:
+            # len(chunk) counts the newlines of the text: only ask a large text
+            if fast_ok and len(chunk.text) >= FAST_MIN_LINES * 16 and len(chunk.arrow()) >= FAST_MIN_LINES:
                 from .fast import fast_rows
 
                 fr = fast_rows(chunk, zone_key=zone_key, ts_inferred=flag, host=stream.host, unit=stream.unit)

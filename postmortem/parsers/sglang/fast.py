@@ -524,8 +524,14 @@ class _Scan:
             at = raw.start[idx] + e + 2  # the message after the prefix
             end = raw.end[idx]
             decode = raw.has(at, end, b"Decode batch")
-            prefill = raw.has(at, end, b"Prefill batch")
-            info = raw.has(at, end, b"INFO: ")
+            prefill = np.zeros(len(idx), dtype=bool)
+            info = np.zeros(len(idx), dtype=bool)
+            rest = np.flatnonzero(~decode)
+            if len(rest):
+                prefill[rest] = raw.has(at[rest], end[rest], b"Prefill batch")
+                rest = rest[~prefill[rest]]
+                if len(rest):
+                    info[rest] = raw.has(at[rest], end[rest], b"INFO: ")
             if not (decode.any() or prefill.any() or info.any()):
                 continue
             shared = self._shared(raw, idx, int(e))
