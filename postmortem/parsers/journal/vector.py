@@ -192,25 +192,40 @@ class VectorShort:
         cache = self._stamps
         if len(cache) > 1 << 17:
             cache.clear()
-        us_list: list[int | None] = []
-        inf_list: list[str | None] = []
         exact = _exact_stamps(pa, pc, d.dictionary, self.kind)
-        for q, u in enumerate(d.dictionary.to_pylist()):
-            if exact is not None and exact[q] is not None:
-                us_list.append(exact[q])
-                inf_list.append(None)
-                continue
-            hit = cache.get(u)
-            if hit is None:
-                ts, inferred, _kind = stamps.stamp(u)
-                hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inferred)
-            us_list.append(hit[0])
-            inf_list.append(hit[1])
-        ts_us = pc.take(pa.array(us_list, pa.int64()), d.indices)
+        nu = len(d.dictionary)
+        us_np = np.zeros(nu, dtype=np.int64)
+        known = np.zeros(nu, dtype=bool)  # a time for that stamp
+        if exact is not None:
+            us_np[:] = exact[0]
+            known[:] = exact[1]
+        inf_list: list[str | None] | None = None
+        todo_q = np.flatnonzero(~known) if exact is not None else np.arange(nu)
+        if len(todo_q):
+            inf_list = [None] * nu
+            keys = (
+                d.dictionary.to_pylist()
+                if exact is None
+                else pc.take(d.dictionary, pa.array(todo_q)).to_pylist()
+            )
+            for q, u in zip(todo_q.tolist(), keys, strict=True):
+                hit = cache.get(u)
+                if hit is None:
+                    ts, inferred, _kind = stamps.stamp(u)
+                    hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inferred)
+                if hit[0] is not None:
+                    us_np[q] = hit[0]
+                    known[q] = True
+                inf_list[q] = hit[1]
+        ts_us = pc.take(pa.array(us_np, mask=~known), d.indices)
         if frac_us is not None:
             ts_us = pc.add(ts_us, frac_us)
         ok = pc.fill_null(pc.and_(ok, pc.is_valid(ts_us)), False)
-        inferred_col = pc.take(pa.array(inf_list, pa.string()), d.indices)
+        inferred_col = (
+            pa.nulls(len(key), pa.string())
+            if inf_list is None
+            else pc.take(pa.array(inf_list, pa.string()), d.indices)
+        )
 
         ok_pos = pc.indices_nonzero(ok)
         everything = len(ok_pos) == len(cand_np)
@@ -567,10 +582,11 @@ def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
 _ISO_OFFSET_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2})$"
 
 
-def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> list[int | None] | None:
+def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> tuple[Any, Any] | None:
     """UTC microseconds of distinct stamp keys that need no inference, computed in Arrow:
     ISO stamps with a zone offset (as ``datetime.fromisoformat`` reads them) and whole
-    epoch seconds; None for a key left to :class:`StampParser` (and None when none is done)."""
+    epoch seconds. Returns (microseconds, done) per key — a key not done is left to
+    :class:`StampParser` — or None when none is done."""
     import numpy as np
 
     n = len(keys)
@@ -583,14 +599,15 @@ def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> list[int | N
         if not pc.any(ok).as_py():
             return None
         us = pc.multiply(pc.cast(pc.if_else(ok, keys, "0"), pa.int64()), 1_000_000)
-        return pc.if_else(ok, us, None).to_pylist()  # type: ignore[no-any-return]
+        return us.to_numpy(), ok.to_numpy(zero_copy_only=False)
     ok = pc.fill_null(
         pc.and_(pc.match_substring_regex(keys, _ISO_OFFSET_RE), pc.invert(pc.starts_with(keys, "0000"))),
         False,
     )
     if not pc.any(ok).as_py():
         return None
-    sub = pc.filter(keys, ok)
+    ok_np = ok.to_numpy(zero_copy_only=False)
+    sub = keys if ok_np.all() else pc.filter(keys, ok)
     try:
         naive = pc.cast(pc.utf8_slice_codeunits(sub, 0, 19), pa.timestamp("us"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -609,14 +626,12 @@ def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> list[int | N
     sign = np.where(pc.equal(pc.utf8_slice_codeunits(sub, 19, 20), "-").to_numpy(zero_copy_only=False), -1, 1)
     hh_np, mm_np = hh.to_numpy(), mm.to_numpy()
     fine = (hh_np < 24) & (mm_np < 60)  # fromisoformat refuses larger offsets
-    us = naive.cast(pa.int64()).to_numpy() - sign * (hh_np * 3600 + mm_np * 60) * 1_000_000
-    out: list[int | None] = [None] * n
-    for q, u, f in zip(
-        np.flatnonzero(ok.to_numpy(zero_copy_only=False)).tolist(), us.tolist(), fine.tolist(), strict=True
-    ):
-        if f:
-            out[q] = u
-    return out
+    us = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    where = np.flatnonzero(ok_np)
+    us[where] = naive.cast(pa.int64()).to_numpy() - sign * (hh_np * 3600 + mm_np * 60) * 1_000_000
+    done[where] = fine
+    return us, done
 
 
 def _not_sglang(
