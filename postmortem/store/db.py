@@ -22,7 +22,7 @@ from ..errors import StoreBusyError, StoreError
 from ..timeutil import BootAnchor, BootAnchors
 
 SCHEMA_VERSION_TABLE = "schema_migrations"
-DEFAULT_MEMORY_LIMIT = "256MB"
+DEFAULT_MEMORY_LIMIT = "128MB"
 
 
 def _migrations() -> list[tuple[int, str, str]]:
