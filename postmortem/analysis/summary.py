@@ -104,7 +104,9 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         )
         started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
         took = (
-            f" after a {load.load_s:.0f} s ({human(load.load_s)}) load" if load and load.load_s is not None else ""
+            f" after a {load.load_s:.0f} s ({human(load.load_s)}) load"
+            if load and load.load_s is not None
+            else ""
         )
         parts.append(
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "

@@ -187,11 +187,20 @@ def loads_figure(
     longest = max(ld.load_s or 0 for ld in rows)
     ax.set_xlim(0, longest * 1.22 + 1)  # room for the labels at the bar ends
     ax.legend(
-        list(seen.values()), list(seen.keys()), fontsize=7, loc="upper center",
-        bbox_to_anchor=(0.5, -0.6 / (0.45 * len(rows) + 1.9)), ncol=len(seen), frameon=False,
+        list(seen.values()),
+        list(seen.keys()),
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.6 / (0.45 * len(rows) + 1.9)),
+        ncol=len(seen),
+        frameon=False,
     )
     ax.grid(axis="x", alpha=0.25)
-    ax.set_title("Service loads and their phases (framed: the killed instance and the recovery)", loc="left", fontsize=10)
+    ax.set_title(
+        "Service loads and their phases (framed: the killed instance and the recovery)",
+        loc="left",
+        fontsize=10,
+    )
     height = 0.45 * len(rows) + 1.9
     fig.set_size_inches(10, height)
     fig.subplots_adjust(left=0.25, right=0.97, top=1 - 0.35 / height, bottom=1.0 / height)
