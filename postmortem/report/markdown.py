@@ -6,6 +6,10 @@ store reaches a report.
 
 >>> md_cell("a | b <script>alert(1)</script>")
 'a \\\\| b &lt;script&gt;alert(1)&lt;/script&gt;'
+>>> md_inline("mem_fraction_static (0.85) *not* [a link](x)")
+'mem_fraction_static (0.85) \\\\*not\\\\* \\\\[a link\\\\](x)'
+>>> md_inline("1. not a list, _not emphasis_")
+'1\\\\. not a list, \\\\_not emphasis\\\\_'
 >>> md_code("x\\n```\\ny")
 '````text\\nx\\n```\\ny\\n````'
 """
@@ -14,7 +18,16 @@ from __future__ import annotations
 
 import re
 
-_INLINE_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
+# Characters that act anywhere in a line. ``(``, ``)``, ``!``, ``{``, ``}`` and ``+`` need no
+# escape once ``[``/``]`` are escaped and HTML is entity-encoded (no link, image or autolink can
+# form), and escaping them only makes the raw report hard to read. ``#`` stays escaped: GitHub
+# and GitLab turn ``#123`` into an issue link when a report is pasted into a ticket.
+_INLINE_SPECIAL = re.compile(r"([\\`*\[\]|~#])")
+# ``_`` opens or closes emphasis only next to a non-alphanumeric character; ``mem_fraction``
+# stays as it is.
+_EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+# Block syntax that only matters at the start of the text (headings, lists, setext rules).
+_BLOCK_START = re.compile(r"^([+\-=]|\d+(?=[.)]))")
 
 
 def _html(text: str) -> str:
@@ -26,8 +39,12 @@ def md_inline(text: object) -> str:
     if text is None:
         return ""
     s = str(text).replace("\r", " ").replace("\n", " ")
-    s = _html(s)
+    s = _html(s).lstrip()
     s = _INLINE_SPECIAL.sub(r"\\\1", s)
+    s = _EDGE_UNDERSCORE.sub(r"\\_", s)
+    m = _BLOCK_START.match(s)
+    if m:
+        s = m.group(0) + "\\" + s[m.end() :] if m.group(0)[0].isdigit() else "\\" + s
     return s
 
 
