@@ -68,6 +68,8 @@ def _main(
 
 
 def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
+    """The zone for zone-less times: --tz, else postmortem.toml's, else UTC; and whether one
+    was named at all."""
     from .timeutil import get_zone
 
     name = tz or config_tz
@@ -105,6 +107,7 @@ def _ingest_options(
         format=fmt,
         zone=zone,
         zone_given=given,
+        zone_from_cli=tz is not None,
         year=year,
         host=host,
         since=_when(since, zone),

@@ -1479,14 +1479,6 @@ def _entries_by_output(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _user_zone(options: IngestOptions) -> bool:
-    """True when --tz was given (a zone equal to postmortem.toml's counts as the config's,
-    which a bundle's own zone overrides)."""
-    if not options.zone_given:
-        return False
-    return not (options.config.tz and zone_name(options.zone) == options.config.tz)
-
-
 def _zone_of(name: Any) -> tzinfo | None:
     if not isinstance(name, str) or not name:
         return None
@@ -1505,12 +1497,16 @@ def _file_options(
         changes["host"] = host
     ctx = entry.get("context") if entry else None
     ctx = ctx if isinstance(ctx, dict) else {}
-    if not _user_zone(options):
+    if not options.zone_from_user():
         zone = _zone_of(ctx.get("tz")) or _zone_of(manifest.get("timezone"))
         if zone is not None:
-            changes.update(zone=zone, zone_given=True)
+            changes.update(zone=zone, zone_given=True, zone_from_cli=False)
         elif isinstance(manifest.get("utc_offset_s"), int):
-            changes.update(zone=timezone(timedelta(seconds=manifest["utc_offset_s"])), zone_given=False)
+            changes.update(
+                zone=timezone(timedelta(seconds=manifest["utc_offset_s"])),
+                zone_given=False,
+                zone_from_cli=False,
+            )
     for key in ("boot_time", "at"):
         value = ctx.get(key)
         if getattr(options, key) is None and isinstance(value, str):

@@ -36,6 +36,7 @@ from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store.db import Store
 from .timeutil import UTC as _UTC
+from .timeutil import zone_name
 
 BINARY_JOURNAL_FORMAT = "journal-export"
 
@@ -47,6 +48,10 @@ class IngestOptions:
     format: str | None = None
     zone: tzinfo = _UTC
     zone_given: bool = False
+    # Whether ``zone`` is the command line's --tz (True) or came from postmortem.toml or a
+    # bundle's manifest (False); None = not said (library callers): a zone equal to the
+    # config's counts as the config's.
+    zone_from_cli: bool | None = None
     year: int | None = None
     host: str | None = None
     since: datetime | None = None
@@ -59,6 +64,15 @@ class IngestOptions:
     config: Config = field(default_factory=Config)
     progress: Progress | None = None
     strict: bool = False  # re-raise parser bugs (tests)
+
+    def zone_from_user(self) -> bool:
+        """True when the zone was named on the command line: it beats every per-file source
+        (a ``[[sources]]`` hint, a bundle's manifest); ``[defaults] tz`` loses to them."""
+        if not self.zone_given:
+            return False
+        if self.zone_from_cli is not None:
+            return self.zone_from_cli
+        return not (self.config.tz and zone_name(self.zone) == self.config.tz)
 
 
 @dataclass
@@ -200,7 +214,7 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
     hint = options.config.hint_for(inp.display)
     zone = options.zone
     zone_given = options.zone_given
-    if hint and hint.tz and not options.zone_given:
+    if hint and hint.tz and not options.zone_from_user():
         from .timeutil import get_zone
 
         zone, zone_given = get_zone(hint.tz), True

@@ -257,3 +257,37 @@ def test_parser_bug_is_reported_per_file_and_others_continue(
     store = Store.open_readonly(db)
     assert store.fetchall("SELECT format FROM sources") == [("nvidia-smi-csv",)]
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("cli_tz", "expected_utc"),
+    [
+        (None, "2026-03-20T09:01:46Z"),  # the [[sources]] hint (Berlin) beats [defaults] tz (Tokyo)
+        ("UTC", "2026-03-20T10:01:46Z"),  # --tz beats the hint
+    ],
+)
+def test_zone_precedence_cli_then_source_hint_then_defaults(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_tz: str | None, expected_utc: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "postmortem.toml").write_text(
+        '[defaults]\ntz = "Asia/Tokyo"\n\n[[sources]]\npath = "*a.log"\ntz = "Europe/Berlin"\n'
+    )
+    log = tmp_path / "a.log"
+    log.write_text("[2026-03-20 10:01:46] The server is fired up and ready to roll!\n")
+    other = tmp_path / "b.log"  # no hint: the config's zone
+    other.write_text("[2026-03-20 10:01:46 TP0] The server is fired up and ready to roll!\n")
+    args = ["ingest", log, other, "--db", tmp_path / "pm.duckdb"]
+    assert cli(*args, *(["--tz", cli_tz] if cli_tz else [])).code == 0
+    r = cli(
+        "query",
+        "SELECT ts FROM sglang_events e JOIN sources s USING (source_id) ORDER BY s.path",
+        "--db",
+        tmp_path / "pm.duckdb",
+        "--format",
+        "json",
+    )
+    assert [row["ts"] for row in json.loads(r.out)] == [
+        expected_utc,
+        "2026-03-20T10:01:46Z" if cli_tz else "2026-03-20T01:01:46Z",
+    ]
