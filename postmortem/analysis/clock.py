@@ -13,7 +13,6 @@ placed on it by pairs of records that must be (nearly) simultaneous:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from statistics import median
 from typing import Any
 
 from .model import ClockOffset
@@ -192,10 +191,6 @@ def merge_offsets(*groups: Iterable[ClockOffset]) -> dict[int, ClockOffset]:
             ):
                 out[off.source_id] = off
     return out
-
-
-def median_or_none(values: Sequence[float]) -> float | None:
-    return median(values) if values else None
 
 
 SHIFT_MIN_S = 600.0

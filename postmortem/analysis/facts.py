@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from ..query import run_named_dicts
@@ -207,7 +207,3 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     queues = [b.queue_req for b in before if b.queue_req is not None]
     facts.queue_max = max(queues) if queues else None
     facts.retractions = sum(b.retractions for b in before)
-
-
-def fmt_time(ts: datetime | None) -> str:
-    return ts.strftime("%Y-%m-%d %H:%M:%S") if ts else "—"
