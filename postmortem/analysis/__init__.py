@@ -7,12 +7,11 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ..query import named_query_names, named_sql, run_named_dicts
+from ..query import named_sql, run_named_dicts
 from ..store.db import Store, ident
 from ..timeutil import UTC
 from .clock import (
@@ -27,6 +26,7 @@ from .clock import (
 from .facts import IncidentFacts, gather
 from .incidents import build_incidents, evidence_from_rows
 from .load_stats import LoadStats, load_statistics
+from .loads import derive_service_loads
 from .model import ClockOffset, Incident, Load, Recommendation
 from .rules import recommend
 from .summary import summarise
@@ -48,23 +48,6 @@ class Analysis:
     offsets: dict[int, ClockOffset] = field(default_factory=dict)
     loads: list[Load] = field(default_factory=list)
     load_stats: list[LoadStats] = field(default_factory=list)
-
-
-def _anchor_monotonic(store: Store) -> None:
-    """Give boot-relative kernel rows their wall-clock time once a boot anchor is known
-    (``queries/anchor_monotonic.sql``, a script of several statements)."""
-    if "anchor_monotonic" in named_query_names():
-        store.execute(named_sql("anchor_monotonic"))
-
-
-def _derive_loads(store: Store) -> None:
-    try:
-        mod = importlib.import_module("postmortem.analysis.loads")
-    except ModuleNotFoundError:
-        return
-    fn = getattr(mod, "derive_service_loads", None)
-    if fn is not None:
-        fn(store)
 
 
 def read_loads(store: Store) -> list[Load]:
@@ -177,7 +160,9 @@ def rebuild(
 ) -> Analysis:
     """Recompute every derived table; return the incidents with their facts."""
     with store.transaction():
-        _anchor_monotonic(store)
+        # boot-relative kernel rows get their wall-clock time once a boot anchor is known
+        # (a script of several statements)
+        store.execute(named_sql("anchor_monotonic"))
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
         # every later query (loads, timeline, GPU release) sees it where it belongs
@@ -185,7 +170,7 @@ def rebuild(
         if shifts:
             apply_shifts(store, shifts)
             offsets = _offsets(store)
-    _derive_loads(store)  # manages its own transaction
+    derive_service_loads(store)
     with store.transaction():
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
