@@ -295,16 +295,6 @@ KIND_NO_DEVICES = "no_devices"
 KIND_SMI_FAILED = "smi_failed"
 KIND_NVML_INIT = "nvml_init_failed"
 KIND_UNKNOWN_ERROR = "unknown_error"
-KIND_XID = "xid"
-
-_FAILURE_MARKERS = (
-    "Unable to determine the device handle",
-    "No devices were found",
-    "NVIDIA-SMI has failed",
-    "Failed to initialize NVML",
-    "GPU is lost",
-    "Unable to determine the device handle",
-)
 
 
 def failure_kind(line: str) -> tuple[str, str | None, str] | None:

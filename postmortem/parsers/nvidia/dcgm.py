@@ -25,7 +25,6 @@ METRICS: dict[str, str] = {
     "DCGM_FI_DEV_GPU_TEMP": "temp_c",
     "DCGM_FI_DEV_POWER_USAGE": "power_w",
 }
-_INT_COLUMNS = frozenset({"mem_used_mib", "mem_free_mib", "mem_reserved_mib", "mem_total_mib"})
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 #: DCGM_INT32_BLANK (0x7ffffff0): this value and above (INT64 and FP64 blanks too) mean "no value"
 BLANK = float(0x7FFFFFF0)

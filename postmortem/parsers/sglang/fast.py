@@ -77,7 +77,6 @@ _INT_COLS = frozenset(
 _BOOL_COLS = frozenset({COLUMNS.index("cuda_graph")})
 _INT, _FLOAT, _BOOL = 0, 1, 2
 _KIND = [(_BOOL if ci in _BOOL_COLS else _INT if ci in _INT_COLS else _FLOAT) for ci in range(len(COLUMNS))]
-_NP_TYPE = {_INT: np.int64, _FLOAT: np.float64, _BOOL: np.bool_}
 _PA_TYPE = {_INT: pa.int64(), _FLOAT: pa.float64(), _BOOL: pa.bool_()}
 _TRAIL = ""  # a template's empty last pair: the body ended with ", "
 

@@ -87,20 +87,15 @@ RETRACT = re.compile(
     r"decode out of memory happened,) #retracted_reqs: (?P<n>\d+)(?:, #new_tokens_gained: (?P<gained>\d+))?"
     r"(?:, #mamba_num_gained: (?P<mamba>\d+))?(?:, #new_token_ratio: (?P<old>[\d.]+) -> (?P<new>[\d.]+))?"
 )
-PHASE_OOM = re.compile(r"(?P<phase>\w+) out of memory\. Try to lower your batch size\.")
 NOT_ENOUGH_MEMORY = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static\."
     r"(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<mfs>[\d.]+))?"
 )
-SIGQUIT_LAUNCH = re.compile(r"Received sigquit from a child proces?s\. It usually means the child failed\.")
 SIGQUIT_RUNNING = re.compile(
     r"SIGQUIT received\. signum=(?P<signum>\S+), frame=(?P<frame>.*?)\. It usually means one child failed\."
 )
 SIGTERM = re.compile(r"SIGTERM received\. signum=(?P<signum>\S+) frame=")
 GRACEFUL_EXIT = re.compile(r"Gracefully exiting\.\.\. [Rr]emaining number of requests:? ?(?P<n>\d+)")
-FORCED_EXIT = re.compile(
-    r"Signal SIGTERM received while (?P<why>health check failed|force shutdown flag set)"
-)
 SUBPROCESS_CRASH = re.compile(
     r"Subprocess (?P<name>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)"
 )
@@ -112,7 +107,6 @@ RANK_DIED_NEW = re.compile(
 PROC_TERMINATED = re.compile(
     r"Scheduler or DataParallelController (?P<pid>\d+) terminated with (?P<code>-?\d+)"
 )
-INIT_FAILED = re.compile(r"Initialization failed\. ?(?P<why>.*)$")
 KILL_TREE = re.compile(
     r"kill_process_tree called: parent_pid=(?P<ppid>\S+), include_parent=(?P<inc>\S+), pid=(?P<pid>\d+)"
 )
@@ -120,7 +114,6 @@ WATCHDOG_OLD = re.compile(r"Watchdog timeout \(self\.watchdog_timeout=(?P<t>[\d.
 WATCHDOG_NEW = re.compile(
     r"(?P<who>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<t>[\d.]+), self\.soft=(?P<soft>True|False)\)"
 )
-KV_LEAK = re.compile(r"token_to_kv_pool_allocator memory leak detected!")
 ALLOC_REQ_SLOTS = "alloc_req_slots runs out of memory"
 UNBALANCED = "The memory capacity is unbalanced."
 
