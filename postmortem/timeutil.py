@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dateutil import parser as dateutil_parser
 
@@ -105,10 +104,6 @@ def get_zone(name: str | None = None) -> tzinfo:
 def zone_name(zone: tzinfo) -> str:
     key = getattr(zone, "key", None)
     return str(key) if key else str(zone)
-
-
-def known_zone_names() -> set[str]:
-    return available_timezones()
 
 
 def localize(naive: datetime, zone: tzinfo) -> datetime:
@@ -530,18 +525,6 @@ def parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetime
 def check_range(since: datetime | None, until: datetime | None) -> None:
     if since is not None and until is not None and since > until:
         raise UsageError(f"--since ({since.isoformat()}) is after --until ({until.isoformat()}); swap them")
-
-
-def day_start(d: date, zone: tzinfo) -> datetime:
-    return localize(datetime(d.year, d.month, d.day), zone)  # noqa: DTZ001
-
-
-def median_offset(values: Iterable[float]) -> float | None:
-    data = sorted(values)
-    if not data:
-        return None
-    mid = len(data) // 2
-    return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2
 
 
 def parse_duration(text: str, *, allow_zero: bool = False) -> float:
