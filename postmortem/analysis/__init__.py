@@ -170,8 +170,9 @@ def rebuild(
         if shifts:
             apply_shifts(store, shifts)
             offsets = _offsets(store)
-    derive_service_loads(store)
     with store.transaction():
+        # service_loads is derived (after the shifts) and deduplicated in the same transaction
+        derive_service_loads(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
         for r in run_named_dicts(store, "source_shifts"):
