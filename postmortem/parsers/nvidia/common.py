@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from ...records import GpuEvent
-from ...timeutil import Inferred, localize, parse_ctime, parse_iso, zone_for_word
+from ...timeutil import Inferred, epoch_seconds, localize, parse_ctime, parse_iso, zone_for_word
 from ..base import ParseContext
 
 # --------------------------------------------------------------------------- bus ids
@@ -246,8 +246,6 @@ def date_line_stamp(line: str, ctx: ParseContext, *, epoch: bool = True) -> Stam
         return ctime_stamp(s, ctx)
     if c.isdigit():
         if epoch and len(s) == 10 and s.isdigit():
-            from ...timeutil import epoch_seconds
-
             return Stamp(epoch_seconds(int(s)), s, None)
         if _ISO_LINE.fullmatch(s):
             return iso_stamp(s, ctx)

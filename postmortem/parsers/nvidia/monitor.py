@@ -9,7 +9,7 @@ from typing import ClassVar
 from ...records import GpuProcess, GpuSample
 from ...timeutil import DayInference, Inferred, localize
 from ..base import Head, LineChunk, Output, ParseContext, Parser
-from .common import Snapshots, Stamp, integer, mib, number, text_value
+from .common import NO_STAMP, Snapshots, Stamp, integer, mib, number, text_value
 
 
 def _names(line: str) -> list[str] | None:
@@ -61,7 +61,7 @@ class _Monitor(Parser):
         zone = ctx.zone
         host = ctx.host
         last_key = ""
-        last_stamp = Stamp(None, None, None)
+        last_stamp = NO_STAMP
         noted = False
         for chunk in chunks:
             for line_no, line in chunk:

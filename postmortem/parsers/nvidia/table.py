@@ -32,6 +32,8 @@ _PROC = re.compile(
     r"(\d+MiB|\d*\.\.\.|N/A|ERR!)\s*"
 )
 _ERR = "ERR!"
+#: the first row of a GPU, waiting for its second: line number, index, name, bus id
+_Row1 = tuple[int, int, str, str | None]
 #: fan, temperature, perf, power, cap, used MiB, total MiB, utilisation, memory cell is ERR!
 _Row2 = tuple[str, str, str, str, str, int | None, int | None, str, bool]
 
@@ -108,7 +110,7 @@ class NvidiaSmiTable(Parser):
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         snaps = Snapshots(ctx)
         snap: _Snap | None = None
-        pending: tuple[int, str, tuple[int, str, str | None, str]] | None = None
+        pending: _Row1 | None = None
         for chunk in chunks:
             for line_no, line in chunk:
                 bar = line.find("|")
@@ -175,11 +177,7 @@ class NvidiaSmiTable(Parser):
                     if (
                         not stripped
                         or stripped.startswith(("GPU ", "ID ", "No running processes found"))
-                        or stripped
-                        in (
-                            "Usage",
-                            "ID   ID                                                               Usage",
-                        )
+                        or stripped == "Usage"
                         or "Process name" in stripped
                     ):
                         ctx.ignored()
@@ -217,7 +215,7 @@ class NvidiaSmiTable(Parser):
                         bus = normalise_bus_id(mb.group(1))
                         snap.bus_of[int(m1.group(1))] = bus
                         snap.section = "gpus"
-                        pending = (line_no, line, (int(m1.group(1)), m1.group(2), bus, cells[2]))
+                        pending = (line_no, int(m1.group(1)), m1.group(2), bus)
                         continue
                     if self._row2(cells) is not None:
                         yield ctx.issue(
@@ -270,13 +268,13 @@ class NvidiaSmiTable(Parser):
 
     def _flush(
         self,
-        pending: tuple[int, str, tuple[int, str, str | None, str]],
+        pending: _Row1,
         row2: _Row2 | None,
         snap: _Snap | None,
         ctx: ParseContext,
         row2_line: int | None = None,
     ) -> Iterator[Output]:
-        line_no, _line, (idx, name, bus, _ecc) = pending
+        line_no, idx, name, bus = pending
         stamp = snap.stamp if snap is not None else NO_STAMP
         driver = snap.driver if snap is not None else None
         ctx.parsed()

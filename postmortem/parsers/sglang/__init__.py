@@ -161,16 +161,12 @@ class SglangParser(Parser):
         slow_lines: list[Any] = arr.take(slow).to_pylist() if len(slow) else []
         parsed = ignored = 0
 
-        def run(i: int, line: str) -> int:
-            st = feed(base + i, line, None, None, None, None, None, None)
-            return st
-
         pos = 0
         for k in range(len(slow) + 1):
             sp = int(slow[k]) if k < len(slow) else n
             i = pos
             while i < sp and not stream.accepts_fast_lines:
-                st = run(i, str(arr[i].as_py()))
+                st = feed(base + i, str(arr[i].as_py()), None, None, None, None, None, None)
                 if st == PARSED:
                     parsed += 1
                 elif st == IGNORED:
@@ -184,7 +180,7 @@ class SglangParser(Parser):
                 parsed += sp - i
                 stream.note_time(fr.ts_at(sp - 1), None)
             if sp < n:
-                st = run(sp, str(slow_lines[k]))
+                st = feed(base + sp, str(slow_lines[k]), None, None, None, None, None, None)
                 if st == PARSED:
                     parsed += 1
                 elif st == IGNORED:

@@ -56,7 +56,6 @@ _FRAMES, _MESSAGE = 0, 1
 _MAX_TB_LINES = 5000
 _MAX_CONT_CHARS = 8000
 _EVENT_MESSAGE_CHARS = 2000
-_UVICORN_LEVEL_STARTS = tuple(level for level in M.UVICORN_LEVELS)
 
 #: function names in traceback frames → the phase they belong to (strongest first)
 _PHASE_RANK = {"cuda_graph": 4, "kv_pool": 3, "weights": 2, "runtime": 1}
@@ -575,7 +574,7 @@ class SglangStream:
         c = msg[:1]
         if (c == "D" or c == "P") and msg.startswith(("Decode batch", "Prefill batch")):
             return self._batch(line_no, msg)
-        if msg.startswith(_UVICORN_LEVEL_STARTS):
+        if msg.startswith(M.UVICORN_LEVELS):
             return self._uvicorn(line_no, msg)
         if c == "L" and msg.startswith("Load weight "):
             return self._load_weight(line_no, msg)
