@@ -50,7 +50,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..query import run_named
+from ..query import run_named_dicts
 from ..store.db import Store
 from ..store.loader import arrow_schema
 
@@ -573,9 +573,7 @@ def derive_service_loads(store: Store) -> int:
     Two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
     is one (``analysis.rebuild``), makes them atomic.
     """
-    res = run_named(store, "service_loads")
-    rows = [dict(zip(res.columns, r, strict=True)) for r in res.rows]
-    loads = derive_loads(rows)
+    loads = derive_loads(run_named_dicts(store, "service_loads"))
     store.con.execute("DELETE FROM service_loads")
     if loads:
         schema = arrow_schema(store, "service_loads", COLUMNS)
