@@ -13,6 +13,7 @@ from datetime import datetime
 from itertools import pairwise
 from statistics import median
 
+from ..parsers.sglang.args import parse_server_args
 from .facts import IncidentFacts
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef
@@ -160,10 +161,10 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
 
 
 def _field(raw: str, name: str) -> str | None:
-    import re
-
-    m = re.search(rf"[(,{{ ]'?{name}'?[=:] ?('?[^,')]*'?)", raw)
-    return m.group(1).strip("'") if m else None
+    """The text of one field of a ``server_args`` body (``server_configs.raw``), unquoted."""
+    parsed = parse_server_args(raw)
+    value = parsed[0].get(name) if parsed else None
+    return value.strip("'") if value is not None else None
 
 
 @rule("speculative_gpu_settings")
