@@ -12,11 +12,13 @@ import json
 import re
 import tarfile
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import __version__
 from ..analysis import Analysis
+from ..analysis.facts import IncidentFacts
 from ..analysis.model import Load
 from ..analysis.summary import human
 from ..store.db import Store
@@ -100,6 +102,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
         highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
         jobs.append(
             _FigureJob(
+                stem,
                 facts,
                 out / f"{stem}-memory.png",
                 f"{inc.unit} — {utc_text(inc.ts)} UTC",
@@ -111,7 +114,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
         )
     figures = _render_figures(jobs)
     for inc, job, (fig, lfig) in zip(chosen, jobs, figures, strict=True):
-        stem = job.memory_path.name[: -len("-memory.png")]
+        stem = job.stem
         ctx = incident_report(
             store,
             analysis,
@@ -157,7 +160,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     )
     index = IndexReport(
         generated_at=utc_text(generated) + " UTC",
-        tool_version=ctx_version(),
+        tool_version=__version__,
         window=window,
         incidents=rows,
         sources=source_rows(sources, None, clean),
@@ -197,22 +200,17 @@ def _forget_stale(out: Path, written: Written) -> None:
 
 @dataclass
 class _FigureJob:
-    facts: object
+    stem: str
+    facts: IncidentFacts
     memory_path: Path
     title: str
     loads: list[Load]
     loads_path: Path
     highlight: list[int]
-    zone: object
+    zone: tzinfo
 
 
 def _figure_job(job: _FigureJob) -> tuple[Path | None, Path | None]:
-    from datetime import tzinfo
-
-    assert isinstance(job.zone, tzinfo)
-    from ..analysis.facts import IncidentFacts
-
-    assert isinstance(job.facts, IncidentFacts)
     fig = memory_figure(job.facts, job.memory_path, job.zone, title=job.title)
     lfig = loads_figure(job.loads, job.loads_path, job.zone, job.highlight)
     return fig, lfig
@@ -234,12 +232,6 @@ def _render_figures(jobs: list[_FigureJob]) -> list[tuple[Path | None, Path | No
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_figure_job, jobs))
-
-
-def ctx_version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def write_bundle(path: Path, members: list[Path]) -> Path:
