@@ -81,6 +81,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     generated = options.now or datetime.now(UTC)
     clean = Redactor(redact=options.redact, anonymize=options.anonymize, hosts=_hosts(store))
     written = Written()
+    sources = Sources(store)
     rows: list[IndexRow] = []
     chosen = [
         inc
@@ -119,6 +120,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
             store,
             analysis,
             inc,
+            sources=sources,
             zone=zone,
             clean=clean,
             window_s=options.window_s,
@@ -151,7 +153,6 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
             )
         )
     written.incidents = len(rows)
-    sources = Sources(store)
     window = f"{utc_text(options.since) if options.since else 'beginning'} → {utc_text(options.until) if options.until else 'now'} UTC"
     reason = (
         "no kernel OOM kill, userspace OOM kill, CUDA OOM or service death was found"

@@ -274,10 +274,12 @@ def _gib_mib(mib: float | None) -> float | None:
 
 
 class Sources:
-    """source_id → a short file name for citations (relative to the working directory)."""
+    """source_id → a short file name for citations (relative to the working directory), and
+    the most frequent parse-issue reasons per source; read once per build."""
 
     def __init__(self, store: Store) -> None:
         self.rows = run_named_dicts(store, "sources_overview")
+        self.issue_reasons = run_named_dicts(store, "parse_issue_reasons")
         self.by_id = {int(r["source_id"]): r for r in self.rows}
         cwd = os.getcwd()
         self.names: dict[int, str] = {}
@@ -341,9 +343,7 @@ def _args_digest(message: str) -> str:
     return ", ".join(out) if out else message[:160]
 
 
-def timeline_rows(
-    facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor, loads: list[Load]
-) -> list[TimelineRow]:
+def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
     tl = facts.timeline
     inc = facts.incident
     rows: list[tuple[datetime, TimelineRow]] = []
@@ -673,6 +673,7 @@ def incident_report(
     analysis: Analysis,
     inc: Incident,
     *,
+    sources: Sources,
     zone: tzinfo,
     clean: Redactor,
     window_s: float,
@@ -682,7 +683,6 @@ def incident_report(
     file_stem: str,
 ) -> IncidentReport:
     facts = analysis.facts[inc.incident_id]
-    sources = Sources(store)
     recs = [
         RecommendationRow(
             r.severity,
@@ -732,7 +732,6 @@ def incident_report(
             loads.append(_load_row(ld, tag, st, sources))
     cfg = facts.config or {}
     config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
-    reasons = run_named_dicts(store, "parse_issue_reasons")
     host = clean.host(inc.host) or "unknown-host"
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
@@ -752,7 +751,7 @@ def incident_report(
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),
         impact=impact,
-        timeline=timeline_rows(facts, sources, zone, clean, analysis.loads),
+        timeline=timeline_rows(facts, sources, zone, clean),
         victims=[
             VictimRow(
                 v.pid,
@@ -795,6 +794,6 @@ def incident_report(
             IssueReasonRow(
                 clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
             )
-            for r in reasons
+            for r in sources.issue_reasons
         ],
     )
