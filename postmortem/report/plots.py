@@ -23,15 +23,22 @@ READY_COLOR = "#2e7d32"
 GIB = 1024.0
 
 
-def _mark(ax: object, ts: datetime | None, color: str, label: str | None, zone: tzinfo) -> None:
+def _mark(ax: Any, ts: datetime | None, color: str, label: str | None, zone: tzinfo) -> None:
     if ts is None:
         return
-    x = mdates.date2num(ts.astimezone(zone).replace(tzinfo=None))  # type: ignore[no-untyped-call]
-    ax.axvline(x, color=color, linewidth=1.6, linestyle="-" if color == KILL_COLOR else "--", label=label)  # type: ignore[attr-defined]
+    style = "-" if color == KILL_COLOR else "--"
+    ax.axvline(_x(ts, zone), color=color, linewidth=1.6, linestyle=style, label=label)
 
 
 def _x(ts: datetime, zone: tzinfo) -> float:
     return float(mdates.date2num(ts.astimezone(zone).replace(tzinfo=None)))  # type: ignore[no-untyped-call]
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path
 
 
 def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: str = "") -> Path | None:
@@ -128,10 +135,7 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
     # fixed margins: tight_layout would draw the whole figure once more just to measure it
     height = 2.6 * len(panels) + 0.6
     fig.subplots_adjust(left=0.08, right=0.92, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _gpu_sort(label: str) -> tuple[int, str]:
@@ -204,10 +208,7 @@ def loads_figure(
     height = 0.45 * len(rows) + 1.9
     fig.set_size_inches(10, height)
     fig.subplots_adjust(left=0.25, right=0.97, top=1 - 0.35 / height, bottom=1.0 / height)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def trend_figure(
@@ -226,7 +227,4 @@ def trend_figure(
     ax.grid(alpha=0.25)
     ax.legend(fontsize=7)
     fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.15)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _save(fig, path)
