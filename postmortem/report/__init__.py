@@ -31,6 +31,7 @@ from .context import (
     incident_report,
     source_rows,
     utc_text,
+    window_text,
 )
 from .plots import loads_figure, memory_figure
 from .redact import Redactor
@@ -153,7 +154,6 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
             )
         )
     written.incidents = len(rows)
-    window = f"{utc_text(options.since) if options.since else 'beginning'} → {utc_text(options.until) if options.until else 'now'} UTC"
     reason = (
         "no kernel OOM kill, userspace OOM kill, CUDA OOM or service death was found"
         if not analysis.incidents
@@ -162,7 +162,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
     index = IndexReport(
         generated_at=utc_text(generated) + " UTC",
         tool_version=__version__,
-        window=window,
+        window=window_text(options.since, options.until),
         incidents=rows,
         sources=source_rows(sources, None, clean),
         no_incident_reason=reason,

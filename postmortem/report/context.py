@@ -246,6 +246,11 @@ def utc_text(ts: datetime | None) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "—"
 
 
+def window_text(since: datetime | None, until: datetime | None) -> str:
+    """The report window: ``beginning → 2025-05-26 00:00:00 UTC``."""
+    return f"{utc_text(since) if since else 'beginning'} → {utc_text(until) if until else 'now'} UTC"
+
+
 def local_text(ts: datetime | None, zone: tzinfo) -> str:
     if ts is None:
         return "—"

@@ -13,7 +13,7 @@ from ..analysis.summary import human
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC
-from .context import utc_text
+from .context import utc_text, window_text
 from .plots import trend_figure
 from .render import render
 
@@ -78,7 +78,7 @@ def trends(
     rep = TrendsReport(
         generated_at=utc_text(now or datetime.now(UTC)) + " UTC",
         tool_version=__version__,
-        window=f"{utc_text(since) if since else 'beginning'} → {utc_text(until) if until else 'now'} UTC",
+        window=window_text(since, until),
     )
     kills = run_named_dicts(store, "trends_kills", p)
     daily: dict[tuple[str, str, str], int] = {}
