@@ -343,8 +343,9 @@ def iter_lines(
                 buf = b""
             continue
         complete, buf = data[:cut], data[cut + 1 :]
-        yield from _chunk(complete, line_no, max_line)
-        line_no += complete.count(b"\n") + 1
+        count = complete.count(b"\n") + 1
+        yield from _chunk(complete, line_no, max_line, count)
+        line_no += count
         if len(buf) > max_line:
             skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
             skip_size = len(buf)
@@ -357,7 +358,9 @@ def iter_lines(
         yield from _chunk(buf, line_no, max_line)
 
 
-def _chunk(data: bytes, line_no: int, max_line: int) -> Iterator[LineChunk | OverlongLine]:
+def _chunk(
+    data: bytes, line_no: int, max_line: int, count: int | None = None
+) -> Iterator[LineChunk | OverlongLine]:
     """One block of complete lines; long lines inside a block are cut out as overlong."""
     if len(data) > max_line:
         # rare: a block that may hold an overlong line. Check line by line.
@@ -376,7 +379,27 @@ def _chunk(data: bytes, line_no: int, max_line: int) -> Iterator[LineChunk | Ove
         if pending:
             yield LineChunk.from_lines(first, pending)
         return
-    yield LineChunk(line_no, _decode(data))
+    clean, text = _clean(data)
+    yield LineChunk(line_no, text, data=clean, count=count)
+
+
+def _clean(data: bytes) -> tuple[bytes, str | None]:
+    """``data`` as valid UTF-8 (invalid sequences become U+FFFD) with ``\\r\\n`` made ``\\n`` and
+    a final ``\\r`` removed; and its text when it had to be decoded anyway (not ASCII).
+
+    >>> _clean(b"a\\r\\nb\\xff\\r")
+    (b'a\\nb\\xef\\xbf\\xbd', 'a\\nb\\ufffd')
+    """
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if data.endswith(b"\r"):
+            data = data[:-1]
+    if data.isascii():
+        return data, None
+    text = data.decode("utf-8", "replace")
+    if "\ufffd" in text:
+        return text.encode("utf-8"), text
+    return data, text
 
 
 def _decode(data: bytes) -> str:

@@ -24,7 +24,7 @@ import abc
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from ..records import Record
 from ..timeutil import UTC, BootAnchors, YearInference
@@ -78,29 +78,61 @@ Output: TypeAlias = Record | ParseIssue | TableBatch
 class LineChunk:
     """Consecutive physical lines of a file: ``first_line_no`` is 1-based.
 
-    The text is kept as one block; :attr:`lines` (a list) and :meth:`arrow` (an Arrow string
-    array) are computed on demand so Python parsers and vectorised parsers both pay only for
-    what they use. Line terminators are removed (``\\n`` and a ``\\r`` before it); a lone
-    ``\\r`` inside a line (progress bars) is kept.
+    The lines are kept as one block — text, or the UTF-8 bytes as read (``data``; then the
+    text is decoded only if a parser asks for it). :attr:`lines` (a list), :meth:`arrow` (an
+    Arrow string array) and :meth:`buffer` (bytes and line offsets, for compiled kernels) are
+    computed on demand so Python parsers and vectorised parsers both pay only for what they
+    use. Line terminators are removed (``\\n`` and a ``\\r`` before it); a lone ``\\r`` inside a
+    line (progress bars) is kept.
 
     >>> chunk = LineChunk(10, "a\\nb")
     >>> list(chunk)
     [(10, 'a'), (11, 'b')]
-    >>> len(chunk)
-    2
+    >>> len(chunk), LineChunk(1, data=b"x\\ny\\nz").lines
+    (2, ['x', 'y', 'z'])
     """
 
-    __slots__ = ("_arrow", "_lines", "first_line_no", "text")
+    __slots__ = ("_arrow", "_buffer", "_data", "_len", "_lines", "_text", "first_line_no")
 
-    def __init__(self, first_line_no: int, text: str, lines: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        first_line_no: int,
+        text: str | None = None,
+        lines: list[str] | None = None,
+        *,
+        data: bytes | None = None,
+        count: int | None = None,
+    ) -> None:
+        """``text``, or ``data``: valid UTF-8 (the reader replaced what was not); ``count``:
+        the number of lines, when the caller knows it."""
+        if text is None and data is None:
+            raise ValueError("a LineChunk needs text or data")
         self.first_line_no = first_line_no
-        self.text = text
+        self._len = count
+        self._text = text
+        self._data = data
         self._lines = lines
         self._arrow: pa.Array | None = None  # type: ignore[type-arg]
+        self._buffer: tuple[Any, Any, Any] | None = None
 
     @classmethod
     def from_lines(cls, first_line_no: int, lines: Sequence[str]) -> LineChunk:
         return cls(first_line_no, "\n".join(lines), list(lines))
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            assert self._data is not None
+            self._text = self._data.decode("utf-8", "replace")
+        return self._text
+
+    @property
+    def data(self) -> bytes:
+        """The lines as UTF-8 bytes, joined by newlines."""
+        if self._data is None:
+            assert self._text is not None
+            self._data = self._text.encode("utf-8", "surrogatepass")
+        return self._data
 
     @property
     def lines(self) -> list[str]:
@@ -109,21 +141,61 @@ class LineChunk:
         return self._lines
 
     def __len__(self) -> int:
-        if self._lines is not None:
-            return len(self._lines)
-        return self.text.count("\n") + 1
+        if self._len is None:
+            if self._lines is not None:
+                self._len = len(self._lines)
+            elif self._data is not None:
+                self._len = self._data.count(b"\n") + 1
+            else:
+                self._len = self.text.count("\n") + 1
+        return self._len
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         return enumerate(self.lines, start=self.first_line_no)
 
+    def buffer(self) -> tuple[Any, Any, Any]:
+        """The lines as UTF-8 bytes (a numpy ``uint8`` array, lines joined by newlines) and the
+        start and end offset of each line (numpy ``int64``), for compiled kernels."""
+        if self._buffer is None:
+            import numpy as np
+
+            data = np.frombuffer(self.data, dtype=np.uint8)
+            breaks = np.flatnonzero(data == 10)
+            starts = np.empty(len(breaks) + 1, dtype=np.int64)
+            starts[0] = 0
+            starts[1:] = breaks + 1
+            ends = np.empty(len(breaks) + 1, dtype=np.int64)
+            ends[:-1] = breaks
+            ends[-1] = len(data)
+            self._buffer = (data, starts, ends)
+        return self._buffer
+
+    def line(self, index: int) -> str:
+        """Line ``index`` (0-based within the chunk), decoded alone."""
+        if self._lines is not None:
+            return self._lines[index]
+        _, starts, ends = self.buffer()
+        return self.data[int(starts[index]) : int(ends[index])].decode("utf-8", "replace")
+
+    def contains(self, word: str) -> bool:
+        """Whether any line holds ``word``."""
+        if self._text is None:
+            return word.encode() in self.data
+        return word in self._text
+
     def arrow(self) -> pa.Array:  # type: ignore[type-arg]
         """The lines as an Arrow ``large_string`` array (split in C, no Python objects)."""
         if self._arrow is None:
-            import pyarrow as pa
-            import pyarrow.compute as pc
+            import pyarrow as _pa
+            import pyarrow.compute as _pc
 
+            pa: Any = _pa  # the stubs cannot follow binary → string splits
+            pc: Any = _pc
             if self._lines is not None:
                 self._arrow = pa.array(self._lines, type=pa.large_string())
+            elif self._data is not None:
+                block = pa.array([self._data], type=pa.large_binary())
+                self._arrow = pc.split_pattern(block, b"\n").flatten().cast(pa.large_string())
             else:
                 block = pa.array([self.text], type=pa.large_string())
                 self._arrow = pc.split_pattern(block, "\n").flatten()

@@ -29,8 +29,12 @@ FLUSH_ROWS = 50_000
 #: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
 #: interrupted load is removed by :func:`recover_interrupted`)
 COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
-#: Arrow blocks of one table are gathered to this many rows before one INSERT
-INSERT_ROWS = 100_000
+#: DuckDB's row group: inserts are cut into Arrow batches of this size, so that each of
+#: DuckDB's threads writes whole row groups (partial ones are merged, and cost time and space)
+ROW_GROUP = 122_880
+#: Arrow blocks of one table are gathered to this many rows before one INSERT (four row
+#: groups: DuckDB appends them in parallel; fewer, larger inserts cost much less per row)
+INSERT_ROWS = 4 * ROW_GROUP
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -80,6 +84,9 @@ class SourceWriter:
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
         if background:
+            # rows carry their line numbers and every query orders its results: DuckDB may
+            # then append in parallel (reset in close())
+            store.con.execute("SET preserve_insertion_order = false")
             self._queue = queue.Queue(maxsize=2)
             self._worker = threading.Thread(target=self._run, name="postmortem-insert", daemon=True)
             self._worker.start()
@@ -153,6 +160,8 @@ class SourceWriter:
         if not blocks:
             return
         data = blocks[0] if len(blocks) == 1 else pa.concat_tables(blocks, promote_options="permissive")
+        if data.num_rows > ROW_GROUP:
+            data = pa.Table.from_batches(data.combine_chunks().to_batches(max_chunksize=ROW_GROUP))
         self._insert_arrow(key[0], data)
 
     def _insert_arrow(self, table: str, data: pa.Table) -> None:
@@ -193,6 +202,7 @@ class SourceWriter:
             self._worker.join()
             self._queue = None
             self._worker = None
+            self.store.con.execute("RESET preserve_insertion_order")
 
     def _do_insert(self, table: str, data: pa.Table) -> None:
         self._since_commit += data.num_rows

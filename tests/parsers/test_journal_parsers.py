@@ -12,7 +12,7 @@ from conftest import check_accounting, count_lines, issues_of, make_context, par
 
 from postmortem.io import Head
 from postmortem.parsers import get_parser
-from postmortem.parsers.base import ParseIssue, TableBatch
+from postmortem.parsers.base import LineChunk, ParseIssue, TableBatch
 from postmortem.parsers.journal import sink as sink_mod
 from postmortem.parsers.journal.sink import JournalSink
 from postmortem.records import Boot, OomKill, UnitEvent
@@ -584,7 +584,7 @@ def test_candidate_that_turns_sglang_gets_every_later_line(
     lines += [f"2025-03-14T09:00:{i + 2:02d}+0000 h python3[5]: line {i}" for i in range(20)]
     lines += [f"2025-03-14T09:01:{i:02d}+0000 h other[6]: not sglang {i}" for i in range(20)]
     state = _short_state(vector_on)
-    list(state.chunk("\n".join(lines), 1))
+    list(state.chunk(LineChunk(1, "\n".join(lines))))
     list(state.close())
     assert [(i.pid, [f[0] for f in i.fed]) for i in FakeSglang.instances] == [(5, list(range(2, 23)))]
     if vector_on:

@@ -182,8 +182,8 @@ def _run_short(text: str, vector: bool, chunk_lines: int) -> tuple[list[str], tu
     if not vector:
         state.vector = None
     out = []
-    for body, first in entry_groups(chunks_of(text.split("\n"), 1, chunk_lines)):
-        out.extend(state.chunk(body, first))
+    for group in entry_groups(chunks_of(text.split("\n"), 1, chunk_lines)):
+        out.extend(state.chunk(group))
     out.extend(state.close())
     return sorted(serialise(out)), (ctx.parsed_lines, ctx.ignored_lines)
 

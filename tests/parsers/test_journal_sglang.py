@@ -141,8 +141,8 @@ def _run(text: str, vector_path: bool, chunk_lines: int) -> tuple[list[str], tup
     if not vector_path:
         state.vector = None
     out: list[Any] = []
-    for body, first in entry_groups(chunks_of(text.split("\n"), 1, chunk_lines)):
-        out.extend(state.chunk(body, first))
+    for group in entry_groups(chunks_of(text.split("\n"), 1, chunk_lines)):
+        out.extend(state.chunk(group))
     out.extend(state.close())
     check_accounting(ctx, out, len(text.split("\n")))
     kinds: Counter[str] = Counter()
@@ -247,8 +247,8 @@ def test_lines_after_a_dropped_overlong_line_keep_their_numbers() -> None:
             state.vector = None
         out: list[Any] = []
         chunks = [LineChunk.from_lines(1, first), LineChunk.from_lines(52, second)]  # line 51 dropped
-        for body, start in entry_groups(chunks):
-            out.extend(state.chunk(body, start))
+        for group in entry_groups(chunks):
+            out.extend(state.chunk(group))
         out.extend(state.close())
         rows = [r for o in out if isinstance(o, TableBatch) for r in o.data.to_pylist()]
         assert {r["line_no"]: r["message"] for r in rows}[52] == "line 52"

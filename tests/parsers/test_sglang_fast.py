@@ -1,4 +1,4 @@
-"""The SGLang vectorised path against the Python reference: the byte-level value readers equal
+"""The SGLang vectorised path against the Python reference: the compiled value readers equal
 ``int()`` / ``float()`` / the ``True``/``False`` test wherever they claim a value, and a log
 full of odd lines stores exactly what the per-line path stores."""
 
@@ -8,7 +8,6 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from conftest import check_accounting
 from hypothesis import given, settings
@@ -18,7 +17,6 @@ from test_sglang import _rows
 
 from postmortem.parsers import get_parser
 from postmortem.parsers.base import LineChunk, ParseContext
-from postmortem.parsers.sglang.fast import _Bytes
 from postmortem.timeutil import get_zone
 
 _VALUE = st.one_of(
@@ -51,47 +49,49 @@ def _plain(s: str, digits: int, dot: bool) -> bool:
     return 1 <= len(body) <= digits and body.isascii() and body.isdigit() and len(s) <= 16
 
 
+def _readers(
+    line: str, start: int, end: int
+) -> tuple[tuple[bool, int], tuple[bool, float], tuple[bool, int]]:
+    import numpy as np
+
+    from postmortem.parsers.sglang.kernels import read_bool, read_float, read_int
+
+    buf = np.frombuffer(line.encode(), dtype=np.uint8)
+    return read_int(buf, start, end), read_float(buf, start, end), read_bool(buf, start, end)
+
+
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(st.tuples(_FILL, _VALUE, _FILL), min_size=1, max_size=12))
 def test_byte_readers_equal_python(values: list[tuple[str, str, str]]) -> None:
-    # each value sits inside a line, between random neighbours (the readers mask around it)
-    lines = [f"{a}{v}{b}" for a, v, b in values]
-    raw = _Bytes(pa.array(lines))
-    starts, ends = [], []
-    for i, (a, v, _b) in enumerate(values):
-        s = int(raw.start[i]) + len(a.encode())
-        starts.append(s)
-        ends.append(s + len(v.encode()))
-    import numpy as np
-
-    start, end = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
-    ints, ok_i = raw.ints(start, end)
-    floats, ok_f = raw.floats(start, end)
-    bools, ok_b = raw.bools(start, end)
-    for q, (_a, v, _b) in enumerate(values):
-        if ok_i[q]:
-            assert _python_int(v) == int(ints[q]), v
-        assert bool(ok_i[q]) == _plain(v, 16, dot=False), v
-        if ok_f[q]:
+    # each value sits inside a line, between random neighbours (the readers must stop at its ends)
+    for a, v, b in values:
+        line = f"{a}{v}{b}"
+        s = len(a.encode())
+        (ok_i, i), (ok_f, f), (ok_b, bv) = _readers(line, s, s + len(v.encode()))
+        if ok_i:
+            assert _python_int(v) == i, v
+        assert ok_i == _plain(v, 16, dot=False), v
+        if ok_f:
             want = _python_float(v)
-            assert want is not None and want == float(floats[q]), (v, floats[q])
-        assert bool(ok_f[q]) == _plain(v, 15, dot=True), v
-        assert bool(ok_b[q]) == (v in ("True", "False")), v
-        if ok_b[q]:
-            assert bool(bools[q]) == (v == "True")
+            assert want is not None and want == f, (v, f)
+        assert ok_f == _plain(v, 15, dot=True), v
+        assert ok_b == (v in ("True", "False")), v
+        if ok_b:
+            assert bool(bv) == (v == "True")
 
 
 def test_byte_readers_at_the_edges_of_the_buffer() -> None:
-    import numpy as np
-
-    lines = ["7", "x: 12345678901234", "0.5"]
-    raw = _Bytes(pa.array(lines))
-    start = np.array([0, int(raw.start[1]) + 3, int(raw.start[2])], dtype=np.int64)
-    end = np.array([1, int(raw.end[1]), int(raw.end[2])], dtype=np.int64)
-    ints, ok = raw.ints(start, end)
-    assert ok.tolist() == [True, True, False] and ints[:2].tolist() == [7, 12345678901234]
-    floats, ok = raw.floats(start, end)
-    assert ok.tolist() == [True, True, True] and floats.tolist() == [7.0, 12345678901234.0, 0.5]
+    assert _readers("7", 0, 1) == ((True, 7), (True, 7.0), (False, 0))
+    line = "x: 12345678901234"
+    assert _readers(line, 3, len(line))[:2] == ((True, 12345678901234), (True, 12345678901234.0))
+    assert _readers("0.5", 0, 3)[:2] == ((False, 0), (True, 0.5))
+    # 16 digits are an integer, not a decimal (15 digits at most); 17 are neither
+    assert _readers("1234567890123456", 0, 16)[:2] == ((True, 1234567890123456), (False, 0.0))
+    assert _readers("12345678901234567", 0, 17)[:2] == ((False, 0), (False, 0.0))
+    assert _readers("123456789012345.", 0, 16)[1] == (True, 123456789012345.0)
+    assert _readers(".", 0, 1)[1] == (False, 0.0)
+    assert _readers("5.", 0, 2)[1] == (True, 5.0) and _readers(".5", 0, 2)[1] == (True, 0.5)
+    assert _readers("1.2.3", 0, 5)[1] == (False, 0.0)
 
 
 def _odd_log(n: int, seed: int, start: datetime) -> str:

@@ -24,7 +24,6 @@ per-line path's (property tests check it, with SGLang output, kernel, systemd an
 from __future__ import annotations
 
 import bisect
-import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +37,6 @@ if TYPE_CHECKING:
 _US = timedelta(microseconds=1)
 #: stands for a missing time in an int64 copy of a time column
 _NO_TS = -(1 << 63)
-#: what rsyslog's escapes turn into a newline or a tab (the only change ``_unescape`` makes)
-_ESCAPE = re.compile("#01[12]")
 #: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
 _HELD = object()
 #: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
@@ -57,14 +54,19 @@ class VectorShort:
 
     # ------------------------------------------------------------------ layout
 
-    def _learn(self, text: str) -> bool:
+    def _learn(self, chunk: LineChunk) -> bool:
         """Take the layout from the first regular line of the file (with a scratch stamp
         parser: the file's own must see its stamps in line order)."""
         from ..base import ParseContext
         from .short import StampParser
 
         stamps = StampParser(ParseContext(year=2000, zone=self.state.ctx.zone))
-        for line in text.split("\n", 200)[:200]:
+        data = chunk.data
+        head = data[: 64 << 10]
+        lines = head.decode("utf-8", "replace").split("\n", 200)[:200]
+        if len(head) < len(data) and len(lines) > 1:
+            lines = lines[:-1]  # the last one may be cut
+        for line in lines:
             c = line[:1]
             if not c or c in " \t-░":
                 continue
@@ -83,6 +85,8 @@ class VectorShort:
             dot = raw.find(".")
             if dot > 0 and raw[dot + 1 : dot + 7].isdigit() and not raw[dot + 7 : dot + 8].isdigit():
                 frac = dot
+            if not raw[: frac if frac >= 0 else len(raw)].isascii():
+                return False  # byte offsets must be character offsets up to the fraction
             self.layout = (raw.count(" ") + 1, frac)
             self.kind = kind
             return True
@@ -90,17 +94,22 @@ class VectorShort:
 
     # ------------------------------------------------------------------ one chunk
 
-    def chunk(self, text: str, first: int) -> list[Output] | None:
+    def chunk(self, chunk: LineChunk) -> list[Output] | None:
         """Process one chunk (complete entry groups); None → use the per-line path."""
-        if self.layout is None and (self.tried > 3 or not self._learn(text)):
+        if self.layout is None and (self.tried > 3 or not self._learn(chunk)):
             self.tried += 1
             if self.tried > 3:
                 self.state.vector = None  # not a regular file: per-line from now on
             return None
-        if len(text) < MIN_LINES * 40:
+        data = chunk.data
+        if len(data) < MIN_LINES * 40:
             return None
+        import numpy as np
         import pyarrow as _pa
         import pyarrow.compute as _pc
+
+        from ..jit import large_strings, spans_to_arrow, to_arrow
+        from .kernels import gather_keys, gather_messages, split_lines
 
         pa: Any = _pa  # the stubs are stricter than these compute chains need
         pc: Any = _pc
@@ -108,107 +117,76 @@ class VectorShort:
         k, frac = self.layout
         state = self.state
         ctx, sink, stamps = state.ctx, state.sink, state.stamps
-        big = 1 << 30
-        lines = original = LineChunk(first, text).arrow().cast(pa.string())
-        n = len(lines)
-        if pc.any(pc.or_(pc.starts_with(lines, "-- Boot "), pc.equal(lines, "-- Reboot --"))).as_py():
-            return None  # a boot marker switches the boot id in line order
-        pad = None
-        if self.kind == MONTH and k == 3:
-            # RFC 3164 pads the day with a space ("Jan  1"): read it as "Jan 01", print it as is
-            pad = pc.fill_null(
-                pc.and_(
-                    pc.equal(pc.utf8_slice_codeunits(lines, 3, 5), "  "),
-                    pc.utf8_is_digit(pc.utf8_slice_codeunits(lines, 5, 6)),
-                ),
-                False,
-            )
-            if pc.any(pad).as_py():
-                joined = pc.binary_join_element_wise(
-                    pc.utf8_slice_codeunits(lines, 0, 4), pc.utf8_slice_codeunits(lines, 5, big), "0"
-                )
-                lines = pc.if_else(pad, joined, lines)
-            else:
-                pad = None
-        import numpy as np
-
-        parts = pc.split_pattern(lines, " ", max_splits=k + 2)
-        offsets = np.asarray(parts.offsets)
-        cand_np = np.flatnonzero(np.diff(offsets) == k + 3)
-        if len(cand_np) < n // 2:
+        first = chunk.first_line_no
+        buf, starts, ends = chunk.buffer()
+        n = len(starts)
+        cand = np.empty(n, dtype=bool)
+        ok = np.empty(n, dtype=bool)
+        stamp_end = np.zeros(n, dtype=np.int64)
+        host_end = np.zeros(n, dtype=np.int64)
+        itok_end = np.zeros(n, dtype=np.int64)
+        frac_us = np.empty(n, dtype=np.int64)
+        ts_us = np.zeros(n, dtype=np.int64)
+        ts_ok = np.empty(n, dtype=bool)
+        count = split_lines(
+            buf,
+            starts,
+            ends,
+            k,
+            frac,
+            self.kind == MONTH and k == 3,
+            self.kind == ISO,
+            cand,
+            ok,
+            stamp_end,
+            host_end,
+            itok_end,
+            frac_us,
+            ts_us,
+            ts_ok,
+        )
+        if count < n // 2:
             return None  # mostly irregular lines: the per-line path is as fast
-        cand_idx = pa.array(cand_np)
-        # the tokens of candidate lines, straight from the split's value buffer
-        values = parts.values
-        starts = offsets[:-1] if len(cand_np) == n else offsets[:-1][cand_np]
-        tok = [pc.take(values, pa.array(starts + j)) for j in range(k + 3)]
-        stamp = tok[0] if k == 1 else pc.binary_join_element_wise(*tok[:k], " ")
-        host, itok, msg = tok[k], tok[k + 1], tok[k + 2]
-        ok = pc.and_(pc.ends_with(itok, ":"), pc.invert(pc.ends_with(host, ":")))
-
-        frac_us = None
-        if frac >= 0:
-            fr = pc.utf8_slice_codeunits(stamp, frac + 1, frac + 7)
-            good = pc.and_(
-                pc.and_(pc.equal(pc.utf8_slice_codeunits(stamp, frac, frac + 1), "."), pc.utf8_is_digit(fr)),
-                pc.and_(
-                    pc.equal(pc.utf8_length(fr), 6),
-                    pc.invert(pc.utf8_is_digit(pc.utf8_slice_codeunits(stamp, frac + 7, frac + 8))),
-                ),
-            )
-            good = pc.fill_null(good, False)
-            ok = pc.and_(ok, good)
-            frac_us = pc.cast(pc.if_else(good, fr, "0"), pa.int64())
-            key = pc.binary_join_element_wise(
-                pc.utf8_slice_codeunits(stamp, 0, frac), pc.utf8_slice_codeunits(stamp, frac + 7, big), ""
-            )
-        else:
-            key = stamp
+        if _boot_marker(chunk, buf, starts, ends, ok):
+            return None  # a boot marker switches the boot id in line order
 
         # identifier tokens: once per distinct value
-        di = pc.dictionary_encode(itok)
+        tok_rows = np.flatnonzero(ok)
+        di = pc.dictionary_encode(spans_to_arrow(buf, host_end[tok_rows] + 1, itok_end[tok_rows]))
         ids: list[str | None] = []
         pids: list[int | None] = []
         units: list[str | None] = []
         wants: list[bool] = []
-        valid: list[bool] = []
         limits: list[int] = []
         for t in di.dictionary.to_pylist():
             ident, pid, unit = state.ident(t)
             ids.append(ident)
             pids.append(pid)
             units.append(unit)
-            valid.append(len(t) > 1)
             limit = sink.route_limit(ident, pid, unit)
             limits.append(limit)
             wants.append(limit != 0)
-        ok = pc.fill_null(pc.and_(ok, pc.take(pa.array(valid, pa.bool_()), di.indices)), False)
+        tok_of = np.full(n, -1, dtype=np.int64)
+        tok_of[tok_rows] = di.indices.to_numpy(zero_copy_only=False)
 
-        if self.kind == MONTH and self._entries_left_out(pa, pc, original, cand_idx, ok, n):
+        if self.kind == MONTH and self._entries_left_out(chunk, ok):
             return None  # year inference must see those stamps in line order
 
-        # stamps: once per distinct value, in order of first appearance (year inference)
-        d = pc.dictionary_encode(key)
-        cache = self._stamps
-        if len(cache) > 1 << 17:
-            cache.clear()
-        exact = _exact_stamps(pa, pc, d.dictionary, self.kind)
-        nu = len(d.dictionary)
-        us_np = np.zeros(nu, dtype=np.int64)
-        known = np.zeros(nu, dtype=bool)  # a time for that stamp
-        if exact is not None:
-            us_np[:] = exact[0]
-            known[:] = exact[1]
-        inf_list: list[str | None] | None = None
-        todo_q = np.flatnonzero(~known) if exact is not None else np.arange(nu)
-        if len(todo_q):
-            inf_list = [None] * nu
-            keys = (
-                d.dictionary.to_pylist()
-                if exact is None
-                else pc.take(d.dictionary, pa.array(todo_q)).to_pylist()
-            )
-            for q, u in zip(todo_q.tolist(), keys, strict=True):
+        # stamps the kernel did not convert: once per distinct value, in order of first
+        # appearance (year inference)
+        inferred_of: Any = None
+        unread = np.flatnonzero(ok & ~ts_ok)
+        if len(unread):
+            offsets, keys_data = gather_keys(buf, starts, stamp_end, frac, unread)
+            d = pc.dictionary_encode(large_strings(offsets, keys_data))
+            cache = self._stamps
+            if len(cache) > 1 << 17:
+                cache.clear()
+            nu = len(d.dictionary)
+            us_np = np.zeros(nu, dtype=np.int64)
+            known = np.zeros(nu, dtype=bool)
+            inf_list: list[str | None] = [None] * nu
+            for q, u in enumerate(d.dictionary.to_pylist()):
                 hit = cache.get(u)
                 if hit is None:
                     ts, inferred, _kind = stamps.stamp(u)
@@ -217,51 +195,41 @@ class VectorShort:
                     us_np[q] = hit[0]
                     known[q] = True
                 inf_list[q] = hit[1]
-        ts_us = pc.take(pa.array(us_np, mask=~known), d.indices)
-        if frac_us is not None:
-            ts_us = pc.add(ts_us, frac_us)
-        ok = pc.fill_null(pc.and_(ok, pc.is_valid(ts_us)), False)
-        inferred_col = (
-            pa.nulls(len(key), pa.string())
-            if inf_list is None
-            else pc.take(pa.array(inf_list, pa.string()), d.indices)
-        )
-
-        ok_pos = pc.indices_nonzero(ok)
-        everything = len(ok_pos) == len(cand_np)
-        ok_idx = cand_np if everything else cand_np[ok_pos.to_numpy()]
+            idx = d.indices.to_numpy(zero_copy_only=False)
+            ts_us[unread] = us_np[idx] + frac_us[unread]
+            ts_ok[unread] = known[idx]
+            if any(x is not None for x in inf_list):
+                inferred_of = np.full(n, -1, dtype=np.int64)
+                inferred_of[unread] = idx
+                inf_values = pa.array(inf_list, pa.string())
+        ok &= ts_ok
+        ok_idx = np.flatnonzero(ok)
         m = len(ok_idx)
+        tix_ok = tok_of[ok_idx]
+        tix_arr = to_arrow(tix_ok, pa.int64())
 
-        def sel(col: Any) -> Any:
-            return col if everything else pc.take(col, ok_pos)
-
-        message = raw_msgs = sel(msg)
-        if _ESCAPE.search(text) is not None and pc.any(pc.match_substring(message, "#0")).as_py():
+        escaped = np.empty(m, dtype=bool)
+        offsets, msg_data, n_escaped = gather_messages(buf, itok_end[ok_idx] + 1, ends[ok_idx], escaped)
+        message = raw_msgs = large_strings(offsets, msg_data).cast(pa.string())
+        if n_escaped:  # rsyslog's #012 / #011: a newline or a tab
             message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
-        ident_col = sel(pc.take(pa.array(ids, pa.string()), di.indices))
-        pid_col = sel(pc.take(pa.array(pids, pa.int32()), di.indices))
-        unit_col = sel(pc.take(pa.array(units, pa.string()), di.indices))
-        want_col = sel(pc.take(pa.array(wants, pa.bool_()), di.indices))
-        ts_col = pc.cast(sel(ts_us), pa.timestamp("us", tz="UTC"))
-        raw_col = sel(stamp)
-        if pad is not None:
-            padded = pc.take(pad, pa.array(ok_idx))
-            raw_col = pc.if_else(
-                padded,
-                pc.binary_join_element_wise(
-                    pc.utf8_slice_codeunits(raw_col, 0, 4), pc.utf8_slice_codeunits(raw_col, 5, big), " "
-                ),
-                raw_col,
-            )
-        inf_col = sel(inferred_col)
-        host_col = sel(host)
-        line_no = pa.array(ok_idx + first, pa.int64())
+        ident_col = pc.take(pa.array(ids, pa.string()), tix_arr)
+        pid_col = pc.take(pa.array(pids, pa.int32()), tix_arr)
+        unit_col = pc.take(pa.array(units, pa.string()), tix_arr)
+        want_col = pc.take(pa.array(wants, pa.bool_()), tix_arr)
+        ts_col = to_arrow(ts_us[ok_idx], pa.timestamp("us", tz="UTC"))
+        raw_col = spans_to_arrow(buf, starts[ok_idx], stamp_end[ok_idx]).cast(pa.string())
+        if inferred_of is None:
+            inf_col = pa.nulls(m, pa.string())
+        else:
+            where = inferred_of[ok_idx]
+            inf_col = pc.take(inf_values, to_arrow(where, pa.int64(), where >= 0))
+        host_col = spans_to_arrow(buf, stamp_end[ok_idx] + 1, host_end[ok_idx]).cast(pa.string())
+        line_no = to_arrow(ok_idx + first, pa.int64())
 
         # the lines the vector pass did not take, in order, through the per-line logic
-        taken = np.zeros(n, dtype=bool)
-        taken[ok_idx] = True
-        rest = np.flatnonzero(~taken)
-        rest_lines: list[str] = pc.take(original, pa.array(rest)).to_pylist() if len(rest) else []
+        rest = np.flatnonzero(~ok)
+        rest_lines: list[str] = [chunk.line(i) for i in rest.tolist()]
         ok_list: list[int] | None = None
 
         parsed = m
@@ -287,7 +255,7 @@ class VectorShort:
                         continue
                     col = msg_cols.get(prev)
                     if col is None:
-                        col = msg_cols[prev] = self._msg_col(lines, raw_msgs, ok_list, prev)
+                        col = msg_cols[prev] = self._msg_col(chunk, raw_msgs, ok_list, prev)
                     cont.setdefault(prev, []).append(line[col:] if not line[:col].strip() else line.lstrip())
                     parsed += 1
                     continue
@@ -360,7 +328,7 @@ class VectorShort:
         tix_all = None  # identifier token of each stored line
         held: dict[int, Any] = {}  # SGLang candidates' lines past their check budget
         if len(routed_pos) and any(lim > 0 for lim in limits):
-            tix_all = sel(di.indices).to_numpy()
+            tix_all = tix_ok
             tix = tix_all[routed_pos]
             lim_of = np.array(limits, dtype=np.int64)
             # each routed line's rank among its token's lines (stable: in line order)
@@ -465,7 +433,7 @@ class VectorShort:
 
         if len(routed_pos) or held:
             if tix_all is None:
-                tix_all = sel(di.indices).to_numpy()
+                tix_all = tix_ok
             fast = _FastSglang.build(
                 sink,
                 tix_all,
@@ -474,8 +442,8 @@ class VectorShort:
                 (line_no, ts_col, raw_col, inf_col, host_col, message),
                 patches,
                 (
-                    "\r" in text,
-                    " hit an exception" in text,
+                    chunk.contains("\r"),
+                    chunk.contains(" hit an exception"),
                     message is not raw_msgs,  # #012 became a newline somewhere
                 ),
                 lambda pos_: route([(0, pos_, row_at(pos_))], settled=True),
@@ -543,17 +511,13 @@ class VectorShort:
         return out
 
     @staticmethod
-    def _entries_left_out(pa: Any, pc: Any, lines: Any, cand_idx: Any, ok: Any, n: int) -> bool:
+    def _entries_left_out(chunk: LineChunk, taken: Any) -> bool:
         """Whether lines the vector pass would leave out include entries (not continuation,
         header or blank lines)."""
         import numpy as np
 
-        taken = np.zeros(n, dtype=bool)
-        taken[pc.take(cand_idx, pc.indices_nonzero(ok)).to_numpy()] = True
-        rest = np.flatnonzero(~taken)
-        if not len(rest):
-            return False
-        for line in pc.take(lines, pa.array(rest)).to_pylist():
+        for i in np.flatnonzero(~taken).tolist():
+            line = chunk.line(i)
             c = line[:1]
             if c == " ":
                 if "月" in line[:5] or "월" in line[:5]:
@@ -563,10 +527,10 @@ class VectorShort:
         return False
 
     @staticmethod
-    def _msg_col(lines: Any, raw_msgs: Any, ok_list: list[int], index: int) -> int:
+    def _msg_col(chunk: LineChunk, raw_msgs: Any, ok_list: list[int], index: int) -> int:
         """Where the message starts in line ``index`` (continuation lines are indented to it)."""
         q = bisect.bisect_left(ok_list, index)
-        line = lines[index].as_py()
+        line = chunk.line(index)
         return len(line) - len(raw_msgs[q].as_py())
 
 
@@ -579,59 +543,18 @@ def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
     return pc.replace_with_mask(col, pa.array(mask), pa.array([patches[i] for i in order], col.type))
 
 
-_ISO_OFFSET_RE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:?\d{2})$"
-
-
-def _exact_stamps(pa: Any, pc: Any, keys: Any, kind: str | None) -> tuple[Any, Any] | None:
-    """UTC microseconds of distinct stamp keys that need no inference, computed in Arrow:
-    ISO stamps with a zone offset (as ``datetime.fromisoformat`` reads them) and whole
-    epoch seconds. Returns (microseconds, done) per key — a key not done is left to
-    :class:`StampParser` — or None when none is done."""
+def _boot_marker(chunk: LineChunk, buf: Any, starts: Any, ends: Any, regular: Any) -> bool:
+    """Whether a line that is not a regular entry is a ``-- Boot … --`` or ``-- Reboot --``
+    marker."""
     import numpy as np
 
-    n = len(keys)
-    if not n or kind not in (ISO, UNIX):
-        return None
-    if kind == UNIX:
-        ok = pc.fill_null(
-            pc.and_(pc.ascii_is_decimal(keys), pc.less_equal(pc.binary_length(keys), 11)), False
-        )
-        if not pc.any(ok).as_py():
-            return None
-        us = pc.multiply(pc.cast(pc.if_else(ok, keys, "0"), pa.int64()), 1_000_000)
-        return us.to_numpy(), ok.to_numpy(zero_copy_only=False)
-    ok = pc.fill_null(
-        pc.and_(pc.match_substring_regex(keys, _ISO_OFFSET_RE), pc.invert(pc.starts_with(keys, "0000"))),
-        False,
-    )
-    if not pc.any(ok).as_py():
-        return None
-    ok_np = ok.to_numpy(zero_copy_only=False)
-    sub = keys if ok_np.all() else pc.filter(keys, ok)
-    try:
-        naive = pc.cast(pc.utf8_slice_codeunits(sub, 0, 19), pa.timestamp("us"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # an impossible date among them: StampParser judges each
-    zulu = pc.equal(pc.utf8_slice_codeunits(sub, 19, 20), "Z")
-    colon = pc.equal(pc.utf8_slice_codeunits(sub, 22, 23), ":")
-    hh = pc.cast(pc.if_else(zulu, "0", pc.utf8_slice_codeunits(sub, 20, 22)), pa.int64())
-    mm = pc.cast(
-        pc.if_else(
-            zulu,
-            "0",
-            pc.if_else(colon, pc.utf8_slice_codeunits(sub, 23, 25), pc.utf8_slice_codeunits(sub, 22, 24)),
-        ),
-        pa.int64(),
-    )
-    sign = np.where(pc.equal(pc.utf8_slice_codeunits(sub, 19, 20), "-").to_numpy(zero_copy_only=False), -1, 1)
-    hh_np, mm_np = hh.to_numpy(), mm.to_numpy()
-    fine = (hh_np < 24) & (mm_np < 60)  # fromisoformat refuses larger offsets
-    us = np.zeros(n, dtype=np.int64)
-    done = np.zeros(n, dtype=bool)
-    where = np.flatnonzero(ok_np)
-    us[where] = naive.cast(pa.int64()).to_numpy() - sign * (hh_np * 3600 + mm_np * 60) * 1_000_000
-    done[where] = fine
-    return us, done
+    rest = np.flatnonzero(~regular)
+    rest = rest[ends[rest] > starts[rest]]
+    for i in rest[buf[starts[rest]] == 45].tolist():
+        line = chunk.line(i)
+        if line.startswith("-- Boot ") or line == "-- Reboot --":
+            return True
+    return False
 
 
 def _not_sglang(

@@ -12,7 +12,7 @@ Other parsers call the message-level API: :func:`looks_like_sglang` and :class:`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ...timeutil import UTC, Inferred
 from .. import register
@@ -123,8 +123,7 @@ class SglangParser(Parser):
         flag = None if ctx.zone_given else Inferred.ZONE
         for chunk in chunks:
             fr = None
-            # len(chunk) counts the newlines of the text: only ask a large text
-            if fast_ok and len(chunk.text) >= FAST_MIN_LINES * 16 and len(chunk.arrow()) >= FAST_MIN_LINES:
+            if fast_ok and len(chunk) >= FAST_MIN_LINES:
                 from .fast import fast_rows
 
                 fr = fast_rows(chunk, zone_key=zone_key, ts_inferred=flag, host=stream.host, unit=stream.unit)
@@ -152,13 +151,12 @@ class SglangParser(Parser):
 
         out = stream._out
         feed = stream.feed_line
-        arr = chunk.arrow()
-        n = len(arr)
+        n = len(fr.mask)
         base = chunk.first_line_no
         mask = fr.mask
         taken = np.zeros(n, dtype=bool)
         slow = np.flatnonzero(~mask)
-        slow_lines: list[Any] = arr.take(slow).to_pylist() if len(slow) else []
+        line = chunk.line
         parsed = ignored = 0
 
         pos = 0
@@ -166,7 +164,7 @@ class SglangParser(Parser):
             sp = int(slow[k]) if k < len(slow) else n
             i = pos
             while i < sp and not stream.accepts_fast_lines:
-                st = feed(base + i, str(arr[i].as_py()), None, None, None, None, None, None)
+                st = feed(base + i, line(i), None, None, None, None, None, None)
                 if st == PARSED:
                     parsed += 1
                 elif st == IGNORED:
@@ -180,7 +178,7 @@ class SglangParser(Parser):
                 parsed += sp - i
                 stream.note_time(fr.ts_at(sp - 1), None)
             if sp < n:
-                st = feed(base + sp, str(slow_lines[k]), None, None, None, None, None, None)
+                st = feed(base + sp, line(sp), None, None, None, None, None, None)
                 if st == PARSED:
                     parsed += 1
                 elif st == IGNORED:

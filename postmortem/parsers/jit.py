@@ -1,0 +1,152 @@
+"""Compiled kernels for the hot loops of the vectorised parsers.
+
+The common line shapes of a large log (SGLang batch lines, journal prefixes) are read by small
+byte-level loops compiled with numba: one pass over a block's bytes instead of dozens of
+Arrow/numpy passes. The loops are plain Python (tests run them against ``int()``,
+``float()``, ``datetime`` and the per-line parsers) and compiled on first use; the machine
+code is cached on disk (``__pycache__`` beside the module, or numba's user cache), so only
+the first run on a machine pays for compilation.
+
+Kernels only ever *claim* lines they read exactly; everything else is left to the per-line
+Python path, which stays the reference.
+
+This module is imported only when a large block needs a kernel: small files never import
+numba.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+U8 = np.ndarray[Any, np.dtype[np.uint8]]
+I64 = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def kernel(fn: F) -> F:
+    """``numba.njit`` with the on-disk cache, no GIL and no bounds checks (typed for mypy)."""
+    return cast(F, numba.njit(cache=True, nogil=True, boundscheck=False)(fn))
+
+
+@kernel
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    y -= 1 if m <= 2 else 0
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    mp = m - 3 if m > 2 else m + 9
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@kernel
+def valid_date(y: int, m: int, d: int) -> bool:
+    """What ``datetime.date`` accepts: year 1–9999, a real month and day."""
+    if y < 1 or y > 9999 or m < 1 or m > 12 or d < 1:
+        return False
+    if m == 2:
+        leap = (y % 4 == 0 and y % 100 != 0) or y % 400 == 0
+        return d <= (29 if leap else 28)
+    if m == 4 or m == 6 or m == 9 or m == 11:
+        return d <= 30
+    return d <= 31
+
+
+@kernel
+def digits(buf: U8, pos: int, count: int) -> int:
+    """The ASCII digits ``buf[pos:pos+count]`` as a number, or -1 if any is not a digit."""
+    v = 0
+    for k in range(count):
+        c = buf[pos + k]
+        if c < 48 or c > 57:
+            return -1
+        v = v * 10 + (c - 48)
+    return v
+
+
+@kernel
+def gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[I64, U8]:
+    """The byte spans ``buf[starts[i]:ends[i]]`` as one contiguous buffer with Arrow
+    ``large_string`` offsets."""
+    n = len(starts)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    total = 0
+    offsets[0] = 0
+    for i in range(n):
+        size = ends[i] - starts[i]
+        if size < 0:
+            size = 0
+        total += size
+        offsets[i + 1] = total
+    out = np.empty(total, dtype=np.uint8)
+    for i in range(n):
+        o = offsets[i]
+        s = starts[i]
+        for k in range(offsets[i + 1] - o):
+            out[o + k] = buf[s + k]
+    return offsets, out
+
+
+def spans_to_arrow(buf: U8, starts: I64, ends: I64) -> Any:
+    """The spans as an Arrow ``large_string`` array (the caller guarantees UTF-8 spans)."""
+
+    offsets, data = gather_spans(buf, np.ascontiguousarray(starts), np.ascontiguousarray(ends))
+    return large_strings(offsets, data)
+
+
+def large_strings(offsets: I64, data: U8) -> Any:
+    """An Arrow ``large_string`` array over numpy offsets and bytes (no copy)."""
+    import pyarrow as pa
+
+    return pa.LargeStringArray.from_buffers(len(offsets) - 1, _buffer(offsets), _buffer(data))
+
+
+def _buffer(values: Any) -> Any:
+    """A numpy array as an Arrow buffer (no copy; the buffer keeps the array alive)."""
+    import pyarrow as pa
+
+    return pa.py_buffer(values)
+
+
+def string_buffers(arr: Any) -> tuple[U8, I64, I64]:
+    """The bytes of an Arrow ``string`` / ``large_string`` array (zero-copy) with the start and
+    end offset of each value (nulls: empty spans)."""
+    import pyarrow as pa
+
+    n = len(arr)
+    bufs = arr.buffers()
+    wide = pa.types.is_large_string(arr.type)
+    width = 8 if wide else 4
+    offs = np.frombuffer(
+        bufs[1], dtype=np.int64 if wide else np.int32, count=n + 1, offset=arr.offset * width
+    ).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    starts = offs[:-1].copy()
+    ends = offs[1:].copy()
+    if arr.null_count:
+        nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        ends[nulls] = starts[nulls]
+    return data, starts, ends
+
+
+def to_arrow(values: Any, type_: Any, valid: Any = None) -> Any:
+    """A numpy column as an Arrow array of ``type_`` without a copy (and without pyarrow's
+    pandas check, which imports pandas): fixed-width values, or booleans (bit-packed here);
+    ``valid`` marks the non-null values (None: all)."""
+    import pyarrow as pa
+
+    n = len(values)
+    bitmap = None
+    if valid is not None and not valid.all():
+        bitmap = _buffer(np.packbits(np.asarray(valid, dtype=bool), bitorder="little"))
+    if pa.types.is_boolean(type_):
+        data = _buffer(np.packbits(np.asarray(values, dtype=bool), bitorder="little"))
+    else:
+        data = _buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(type_, n, [bitmap, data], null_count=-1)

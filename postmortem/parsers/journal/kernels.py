@@ -1,0 +1,218 @@
+"""The compiled pass of journal-short's vectorised path: the fields of regular lines.
+
+A regular line is ``<stamp> <host> <ident>[<pid>]: <message>``, its stamp made of the file's
+number of space-separated tokens (see :mod:`.vector`). :func:`split_lines` finds, per line,
+where the stamp, host, identifier token and message are (single spaces separate them, as
+``str.split(" ")`` would), checks the fraction of precise stamps, and converts ISO-8601
+stamps with a zone offset (``2025-05-25T20:17:19+00:00``, ``…+0000``, ``…Z``) to UTC
+microseconds exactly as ``datetime.fromisoformat`` reads them. Other stamps are left to
+:class:`~.short.StampParser`, once per distinct value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..jit import I64, U8, days_from_civil, digits, kernel, valid_date
+
+
+@kernel
+def _iso_us(buf: U8, s: int, e: int, skip_at: int) -> tuple[bool, int]:
+    """``YYYY-MM-DDTHH:MM:SS`` + ``Z`` / ``±HH:MM`` / ``±HHMM`` over ``buf[s:e]`` (the 7 bytes
+    of a fraction at ``skip_at`` left out when ``skip_at >= 0``) → UTC microseconds of the
+    whole second."""
+    if e - s < 20:
+        return False, 0
+    if buf[s + 4] != 45 or buf[s + 7] != 45 or buf[s + 10] != 84 or buf[s + 13] != 58 or buf[s + 16] != 58:
+        return False, 0
+    y = digits(buf, s, 4)
+    mo = digits(buf, s + 5, 2)
+    d = digits(buf, s + 8, 2)
+    hh = digits(buf, s + 11, 2)
+    mi = digits(buf, s + 14, 2)
+    ss = digits(buf, s + 17, 2)
+    if y < 1 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
+        return False, 0
+    if not valid_date(y, mo, d) or hh > 23 or mi > 59 or ss > 59:
+        return False, 0
+    z = s + 19
+    if skip_at >= 0:
+        if skip_at != z:
+            return False, 0
+        z += 7
+    rest = e - z
+    off = 0
+    if rest == 1:
+        if buf[z] != 90:  # Z
+            return False, 0
+    elif rest == 5 or rest == 6:
+        sign = buf[z]
+        if sign != 43 and sign != 45:
+            return False, 0
+        oh = digits(buf, z + 1, 2)
+        if rest == 6:
+            if buf[z + 3] != 58:
+                return False, 0
+            om = digits(buf, z + 4, 2)
+        else:
+            om = digits(buf, z + 3, 2)
+        if oh < 0 or om < 0 or oh > 23 or om > 59:
+            return False, 0
+        off = oh * 3600 + om * 60
+        if sign == 45:
+            off = -off
+    else:
+        return False, 0
+    secs = days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss - off
+    return True, secs * 1_000_000
+
+
+@kernel
+def split_lines(
+    buf: U8,
+    starts: I64,
+    ends: I64,
+    k: int,
+    frac: int,
+    month_pad: bool,
+    iso: bool,
+    cand: Any,
+    ok: Any,
+    stamp_end: I64,
+    host_end: I64,
+    itok_end: I64,
+    frac_us: I64,
+    ts_us: I64,
+    ts_ok: Any,
+) -> int:
+    """Per line: whether it splits into ``k`` stamp tokens, host, identifier token and message
+    (``cand``), where the stamp, host and identifier token end (each next field starts one
+    byte later), and whether it is a regular entry (``ok``: the identifier token ends with a
+    colon and is more than that, the host does not, the fraction of a precise stamp is six
+    digits). With ``iso``: the stamp's UTC time (``ts_ok``), fraction included. Returns the
+    number of candidates."""
+    n = len(starts)
+    count = 0
+    for i in range(n):
+        s = starts[i]
+        e = ends[i]
+        cand[i] = False
+        ok[i] = False
+        ts_ok[i] = False
+        frac_us[i] = 0
+        # "Jan  1": RFC 3164 pads the day with a space, which is not a separator
+        pad = -1
+        if month_pad and e - s > 6 and buf[s + 3] == 32 and buf[s + 4] == 32 and 48 <= buf[s + 5] <= 57:
+            pad = s + 4
+        found = 0
+        q = s
+        p_stamp = -1
+        p_host = -1
+        p_itok = -1
+        while q < e:
+            if buf[q] == 32 and q != pad:
+                found += 1
+                if found == k:
+                    p_stamp = q
+                elif found == k + 1:
+                    p_host = q
+                elif found == k + 2:
+                    p_itok = q
+                    break
+            q += 1
+        if p_itok < 0:
+            continue
+        cand[i] = True
+        count += 1
+        stamp_end[i] = p_stamp
+        host_end[i] = p_host
+        itok_end[i] = p_itok
+        # identifier token: "x:" at least; the host must not end with a colon
+        if p_itok - p_host < 3 or buf[p_itok - 1] != 58:
+            continue
+        if p_host > p_stamp + 1 and buf[p_host - 1] == 58:
+            continue
+        skip = -1
+        if frac >= 0:
+            f = s + frac
+            if p_stamp - f < 7 or buf[f] != 46:
+                continue
+            v = digits(buf, f + 1, 6)
+            if v < 0:
+                continue
+            if f + 7 < p_stamp and (48 <= buf[f + 7] <= 57 or buf[f + 7] >= 128):
+                continue  # a seventh digit (or a character that may be one)
+            frac_us[i] = v
+            skip = f
+        ok[i] = True
+        if iso:
+            good, us = _iso_us(buf, s, p_stamp, skip)
+            if good:
+                ts_us[i] = us + frac_us[i]
+                ts_ok[i] = True
+    return count
+
+
+@kernel
+def gather_keys(buf: U8, starts: I64, stamp_end: I64, frac: int, rows: I64) -> tuple[I64, U8]:
+    """The stamps of lines ``rows`` without their fraction (7 bytes at ``frac``; all of the
+    stamp when ``frac < 0``), as Arrow ``large_string`` offsets and data."""
+    m = len(rows)
+    offsets = np.empty(m + 1, dtype=np.int64)
+    offsets[0] = 0
+    total = 0
+    for r in range(m):
+        i = rows[r]
+        size = stamp_end[i] - starts[i]
+        if frac >= 0:
+            size -= 7
+        total += size
+        offsets[r + 1] = total
+    out = np.empty(total, dtype=np.uint8)
+    for r in range(m):
+        i = rows[r]
+        s = starts[i]
+        o = offsets[r]
+        if frac < 0:
+            for x in range(stamp_end[i] - s):
+                out[o + x] = buf[s + x]
+        else:
+            for x in range(frac):
+                out[o + x] = buf[s + x]
+            o += frac
+            for x in range(stamp_end[i] - (s + frac + 7)):
+                out[o + x] = buf[s + frac + 7 + x]
+    return offsets, out
+
+
+@kernel
+def gather_messages(buf: U8, starts: I64, ends: I64, escaped: Any) -> tuple[I64, U8, int]:
+    """The messages ``buf[starts[r]:ends[r]]`` as Arrow ``large_string`` offsets and data, and
+    which of them hold an rsyslog escape (``#011`` or ``#012``); returns their number too."""
+    m = len(starts)
+    offsets = np.empty(m + 1, dtype=np.int64)
+    offsets[0] = 0
+    total = 0
+    for r in range(m):
+        total += ends[r] - starts[r]
+        offsets[r + 1] = total
+    out = np.empty(total, dtype=np.uint8)
+    count = 0
+    for r in range(m):
+        s = starts[r]
+        size = ends[r] - s
+        o = offsets[r]
+        hit = False
+        for x in range(size):
+            c = buf[s + x]
+            out[o + x] = c
+            if c == 35 and x + 3 < size and buf[s + x + 1] == 48 and buf[s + x + 2] == 49:
+                d = buf[s + x + 3]
+                if d == 49 or d == 50:
+                    hit = True
+        escaped[r] = hit
+        if hit:
+            count += 1
+    return offsets, out, count

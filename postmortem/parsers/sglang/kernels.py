@@ -1,0 +1,454 @@
+"""The compiled pass of the SGLang fast path: one loop over a block's bytes.
+
+For each line (or journal message) it reads the prefix ``[YYYY-MM-DD HH:MM:SS[.f] ranks] ``
+and then a ``Decode batch`` / ``Prefill batch`` body (every ``key: value`` pair into its
+column) or a uvicorn access line, and says which lines it read completely
+(:data:`DECODE`, :data:`PREFILL`, :data:`ACCESS`; :data:`OTHER` for the rest). The rules are
+those of :mod:`.fast`'s docstring; values are read exactly as ``int()``, ``float()`` and the
+``True``/``False`` test read them, or the line is left to the Python path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..jit import I64, U8, days_from_civil, digits, kernel, valid_date
+
+OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
+INT, FLOAT, BOOL = 0, 1, 2
+
+#: access-line spans per line: client, method, path, version (start, end each), status
+ACCESS_FIELDS = 9
+#: longest prefix (up to its "] ") a line may have
+MAX_PREFIX = 64
+#: longest text between the seconds and the "] " (fraction and rank tags)
+MAX_TAIL = 24
+
+_POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+
+_DECODE = np.frombuffer(b"Decode batch", dtype=np.uint8)
+_PREFILL = np.frombuffer(b"Prefill batch", dtype=np.uint8)
+_INFO = np.frombuffer(b"INFO: ", dtype=np.uint8)
+_HIT = np.frombuffer(b" hit an exception", dtype=np.uint8)
+_HEALTH = np.frombuffer(b"/health", dtype=np.uint8)
+_HTTP = np.frombuffer(b"HTTP/", dtype=np.uint8)
+#: rank tags a prefix may carry (the _TAIL pattern of .fast)
+_TAGS = [b"DP", b"PP", b"ATTN_CP", b"MOE_DP", b"TP", b"EP"]
+_TAG_BYTES = np.frombuffer(b"".join(_TAGS), dtype=np.uint8)
+_TAG_OFFS = np.cumsum([0, *(len(t) for t in _TAGS)]).astype(np.int64)
+
+
+def key_table(keys: dict[str, int], kinds: list[int]) -> tuple[U8, I64, I64, I64]:
+    """The batch keys for the kernel: their bytes, offsets, column and the column's kind."""
+    names = list(keys)
+    data = np.frombuffer(b"".join(k.encode() for k in names), dtype=np.uint8).copy()
+    offs = np.cumsum([0, *(len(k.encode()) for k in names)]).astype(np.int64)
+    cols = np.array([keys[k] for k in names], dtype=np.int64)
+    return data, offs, cols, np.array(kinds, dtype=np.int64)
+
+
+@kernel
+def _at(buf: U8, pos: int, end: int, word: U8) -> bool:
+    n = len(word)
+    if end - pos < n:
+        return False
+    for k in range(n):  # noqa: SIM110 - compiled: a plain loop
+        if buf[pos + k] != word[k]:
+            return False
+    return True
+
+
+@kernel
+def _has(buf: U8, start: int, end: int, word: U8) -> bool:
+    n = len(word)
+    first = word[0]
+    for p in range(start, end - n + 1):
+        if buf[p] == first:
+            ok = True
+            for k in range(1, n):
+                if buf[p + k] != word[k]:
+                    ok = False
+                    break
+            if ok:
+                return True
+    return False
+
+
+@kernel
+def read_int(buf: U8, s: int, e: int) -> tuple[bool, int]:
+    """``int(text)`` for 1–16 ASCII digits; anything else is not read."""
+    n = e - s
+    if n < 1 or n > 16:
+        return False, 0
+    v = 0
+    for p in range(s, e):
+        c = buf[p]
+        if c < 48 or c > 57:
+            return False, 0
+        v = v * 10 + (c - 48)
+    return True, v
+
+
+@kernel
+def read_float(buf: U8, s: int, e: int) -> tuple[bool, float]:
+    """``float(text)`` for 1–15 ASCII digits with at most one dot (16 characters at most): the
+    digits as an integer over a power of ten. Both are exact doubles and IEEE division rounds
+    once, so the result is ``float()``'s."""
+    n = e - s
+    if n < 1 or n > 16:
+        return False, 0.0
+    v = 0
+    count = 0
+    frac = -1
+    for p in range(s, e):
+        c = buf[p]
+        if c == 46:
+            if frac >= 0:
+                return False, 0.0
+            frac = 0
+            continue
+        if c < 48 or c > 57:
+            return False, 0.0
+        v = v * 10 + (c - 48)
+        count += 1
+        if frac >= 0:
+            frac += 1
+    if count < 1 or count > 15:
+        return False, 0.0
+    if frac <= 0:
+        return True, float(v)
+    return True, float(v) / _POW10[frac]
+
+
+@kernel
+def read_bool(buf: U8, s: int, e: int) -> tuple[bool, int]:
+    """``True`` / ``False`` exactly."""
+    n = e - s
+    if n == 4 and buf[s] == 84 and buf[s + 1] == 114 and buf[s + 2] == 117 and buf[s + 3] == 101:
+        return True, 1
+    if (
+        n == 5
+        and buf[s] == 70
+        and buf[s + 1] == 97
+        and buf[s + 2] == 108
+        and buf[s + 3] == 115
+        and buf[s + 4] == 101
+    ):
+        return True, 0
+    return False, 0
+
+
+@kernel
+def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, int]:
+    """``(\\.[0-9]{1,6})?((?: (DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)`` over ``buf[p:e]`` exactly:
+    (matched, end of the fraction: the rank tags follow)."""
+    frac_end = p
+    if p < e and buf[p] == 46:
+        q = p + 1
+        while q < e and q - p <= 6 and 48 <= buf[q] <= 57:
+            q += 1
+        if q == p + 1 or q - p > 7:
+            return False, p
+        frac_end = q
+    q = frac_end
+    while q < e:
+        if buf[q] != 32:
+            return False, p
+        q += 1
+        found = False
+        for t in range(len(tag_offs) - 1):
+            a, b = tag_offs[t], tag_offs[t + 1]
+            size = b - a
+            if e - q < size + 1:
+                continue
+            same = True
+            for k in range(size):
+                if buf[q + k] != tag_bytes[a + k]:
+                    same = False
+                    break
+            if same and 48 <= buf[q + size] <= 57:
+                q += size
+                found = True
+                break
+        if not found:
+            return False, p
+        while q < e and 48 <= buf[q] <= 57:
+            q += 1
+    return True, frac_end
+
+
+@kernel
+def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool:
+    """A uvicorn access line after ``INFO:``: ``client - "METHOD path HTTP/v" status …``."""
+    p = at
+    while p < e and (buf[p] == 32 or buf[p] == 9 or buf[p] == 11 or buf[p] == 12):
+        p += 1  # (a carriage return or newline is not skipped: the line is not read)
+    # six space-separated tokens (the sixth runs to the next space or the end)
+    t = 0
+    s = p
+    q = p
+    while t < 5:
+        while q < e and buf[q] != 32:
+            q += 1
+        if q >= e:
+            return False
+        bounds[2 * t] = s
+        bounds[2 * t + 1] = q
+        t += 1
+        q += 1
+        s = q
+    while q < e and buf[q] != 32:
+        q += 1
+    bounds[10] = s
+    bounds[11] = q
+    # client and path: printable ASCII, no space
+    for k in (0, 3):
+        a, b = bounds[2 * k], bounds[2 * k + 1]
+        if b <= a:
+            return False
+        for x in range(a, b):
+            if buf[x] < 33 or buf[x] > 126:
+                return False
+    if bounds[3] - bounds[2] != 1 or buf[bounds[2]] != 45:
+        return False
+    a, b = bounds[4], bounds[5]  # "METHOD
+    if b - a < 2 or buf[a] != 34:
+        return False
+    for x in range(a + 1, b):
+        if buf[x] < 65 or buf[x] > 90:
+            return False
+    a, b = bounds[6], bounds[7]
+    if _at(buf, a, b, _HEALTH):
+        return False
+    a, b = bounds[8], bounds[9]  # HTTP/1.1"
+    if b - a < 7 or not _at(buf, a, b, _HTTP) or buf[b - 1] != 34:
+        return False
+    for x in range(a + 5, b - 1):
+        if not (48 <= buf[x] <= 57 or buf[x] == 46):
+            return False
+    a, b = bounds[10], bounds[11]
+    if b - a != 3:
+        return False
+    status = digits(buf, a, 3)
+    if status < 0:
+        return False
+    for x in range(b, e):  # the rest is not read: it must not hide a carriage return or newline
+        if buf[x] == 13 or buf[x] == 10:
+            return False
+    out[0, row] = bounds[0]
+    out[1, row] = bounds[1]
+    out[2, row] = bounds[4] + 1
+    out[3, row] = bounds[5]
+    out[4, row] = bounds[6]
+    out[5, row] = bounds[7]
+    out[6, row] = bounds[8] + 5
+    out[7, row] = bounds[9] - 1
+    out[8, row] = status
+    return True
+
+
+@kernel
+def _pairs(
+    buf: U8,
+    first: int,
+    e: int,
+    row: int,
+    key_bytes: U8,
+    key_offs: I64,
+    key_cols: I64,
+    col_kind: I64,
+    fvals: Any,
+    ivals: Any,
+    present: Any,
+    last_key: I64,
+) -> bool:
+    """The ``key: value, key: value`` body from ``first`` to ``e`` into the row's columns.
+
+    Pairs are separated by ``", "``; a value ends at the first comma (one not followed by a
+    space belongs to the value, which then reads as nothing valid). Every byte of the body
+    is looked at, so a line with a carriage return or newline in it is never read."""
+    nkeys = len(key_offs) - 1
+    for c in range(present.shape[0]):
+        present[c, row] = False
+    ps = first
+    j = 0
+    while True:
+        if ps == e and j > 0:
+            return True  # a trailing ", "
+        # the key: a known one followed by ": " (the previous line's key at this pair first)
+        hit = -1
+        guess = last_key[j] if j < len(last_key) else -1
+        for probe in range(nkeys + 1):
+            k = guess if probe == 0 else probe - 1
+            if k < 0 or (probe > 0 and k == guess):
+                continue
+            a = key_offs[k]
+            size = key_offs[k + 1] - a
+            if e - ps < size + 2 or buf[ps + size] != 58 or buf[ps + size + 1] != 32:
+                continue
+            same = True
+            for x in range(size):
+                if buf[ps + x] != key_bytes[a + x]:
+                    same = False
+                    break
+            if same:
+                hit = k
+                break
+        if hit < 0:
+            return False
+        if j < len(last_key):
+            last_key[j] = hit
+        vs = ps + key_offs[hit + 1] - key_offs[hit] + 2
+        pe = vs
+        while pe < e and buf[pe] != 44:
+            pe += 1
+        last = pe >= e
+        if not last and (pe + 1 >= e or buf[pe + 1] != 32):
+            return False  # a comma inside the value
+        col = key_cols[hit]
+        kind = col_kind[col]
+        if kind == 0:
+            ok, iv = read_int(buf, vs, pe)
+            if not ok:
+                return False
+            ivals[col, row] = iv
+        elif kind == 1:
+            ok, fv = read_float(buf, vs, pe)
+            if not ok:
+                return False
+            fvals[col, row] = fv
+        else:
+            ok, bv = read_bool(buf, vs, pe)
+            if not ok:
+                return False
+            ivals[col, row] = bv
+        present[col, row] = True  # a later pair with the same column wins, as in parse_batch
+        if last:
+            return True
+        ps = pe + 2
+        j += 1
+
+
+@kernel
+def scan(
+    buf: U8,
+    starts: I64,
+    ends: I64,
+    rows: Any,
+    check_hit: bool,
+    key_bytes: U8,
+    key_offs: I64,
+    key_cols: I64,
+    col_kind: I64,
+    kind: Any,
+    naive_us: I64,
+    date_ok: Any,
+    raw_end: I64,
+    close_at: I64,
+    batch_pos: I64,
+    fvals: Any,
+    ivals: Any,
+    present: Any,
+    access_pos: I64,
+    access: Any,
+) -> tuple[int, int]:
+    """Classify and read every line ``i`` with ``rows[i]``: ``kind[i]`` says what it is (OTHER:
+    left to the Python path). For the others: the prefix's wall-clock time as naive
+    microseconds (``date_ok``: a real date), where ``ts_raw`` ends (after the fraction; the
+    rank tags follow) and where the prefix's ``]`` is. Batch lines become rows of the
+    column-major ``fvals`` / ``ivals`` / ``present`` (row ``r`` is line ``batch_pos[r]``),
+    access lines rows of ``access`` (line ``access_pos[r]``). Returns the numbers of batch and
+    access rows."""
+    n = len(starts)
+    decode, prefill, info, hit_words = _DECODE, _PREFILL, _INFO, _HIT
+    last_key = np.full(64, -1, dtype=np.int64)
+    bounds = np.empty(12, dtype=np.int64)
+    nb = 0
+    na = 0
+    for i in range(n):
+        kind[i] = 0
+        if not rows[i]:
+            continue
+        s = starts[i]
+        e = ends[i]
+        if e - s < 22:
+            continue
+        # the first "] " ends the prefix
+        close = -1
+        lim = min(e - 1, s + MAX_PREFIX + 1)
+        for p in range(s, lim):
+            if buf[p] == 93 and buf[p + 1] == 32:
+                close = p - s
+                break
+        if close < 20 or close > MAX_PREFIX or close - 20 > MAX_TAIL:
+            continue
+        # [YYYY-MM-DD HH:MM:SS
+        if (
+            buf[s] != 91
+            or buf[s + 5] != 45
+            or buf[s + 8] != 45
+            or buf[s + 11] != 32
+            or buf[s + 14] != 58
+            or buf[s + 17] != 58
+        ):
+            continue
+        y = digits(buf, s + 1, 4)
+        mo = digits(buf, s + 6, 2)
+        d = digits(buf, s + 9, 2)
+        hh = digits(buf, s + 12, 2)
+        mi = digits(buf, s + 15, 2)
+        ss = digits(buf, s + 18, 2)
+        if y < 0 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
+            continue
+        if check_hit and _has(buf, s, e, hit_words):
+            continue  # an exception report
+        ok, frac_end = _tail(buf, s + 20, s + close, _TAG_BYTES, _TAG_OFFS)
+        if not ok:
+            continue
+        at = s + close + 2
+        k = 0
+        if _at(buf, at, e, decode):
+            hlen = 12
+            k = 1
+        elif _at(buf, at, e, prefill):
+            hlen = 13
+            k = 2
+        elif _at(buf, at, e, info):
+            k = 3
+        else:
+            continue
+        if k == 3:
+            if not _access(buf, at + 5, e, access, na, bounds):
+                continue
+            access_pos[na] = i
+            na += 1
+        else:
+            h = at + hlen
+            if h + 1 >= e or (buf[h] != 44 and buf[h] != 46) or buf[h + 1] != 32:
+                continue
+            if not _pairs(
+                buf, h + 2, e, nb, key_bytes, key_offs, key_cols, col_kind, fvals, ivals, present, last_key
+            ):
+                continue
+            batch_pos[nb] = i
+            nb += 1
+        us = 0
+        if frac_end > s + 20:
+            places = 0
+            for p in range(s + 21, frac_end):
+                us = us * 10 + (buf[p] - 48)
+                places += 1
+            while places < 6:
+                us *= 10
+                places += 1
+        date_ok[i] = valid_date(y, mo, d) and hh < 24 and mi < 60 and ss < 60
+        if date_ok[i]:
+            naive_us[i] = (days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss) * 1_000_000 + us
+        else:
+            naive_us[i] = 0
+        raw_end[i] = frac_end
+        close_at[i] = s + close
+        kind[i] = k
+    return nb, na
