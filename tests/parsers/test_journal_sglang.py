@@ -92,6 +92,23 @@ def _sglang_message(rnd: random.Random, prefix: str, prefix_ms: str) -> str:
     return str(rnd.choices([f for _, f in shapes], weights)[0]())
 
 
+def _oom_record(pid: int) -> list[str]:
+    """The kernel lines of one memory-cgroup OOM kill (6.8 layout)."""
+    return [
+        "python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        f"CPU: 3 PID: {pid} Comm: python3 Not tainted 6.8.0-60-generic #63-Ubuntu",
+        "Hardware name: Supermicro SYS-821GE-TNHR/X13DEG-OAD, BIOS 2.1 04/12/2024",
+        "memory: usage 671088640kB, limit 671088640kB, failcnt 1",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+        f"[{pid:7d}]  1001 {pid:5d} 71254331 20344687 19893101   189442    262144 171999232        0             0 python3",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/"
+        f"sglang.service,task_memcg=/system.slice/sglang.service,task=python3,pid={pid},uid=1001",
+        f"Memory cgroup out of memory: Killed process {pid} (python3) total-vm:285017324kB, "
+        "anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 pgtables:167968kB oom_score_adj:0",
+    ]
+
+
 def sglang_journal(seed: int, n: int, mode: str = "iso") -> str:
     """A journal export in ``mode`` mixing SGLang stdout of several processes and units with
     systemd, kernel, cron and odd lines (deterministic for a seed)."""
@@ -114,8 +131,21 @@ def sglang_journal(seed: int, n: int, mode: str = "iso") -> str:
             out.append(f"{stamp} {host} {ident} {msg}")
         elif r < 0.84:
             out.append(f"{stamp} {host} CRON[{rnd.randint(100, 120)}]: (root) CMD (healthcheck)")
-        elif r < 0.88:
+        elif r < 0.875:
             out.append(f"{stamp} {host} kernel: mlx5_core 0000:1a:00.0: poll_health: device ok")
+        elif r < 0.88:
+            # an OOM record, its lines interleaved with other output: its plain lines ("CPU: …",
+            # "Hardware name: …") belong to the record, the others stay kernel_messages only
+            pid = rnd.randint(1000, 9999)
+            for line in _oom_record(pid):
+                out.append(f"{stamp} {host} kernel: {line}")
+                if rnd.random() < 0.3:
+                    out.append(f"{stamp} {host} kernel: mlx5_core 0000:1a:00.0: poll_health: device ok")
+                if rnd.random() < 0.3:
+                    out.append(
+                        f"{stamp} {host} python3[4242]: [{local} TP0] "
+                        + _DECODE.format(a=1, b=2, c=3, d=4, e=5)
+                    )
         elif r < 0.90:
             unit = rnd.choice(("sglang.service", "other.service"))
             what = rnd.choice(
@@ -169,6 +199,8 @@ def test_fast_sglang_routing_stores_what_the_per_line_path_stores(seed: int, mod
     # two processes and the odd shapes stay per-line)
     assert kinds["sglang_batches"] > 1500 and kinds["http_requests"] > 600, kinds
     assert slow_kinds["sglang_batches"] == 0 and slow_kinds["SglangBatch"] > 3000
+    # plain kernel lines came as blocks, the OOM records (plain lines inside them too) per line
+    assert kinds["kernel_messages"] > 100 and kinds["OomKill"] > 5, kinds
 
 
 def test_fast_sglang_with_a_tiny_check_budget_and_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:

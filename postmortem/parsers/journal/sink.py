@@ -378,6 +378,13 @@ class JournalSink:
             stream = self._kernel[key] = self._kernel_cls(self.ctx)
         return stream
 
+    def kernel_stream(self, host: str | None, boot_id: str | None) -> Any:
+        """The kernel stream entries of ``host`` in boot ``boot_id`` are fed to (created, and an
+        earlier boot's closed, as routing an entry would); None without the kernel module."""
+        if self._pending is not None:
+            self._route()
+        return self._kernel_stream(host, boot_id)
+
     def new_boot(self, host: str | None = None) -> None:
         """A ``-- Boot … --`` / ``-- Reboot --`` marker: close the kernel streams of ``host``."""
         for key in [k for k in self._kernel if host is None or k[0] == host]:

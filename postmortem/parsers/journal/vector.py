@@ -39,6 +39,9 @@ _US = timedelta(microseconds=1)
 _NO_TS = -(1 << 63)
 #: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
 _HELD = object()
+#: a routed kernel line with a plain message: stored as its kernel_messages row in a block
+#: unless an OOM record is open when its turn comes
+_PLAIN = object()
 #: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
 #: setup costs more)
 MIN_LINES = 64
@@ -402,9 +405,23 @@ class VectorShort:
                 patches.get(q, message[q].as_py()),
             )
 
+        plain_rows: list[int] = []  # kernel lines stored as a block (see _PLAIN)
+        hosts: list[Any] | None = None
+
         def route(todo: list[tuple[int, int, Any]], settled: bool = False) -> None:
+            nonlocal hosts
             for _ln, pos_, entry in todo:
-                if entry is None or entry is _HELD:
+                if entry is _PLAIN:
+                    if hosts is None:
+                        hosts = host_col.to_pylist()
+                    stream = sink.kernel_stream(hosts[pos_], boot)
+                    if stream is None:
+                        continue
+                    if stream.idle():
+                        plain_rows.append(pos_)
+                        continue
+                    entry = row_at(pos_)
+                elif entry is None or entry is _HELD:
                     # materialised only when needed: a candidate's line that cannot be SGLang
                     # (only its check counts), or one past its check budget (routed only if
                     # its stream has started, or the budget came back)
@@ -453,15 +470,20 @@ class VectorShort:
         if len(routed_pos) or extra_rows or held:
             light = None
             if tix_all is not None and any(lim > 0 for lim in limits):
-                light = _not_sglang(pa, pc, np, message, tix_all, routed_pos, ids, units, limits)
+                light = _not_sglang(pa, pc, np, message, tix_ok, routed_pos, ids, units, limits)
+            plain = _plain_kernel(pa, pc, np, message, tix_ok, routed_pos, ids, patches)
             todo: list[tuple[int, int, Any]]
-            ln_np = line_no.to_numpy() if held or light is not None else None
-            if light is not None and light.any():
+            ln_np = line_no.to_numpy() if held or light is not None or plain is not None else None
+            full = np.ones(len(routed_pos), dtype=bool)
+            lanes: list[tuple[Any, Any]] = []
+            for mask, marker in ((light, None), (plain, _PLAIN)):
+                if mask is not None and mask.any():
+                    full &= ~mask
+                    lanes.append((routed_pos[mask], marker))
+            todo = rows_at(routed_pos[full]) if not full.all() else rows_at(routed_pos)
+            for positions, marker in lanes:
                 assert ln_np is not None
-                todo = rows_at(routed_pos[~light])
-                todo.extend((int(ln_np[p]), p, None) for p in routed_pos[light].tolist())
-            else:
-                todo = rows_at(routed_pos)
+                todo.extend((int(ln_np[p]), p, marker) for p in positions.tolist())
             for positions in held.values():
                 assert ln_np is not None
                 todo.extend((int(ln_np[p]), p, _HELD) for p in positions.tolist())
@@ -471,6 +493,10 @@ class VectorShort:
         if fast is not None:
             fast.finish()
             fast = None
+        if plain_rows:
+            sink.add_output(
+                _kernel_rows(pa, np, plain_rows, (line_no, ts_col, raw_col, inf_col, host_col, message), boot)
+            )
 
         if patches:
             message = _patch(pa, pc, message, patches, m)
@@ -555,6 +581,61 @@ def _boot_marker(chunk: LineChunk, buf: Any, starts: Any, ends: Any, regular: An
         if line.startswith("-- Boot ") or line == "-- Reboot --":
             return True
     return False
+
+
+def _plain_kernel(
+    pa: Any,
+    pc: Any,
+    np: Any,
+    message: Any,
+    tix: Any,
+    positions: Any,
+    ids: list[str | None],
+    patches: dict[int, str],
+) -> Any:
+    """Of the stored lines at ``positions``, the kernel lines whose message is plain (see
+    :data:`~postmortem.parsers.kernel.stream.NOT_PLAIN`): a kernel stream with no open OOM
+    record only stores them as rows. None when there are none."""
+    from ..kernel.stream import NOT_PLAIN
+
+    kernel = np.array([i == "kernel" for i in ids], dtype=bool)
+    rows = kernel[tix[positions]]
+    if not rows.any():
+        return None
+    q = np.flatnonzero(rows)
+    msgs = pc.take(message, pa.array(positions[q]))
+    busy = pc.fill_null(pc.match_substring_regex(msgs, NOT_PLAIN), True).to_numpy(zero_copy_only=False)
+    rows[q[busy]] = False
+    if patches:
+        rows &= ~np.isin(positions, np.fromiter(patches, dtype=np.int64, count=len(patches)))
+    return rows
+
+
+def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: tuple[Any, ...], boot: str | None) -> Any:
+    """The kernel_messages rows of the plain kernel lines at ``rows`` (as the kernel stream
+    would store them: no level, sequence number or monotonic time in text modes)."""
+    from ..base import TableBatch
+    from ..kernel.stream import BATCH_SCHEMA
+
+    line_no, ts_col, raw_col, inf_col, host_col, message = cols
+    take = pa.array(np.array(rows, dtype=np.int64))
+    k = len(rows)
+    table = pa.Table.from_arrays(
+        [
+            line_no.take(take),
+            ts_col.take(take),
+            raw_col.take(take),
+            inf_col.take(take),
+            pa.nulls(k, pa.float64()),
+            host_col.take(take),
+            pa.nulls(k, pa.string()) if boot is None else pa.array([boot] * k, pa.string()),
+            pa.nulls(k, pa.int8()),
+            pa.nulls(k, pa.int64()),
+            message.take(take),
+        ],
+        schema=BATCH_SCHEMA,
+    )
+    return TableBatch("kernel_messages", table)
 
 
 def _not_sglang(

@@ -40,9 +40,14 @@ _FALLEN_LAST = "fallen off the bus and is not responding to commands"
 #: an Xid 79 line and the driver's sentence about the same GPU this close together are one event
 _FALLEN_DEDUP_S = 60.0
 
+#: what makes a kernel message more than its ``kernel_messages`` row (a regular expression
+#: for Arrow): the words :meth:`KernelStream.record` looks for (OOM records, NVIDIA messages),
+#: escapes and embedded newlines that :meth:`KernelStream.feed` decodes, an embedded dmesg stamp
+NOT_PLAIN = r"oom|ill|Task|emory|tgid|NVRM|#012|\\x|\n|^\["
+
 #: rows per ``kernel_messages`` TableBatch in batched mode
 BATCH_ROWS = 65536
-_BATCH_SCHEMA = pa.schema(
+BATCH_SCHEMA = pa.schema(
     [  # type: ignore[arg-type]  # pyarrow-stubs: pa.field(…, timestamp) is typed as object
         pa.field("line_no", pa.int64()),
         pa.field("ts", pa.timestamp("us", tz="UTC")),
@@ -125,7 +130,7 @@ class KernelStream:
         self.ctx = ctx
         self.oom = OomAssembler(ctx)
         # batched mode: one list per kernel_messages column
-        self._cols: tuple[list[object], ...] | None = tuple([] for _ in _BATCH_SCHEMA) if batch else None
+        self._cols: tuple[list[object], ...] | None = tuple([] for _ in BATCH_SCHEMA) if batch else None
         self._boots: dict[tuple[str | None, str | None], datetime | None] = {}
         self._fallen: dict[str, float] = {}  # bus id → clock of the last Xid 79 (dedup)
         self._fallen_bus: str | None = None  # "The NVIDIA GPU …" seen, waiting for its last line
@@ -166,6 +171,12 @@ class KernelStream:
             )
         )
 
+    def idle(self) -> bool:
+        """Whether a plain message (one :data:`NOT_PLAIN` does not match) would become only its
+        ``kernel_messages`` row now: no OOM record is waiting for more lines."""
+        ev = self.oom.event
+        return ev is None or (bool(ev.kills) and ev.group_cgroup is None)
+
     def close(self) -> Iterator[Output]:
         """End of input: yield what an unfinished OOM record holds (and the last batch)."""
         yield from self.oom.close()
@@ -175,10 +186,10 @@ class KernelStream:
     def _batch(self) -> TableBatch:
         cols = self._cols
         assert cols is not None
-        arrays = [pa.array(col, type=f.type) for col, f in zip(cols, _BATCH_SCHEMA, strict=True)]
+        arrays = [pa.array(col, type=f.type) for col, f in zip(cols, BATCH_SCHEMA, strict=True)]
         for col in cols:
             col.clear()
-        return TableBatch(KernelMessage.TABLE, pa.Table.from_arrays(arrays, schema=_BATCH_SCHEMA))
+        return TableBatch(KernelMessage.TABLE, pa.Table.from_arrays(arrays, schema=BATCH_SCHEMA))
 
     # ------------------------------------------------------------------ for file parsers
     def record(
