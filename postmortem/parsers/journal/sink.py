@@ -56,6 +56,8 @@ SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"})
 
 #: lines of a not-yet-SGLang stream checked with looks_like_sglang() before giving up on it
 SGLANG_CHECK_BUDGET = 1000
+#: SGLang check counters kept (one per identifier + pid, or unit) before they are reset
+MAX_CHECK_KEYS = 100_000
 #: a unit started at most this long before a new SGLang process's first line names its unit
 #: (text modes, where journal lines carry no unit)
 SGLANG_START_WINDOW_S = 120.0
@@ -227,9 +229,26 @@ class JournalSink:
             return False
         if self._sglang_checks.get(key, 0) >= SGLANG_CHECK_BUDGET:
             return True
-        if len(self._sglang_checks) > 100_000:  # as in _to_sglang
+        if len(self._sglang_checks) > MAX_CHECK_KEYS:  # as in _to_sglang
             self._sglang_checks.clear()
         self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
+        return True
+
+    def not_sglang_many(
+        self, counts: list[tuple[str | None, int | None, str | None, int]], bound: int
+    ) -> bool:
+        """:meth:`not_sglang` for ``count`` entries of each of several keys (identifier, pid,
+        unit) at once, in any order: exact when none of the keys has a stream and the counters
+        cannot be reset meanwhile — ``bound`` is how many keys the caller's lines may add.
+        Returns False, having done nothing, when that is not so."""
+        checks = self._sglang_checks
+        if self._sglang_mod() is None or len(checks) + bound > MAX_CHECK_KEYS:
+            return False
+        keys = [unit or (ident, pid) for ident, pid, unit, _ in counts]
+        if any(key in self._sglang for key in keys):
+            return False
+        for key, (_, _, _, count) in zip(keys, counts, strict=True):
+            checks[key] = min(SGLANG_CHECK_BUDGET, checks.get(key, 0) + count)
         return True
 
     def add_output(self, item: Output) -> None:
@@ -439,7 +458,7 @@ class JournalSink:
             looks, cls = api
             named = (unit and "sglang" in unit.lower()) or (ident and "sglang" in ident.lower())
             if not (named or "server_args=" in message or looks(message)):
-                if len(self._sglang_checks) > 100_000:  # bounded: many short-lived processes
+                if len(self._sglang_checks) > MAX_CHECK_KEYS:  # bounded: many short-lived processes
                     self._sglang_checks.clear()
                 self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
                 return

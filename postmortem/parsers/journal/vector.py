@@ -471,6 +471,11 @@ class VectorShort:
             light = None
             if tix_all is not None and any(lim > 0 for lim in limits):
                 light = _not_sglang(pa, pc, np, message, tix_ok, routed_pos, ids, units, limits)
+                if light is not None:
+                    # keys whose every routed line here is such a line: counted at once
+                    bulk = _bulk_checks(sink, np, tix_ok[routed_pos], light, (ids, pids, units, limits))
+                    if bulk is not None:
+                        routed_pos, light = routed_pos[~bulk], light[~bulk]
             plain = _plain_kernel(pa, pc, np, message, tix_ok, routed_pos, ids, patches)
             todo: list[tuple[int, int, Any]]
             ln_np = line_no.to_numpy() if held or light is not None or plain is not None else None
@@ -636,6 +641,30 @@ def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: tuple[Any, ...], boot:
         schema=BATCH_SCHEMA,
     )
     return TableBatch("kernel_messages", table)
+
+
+def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, per_token: tuple[list[Any], ...]) -> Any:
+    """Of the routed lines (their identifier tokens ``tix``), those that only count against
+    their key's SGLang check budget (``light``) where every routed line of that key in this
+    chunk is such a line: the counts are added at once (:meth:`JournalSink.not_sglang_many`)
+    and the lines need no routing one by one. None when nothing was counted."""
+    ids, pids, units, limits = per_token
+    key_of = [units[t] or (ids[t], pids[t]) for t in range(len(ids))]
+    busy: set[Any] = {key_of[t] for t in np.unique(tix[~light]).tolist()}
+    uniq, counts = np.unique(tix[light], return_counts=True)
+    todo: list[tuple[Any, Any, Any, int]] = []
+    chosen: list[int] = []
+    for t, count in zip(uniq.tolist(), counts.tolist(), strict=True):
+        if key_of[t] not in busy:
+            todo.append((ids[t], pids[t], units[t], count))
+            chosen.append(t)
+    if not chosen:
+        return None
+    # keys with several tokens: all their tokens' lines are light here, count them once each
+    bound = sum(1 for lim in limits if lim > 0)
+    if not sink.not_sglang_many(todo, bound):
+        return None
+    return light & np.isin(tix, np.array(chosen, dtype=np.int64))
 
 
 def _not_sglang(
