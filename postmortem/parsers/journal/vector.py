@@ -479,13 +479,13 @@ class VectorShort:
             plain = _plain_kernel(pa, pc, np, message, tix_ok, routed_pos, ids, patches)
             todo: list[tuple[int, int, Any]]
             ln_np = line_no.to_numpy() if held or light is not None or plain is not None else None
-            full = np.ones(len(routed_pos), dtype=bool)
+            materialise = np.ones(len(routed_pos), dtype=bool)  # routed as complete rows
             lanes: list[tuple[Any, Any]] = []
             for mask, marker in ((light, None), (plain, _PLAIN)):
                 if mask is not None and mask.any():
-                    full &= ~mask
+                    materialise &= ~mask
                     lanes.append((routed_pos[mask], marker))
-            todo = rows_at(routed_pos[full]) if not full.all() else rows_at(routed_pos)
+            todo = rows_at(routed_pos[materialise])
             for positions, marker in lanes:
                 assert ln_np is not None
                 todo.extend((int(ln_np[p]), p, marker) for p in positions.tolist())
