@@ -34,7 +34,10 @@ COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
 ROW_GROUP = 122_880
 #: Arrow blocks of one table are gathered to this many rows before one INSERT (four row
 #: groups: DuckDB appends them in parallel; fewer, larger inserts cost much less per row)
-INSERT_ROWS = 4 * ROW_GROUP
+INSERT_ROWS = int(os.environ.get("POSTMORTEM_INSERT_ROWS", str(4 * ROW_GROUP)))
+#: … and all tables' blocks waiting together are kept under this many bytes (the largest is
+#: inserted first): memory stays bounded whatever the rows' width and the number of tables
+PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(32 << 20)))
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -78,8 +81,9 @@ class SourceWriter:
         self._since_commit = 0
         self._pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] = {}
         self._pending_rows: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._pending_bytes: dict[tuple[str, tuple[str, ...]], int] = {}
         # inserts run in a second thread while the parser goes on (DuckDB and Arrow release the
-        # GIL); a bounded queue keeps at most a few blocks in flight
+        # GIL); the queue holds one block: at most one waits while another is inserted
         self._queue: queue.Queue[tuple[str, pa.Table] | None] | None = None
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -87,7 +91,7 @@ class SourceWriter:
             # rows carry their line numbers and every query orders its results: DuckDB may
             # then append in parallel (reset in close())
             store.con.execute("SET preserve_insertion_order = false")
-            self._queue = queue.Queue(maxsize=2)
+            self._queue = queue.Queue(maxsize=1)
             self._worker = threading.Thread(target=self._run, name="postmortem-insert", daemon=True)
             self._worker.start()
         self._buffers: dict[type[Record], _Buffer] = {}
@@ -151,15 +155,20 @@ class SourceWriter:
         key = (batch.table, tuple(data.column_names))
         self._pending.setdefault(key, []).append(data)
         self._pending_rows[key] = self._pending_rows.get(key, 0) + data.num_rows
+        self._pending_bytes[key] = self._pending_bytes.get(key, 0) + data.nbytes
         if self._pending_rows[key] >= INSERT_ROWS:
             self._release(key)
+        while sum(self._pending_bytes.values()) >= PENDING_BYTES:
+            self._release(max(self._pending_bytes, key=self._pending_bytes.__getitem__))
 
     def _release(self, key: tuple[str, tuple[str, ...]]) -> None:
         blocks = self._pending.pop(key, [])
         self._pending_rows.pop(key, None)
+        self._pending_bytes.pop(key, None)
         if not blocks:
             return
         data = blocks[0] if len(blocks) == 1 else pa.concat_tables(blocks, promote_options="permissive")
+        del blocks  # (the blocks' memory goes with the copy below, not after the insert)
         if data.num_rows > ROW_GROUP:
             data = pa.Table.from_batches(data.combine_chunks().to_batches(max_chunksize=ROW_GROUP))
         self._insert_arrow(key[0], data)
