@@ -50,7 +50,7 @@ pytest: $(BIN)/.dev-installed
 
 ## bench: generate large inputs, ingest, build; compare with lnav
 bench: $(BIN)/.dev-installed
-	BENCH_SCALE=$(BENCH_SCALE) $(BIN)/python bench/run.py
+	BENCH_SCALE=$(BENCH_SCALE) $(BIN)/python bench/run.py $(BENCH_ARGS)
 
 ## fuzz: the long property-test budget
 fuzz: $(BIN)/.dev-installed

@@ -37,7 +37,7 @@ ROW_GROUP = 122_880
 INSERT_ROWS = int(os.environ.get("POSTMORTEM_INSERT_ROWS", str(4 * ROW_GROUP)))
 #: … and all tables' blocks waiting together are kept under this many bytes (the largest is
 #: inserted first): memory stays bounded whatever the rows' width and the number of tables
-PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(32 << 20)))
+PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(64 << 20)))
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U, U8, days_from_civil, digits, kernel, valid_date
 
 
 @kernel
@@ -25,7 +25,13 @@ def _iso_us(buf: U8, s: int, e: int, skip_at: int) -> tuple[bool, int]:
     whole second."""
     if e - s < 20:
         return False, 0
-    if buf[s + 4] != 45 or buf[s + 7] != 45 or buf[s + 10] != 84 or buf[s + 13] != 58 or buf[s + 16] != 58:
+    if (
+        buf[U(s + 4)] != 45
+        or buf[U(s + 7)] != 45
+        or buf[U(s + 10)] != 84
+        or buf[U(s + 13)] != 58
+        or buf[U(s + 16)] != 58
+    ):
         return False, 0
     y = digits(buf, s, 4)
     mo = digits(buf, s + 5, 2)
@@ -45,15 +51,15 @@ def _iso_us(buf: U8, s: int, e: int, skip_at: int) -> tuple[bool, int]:
     rest = e - z
     off = 0
     if rest == 1:
-        if buf[z] != 90:  # Z
+        if buf[U(z)] != 90:  # Z
             return False, 0
     elif rest == 5 or rest == 6:
-        sign = buf[z]
+        sign = buf[U(z)]
         if sign != 43 and sign != 45:
             return False, 0
         oh = digits(buf, z + 1, 2)
         if rest == 6:
-            if buf[z + 3] != 58:
+            if buf[U(z + 3)] != 58:
                 return False, 0
             om = digits(buf, z + 4, 2)
         else:
@@ -104,7 +110,13 @@ def split_lines(
         frac_us[i] = 0
         # "Jan  1": RFC 3164 pads the day with a space, which is not a separator
         pad = -1
-        if month_pad and e - s > 6 and buf[s + 3] == 32 and buf[s + 4] == 32 and 48 <= buf[s + 5] <= 57:
+        if (
+            month_pad
+            and e - s > 6
+            and buf[U(s + 3)] == 32
+            and buf[U(s + 4)] == 32
+            and 48 <= buf[U(s + 5)] <= 57
+        ):
             pad = s + 4
         found = 0
         q = s
@@ -112,7 +124,7 @@ def split_lines(
         p_host = -1
         p_itok = -1
         while q < e:
-            if buf[q] == 32 and q != pad:
+            if buf[U(q)] == 32 and q != pad:
                 found += 1
                 if found == k:
                     p_stamp = q
@@ -130,19 +142,19 @@ def split_lines(
         host_end[i] = p_host
         itok_end[i] = p_itok
         # identifier token: "x:" at least; the host must not end with a colon
-        if p_itok - p_host < 3 or buf[p_itok - 1] != 58:
+        if p_itok - p_host < 3 or buf[U(p_itok - 1)] != 58:
             continue
-        if p_host > p_stamp + 1 and buf[p_host - 1] == 58:
+        if p_host > p_stamp + 1 and buf[U(p_host - 1)] == 58:
             continue
         skip = -1
         if frac >= 0:
             f = s + frac
-            if p_stamp - f < 7 or buf[f] != 46:
+            if p_stamp - f < 7 or buf[U(f)] != 46:
                 continue
             v = digits(buf, f + 1, 6)
             if v < 0:
                 continue
-            if f + 7 < p_stamp and (48 <= buf[f + 7] <= 57 or buf[f + 7] >= 128):
+            if f + 7 < p_stamp and (48 <= buf[U(f + 7)] <= 57 or buf[U(f + 7)] >= 128):
                 continue  # a seventh digit (or a character that may be one)
             frac_us[i] = v
             skip = f
@@ -177,13 +189,13 @@ def gather_keys(buf: U8, starts: I64, stamp_end: I64, frac: int, rows: I64) -> t
         o = offsets[r]
         if frac < 0:
             for x in range(stamp_end[i] - s):
-                out[o + x] = buf[s + x]
+                out[U(o + x)] = buf[U(s + x)]
         else:
             for x in range(frac):
-                out[o + x] = buf[s + x]
+                out[U(o + x)] = buf[U(s + x)]
             o += frac
             for x in range(stamp_end[i] - (s + frac + 7)):
-                out[o + x] = buf[s + frac + 7 + x]
+                out[U(o + x)] = buf[U(s + frac + 7 + x)]
     return offsets, out
 
 
@@ -206,10 +218,10 @@ def gather_messages(buf: U8, starts: I64, ends: I64, escaped: Any) -> tuple[I64,
         o = offsets[r]
         hit = False
         for x in range(size):
-            c = buf[s + x]
-            out[o + x] = c
-            if c == 35 and x + 3 < size and buf[s + x + 1] == 48 and buf[s + x + 2] == 49:
-                d = buf[s + x + 3]
+            c = buf[U(s + x)]
+            out[U(o + x)] = c
+            if c == 35 and x + 3 < size and buf[U(s + x + 1)] == 48 and buf[U(s + x + 2)] == 49:
+                d = buf[U(s + x + 3)]
                 if d == 49 or d == 50:
                     hit = True
         escaped[r] = hit

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U, U8, days_from_civil, digits, kernel, valid_date
 
 OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
 INT, FLOAT, BOOL = 0, 1, 2
@@ -55,7 +55,7 @@ def _at(buf: U8, pos: int, end: int, word: U8) -> bool:
     if end - pos < n:
         return False
     for k in range(n):  # noqa: SIM110 - compiled: a plain loop
-        if buf[pos + k] != word[k]:
+        if buf[U(pos + k)] != word[U(k)]:
             return False
     return True
 
@@ -63,12 +63,12 @@ def _at(buf: U8, pos: int, end: int, word: U8) -> bool:
 @kernel
 def _has(buf: U8, start: int, end: int, word: U8) -> bool:
     n = len(word)
-    first = word[0]
+    first = word[U(0)]
     for p in range(start, end - n + 1):
-        if buf[p] == first:
+        if buf[U(p)] == first:
             ok = True
             for k in range(1, n):
-                if buf[p + k] != word[k]:
+                if buf[U(p + k)] != word[U(k)]:
                     ok = False
                     break
             if ok:
@@ -84,7 +84,7 @@ def read_int(buf: U8, s: int, e: int) -> tuple[bool, int]:
         return False, 0
     v = 0
     for p in range(s, e):
-        c = buf[p]
+        c = buf[U(p)]
         if c < 48 or c > 57:
             return False, 0
         v = v * 10 + (c - 48)
@@ -103,7 +103,7 @@ def read_float(buf: U8, s: int, e: int) -> tuple[bool, float]:
     count = 0
     frac = -1
     for p in range(s, e):
-        c = buf[p]
+        c = buf[U(p)]
         if c == 46:
             if frac >= 0:
                 return False, 0.0
@@ -126,15 +126,15 @@ def read_float(buf: U8, s: int, e: int) -> tuple[bool, float]:
 def read_bool(buf: U8, s: int, e: int) -> tuple[bool, int]:
     """``True`` / ``False`` exactly."""
     n = e - s
-    if n == 4 and buf[s] == 84 and buf[s + 1] == 114 and buf[s + 2] == 117 and buf[s + 3] == 101:
+    if n == 4 and buf[U(s)] == 84 and buf[U(s + 1)] == 114 and buf[U(s + 2)] == 117 and buf[U(s + 3)] == 101:
         return True, 1
     if (
         n == 5
-        and buf[s] == 70
-        and buf[s + 1] == 97
-        and buf[s + 2] == 108
-        and buf[s + 3] == 115
-        and buf[s + 4] == 101
+        and buf[U(s)] == 70
+        and buf[U(s + 1)] == 97
+        and buf[U(s + 2)] == 108
+        and buf[U(s + 3)] == 115
+        and buf[U(s + 4)] == 101
     ):
         return True, 0
     return False, 0
@@ -145,16 +145,16 @@ def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, 
     """``(\\.[0-9]{1,6})?((?: (DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)`` over ``buf[p:e]`` exactly:
     (matched, end of the fraction: the rank tags follow)."""
     frac_end = p
-    if p < e and buf[p] == 46:
+    if p < e and buf[U(p)] == 46:
         q = p + 1
-        while q < e and q - p <= 6 and 48 <= buf[q] <= 57:
+        while q < e and q - p <= 6 and 48 <= buf[U(q)] <= 57:
             q += 1
         if q == p + 1 or q - p > 7:
             return False, p
         frac_end = q
     q = frac_end
     while q < e:
-        if buf[q] != 32:
+        if buf[U(q)] != 32:
             return False, p
         q += 1
         found = False
@@ -165,16 +165,16 @@ def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, 
                 continue
             same = True
             for k in range(size):
-                if buf[q + k] != tag_bytes[a + k]:
+                if buf[U(q + k)] != tag_bytes[U(a + k)]:
                     same = False
                     break
-            if same and 48 <= buf[q + size] <= 57:
+            if same and 48 <= buf[U(q + size)] <= 57:
                 q += size
                 found = True
                 break
         if not found:
             return False, p
-        while q < e and 48 <= buf[q] <= 57:
+        while q < e and 48 <= buf[U(q)] <= 57:
             q += 1
     return True, frac_end
 
@@ -183,69 +183,69 @@ def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, 
 def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool:
     """A uvicorn access line after ``INFO:``: ``client - "METHOD path HTTP/v" status …``."""
     p = at
-    while p < e and (buf[p] == 32 or buf[p] == 9 or buf[p] == 11 or buf[p] == 12):
+    while p < e and (buf[U(p)] == 32 or buf[U(p)] == 9 or buf[U(p)] == 11 or buf[U(p)] == 12):
         p += 1  # (a carriage return or newline is not skipped: the line is not read)
     # six space-separated tokens (the sixth runs to the next space or the end)
     t = 0
     s = p
     q = p
     while t < 5:
-        while q < e and buf[q] != 32:
+        while q < e and buf[U(q)] != 32:
             q += 1
         if q >= e:
             return False
-        bounds[2 * t] = s
-        bounds[2 * t + 1] = q
+        bounds[U(2 * t)] = s
+        bounds[U(2 * t + 1)] = q
         t += 1
         q += 1
         s = q
-    while q < e and buf[q] != 32:
+    while q < e and buf[U(q)] != 32:
         q += 1
-    bounds[10] = s
-    bounds[11] = q
+    bounds[U(10)] = s
+    bounds[U(11)] = q
     # client and path: printable ASCII, no space
     for k in (0, 3):
-        a, b = bounds[2 * k], bounds[2 * k + 1]
+        a, b = bounds[U(2 * k)], bounds[U(2 * k + 1)]
         if b <= a:
             return False
         for x in range(a, b):
-            if buf[x] < 33 or buf[x] > 126:
+            if buf[U(x)] < 33 or buf[U(x)] > 126:
                 return False
-    if bounds[3] - bounds[2] != 1 or buf[bounds[2]] != 45:
+    if bounds[U(3)] - bounds[U(2)] != 1 or buf[U(bounds[U(2)])] != 45:
         return False
-    a, b = bounds[4], bounds[5]  # "METHOD
-    if b - a < 2 or buf[a] != 34:
+    a, b = bounds[U(4)], bounds[U(5)]  # "METHOD
+    if b - a < 2 or buf[U(a)] != 34:
         return False
     for x in range(a + 1, b):
-        if buf[x] < 65 or buf[x] > 90:
+        if buf[U(x)] < 65 or buf[U(x)] > 90:
             return False
-    a, b = bounds[6], bounds[7]
+    a, b = bounds[U(6)], bounds[U(7)]
     if _at(buf, a, b, _HEALTH):
         return False
-    a, b = bounds[8], bounds[9]  # HTTP/1.1"
-    if b - a < 7 or not _at(buf, a, b, _HTTP) or buf[b - 1] != 34:
+    a, b = bounds[U(8)], bounds[U(9)]  # HTTP/1.1"
+    if b - a < 7 or not _at(buf, a, b, _HTTP) or buf[U(b - 1)] != 34:
         return False
     for x in range(a + 5, b - 1):
-        if not (48 <= buf[x] <= 57 or buf[x] == 46):
+        if not (48 <= buf[U(x)] <= 57 or buf[U(x)] == 46):
             return False
-    a, b = bounds[10], bounds[11]
+    a, b = bounds[U(10)], bounds[U(11)]
     if b - a != 3:
         return False
     status = digits(buf, a, 3)
     if status < 0:
         return False
     for x in range(b, e):  # the rest is not read: it must not hide a carriage return or newline
-        if buf[x] == 13 or buf[x] == 10:
+        if buf[U(x)] == 13 or buf[U(x)] == 10:
             return False
-    out[0, row] = bounds[0]
-    out[1, row] = bounds[1]
-    out[2, row] = bounds[4] + 1
-    out[3, row] = bounds[5]
-    out[4, row] = bounds[6]
-    out[5, row] = bounds[7]
-    out[6, row] = bounds[8] + 5
-    out[7, row] = bounds[9] - 1
-    out[8, row] = status
+    out[U(0), U(row)] = bounds[U(0)]
+    out[U(1), U(row)] = bounds[U(1)]
+    out[U(2), U(row)] = bounds[U(4)] + 1
+    out[U(3), U(row)] = bounds[U(5)]
+    out[U(4), U(row)] = bounds[U(6)]
+    out[U(5), U(row)] = bounds[U(7)]
+    out[U(6), U(row)] = bounds[U(8)] + 5
+    out[U(7), U(row)] = bounds[U(9)] - 1
+    out[U(8), U(row)] = status
     return True
 
 
@@ -271,7 +271,7 @@ def _pairs(
     is looked at, so a line with a carriage return or newline in it is never read."""
     nkeys = len(key_offs) - 1
     for c in range(present.shape[0]):
-        present[c, row] = False
+        present[U(c), U(row)] = False
     ps = first
     j = 0
     while True:
@@ -284,13 +284,13 @@ def _pairs(
             k = guess if probe == 0 else probe - 1
             if k < 0 or (probe > 0 and k == guess):
                 continue
-            a = key_offs[k]
-            size = key_offs[k + 1] - a
-            if e - ps < size + 2 or buf[ps + size] != 58 or buf[ps + size + 1] != 32:
+            a = key_offs[U(k)]
+            size = key_offs[U(k + 1)] - a
+            if e - ps < size + 2 or buf[U(ps + size)] != 58 or buf[U(ps + size + 1)] != 32:
                 continue
             same = True
             for x in range(size):
-                if buf[ps + x] != key_bytes[a + x]:
+                if buf[U(ps + x)] != key_bytes[U(a + x)]:
                     same = False
                     break
             if same:
@@ -302,10 +302,10 @@ def _pairs(
             last_key[j] = hit
         vs = ps + key_offs[hit + 1] - key_offs[hit] + 2
         pe = vs
-        while pe < e and buf[pe] != 44:
+        while pe < e and buf[U(pe)] != 44:
             pe += 1
         last = pe >= e
-        if not last and (pe + 1 >= e or buf[pe + 1] != 32):
+        if not last and (pe + 1 >= e or buf[U(pe + 1)] != 32):
             return False  # a comma inside the value
         col = key_cols[hit]
         kind = col_kind[col]
@@ -313,18 +313,18 @@ def _pairs(
             ok, iv = read_int(buf, vs, pe)
             if not ok:
                 return False
-            ivals[col, row] = iv
+            ivals[U(col), U(row)] = iv
         elif kind == 1:
             ok, fv = read_float(buf, vs, pe)
             if not ok:
                 return False
-            fvals[col, row] = fv
+            fvals[U(col), U(row)] = fv
         else:
             ok, bv = read_bool(buf, vs, pe)
             if not ok:
                 return False
-            ivals[col, row] = bv
-        present[col, row] = True  # a later pair with the same column wins, as in parse_batch
+            ivals[U(col), U(row)] = bv
+        present[U(col), U(row)] = True  # a later pair with the same column wins, as in parse_batch
         if last:
             return True
         ps = pe + 2
@@ -379,19 +379,19 @@ def scan(
         close = -1
         lim = min(e - 1, s + MAX_PREFIX + 1)
         for p in range(s, lim):
-            if buf[p] == 93 and buf[p + 1] == 32:
+            if buf[U(p)] == 93 and buf[U(p + 1)] == 32:
                 close = p - s
                 break
         if close < 20 or close > MAX_PREFIX or close - 20 > MAX_TAIL:
             continue
         # [YYYY-MM-DD HH:MM:SS
         if (
-            buf[s] != 91
-            or buf[s + 5] != 45
-            or buf[s + 8] != 45
-            or buf[s + 11] != 32
-            or buf[s + 14] != 58
-            or buf[s + 17] != 58
+            buf[U(s)] != 91
+            or buf[U(s + 5)] != 45
+            or buf[U(s + 8)] != 45
+            or buf[U(s + 11)] != 32
+            or buf[U(s + 14)] != 58
+            or buf[U(s + 17)] != 58
         ):
             continue
         y = digits(buf, s + 1, 4)
@@ -426,7 +426,7 @@ def scan(
             na += 1
         else:
             h = at + hlen
-            if h + 1 >= e or (buf[h] != 44 and buf[h] != 46) or buf[h + 1] != 32:
+            if h + 1 >= e or (buf[U(h)] != 44 and buf[U(h)] != 46) or buf[U(h + 1)] != 32:
                 continue
             if not _pairs(
                 buf, h + 2, e, nb, key_bytes, key_offs, key_cols, col_kind, fvals, ivals, present, last_key
@@ -438,7 +438,7 @@ def scan(
         if frac_end > s + 20:
             places = 0
             for p in range(s + 21, frac_end):
-                us = us * 10 + (buf[p] - 48)
+                us = us * 10 + (buf[U(p)] - 48)
                 places += 1
             while places < 6:
                 us *= 10
