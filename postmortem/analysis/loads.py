@@ -48,11 +48,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import pyarrow as pa
-
 from ..query import run_named_dicts
 from ..store.db import Store
-from ..store.loader import arrow_schema
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models", "/ping")
 START_WINDOW = timedelta(minutes=15)
@@ -576,14 +573,12 @@ def derive_service_loads(store: Store) -> int:
     loads = derive_loads(run_named_dicts(store, "service_loads"))
     store.con.execute("DELETE FROM service_loads")
     if loads:
-        schema = arrow_schema(store, "service_loads", COLUMNS)
-        data = pa.Table.from_pylist(loads, schema=schema)
+        # a few rows per start: plain parameters (an Arrow table would make pyarrow import
+        # pandas, most of a second)
         cols = ", ".join(COLUMNS)
-        store.con.register("_pm_service_loads", data)
-        try:
-            store.con.execute(
-                f"INSERT INTO service_loads ({cols}) SELECT {cols} FROM _pm_service_loads"  # noqa: S608 - fixed names
-            )
-        finally:
-            store.con.unregister("_pm_service_loads")
+        marks = ", ".join("?" for _ in COLUMNS)
+        store.con.executemany(
+            f"INSERT INTO service_loads ({cols}) VALUES ({marks})",  # noqa: S608 - fixed names
+            [[load.get(c) for c in COLUMNS] for load in loads],
+        )
     return len(loads)

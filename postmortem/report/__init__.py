@@ -33,7 +33,6 @@ from .context import (
     utc_text,
     window_text,
 )
-from .plots import loads_figure, memory_figure
 from .redact import Redactor
 from .render import render
 
@@ -212,6 +211,8 @@ class _FigureJob:
 
 
 def _figure_job(job: _FigureJob) -> tuple[Path | None, Path | None]:
+    from .plots import loads_figure, memory_figure  # matplotlib: only when a figure is drawn
+
     fig = memory_figure(job.facts, job.memory_path, job.zone, title=job.title)
     lfig = loads_figure(job.loads, job.loads_path, job.zone, job.highlight)
     return fig, lfig

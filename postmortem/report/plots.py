@@ -7,12 +7,9 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.dates as mdates
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from ..analysis.facts import IncidentFacts
 from ..analysis.model import Load
@@ -34,10 +31,16 @@ def _x(ts: datetime, zone: tzinfo) -> float:
     return float(mdates.date2num(ts.astimezone(zone).replace(tzinfo=None)))  # type: ignore[no-untyped-call]
 
 
+def _figure(figsize: tuple[float, float]) -> Any:
+    """A figure drawn by Agg, without pyplot (no global figure state to import or close)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
     return path
 
 
@@ -51,9 +54,8 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
     panels = [p for p, ok in (("host", have_host), ("gpu", have_gpu), ("kv", have_kv)) if ok]
     if not panels:
         return None
-    fig, axes = plt.subplots(
-        len(panels), 1, figsize=(10, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False
-    )
+    fig = _figure((10, 2.6 * len(panels) + 0.6))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)
     axs = [a[0] for a in axes]
     zname = getattr(zone, "key", "UTC")
     for ax, panel in zip(axs, panels, strict=True):
@@ -159,7 +161,8 @@ def loads_figure(
     rows = [ld for ld in loads if ld.load_s is not None]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.4))
+    fig = _figure((10, 0.45 * len(rows) + 1.4))
+    ax = fig.subplots()
     labels = []
     for i, ld in enumerate(rows):
         left = 0.0
@@ -216,7 +219,8 @@ def trend_figure(
 ) -> Path | None:
     if not any(series.values()):
         return None
-    fig, ax = plt.subplots(figsize=(10, 3.4))
+    fig = _figure((10, 3.4))
+    ax = fig.subplots()
     for name in sorted(series):
         pts = sorted(series[name])
         if pts:

@@ -14,7 +14,6 @@ from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC
 from .context import utc_text, window_text
-from .plots import trend_figure
 from .render import render
 
 
@@ -140,6 +139,8 @@ def trends(
     for r in kills:
         day = datetime(r["day"].year, r["day"].month, r["day"].day, tzinfo=UTC)
         kseries.setdefault(str(r["unit"]), []).append((day, float(r["incidents"])))
+    from .plots import trend_figure  # matplotlib: only when figures are drawn
+
     f1 = trend_figure(
         kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day"
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U, U8, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
 
 
 @kernel

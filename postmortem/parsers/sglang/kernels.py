@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U, U8, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
 
 OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
 INT, FLOAT, BOOL = 0, 1, 2
