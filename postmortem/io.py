@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from .errors import ArchiveError, InputError, ToolMissingError
 from .parsers.base import Head, LineChunk
@@ -212,6 +212,53 @@ class InputFile:
             return fh.read(n)
 
 
+class BackgroundHash:
+    """SHA-256 of a stream, computed in a second thread while the caller parses (hashlib
+    releases the GIL on large buffers): :meth:`update` queues a block, :meth:`hexdigest` waits
+    for the blocks queued so far. Small inputs are hashed at once.
+
+    >>> h = BackgroundHash()
+    >>> h.update(b"a" * 100_000); h.update(b"b")
+    >>> h.hexdigest() == hashlib.sha256(b"a" * 100_000 + b"b").hexdigest()
+    True
+    """
+
+    #: blocks smaller than this are hashed in the caller's thread
+    MIN_BLOCK = 1 << 20
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self._queue: Any = None
+        self._thread: Any = None
+
+    def update(self, block: bytes) -> None:
+        if len(block) < self.MIN_BLOCK and self._thread is None:
+            self._h.update(block)
+            return
+        if self._thread is None:
+            import queue
+            import threading
+
+            self._queue = queue.Queue(maxsize=4)
+            self._thread = threading.Thread(target=self._run, name="postmortem-hash", daemon=True)
+            self._thread.start()
+        self._queue.put(block)
+
+    def _run(self) -> None:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            self._h.update(block)
+
+    def hexdigest(self) -> str:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        return self._h.hexdigest()
+
+
 @dataclass
 class StreamState:
     """Counters of one read, filled while blocks are delivered."""
@@ -219,7 +266,7 @@ class StreamState:
     compression: str | None = None
     raw_bytes: int = 0  # bytes read from disk (compressed size)
     bytes: int = 0  # decompressed bytes delivered
-    sha256: hashlib._Hash = field(default_factory=hashlib.sha256)
+    sha256: BackgroundHash = field(default_factory=BackgroundHash)
     error: ArchiveError | None = None
 
 
