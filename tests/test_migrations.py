@@ -48,7 +48,7 @@ def test_a_version_1_store_migrates_and_keeps_its_rows(tmp_path: Path) -> None:
     _version_1_store(db)
     con = duckdb.connect(str(db), read_only=True)
     before = {
-        t: con.execute(f"SELECT * FROM {t} ORDER BY source_id, line_no").fetchall()  # noqa: S608
+        t: con.execute(f"SELECT * FROM {t} ORDER BY source_id, line_no").fetchall()
         for t in ("journal_entries", "kernel_messages")
     }
     columns = {
@@ -63,7 +63,7 @@ def test_a_version_1_store_migrates_and_keeps_its_rows(tmp_path: Path) -> None:
     with Store.open(db) as store:
         assert store.version() == latest_version() >= 2
         for table, rows in before.items():
-            assert store.fetchall(f"SELECT * FROM {table} ORDER BY source_id, line_no") == rows  # noqa: S608
+            assert store.fetchall(f"SELECT * FROM {table} ORDER BY source_id, line_no") == rows
             assert store.columns(table) == columns[table]
         # the message text is stored with ZSTD from now on (migration 002)
         assert _compression(store, "journal_entries", "message") == {"ZSTD"}
