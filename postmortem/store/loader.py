@@ -29,15 +29,16 @@ FLUSH_ROWS = 50_000
 #: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
 #: interrupted load is removed by :func:`recover_interrupted`)
 COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
-#: DuckDB's row group: inserts are cut into Arrow batches of this size, so that each of
-#: DuckDB's threads writes whole row groups (partial ones are merged, and cost time and space)
+#: DuckDB's row group. Inserts are whole row groups (but the last of a file), as Arrow batches
+#: of this size: DuckDB's threads then each write whole row groups; a partial one is written
+#: and merged later, which made small inserts cost two to three times as much per row
 ROW_GROUP = 122_880
-#: Arrow blocks of one table are gathered to this many rows before one INSERT (four row
-#: groups: DuckDB appends them in parallel; fewer, larger inserts cost much less per row)
+#: a table's blocks are inserted once this many rows wait (four row groups: DuckDB appends them
+#: in parallel; fewer, larger inserts cost much less per row) …
 INSERT_ROWS = int(os.environ.get("POSTMORTEM_INSERT_ROWS", str(4 * ROW_GROUP)))
-#: … and all tables' blocks waiting together are kept under this many bytes (the largest is
-#: inserted first): memory stays bounded whatever the rows' width and the number of tables
-PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(64 << 20)))
+#: … or once all tables' waiting blocks reach this many bytes: the table holding the most is
+#: inserted (its whole row groups), so memory stays bounded whatever the rows' width
+PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(128 << 20)))
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
@@ -157,11 +158,15 @@ class SourceWriter:
         self._pending_rows[key] = self._pending_rows.get(key, 0) + data.num_rows
         self._pending_bytes[key] = self._pending_bytes.get(key, 0) + data.nbytes
         if self._pending_rows[key] >= INSERT_ROWS:
-            self._release(key)
-        while sum(self._pending_bytes.values()) >= PENDING_BYTES:
-            self._release(max(self._pending_bytes, key=self._pending_bytes.__getitem__))
+            self._release(key, whole=True)
+        if sum(self._pending_bytes.values()) >= PENDING_BYTES:
+            biggest = max(self._pending_bytes, key=self._pending_bytes.__getitem__)
+            if self._pending_rows[biggest] >= ROW_GROUP:
+                self._release(biggest, whole=True)
 
-    def _release(self, key: tuple[str, tuple[str, ...]]) -> None:
+    def _release(self, key: tuple[str, tuple[str, ...]], whole: bool = False) -> None:
+        """Insert a table's waiting blocks: all of them, or (``whole``) as many whole row groups
+        as they make, the rest waiting for more."""
         blocks = self._pending.pop(key, [])
         self._pending_rows.pop(key, None)
         self._pending_bytes.pop(key, None)
@@ -169,6 +174,16 @@ class SourceWriter:
             return
         data = blocks[0] if len(blocks) == 1 else pa.concat_tables(blocks, promote_options="permissive")
         del blocks  # (the blocks' memory goes with the copy below, not after the insert)
+        if whole:
+            keep = data.num_rows // ROW_GROUP * ROW_GROUP
+            if keep < data.num_rows:
+                rest = data.slice(keep)
+                self._pending[key] = [rest]
+                self._pending_rows[key] = rest.num_rows
+                self._pending_bytes[key] = rest.nbytes
+                data = data.slice(0, keep)
+            if not keep:
+                return
         if data.num_rows > ROW_GROUP:
             data = pa.Table.from_batches(data.combine_chunks().to_batches(max_chunksize=ROW_GROUP))
         self._insert_arrow(key[0], data)
