@@ -26,7 +26,6 @@ from .io import (
     InputFile,
     OverlongLine,
     StreamState,
-    bound_allocator,
     compression_of,
     iter_blocks,
     iter_lines,
@@ -142,7 +141,6 @@ def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
 def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> IngestSummary:
     """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin); bundles of
     ``postmortem collect`` (directories or archives) give their files the manifest's context."""
-    bound_allocator()
     with expand_bundles(paths, options) as expanded:
         return _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
 

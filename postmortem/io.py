@@ -458,34 +458,6 @@ def _decode(data: bytes) -> str:
     return text
 
 
-_ALLOCATOR_BOUND: list[bool] = []
-
-
-def bound_allocator() -> None:
-    """Keep glibc from holding on to freed block-sized buffers (Linux only; once per process).
-
-    Ingest allocates and frees buffers of a few MB per block; glibc raises its mmap threshold
-    after the first such free and serves the later ones from the heap, which fragments and
-    keeps the peak for good (measured: 100–150 MB of RSS on a 2M-line journal). A fixed
-    threshold of 1 MB returns them to the system when they are freed."""
-    if _ALLOCATOR_BOUND or not sys.platform.startswith("linux"):
-        return
-    _ALLOCATOR_BOUND.append(True)
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return
-    m_mmap_threshold = -3
-    mallopt(m_mmap_threshold, 1 << 20)
-
-
 def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
     """The first bytes and lines of ``inp`` (decompressed) for format detection."""
     state = StreamState()
