@@ -249,9 +249,18 @@ _WRAP = (
 )
 
 
-def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
+def child_rss_mb(cmd: list[str], extra_env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Run ``postmortem ARGS`` (``cmd[0]`` is the postmortem script) and measure its own peak RSS
     (VmHWM at exit: ``ru_maxrss`` of a child would include this process's memory at fork)."""
+    seconds, rss, out, _cpu = child_run(cmd, extra_env)
+    return seconds, rss, out
+
+
+def child_run(
+    cmd: list[str], extra_env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float, str, float]:
+    """:func:`child_rss_mb`, and the child's CPU seconds (user + system, all its threads).
+    ``cwd``: where the child runs (``python -c`` imports from there first)."""
     import tempfile
 
     fd, hwm_name = tempfile.mkstemp(prefix="pm-hwm-")
@@ -259,8 +268,9 @@ def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
     cmd = [sys.executable, "-c", _WRAP, *cmd[1:]]
     start = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as users run it
+    env.update(extra_env or {})
     env["PM_BENCH_HWM"] = hwm_name
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert proc.stdout is not None and proc.stderr is not None
     out = proc.stdout.read()
     err = proc.stderr.read()
@@ -273,8 +283,7 @@ def child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
         rss = int(Path(hwm_name).read_text() or 0) / 1024
     finally:
         os.unlink(hwm_name)
-    del usage
-    return seconds, rss, out.decode(errors="replace")
+    return seconds, rss, out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def count_lines(path: Path) -> int:

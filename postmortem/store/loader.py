@@ -30,8 +30,9 @@ FLUSH_ROWS = 50_000
 #: interrupted load is removed by :func:`recover_interrupted`)
 COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "500000"))
 #: DuckDB's row group. Inserts are whole row groups (but the last of a file), as Arrow batches
-#: of this size: DuckDB's threads then each write whole row groups; a partial one is written
-#: and merged later, which made small inserts cost two to three times as much per row
+#: of this size: each insert ends with a partial row group per DuckDB thread (written and
+#: merged later: small inserts cost two to three times as much per row), and many small
+#: batches cost DuckDB's scan more than the copy that makes them row-group sized
 ROW_GROUP = 122_880
 #: a table's blocks are inserted once this many rows wait (four row groups: DuckDB appends them
 #: in parallel; fewer, larger inserts cost much less per row) …

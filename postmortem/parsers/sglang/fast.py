@@ -308,7 +308,9 @@ class _Scan:
                     if not have.any():
                         cols[name] = pa.nulls(len(pos), _PA_TYPE[kind_])
                         continue
-                    values = fvals[ci, sel] if kind_ == _FLOAT else ivals[ci, sel]
+                    # a copy: a view would keep the whole block's matrix alive while the
+                    # rows wait for their insert
+                    values = (fvals if kind_ == _FLOAT else ivals)[ci, sel].copy()
                     cols[name] = to_arrow(values, _PA_TYPE[kind_], have)
                 cols["extra"] = pa.nulls(len(pos), pa.string())
                 cols["iteration"] = pa.nulls(len(pos), pa.int64())
