@@ -76,15 +76,17 @@ def digits(buf: U8, pos: int, count: int) -> int:
 
 
 @kernel
-def gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[I64, U8]:
+def gather_spans(buf: U8, starts: I64, ends: I64, cut_at: int = -1, cut_len: int = 0) -> tuple[I64, U8]:
     """The byte spans ``buf[starts[i]:ends[i]]`` as one contiguous buffer with Arrow
-    ``large_string`` offsets."""
+    ``large_string`` offsets; with ``cut_at >= 0`` each span leaves out its ``cut_len`` bytes
+    from ``cut_at`` on (a stamp's fraction)."""
     n = len(starts)
     offsets = np.empty(n + 1, dtype=np.int64)
     total = 0
     offsets[0] = 0
+    cut = cut_len if cut_at >= 0 else 0
     for i in range(n):
-        size = ends[i] - starts[i]
+        size = ends[i] - starts[i] - cut
         if size < 0:
             size = 0
         total += size
@@ -93,9 +95,42 @@ def gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[I64, U8]:
     for i in range(n):
         o = offsets[i]
         s = starts[i]
-        for k in range(offsets[i + 1] - o):
-            out[U(o + k)] = buf[U(s + k)]
+        size = offsets[i + 1] - o
+        if cut and size:
+            for k in range(cut_at):
+                out[U(o + k)] = buf[U(s + k)]
+            for k in range(cut_at, size):
+                out[U(o + k)] = buf[U(s + cut + k)]
+        else:
+            for k in range(size):
+                out[U(o + k)] = buf[U(s + k)]
     return offsets, out
+
+
+@kernel
+def wall_clock(buf: U8, s: int, sep: int) -> tuple[bool, bool, int]:
+    """``YYYY-MM-DD?HH:MM:SS`` at ``s``, ``?`` being ``sep`` (``T`` or a space): whether its
+    digits and separators are there, whether it is a date and time ``datetime`` takes (year
+    1–9999, a real day, hour < 24, no leap second), and its seconds since 1970 read as UTC."""
+    if (
+        buf[U(s + 4)] != 45
+        or buf[U(s + 7)] != 45
+        or buf[U(s + 10)] != sep
+        or buf[U(s + 13)] != 58
+        or buf[U(s + 16)] != 58
+    ):
+        return False, False, 0
+    y = digits(buf, s, 4)
+    mo = digits(buf, s + 5, 2)
+    d = digits(buf, s + 8, 2)
+    hh = digits(buf, s + 11, 2)
+    mi = digits(buf, s + 14, 2)
+    ss = digits(buf, s + 17, 2)
+    if y < 0 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
+        return False, False, 0
+    if not valid_date(y, mo, d) or hh > 23 or mi > 59 or ss > 59:
+        return True, False, 0
+    return True, True, days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss
 
 
 def spans_to_arrow(buf: U8, starts: I64, ends: I64) -> Any:

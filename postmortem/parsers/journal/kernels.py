@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U8, U, digits, kernel, wall_clock
 
 
 @kernel
@@ -25,23 +25,8 @@ def _iso_us(buf: U8, s: int, e: int, skip_at: int) -> tuple[bool, int]:
     whole second."""
     if e - s < 20:
         return False, 0
-    if (
-        buf[U(s + 4)] != 45
-        or buf[U(s + 7)] != 45
-        or buf[U(s + 10)] != 84
-        or buf[U(s + 13)] != 58
-        or buf[U(s + 16)] != 58
-    ):
-        return False, 0
-    y = digits(buf, s, 4)
-    mo = digits(buf, s + 5, 2)
-    d = digits(buf, s + 8, 2)
-    hh = digits(buf, s + 11, 2)
-    mi = digits(buf, s + 14, 2)
-    ss = digits(buf, s + 17, 2)
-    if y < 1 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
-        return False, 0
-    if not valid_date(y, mo, d) or hh > 23 or mi > 59 or ss > 59:
+    _, real, secs = wall_clock(buf, s, 84)
+    if not real:
         return False, 0
     z = s + 19
     if skip_at >= 0:
@@ -71,8 +56,7 @@ def _iso_us(buf: U8, s: int, e: int, skip_at: int) -> tuple[bool, int]:
             off = -off
     else:
         return False, 0
-    secs = days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss - off
-    return True, secs * 1_000_000
+    return True, (secs - off) * 1_000_000
 
 
 @kernel
@@ -165,38 +149,6 @@ def split_lines(
                 ts_us[i] = us + frac_us[i]
                 ts_ok[i] = True
     return count
-
-
-@kernel
-def gather_keys(buf: U8, starts: I64, stamp_end: I64, frac: int, rows: I64) -> tuple[I64, U8]:
-    """The stamps of lines ``rows`` without their fraction (7 bytes at ``frac``; all of the
-    stamp when ``frac < 0``), as Arrow ``large_string`` offsets and data."""
-    m = len(rows)
-    offsets = np.empty(m + 1, dtype=np.int64)
-    offsets[0] = 0
-    total = 0
-    for r in range(m):
-        i = rows[r]
-        size = stamp_end[i] - starts[i]
-        if frac >= 0:
-            size -= 7
-        total += size
-        offsets[r + 1] = total
-    out = np.empty(total, dtype=np.uint8)
-    for r in range(m):
-        i = rows[r]
-        s = starts[i]
-        o = offsets[r]
-        if frac < 0:
-            for x in range(stamp_end[i] - s):
-                out[U(o + x)] = buf[U(s + x)]
-        else:
-            for x in range(frac):
-                out[U(o + x)] = buf[U(s + x)]
-            o += frac
-            for x in range(stamp_end[i] - (s + frac + 7)):
-                out[U(o + x)] = buf[U(s + frac + 7 + x)]
-    return offsets, out
 
 
 @kernel

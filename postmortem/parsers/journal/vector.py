@@ -111,8 +111,8 @@ class VectorShort:
         import pyarrow as _pa
         import pyarrow.compute as _pc
 
-        from ..jit import large_strings, spans_to_arrow, to_arrow
-        from .kernels import gather_keys, gather_messages, split_lines
+        from ..jit import gather_spans, large_strings, spans_to_arrow, to_arrow
+        from .kernels import gather_messages, split_lines
 
         pa: Any = _pa  # the stubs are stricter than these compute chains need
         pc: Any = _pc
@@ -180,7 +180,7 @@ class VectorShort:
         inferred_of: Any = None
         unread = np.flatnonzero(ok & ~ts_ok)
         if len(unread):
-            offsets, keys_data = gather_keys(buf, starts, stamp_end, frac, unread)
+            offsets, keys_data = gather_spans(buf, starts[unread], stamp_end[unread], frac, 7)
             d = pc.dictionary_encode(large_strings(offsets, keys_data))
             cache = self._stamps
             if len(cache) > 1 << 17:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U8, U, digits, kernel, wall_clock
 
 OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
 INT, FLOAT, BOOL = 0, 1, 2
@@ -385,22 +385,10 @@ def scan(
         if close < 20 or close > MAX_PREFIX or close - 20 > MAX_TAIL:
             continue
         # [YYYY-MM-DD HH:MM:SS
-        if (
-            buf[U(s)] != 91
-            or buf[U(s + 5)] != 45
-            or buf[U(s + 8)] != 45
-            or buf[U(s + 11)] != 32
-            or buf[U(s + 14)] != 58
-            or buf[U(s + 17)] != 58
-        ):
+        if buf[U(s)] != 91:
             continue
-        y = digits(buf, s + 1, 4)
-        mo = digits(buf, s + 6, 2)
-        d = digits(buf, s + 9, 2)
-        hh = digits(buf, s + 12, 2)
-        mi = digits(buf, s + 15, 2)
-        ss = digits(buf, s + 18, 2)
-        if y < 0 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
+        shaped, real, secs = wall_clock(buf, s + 1, 32)
+        if not shaped:
             continue
         if check_hit and _has(buf, s, e, hit_words):
             continue  # an exception report
@@ -443,11 +431,8 @@ def scan(
             while places < 6:
                 us *= 10
                 places += 1
-        date_ok[i] = valid_date(y, mo, d) and hh < 24 and mi < 60 and ss < 60
-        if date_ok[i]:
-            naive_us[i] = (days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss) * 1_000_000 + us
-        else:
-            naive_us[i] = 0
+        date_ok[i] = real
+        naive_us[i] = secs * 1_000_000 + us if real else 0
         raw_end[i] = frac_end
         close_at[i] = s + close
         kind[i] = k

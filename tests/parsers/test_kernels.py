@@ -1,0 +1,63 @@
+"""The shared compiled helpers (``postmortem.parsers.jit``) against plain Python."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from postmortem.parsers.jit import gather_spans, large_strings, spans_to_arrow, to_arrow, wall_clock
+
+
+def _buf(data: bytes) -> np.ndarray:  # type: ignore[type-arg]
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def test_gather_spans_with_and_without_a_cut() -> None:
+    data = b"2025-03-14T09:00:00.120000+00:00 x Mar 14 09:00:00.5 y"
+    buf = _buf(data)
+    starts = np.array([0, 35, 10], dtype=np.int64)
+    ends = np.array([32, len(data), 10], dtype=np.int64)  # the last span is empty
+    offsets, out = gather_spans(buf, starts, ends)
+    assert large_strings(offsets, out).to_pylist() == [data[0:32].decode(), data[35:].decode(), ""]
+    # the fraction left out (7 bytes from offset 19): what a dictionary of stamps is keyed by
+    offsets, out = gather_spans(buf, starts[:1], ends[:1], 19, 7)
+    assert large_strings(offsets, out).to_pylist() == ["2025-03-14T09:00:00+00:00"]
+    assert spans_to_arrow(buf, starts[1:2], ends[1:2]).to_pylist() == ["Mar 14 09:00:00.5 y"]
+
+
+_STAMP = st.tuples(
+    st.text(alphabet="0123456789", min_size=4, max_size=4),
+    st.text(alphabet="0123456789", min_size=2, max_size=2),
+    st.text(alphabet="0123456789", min_size=2, max_size=2),
+    st.text(alphabet="0123456789", min_size=2, max_size=2),
+    st.text(alphabet="0123456789", min_size=2, max_size=2),
+    st.text(alphabet="0123456789x", min_size=2, max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=_STAMP, sep=st.sampled_from(["T", " ", "_"]))
+def test_wall_clock_reads_what_datetime_reads(parts: tuple[str, ...], sep: str) -> None:
+    y, mo, d, hh, mi, ss = parts
+    text = f"{y}-{mo}-{d}{sep}{hh}:{mi}:{ss}"
+    shaped, real, secs = wall_clock(_buf(text.encode()), 0, ord("T"))
+    assert shaped == (sep == "T" and ss.isdigit())
+    try:
+        want = datetime(int(y), int(mo), int(d), int(hh), int(mi), int(ss), tzinfo=UTC)
+    except ValueError:
+        want = None
+    assert real == (shaped and want is not None)
+    if real:
+        assert want is not None and secs == int(want.timestamp())
+
+
+def test_to_arrow_without_copies_or_pandas() -> None:
+    import pyarrow as pa
+
+    values = np.array([3, 1, 2], dtype=np.int64)
+    arr = to_arrow(values, pa.int64(), np.array([True, False, True]))
+    assert arr.to_pylist() == [3, None, 2]
+    assert to_arrow(np.array([1, 0, 1], dtype=np.int64), pa.bool_()).to_pylist() == [True, False, True]
