@@ -153,16 +153,22 @@ class Store:
         return [r[0] for r in rows]
 
     def columns(self, table: str) -> list[tuple[str, str]]:
-        """(name, DuckDB type) of ``table``'s columns in order."""
+        """(name, DuckDB type) of ``table``'s columns in order.
+
+        Every table's columns are read at the first call (one query) and kept: a loader's
+        parsing thread asks for them while its insert thread holds the connection, and DuckDB
+        refuses a second call on a busy connection."""
         if table not in self._columns:
             rows = self.con.execute(
-                "SELECT column_name, data_type FROM information_schema.columns "
-                "WHERE table_name = ? AND table_schema = 'main' ORDER BY ordinal_position",
-                [table],
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
             ).fetchall()
-            if not rows:
+            found: dict[str, list[tuple[str, str]]] = {}
+            for name, column, kind in rows:
+                found.setdefault(name, []).append((column, kind))
+            self._columns.update(found)
+            if table not in self._columns:
                 raise StoreError(f"unknown table {table!r}")
-            self._columns[table] = [(r[0], r[1]) for r in rows]
         return self._columns[table]
 
     # ------------------------------------------------------------------ helpers
@@ -195,8 +201,9 @@ class Store:
 
     def count(self, table: str) -> int:
         self.columns(table)  # validates the name against the catalog
-        row = self.con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone()  # noqa: S608
-        return int(row[0]) if row else 0
+        # fetchall: a result left unfinished (fetchone) makes DuckDB 2 refuse the next relation
+        rows = self.con.execute(f"SELECT count(*) FROM {ident(table)}").fetchall()  # noqa: S608
+        return int(rows[0][0]) if rows else 0
 
     def boot_anchors(self) -> BootAnchors:
         """Boot times known to the store (median over the rows of each boot id)."""

@@ -90,6 +90,9 @@ class SourceWriter:
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
         if background:
+            # the parsing thread must not use the connection while the insert thread does:
+            # what it needs from the catalogue is read now
+            store.columns("sources")
             # rows carry their line numbers and every query orders its results: DuckDB may
             # then append in parallel (reset in close())
             store.con.execute("SET preserve_insertion_order = false")
