@@ -611,6 +611,9 @@ def collect(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
+    from .startup import arrow_without_pandas
+
+    arrow_without_pandas()
     try:
         rv = app(args=argv, standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
