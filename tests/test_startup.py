@@ -1,0 +1,61 @@
+"""The CLI's start-up: pyarrow's pandas probe must not import pandas, and pandas must still work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_probe_skips_pandas_but_conversions_still_work() -> None:
+    out = _run(
+        """
+        import sys
+        from postmortem.startup import arrow_without_pandas
+        print(arrow_without_pandas())
+        import numpy as np
+        import pyarrow as pa
+        pa.table({"a": np.arange(3)})
+        print("pandas" in sys.modules)
+        print(pa.table({"a": [1, 2]}).to_pandas()["a"].sum())
+        print("pandas" in sys.modules)
+        import pandas as pd
+        print(pa.array(pd.Series([4, 5])).to_pylist())
+        """
+    )
+    assert out.split("\n") == ["True", "False", "3", "True", "[4, 5]"]
+
+
+def test_no_effect_once_pandas_is_imported() -> None:
+    out = _run(
+        """
+        import pandas
+        from postmortem.startup import arrow_without_pandas
+        print(arrow_without_pandas())
+        """
+    )
+    assert out == "False"
+
+
+def test_cli_ingest_does_not_import_pandas(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "k.log"
+    log.write_text("2025-05-25T20:00:00+0000 gpu1 kernel: hello\n" * 5)
+    out = _run(
+        f"""
+        import sys
+        from postmortem.cli import main
+        try:
+            main(["ingest", {str(log)!r}, "--db", {str(tmp_path / "s.duckdb")!r}])
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+        print("pandas" in sys.modules)
+        """
+    )
+    assert out.splitlines()[-1] == "False"
