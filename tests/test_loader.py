@@ -78,3 +78,42 @@ def test_a_new_record_type_during_a_background_insert(
     assert store.count("journal_entries") == 2000
     assert store.count("boots") == 1 and store.count("unit_events") == 1
     store.close()
+
+
+def _event(ts: datetime) -> UnitEvent:
+    return UnitEvent(
+        3, ts, "raw", None, "h", "a.service", "failed", None, None, None, None, None, None, None, "m", None
+    )
+
+
+def _batch(*stamps: datetime | None) -> TableBatch:
+    return TableBatch(
+        "journal_entries",
+        pa.table(
+            {
+                "line_no": pa.array(range(len(stamps)), pa.int64()),
+                "ts": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+            }
+        ),
+    )
+
+
+def test_time_span_over_records_and_batches(tmp_path: Path) -> None:
+    """first_ts/last_ts cover records and table batches in any order (batches are compared as
+    epoch microseconds, records as datetimes)."""
+    store = Store.open(tmp_path / "s.duckdb")
+    writer = loader.SourceWriter(store, 1)
+    t = [datetime(2025, 5, 25, 20, 0, s, 250_000 * (s % 4), tzinfo=UTC) for s in range(10)]
+    writer.add(_batch(None, None))  # only nulls: no span yet
+    assert writer.first_ts is None and writer.last_ts is None
+    writer.add(_event(t[5]))
+    writer.add(_batch(t[6], None, t[4]))  # a batch after a record: compared with the record's
+    assert (writer.first_ts, writer.last_ts) == (t[4], t[6])
+    writer.add(_batch(t[5]))  # inside the span: unchanged
+    writer.add(_event(t[2]))
+    writer.add(_batch(t[3], t[7]))  # after a record moved first_ts back
+    assert (writer.first_ts, writer.last_ts) == (t[2], t[7])
+    writer.add(_event(t[9]))
+    writer.add(_batch(t[8], t[1]))
+    assert (writer.first_ts, writer.last_ts) == (t[1], t[9])
+    store.close()

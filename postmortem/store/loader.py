@@ -11,7 +11,7 @@ import os
 import queue
 import threading
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
@@ -25,6 +25,7 @@ from .recovery import discard_source, recover_interrupted
 __all__ = ["SourceWriter", "discard_source", "recover_interrupted"]
 
 FLUSH_ROWS = 50_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: rows inserted between intermediate commits: DuckDB keeps a transaction's appends in memory, so
 #: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
 #: interrupted load is removed by :func:`recover_interrupted`). Two row groups: measured on a
@@ -108,6 +109,9 @@ class SourceWriter:
         self.issue_count = 0
         self.first_ts: datetime | None = None
         self.last_ts: datetime | None = None
+        # the same as epoch microseconds, when they came from a table batch (None: from records)
+        self._first_us: int | None = None
+        self._last_us: int | None = None
         self.per_table: dict[str, int] = {}
 
     def add(self, item: Output) -> None:
@@ -125,9 +129,9 @@ class SourceWriter:
         ts = getattr(item, "ts", None)
         if ts is not None:
             if self.first_ts is None or ts < self.first_ts:
-                self.first_ts = ts
+                self.first_ts, self._first_us = ts, None
             if self.last_ts is None or ts > self.last_ts:
-                self.last_ts = ts
+                self.last_ts, self._last_us = ts, None
         if len(buf.rows) >= FLUSH_ROWS:
             self._flush(buf)
 
@@ -152,23 +156,38 @@ class SourceWriter:
         self.records += data.num_rows
         self.per_table[batch.table] = self.per_table.get(batch.table, 0) + data.num_rows
         if "ts" in data.column_names:
-            import pyarrow.compute as pc
-
-            lo, hi = pc.min(data["ts"]).as_py(), pc.max(data["ts"]).as_py()
-            if lo is not None and (self.first_ts is None or lo < self.first_ts):
-                self.first_ts = lo
-            if hi is not None and (self.last_ts is None or hi > self.last_ts):
-                self.last_ts = hi
+            self._note_span(data["ts"])
         key = (batch.table, tuple(data.column_names))
         self._pending.setdefault(key, []).append(data)
         self._pending_rows[key] = self._pending_rows.get(key, 0) + data.num_rows
-        self._pending_bytes[key] = self._pending_bytes.get(key, 0) + data.nbytes
+        # the buffers' whole size (a slice keeps its whole buffer alive), and far cheaper than
+        # Table.nbytes, which measures every slice
+        size = data.get_total_buffer_size()
+        self._pending_bytes[key] = self._pending_bytes.get(key, 0) + size
         if self._pending_rows[key] >= INSERT_ROWS:
             self._release(key, whole=True)
         if sum(self._pending_bytes.values()) >= PENDING_BYTES:
             biggest = max(self._pending_bytes, key=self._pending_bytes.__getitem__)
             if self._pending_rows[biggest] >= ROW_GROUP:
                 self._release(biggest, whole=True)
+
+    def _note_span(self, ts: pa.ChunkedArray) -> None:  # type: ignore[type-arg]
+        """Widen first_ts/last_ts to a batch's time column: one min-max pass, compared as
+        integers (a datetime is made only for a new extreme)."""
+        import pyarrow.compute as pc
+
+        if ts.null_count == len(ts):
+            return
+        if not pa.types.is_timestamp(ts.type) or ts.type.unit != "us":
+            ts = ts.cast(pa.timestamp("us", tz="UTC"))
+        span: Any = pc.min_max(ts)  # TimestampScalar's .value (epoch µs) is not in the stubs
+        lo, hi = span["min"], span["max"]
+        first = self._first_us if self._first_us is not None else _micros(self.first_ts)
+        if first is None or lo.value < first:
+            self.first_ts, self._first_us = lo.as_py(), lo.value
+        last = self._last_us if self._last_us is not None else _micros(self.last_ts)
+        if last is None or hi.value > last:
+            self.last_ts, self._last_us = hi.as_py(), hi.value
 
     def _release(self, key: tuple[str, tuple[str, ...]], whole: bool = False) -> None:
         """Insert a table's waiting blocks: all of them, or (``whole``) as many whole row groups
@@ -186,7 +205,7 @@ class SourceWriter:
                 rest = data.slice(keep)
                 self._pending[key] = [rest]
                 self._pending_rows[key] = rest.num_rows
-                self._pending_bytes[key] = rest.nbytes
+                self._pending_bytes[key] = rest.get_total_buffer_size()
                 data = data.slice(0, keep)
             if not keep:
                 return
@@ -282,3 +301,11 @@ class SourceWriter:
         for key in list(self._pending):
             self._release(key)
         self._wait()
+
+
+def _micros(ts: datetime | None) -> int | None:
+    """Epoch microseconds of an aware datetime."""
+    if ts is None:
+        return None
+    delta = ts - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds

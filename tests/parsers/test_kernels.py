@@ -20,7 +20,7 @@ def test_gather_spans_with_and_without_a_cut() -> None:
     buf = _buf(data)
     starts = np.array([0, 35, 10], dtype=np.int64)
     ends = np.array([32, len(data), 10], dtype=np.int64)  # the last span is empty
-    offsets, out = gather_spans(buf, starts, ends)
+    offsets, out = gather_spans(buf, starts, ends, -1, 0)
     assert large_strings(offsets, out).to_pylist() == [data[0:32].decode(), data[35:].decode(), ""]
     # the fraction left out (7 bytes from offset 19): what a dictionary of stamps is keyed by
     offsets, out = gather_spans(buf, starts[:1], ends[:1], 19, 7)
@@ -61,3 +61,16 @@ def test_to_arrow_without_copies_or_pandas() -> None:
     arr = to_arrow(values, pa.int64(), np.array([True, False, True]))
     assert arr.to_pylist() == [3, None, 2]
     assert to_arrow(np.array([1, 0, 1], dtype=np.int64), pa.bool_()).to_pylist() == [True, False, True]
+
+
+def test_kernels_refuse_default_arguments() -> None:
+    # a call leaving a default out takes numba's slow dispatch path (~150 µs a call)
+    import pytest
+
+    from postmortem.parsers.jit import kernel
+
+    def with_default(x: int, y: int = 1) -> int:
+        return x + y
+
+    with pytest.raises(TypeError, match="default arguments"):
+        kernel(with_default)
