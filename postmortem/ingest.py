@@ -247,6 +247,26 @@ def _find_source(store: Store, path: str) -> tuple[int, str, int, int, int | Non
     return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5]
 
 
+def _same_content(store: Store, inp: InputFile) -> str | None:
+    """The path of a stored source with exactly ``inp``'s content, for an uncompressed file the
+    store holds one of the same size of (only then is the file hashed ahead of parsing)."""
+    if inp.path is None or inp.size is None or compression_of(inp.first_bytes()) is not None:
+        return None
+    rows = store.fetchall(
+        "SELECT path, sha256 FROM sources WHERE status = 'complete' AND compression IS NULL "
+        "AND bytes = ? AND file_size = ?",
+        [inp.size, inp.size],
+    )
+    if not rows:
+        return None
+    h = hashlib.sha256()
+    with inp.open_raw() as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+    digest = h.hexdigest()
+    return next((str(path) for path, sha in rows if sha == digest), None)
+
+
 def _same_mtime(a: datetime | None, b: datetime | None) -> bool:
     if a is None or b is None:
         return False
@@ -278,6 +298,16 @@ def ingest_file(
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
         else:
             mode, reuse_id = "replaced", sid
+    elif not binary and (twin := _same_content(store, inp)) is not None:
+        # the same file under another path (relative, through a symlink, a copy): known by its
+        # hash before a line is parsed
+        return FileResult(
+            display,
+            "duplicate",
+            fmt,
+            notes=[f"same content as {twin}, already ingested"],
+            seconds=time.monotonic() - started,
+        )
 
     from .store.loader import SourceWriter  # pyarrow: only when there is work
     from .store.recovery import discard_source

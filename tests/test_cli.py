@@ -47,6 +47,39 @@ def test_ingest_prints_per_file_counts(cli: Any, tmp_path: Path) -> None:
     assert again.out.strip() == f"{DMESG}: unchanged"
 
 
+def test_same_file_under_another_path_is_a_duplicate_before_parsing(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same content under another path (a copy, a relative path) is known by its hash before
+    any line is parsed; content of the same size that differs is still ingested."""
+    import os
+    import shutil
+
+    from postmortem import ingest
+
+    db = tmp_path / "pm.duckdb"
+    assert cli("ingest", DMESG, "--db", db).code == 0
+    copy = tmp_path / "copy.log"
+    shutil.copyfile(DMESG, copy)
+    os.utime(copy, (1_000_000_000, 1_000_000_000))  # another mtime: not "unchanged"
+    real_state = ingest.StreamState
+
+    def no_parse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("parsed a file the store already holds")
+
+    monkeypatch.setattr(ingest, "StreamState", no_parse)
+    r = cli("ingest", copy, "--db", db)
+    assert r.code == 0, r
+    assert r.out.splitlines()[0] == f"{copy}: duplicate — same content as {DMESG}, already ingested"
+    monkeypatch.setattr(ingest, "StreamState", real_state)
+    data = bytearray(copy.read_bytes())
+    data[-2:-1] = b"X" if data[-2:-1] != b"X" else b"Y"  # same size, other content
+    copy.write_bytes(bytes(data))
+    r = cli("ingest", copy, "--db", db)
+    assert r.code == 0, r
+    assert r.out.startswith(f"{copy}: ingested as dmesg: 148 lines, ")
+
+
 def test_missing_path(cli: Any, tmp_path: Path) -> None:
     r = cli("ingest", tmp_path / "nope.log", "--db", tmp_path / "pm.duckdb")
     assert r.code == 1
