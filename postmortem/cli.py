@@ -611,9 +611,9 @@ def collect(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
-    from .startup import arrow_without_pandas
+    from .startup import probe_after_pyarrow
 
-    arrow_without_pandas()
+    probe_after_pyarrow()
     try:
         rv = app(args=argv, standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)

@@ -6,6 +6,8 @@ process, though postmortem never hands pyarrow a pandas object. :func:`arrow_wit
 lets that one probe find no pandas. pyarrow only caches the answer for its *probes*: anything
 that explicitly converts to or from pandas still imports it then (pyarrow retries the import
 when pandas is really needed), so nothing is lost but the wasted start-up.
+:func:`probe_after_pyarrow` runs it right after pyarrow's first import, so a command that never
+needs pyarrow (re-ingesting unchanged files) does not import it either.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import importlib.machinery
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
-__all__ = ["arrow_without_pandas"]
+__all__ = ["arrow_without_pandas", "probe_after_pyarrow"]
 
 
 class _NoPandas(importlib.abc.MetaPathFinder):
@@ -44,3 +47,34 @@ def arrow_without_pandas() -> bool:
     finally:
         sys.meta_path.remove(finder)
     return "pandas" not in sys.modules
+
+
+class _AfterPyarrow(importlib.abc.MetaPathFinder):
+    """Finds pyarrow as usual, and runs the probe once its import has finished."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "pyarrow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader: Any = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            arrow_without_pandas()
+
+        loader.exec_module = exec_module  # this spec's own loader instance
+        return spec
+
+
+def probe_after_pyarrow() -> None:
+    """:func:`arrow_without_pandas` now if pyarrow is loaded, else right after it is."""
+    if "pyarrow" in sys.modules:
+        arrow_without_pandas()
+    elif not any(isinstance(f, _AfterPyarrow) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterPyarrow())

@@ -59,3 +59,23 @@ def test_cli_ingest_does_not_import_pandas(tmp_path) -> None:  # type: ignore[no
         """
     )
     assert out.splitlines()[-1] == "False"
+
+
+def test_probe_waits_for_pyarrow() -> None:
+    """The CLI defers the probe until pyarrow is imported (a command that never needs pyarrow
+    does not pay for it), then runs it before anything builds an array."""
+    out = _run(
+        """
+        import sys
+        from postmortem.startup import probe_after_pyarrow
+        probe_after_pyarrow()
+        print("pyarrow" in sys.modules)
+        import numpy as np
+        import pyarrow as pa
+        pa.table({"a": np.arange(3)})
+        print("pandas" in sys.modules)
+        import pyarrow.compute as pc
+        print(pc.sum(pa.array([1, 2])).as_py())
+        """
+    )
+    assert out.splitlines() == ["False", "False", "3"]
