@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo test lint typecheck pytest bench bench-compare fuzz samples clean venv dev
+.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ pytest: $(BIN)/.dev-installed
 ## bench: generate large inputs, ingest, build; compare with lnav
 bench: $(BIN)/.dev-installed
 	BENCH_SCALE=$(BENCH_SCALE) $(BIN)/python bench/run.py $(BENCH_ARGS)
+
+## bench-floor: DuckDB's appends alone (no parsing) for a 1M-line journal's rows
+bench-floor: $(BIN)/.dev-installed
+	$(BIN)/python bench/insert_floor.py $(BENCH_ARGS)
 
 ## bench-compare: this tree's ingest against REV's, interleaved (after make bench made the inputs)
 bench-compare: $(BIN)/.dev-installed
