@@ -7,11 +7,14 @@ lets that one probe find no pandas. pyarrow only caches the answer for its *prob
 that explicitly converts to or from pandas still imports it then (pyarrow retries the import
 when pandas is really needed), so nothing is lost but the wasted start-up.
 :func:`probe_after_pyarrow` runs it right after pyarrow's first import, so a command that never
-needs pyarrow (re-ingesting unchanged files) does not import it either.
+needs pyarrow (re-ingesting unchanged files) does not import it either. The price, and the
+reason only the command line does this: in that process pyarrow takes a pandas object handed
+to ``pa.array`` for a plain sequence until something has converted to pandas.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -42,7 +45,7 @@ def arrow_without_pandas() -> bool:
         import pyarrow as pa
 
         pa.array([0])  # the first array built runs the probe
-    except ImportError:
+    except Exception:  # whatever a future pyarrow does: no saving, and no failure either
         return False
     finally:
         sys.meta_path.remove(finder)
@@ -66,7 +69,8 @@ class _AfterPyarrow(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            arrow_without_pandas()
+            with contextlib.suppress(Exception):  # a skipped saving must never break the import
+                arrow_without_pandas()
 
         loader.exec_module = exec_module  # this spec's own loader instance
         return spec
