@@ -267,6 +267,16 @@ def _same_content(store: Store, inp: InputFile) -> str | None:
     return next((str(path) for path, sha in rows if sha == digest), None)
 
 
+def _duplicate(display: str, fmt: str, twin: str, started: float) -> FileResult:
+    return FileResult(
+        display,
+        "duplicate",
+        fmt,
+        notes=[f"same content as {twin}, already ingested"],
+        seconds=time.monotonic() - started,
+    )
+
+
 def _same_mtime(a: datetime | None, b: datetime | None) -> bool:
     if a is None or b is None:
         return False
@@ -301,13 +311,7 @@ def ingest_file(
     elif not binary and (twin := _same_content(store, inp)) is not None:
         # the same file under another path (relative, through a symlink, a copy): known by its
         # hash before a line is parsed
-        return FileResult(
-            display,
-            "duplicate",
-            fmt,
-            notes=[f"same content as {twin}, already ingested"],
-            seconds=time.monotonic() - started,
-        )
+        return _duplicate(display, fmt, twin, started)
 
     from .store.loader import SourceWriter  # pyarrow: only when there is work
     from .store.recovery import discard_source
@@ -442,13 +446,7 @@ def ingest_file(
             if dup:
                 discard_source(store, source_id, None)
                 store.con.execute("COMMIT")
-                return FileResult(
-                    display,
-                    "duplicate",
-                    fmt,
-                    notes=[f"same content as {dup[0][0]}, already ingested"],
-                    seconds=time.monotonic() - started,
-                )
+                return _duplicate(display, fmt, str(dup[0][0]), started)
         ts_range = _source_span(store, source_id, writer)
         store.execute(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "

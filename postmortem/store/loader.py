@@ -11,7 +11,7 @@ import os
 import queue
 import threading
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
@@ -109,9 +109,6 @@ class SourceWriter:
         self.issue_count = 0
         self.first_ts: datetime | None = None
         self.last_ts: datetime | None = None
-        # the same as epoch microseconds, when they came from a table batch (None: from records)
-        self._first_us: int | None = None
-        self._last_us: int | None = None
         self.per_table: dict[str, int] = {}
 
     def add(self, item: Output) -> None:
@@ -129,9 +126,9 @@ class SourceWriter:
         ts = getattr(item, "ts", None)
         if ts is not None:
             if self.first_ts is None or ts < self.first_ts:
-                self.first_ts, self._first_us = ts, None
+                self.first_ts = ts
             if self.last_ts is None or ts > self.last_ts:
-                self.last_ts, self._last_us = ts, None
+                self.last_ts = ts
         if len(buf.rows) >= FLUSH_ROWS:
             self._flush(buf)
 
@@ -182,12 +179,10 @@ class SourceWriter:
             ts = ts.cast(pa.timestamp("us", tz="UTC"))
         span: Any = pc.min_max(ts)  # TimestampScalar's .value (epoch µs) is not in the stubs
         lo, hi = span["min"], span["max"]
-        first = self._first_us if self._first_us is not None else _micros(self.first_ts)
-        if first is None or lo.value < first:
-            self.first_ts, self._first_us = lo.as_py(), lo.value
-        last = self._last_us if self._last_us is not None else _micros(self.last_ts)
-        if last is None or hi.value > last:
-            self.last_ts, self._last_us = hi.as_py(), hi.value
+        if self.first_ts is None or lo.value < _micros(self.first_ts):
+            self.first_ts = lo.as_py()
+        if self.last_ts is None or hi.value > _micros(self.last_ts):
+            self.last_ts = hi.as_py()
 
     def _release(self, key: tuple[str, tuple[str, ...]], whole: bool = False) -> None:
         """Insert a table's waiting blocks: all of them, or (``whole``) as many whole row groups
@@ -303,9 +298,6 @@ class SourceWriter:
         self._wait()
 
 
-def _micros(ts: datetime | None) -> int | None:
+def _micros(ts: datetime) -> int:
     """Epoch microseconds of an aware datetime."""
-    if ts is None:
-        return None
-    delta = ts - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (ts - _EPOCH) // timedelta(microseconds=1)
