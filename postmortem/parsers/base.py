@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
-from ..records import Record
 from ..timeutil import UTC, BootAnchors, YearInference
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ..records import Record
 
 EXCERPT_CHARS = 200
 
@@ -72,7 +73,9 @@ class TableBatch:
     data: pa.Table
 
 
-Output: TypeAlias = Record | ParseIssue | TableBatch
+#: what a parser yields (a string alias: the records module is imported only when a file is
+#: parsed, not by every command that touches the parsers' types)
+Output: TypeAlias = "Record | ParseIssue | TableBatch"
 
 
 class LineChunk:

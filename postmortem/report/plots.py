@@ -90,7 +90,7 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
                 )
             ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
-            ax.set_title("Host memory", loc="left", fontsize=10)
+            ax.set_title("Host memory", loc="left", fontsize=10, y=1.0)
         elif panel == "gpu":
             for label in sorted(tl.per_gpu, key=_gpu_sort):
                 pts = tl.per_gpu[label]
@@ -101,7 +101,7 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
             if totals:
                 ax.axhline(max(totals) / GIB, color="#555555", linestyle=":", linewidth=1, label="GPU total")
             ax.set_ylabel("GiB used")
-            ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10)
+            ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10, y=1.0)
         else:
             b = [x for x in tl.buckets if x.token_usage is not None]
             ax.plot(
@@ -124,7 +124,7 @@ def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: s
                 )
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
-            ax.set_title(f"SGLang serving ({inc.unit})", loc="left", fontsize=10)
+            ax.set_title(f"SGLang serving ({inc.unit})", loc="left", fontsize=10, y=1.0)
         _mark(ax, inc.ts, KILL_COLOR, "kill", zone)
         _mark(ax, inc.recovered_ts, READY_COLOR, "service ready again", zone)
         ax.grid(alpha=0.25)
@@ -227,7 +227,7 @@ def trend_figure(
             ax.plot([_x(t, zone) for t, _ in pts], [v for _, v in pts], marker="o", linewidth=1, label=name)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))  # type: ignore[no-untyped-call]
     ax.set_ylabel(ylabel)
-    ax.set_title(title, loc="left", fontsize=10)
+    ax.set_title(title, loc="left", fontsize=10, y=1.0)
     ax.grid(alpha=0.25)
     ax.legend(fontsize=7)
     fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.15)
