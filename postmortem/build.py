@@ -46,7 +46,15 @@ def build(options: BuildOptions) -> BuildResult:
     check_range(options.since, options.until)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    store = Store.open(options.db, wait=options.wait)
+    # the figures' drawer: the drawing process the command line forked at start-up, if any
+    from .drawing import Drawer
+
+    drawer = Drawer()
+    try:
+        store = Store.open(options.db, wait=options.wait)
+    except BaseException:
+        drawer.close()
+        raise
     try:
         summary = ingest_paths(store, options.logs, options.ingest) if options.logs else IngestSummary()
         t1 = time.perf_counter()
@@ -63,9 +71,10 @@ def build(options: BuildOptions) -> BuildResult:
         )
         t2 = time.perf_counter()
         timings["analysis"] = t2 - t1
-        written = write_reports(store, options, analysis)
+        written = write_reports(store, options, analysis, drawer)
         timings["reports"] = time.perf_counter() - t2
     finally:
+        drawer.close()
         store.close()
     return BuildResult(
         ingest=summary,

@@ -11,16 +11,16 @@ import io
 import json
 import re
 import tarfile
-from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..analysis import Analysis
-from ..analysis.facts import IncidentFacts
 from ..analysis.model import Load
 from ..analysis.summary import human
+from ..drawing import Drawer, FigureJob
 from ..store.db import Store
 from ..timeutil import UTC
 from .context import (
@@ -74,7 +74,14 @@ def _hosts(store: Store) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Written:
+def write_reports(
+    store: Store, options: BuildOptions, analysis: Analysis, drawer: Drawer | None = None
+) -> Written:
+    """Write the window's reports and the index. ``drawer`` draws the figures (default: here,
+    or many reports' in a pool of processes; see :mod:`postmortem.drawing`)."""
+    if drawer is None:
+        with Drawer() as own:
+            return write_reports(store, options, analysis, own)
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     zone = options.zone
@@ -102,7 +109,7 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
         jobs.append(
-            _FigureJob(
+            FigureJob(
                 stem,
                 facts,
                 out / f"{stem}-memory.png",
@@ -113,8 +120,10 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
                 zone,
             )
         )
-    figures = _render_figures(jobs)
-    for inc, job, (fig, lfig) in zip(chosen, jobs, figures, strict=True):
+    # the figures are drawn (in the drawing process, when there is one) while each report's
+    # context is queried here; the context then gets the figures' names
+    figures = drawer.submit(jobs)
+    for inc, job, drawn in zip(chosen, jobs, figures, strict=True):
         stem = job.stem
         ctx = incident_report(
             store,
@@ -125,10 +134,12 @@ def write_reports(store: Store, options: BuildOptions, analysis: Analysis) -> Wr
             clean=clean,
             window_s=options.window_s,
             generated_at=generated,
-            figure=fig.name if fig else None,
-            loads_figure=lfig.name if lfig else None,
+            figure=None,
+            loads_figure=None,
             file_stem=stem,
         )
+        fig, lfig = drawn()
+        ctx = replace(ctx, memory_figure=fig.name if fig else None, loads_figure=lfig.name if lfig else None)
         if options.report_format == "json":
             path = out / f"{stem}.json"
             path.write_text(
@@ -196,44 +207,6 @@ def _forget_stale(out: Path, written: Written) -> None:
             if name not in current and safe_name(name) == name:
                 (out / name).unlink(missing_ok=True)
     manifest.write_text("\n".join(sorted(n for n in current if (out / n).exists())) + "\n", encoding="utf-8")
-
-
-@dataclass
-class _FigureJob:
-    stem: str
-    facts: IncidentFacts
-    memory_path: Path
-    title: str
-    loads: list[Load]
-    loads_path: Path
-    highlight: list[int]
-    zone: tzinfo
-
-
-def _figure_job(job: _FigureJob) -> tuple[Path | None, Path | None]:
-    from .plots import loads_figure, memory_figure  # matplotlib: only when a figure is drawn
-
-    fig = memory_figure(job.facts, job.memory_path, job.zone, title=job.title)
-    lfig = loads_figure(job.loads, job.loads_path, job.zone, job.highlight)
-    return fig, lfig
-
-
-#: with this many reports or more, figures are drawn by a pool of processes (one per CPU)
-PARALLEL_FIGURES = 6
-
-
-def _render_figures(jobs: list[_FigureJob]) -> list[tuple[Path | None, Path | None]]:
-    """Draw every report's figures; matplotlib is single-threaded, so many reports use processes."""
-    import os
-
-    workers = min(os.cpu_count() or 1, len(jobs))
-    if len(jobs) < PARALLEL_FIGURES or workers < 2:
-        return [_figure_job(j) for j in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_figure_job, jobs))
 
 
 def write_bundle(path: Path, members: list[Path]) -> Path:
