@@ -243,9 +243,9 @@ _WRAP = (
     "        if line.startswith('VmHWM:'):\n"
     "            open(os.environ['PM_BENCH_HWM'], 'w').write(line.split()[1])\n"
     "atexit.register(_hwm)\n"
-    "from postmortem.cli import main\n"
+    "from postmortem.launch import main\n"  # the console script's entry point
     "sys.argv[0] = 'postmortem'\n"
-    "main(sys.argv[1:])\n"
+    "main()\n"
 )
 
 

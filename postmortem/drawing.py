@@ -109,10 +109,10 @@ def start() -> None:
     if pid == 0:  # the child: never returns into the command line
         parent.close()
         try:
-            # it writes nothing, and must not hold the command's output open (``| less``)
+            # it reads and writes nothing, and must not hold the command's pipes open (``| less``)
             null = os.open(os.devnull, os.O_RDWR)
-            os.dup2(null, 1)
-            os.dup2(null, 2)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
             _serve(child)
         finally:
             os._exit(0)
@@ -153,6 +153,7 @@ class Drawer:
         self._results: dict[int, tuple[Drawn | None, str | None]] = {}
         self._sender: threading.Thread | None = None
         self._dead = False
+        self._next = 0  # job numbers, unique across submit() calls
 
     def submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
         """Start drawing ``jobs``; each returned callable waits for one job's figures."""
@@ -162,7 +163,8 @@ class Drawer:
                 return _pool(jobs)
             return [_here(j) for j in jobs]
         conn = self._proc[1]
-        items = list(enumerate(jobs))
+        items = list(enumerate(jobs, start=self._next))
+        self._next += len(jobs)
         # sent from a thread: the drawing process reads them only once its imports are done,
         # and this process has the reports' text to write meanwhile
         self._sender = threading.Thread(target=self._send, args=(conn, items), daemon=True)
