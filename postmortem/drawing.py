@@ -6,7 +6,8 @@ against 0.5 s of analysis). So the ``postmortem build`` command forks a drawing 
 (:func:`start`, called by the entry point while the process still has one thread and no imports
 beyond the standard library). That process imports matplotlib and the analysis types on the
 other core while this one starts up, ingests and analyses; it then draws the figures while this
-one queries and renders the reports' text. :class:`Drawer` is the parent's side.
+one queries and renders the reports' text; several reports' figures are drawn by warm copies of
+it, one per CPU, forked when the jobs arrive. :class:`Drawer` is the parent's side.
 
 Everything degrades to drawing here, the way a library call does: no drawing process (another
 command, a library caller, a platform without ``fork``, ``POSTMORTEM_DRAW_PROCESS=0``), or one that
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 Drawn = tuple[Path | None, Path | None]
 
-#: with this many reports or more, a pool of processes (one per CPU) draws them
+#: without a drawing process: with this many reports or more, a pool of processes (one per CPU,
+#: each importing matplotlib) draws them
 PARALLEL_FIGURES = 6
 
 
@@ -65,24 +67,95 @@ def draw(job: FigureJob) -> Drawn:
 
 
 def _serve(conn: Connection) -> None:
-    """The drawing process: import, then draw each job received until told to stop."""
+    """The drawing process: import, then draw the jobs received until told to stop."""
     try:
         from .report import plots  # noqa: F401 - the point: import while the parent is busy
 
         while True:
             try:
-                item = conn.recv()
+                items = conn.recv()
             except EOFError:  # the parent is gone
                 return
-            if item is None:
+            if items is None:
                 return
-            for i, job in item:
-                try:
-                    conn.send((i, draw(job), None))
-                except Exception as exc:  # reported to the parent, which draws it itself
-                    conn.send((i, None, f"{type(exc).__name__}: {exc}"))
+            _draw_all(conn, items)
     except BaseException:
         return
+
+
+def _attempt(i: int, job: FigureJob) -> tuple[int, Drawn | None, str | None]:
+    try:
+        return i, draw(job), None
+    except Exception as exc:  # reported to the parent, which draws it itself
+        return i, None, f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _draw_all(conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
+    """Draw ``items``, sending each result as it is done: here for one job; for several, by one
+    forked copy of this process per CPU (already warm: forking it costs milliseconds), each taking
+    the next job as it finishes one."""
+    workers = min(_cpus(), len(items))
+    if workers < 2:
+        for i, job in items:
+            conn.send(_attempt(i, job))
+        return
+    import queue
+    from multiprocessing import Queue, Value
+
+    following = Value("i", 0)  # the next job to take
+    results: Queue[tuple[int, Drawn | None, str | None]] = Queue()
+    me = os.getpid()
+    running = set()
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _die_with(me)
+                while True:
+                    with following.get_lock():
+                        k = following.value
+                        following.value = k + 1
+                    if k >= len(items):
+                        break
+                    results.put(_attempt(*items[k]))
+                results.close()
+                results.join_thread()  # the results are in the pipe before this process ends
+            finally:
+                os._exit(0)
+        running.add(pid)
+    missing = {i for i, _ in items}
+    try:
+        while missing:
+            try:
+                got = results.get(timeout=0.5)
+            except queue.Empty:
+                for pid in list(running):
+                    with contextlib.suppress(ChildProcessError):
+                        if os.waitpid(pid, os.WNOHANG)[0]:
+                            running.discard(pid)
+                if not running and results.empty():
+                    break  # a worker died with jobs in hand: the parent draws those
+                continue
+            missing.discard(got[0])
+            conn.send(got)
+    finally:
+        for pid in running:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    for i in sorted(missing):
+        conn.send((i, None, "the drawing process failed"))
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` ends (Linux ``PR_SET_PDEATHSIG``): a
+    drawing process outlives nothing it serves."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(0)
 
 
 # ---------------------------------------------------------------------------- the parent
@@ -101,6 +174,7 @@ def start() -> None:
         return
     from multiprocessing import Pipe
 
+    launcher = os.getpid()
     try:
         parent, child = Pipe()
         pid = os.fork()
@@ -109,6 +183,7 @@ def start() -> None:
     if pid == 0:  # the child: never returns into the command line
         parent.close()
         try:
+            _die_with(launcher)
             # it reads and writes nothing, and must not hold the command's pipes open (``| less``)
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
@@ -157,8 +232,7 @@ class Drawer:
 
     def submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
         """Start drawing ``jobs``; each returned callable waits for one job's figures."""
-        if self._proc is None or len(jobs) >= PARALLEL_FIGURES:
-            self.close()
+        if self._proc is None:
             if len(jobs) >= PARALLEL_FIGURES and _cpus() >= 2:
                 return _pool(jobs)
             return [_here(j) for j in jobs]

@@ -6,6 +6,7 @@ pytest process has threads and matplotlib loaded, where ``start()`` rightly refu
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -156,3 +157,100 @@ def test_without_a_drawing_process_figures_are_drawn_here(tmp_path: Path) -> Non
 )
 def test_only_build_forks(argv: list[str], expected: bool) -> None:
     assert wants_drawing(argv) is expected
+
+
+# several reports: warm copies of the drawing process draw them; this process imports nothing
+FAN_OUT = """
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from postmortem import drawing
+drawing.start()
+from postmortem.analysis import rebuild
+from postmortem.build import BuildOptions, build
+from postmortem.ingest import IngestOptions
+from postmortem.store.db import Store
+from postmortem.timeutil import get_zone
+out = Path(sys.argv[2])
+db = str(out / "pm.duckdb")
+store = Store.open(db)
+from postmortem.ingest import ingest_paths
+ingest_paths(store, [sys.argv[1]], IngestOptions(zone=get_zone("UTC")))
+analysis = rebuild(store, window_s=1800.0, zone=get_zone("UTC"))
+inc = analysis.incidents[0]
+facts = analysis.facts[inc.incident_id]
+jobs = [drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", "t", [], out / f"r{i}-loads.png", [],
+        get_zone("UTC")) for i in range(5)]
+if sys.argv[3] == "bad":  # a figure that cannot be written: the real error, raised here
+    jobs[2] = replace(jobs[2], memory_path=Path("/proc/no-such-dir/x.png"))
+with drawing.Drawer() as drawer:
+    waits = drawer.submit(jobs)
+    try:
+        drawn = [w() for w in waits]
+    except OSError as exc:
+        print("error", type(exc).__name__)
+        drawn = []
+print("drawn", sum(1 for d in drawn if d[0] is not None))
+print("matplotlib", "matplotlib" in sys.modules)
+"""
+
+
+def _fan_out(tmp: Path, mode: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("POSTMORTEM_DRAW_PROCESS", None)
+    res = subprocess.run(
+        [sys.executable, "-c", FAN_OUT, str(SAMPLE), str(tmp), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+@two_cpus
+def test_several_reports_are_drawn_by_warm_copies(tmp_path: Path) -> None:
+    out = _fan_out(tmp_path, "good")
+    assert "drawn 5" in out
+    assert "matplotlib False" in out  # every figure was drawn elsewhere
+    assert len(_pngs(tmp_path)) == 5
+
+
+@two_cpus
+def test_a_figure_that_fails_there_fails_here_with_its_own_error(tmp_path: Path) -> None:
+    out = _fan_out(tmp_path, "bad")
+    assert "error FileNotFoundError" in out
+    assert "matplotlib True" in out  # redrawn here to raise the real exception
+
+
+DIE = """
+import os, sys
+from postmortem import drawing
+def fake(job):
+    if job == "die":
+        os._exit(3)  # a worker killed mid-job (the OOM killer, say)
+    return (None, None)
+drawing.draw = fake
+sent = []
+class Conn:
+    def send(self, item):
+        sent.append(item)
+drawing._draw_all(Conn(), [(i, "die" if i == 1 else "ok") for i in range(4)])
+print(sorted((i, err is None) for i, _, err in sent))
+"""
+
+
+@two_cpus
+def test_a_worker_that_dies_leaves_its_job_to_the_parent() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(
+        [sys.executable, "-c", DIE], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    # every job is answered; the one whose worker died is marked failed (the parent redraws it)
+    results = dict(ast.literal_eval(res.stdout.strip()))
+    assert sorted(results) == [0, 1, 2, 3]
+    assert results[1] is False
