@@ -170,7 +170,7 @@ def start() -> None:
         return
     if threading.active_count() > 1:  # forking a threaded process is unsafe: draw here instead
         return
-    if len(os.sched_getaffinity(0)) < 2:  # one CPU: a second process only competes
+    if _cpus() < 2:  # one CPU: a second process only competes
         return
     from multiprocessing import Pipe
 
