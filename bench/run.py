@@ -243,8 +243,13 @@ _WRAP = (
     "        if line.startswith('VmHWM:'):\n"
     "            open(os.environ['PM_BENCH_HWM'], 'w').write(line.split()[1])\n"
     "atexit.register(_hwm)\n"
-    "from postmortem.launch import main\n"  # the console script's entry point
     "sys.argv[0] = 'postmortem'\n"
+    "try:\n"  # the console script's entry point …
+    "    from postmortem.launch import main\n"
+    "except ModuleNotFoundError as e:\n"  # … or, in revisions before it (bench-compare), the CLI's
+    "    if e.name != 'postmortem.launch': raise\n"
+    "    from postmortem.cli import main as _cli\n"
+    "    def main(): _cli(sys.argv[1:])\n"
     "main()\n"
 )
 
