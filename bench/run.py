@@ -331,6 +331,57 @@ def lnav_seconds(lnav: str, path: Path, home: Path, repeat: int) -> tuple[float,
     return best, count
 
 
+#: the targets of the performance issue, checked against this run
+TARGET_LINES_S = 1_000_000
+TARGET_RSS_MB = 500
+TARGET_BUILD_S = 2.0
+TARGET_REINGEST = 0.05
+TARGET_SCALING = 0.20
+
+
+def target_lines(
+    runs: list[Run],
+    lnav_runs: dict[str, tuple[float, str]],
+    build_secs: dict[str, float],
+    scaling_rss: dict[int, float],
+) -> list[str]:
+    """This run against the targets, one line each: ``met`` or ``NOT met`` and the figure."""
+    out = ["targets (this run):"]
+
+    def line(ok: bool, what: str) -> None:
+        out.append(f"  {'met    ' if ok else 'NOT met'}  {what}")
+
+    first = {r.name: r for r in runs if not r.name.endswith("(re-ingest)")}
+    for name in ("journal short-iso", "sglang log"):
+        if name in first:
+            r = first[name]
+            line(r.lines_s >= TARGET_LINES_S, f"{name}: {r.lines_s:,.0f} lines/s (target {TARGET_LINES_S:,})")
+            if name in lnav_runs:
+                ratio = lnav_runs[name][0] / r.seconds
+                line(ratio >= 1.0, f"{name}: {ratio:.2f}× lnav's speed (target 1×, then 2×)")
+    for r in first.values():
+        line(r.rss_mb <= TARGET_RSS_MB, f"{r.name}: peak RSS {r.rss_mb:,.0f} MB (target {TARGET_RSS_MB} MB)")
+    for r in runs:
+        if r.name.endswith("(re-ingest)"):
+            base = first.get(r.name.removesuffix(" (re-ingest)"))
+            if base is not None and base.seconds:
+                share = r.seconds / base.seconds
+                line(
+                    share <= TARGET_REINGEST,
+                    f"{r.name}: {r.seconds:.2f} s, {share:.1%} of the first ingest (target {TARGET_REINGEST:.0%})",
+                )
+    for what, secs in build_secs.items():
+        line(secs <= TARGET_BUILD_S, f"{what}: {secs:.2f} s (target {TARGET_BUILD_S:g} s)")
+    if len(scaling_rss) == 2:
+        small, large = (scaling_rss[k] for k in sorted(scaling_rss))
+        growth = large / small - 1
+        line(
+            growth <= TARGET_SCALING,
+            f"peak RSS, 10× the lines: {growth:+.0%} (target within {TARGET_SCALING:.0%})",
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=float(os.environ.get("BENCH_SCALE", "1")))
@@ -361,6 +412,8 @@ def main() -> None:
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     runs: list[Run] = []
     lnav_runs: dict[str, tuple[float, str]] = {}
+    build_secs: dict[str, float] = {}
+    scaling_rss: dict[int, float] = {}
     print(
         f"postmortem bench, BENCH_SCALE={s:g}, best of {args.repeat}, {os.cpu_count()} CPUs, files in {work}"
     )
@@ -462,6 +515,7 @@ def main() -> None:
                 ),
             )
         bsecs, brss, bout = best_build
+        build_secs[f"build, all {total_rows:,} rows' incidents"] = bsecs
         stages = next((ln for ln in bout.splitlines() if ln.startswith("timings:")), "")
         nrep = next((ln.split()[0] for ln in bout.splitlines() if "incident(s)" in ln), "?")
         print(
@@ -484,6 +538,7 @@ def main() -> None:
                     child_rss_mb([pm, "build", *logs, "--db", str(all_db), "--out", str(out_dir), *window]),
                 )
             osecs, orss, oout = best_one
+            build_secs["build, the window of one incident"] = osecs
             ostages = next((ln for ln in oout.splitlines() if ln.startswith("timings:")), "")
             print(
                 f"build --since '{since}' --until '{until}' (one incident) over the same store: "
@@ -503,6 +558,11 @@ def main() -> None:
             secs, rss, _ = child_rss_mb([pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"])
             _fresh(db)
             print(f"  {size:>10,} lines: {secs:6.1f} s, {size / secs:,.0f} lines/s, peak RSS {rss:,.0f} MB")
+            scaling_rss[size] = rss
+
+    print()
+    for line in target_lines(runs, lnav_runs, build_secs, scaling_rss):
+        print(line)
 
 
 if __name__ == "__main__":
