@@ -73,7 +73,7 @@ def _serve(conn: Connection) -> None:
 
         while True:
             try:
-                items = conn.recv()
+                items = conn.recv()  # (sent with send_bytes of a ForkingPickler pickle)
             except EOFError:  # the parent is gone
                 return
             if items is None:
@@ -83,11 +83,23 @@ def _serve(conn: Connection) -> None:
         return
 
 
-def _attempt(i: int, job: FigureJob) -> tuple[int, Drawn | None, str | None]:
-    try:
-        return i, draw(job), None
-    except Exception as exc:  # reported to the parent, which draws it itself
-        return i, None, f"{type(exc).__name__}: {exc}"[:2000]
+#: what the drawing process answers per job: its number, the figures (None: failed), the error,
+#: and the warnings drawing raised (category name, message), which the parent raises again
+Result = tuple[int, Drawn | None, str | None, list[tuple[str, str]]]
+
+
+def _attempt(i: int, job: FigureJob) -> Result:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            drawn: Drawn | None = draw(job)
+            err = None
+        except Exception as exc:  # reported to the parent, which draws it itself
+            drawn, err = None, f"{type(exc).__name__}: {exc}"[:2000]
+    notes = [(w.category.__name__, str(w.message)[:2000]) for w in caught]
+    return i, drawn, err, notes
 
 
 def _draw_all(conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
@@ -100,10 +112,11 @@ def _draw_all(conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
             conn.send(_attempt(i, job))
         return
     import queue
+    import signal
     from multiprocessing import Queue, Value
 
     following = Value("i", 0)  # the next job to take
-    results: Queue[tuple[int, Drawn | None, str | None]] = Queue()
+    results: Queue[Result] = Queue()
     me = os.getpid()
     running = set()
     for _ in range(workers):
@@ -139,11 +152,15 @@ def _draw_all(conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
             missing.discard(got[0])
             conn.send(got)
     finally:
+        # done, or this process failed: the workers are disposable (one blocked on a full
+        # results pipe would otherwise never end)
         for pid in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
     for i in sorted(missing):
-        conn.send((i, None, "the drawing process failed"))
+        conn.send((i, None, "the drawing process failed", []))
 
 
 def _die_with(parent: int) -> None:
@@ -160,7 +177,19 @@ def _die_with(parent: int) -> None:
 
 # ---------------------------------------------------------------------------- the parent
 
-_started: tuple[int, Connection] | None = None
+
+@dataclass
+class _Process:
+    """The forked drawing process, as the parent knows it."""
+
+    pid: int
+    conn: Connection
+    #: a matplotlib config directory made for it (matplotlib's own was not writable), removed
+    #: when the process is stopped
+    tmpdir: str | None
+
+
+_started: _Process | None = None
 
 
 def start() -> None:
@@ -175,24 +204,68 @@ def start() -> None:
     from multiprocessing import Pipe
 
     launcher = os.getpid()
+    tmpdir = _config_dir()
     try:
         parent, child = Pipe()
         pid = os.fork()
     except OSError:
+        _remove(tmpdir)
         return
     if pid == 0:  # the child: never returns into the command line
-        parent.close()
         try:
+            parent.close()
             _die_with(launcher)
             # it reads and writes nothing, and must not hold the command's pipes open (``| less``)
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            # numpy's BLAS threads: none (this process forks its workers; it does no algebra)
+            os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = "1"
+            if tmpdir is not None:
+                os.environ["MPLCONFIGDIR"] = tmpdir
             _serve(child)
         finally:
             os._exit(0)
     child.close()
-    _started = (pid, parent)
+    _started = _Process(pid, parent, tmpdir)
+
+
+def _config_dir() -> str | None:
+    """A temporary matplotlib config directory for the drawing process when matplotlib's own (as
+    matplotlib chooses it) cannot be written: matplotlib would make one itself and remove it at
+    exit, which a process that ends with ``os._exit`` or a kill never reaches."""
+    import tempfile
+
+    home = os.environ.get("HOME") or "/"
+    chosen = os.environ.get("MPLCONFIGDIR")
+    dirs = (
+        [chosen]
+        if chosen
+        else [
+            os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "matplotlib"),
+            os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "matplotlib"),
+        ]
+    )
+    for d in dirs:
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            break
+        if not (os.path.isdir(d) and os.access(d, os.W_OK)):
+            break
+    else:
+        return None
+    try:
+        return tempfile.mkdtemp(prefix="postmortem-matplotlib-")
+    except OSError:
+        return None
+
+
+def _remove(tmpdir: str | None) -> None:
+    if tmpdir is not None:
+        import shutil
+
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def stop() -> None:
@@ -200,20 +273,25 @@ def stop() -> None:
     global _started
     taken, _started = _started, None
     if taken is not None:
-        _kill(*taken)
+        _kill(taken)
 
 
-def _kill(pid: int, conn: Connection) -> None:
+def _kill(proc: _Process, senders: list[threading.Thread] | None = None) -> None:
+    """Kill and reap the process, let the threads still sending to it fail, then close the
+    connection (not before: a closed connection's descriptor could be reused under them)."""
     import signal
 
-    conn.close()
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+        os.waitpid(proc.pid, 0)
+    for t in senders or []:
+        t.join(timeout=5)
+    proc.conn.close()
+    _remove(proc.tmpdir)
 
 
-def _adopt() -> tuple[int, Connection] | None:
+def _adopt() -> _Process | None:
     global _started
     taken, _started = _started, None
     return taken
@@ -225,44 +303,59 @@ class Drawer:
 
     def __init__(self) -> None:
         self._proc = _adopt()
-        self._results: dict[int, tuple[Drawn | None, str | None]] = {}
-        self._sender: threading.Thread | None = None
-        self._dead = False
+        self._results: dict[int, Result] = {}
+        self._senders: list[threading.Thread] = []
+        self._send_lock = threading.Lock()  # one message on the connection at a time
+        self._failed = False  # the process cannot be relied on any more: what is left is drawn here
         self._next = 0  # job numbers, unique across submit() calls
 
     def submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
         """Start drawing ``jobs``; each returned callable waits for one job's figures."""
-        if self._proc is None:
+        if self._proc is None or self._failed:
             if len(jobs) >= PARALLEL_FIGURES and _cpus() >= 2:
                 return _pool(jobs)
             return [_here(j) for j in jobs]
-        conn = self._proc[1]
+        from multiprocessing.reduction import ForkingPickler
+
         items = list(enumerate(jobs, start=self._next))
         self._next += len(jobs)
+        try:  # here, so that a job that cannot be sent fails now, not in a thread
+            payload = bytes(ForkingPickler.dumps(items))
+        except Exception:
+            self._failed = True
+            return [_here(j) for j in jobs]
         # sent from a thread: the drawing process reads them only once its imports are done,
         # and this process has the reports' text to write meanwhile
-        self._sender = threading.Thread(target=self._send, args=(conn, items), daemon=True)
-        self._sender.start()
+        sender = threading.Thread(target=self._send, args=(payload,), daemon=True)
+        sender.start()
+        self._senders.append(sender)
         return [self._waiter(i, job) for i, job in items]
 
-    def _send(self, conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
+    def _send(self, payload: bytes) -> None:
+        assert self._proc is not None
+        conn = self._proc.conn
         try:
-            conn.send(items)
-        except (OSError, ValueError):  # the process died, or was stopped
-            self._dead = True
+            with self._send_lock:
+                conn.send_bytes(payload)
+        except BaseException:  # the process died, or was stopped: its jobs are drawn here
+            self._failed = True
 
     def _waiter(self, i: int, job: FigureJob) -> Callable[[], Drawn]:
         def wait() -> Drawn:
-            if self._proc is not None and not self._dead:
-                conn = self._proc[1]
-                while i not in self._results:
-                    try:
-                        j, drawn, err = conn.recv()
-                    except (EOFError, OSError):
-                        self._dead = True
-                        break
-                    self._results[j] = (drawn, err)
-            drawn, err = self._results.pop(i, (None, "no drawing process"))
+            while i not in self._results and not self._failed and self._proc is not None:
+                conn = self._proc.conn
+                try:
+                    if not conn.poll(0.2):  # (and look again whether the sender failed)
+                        continue
+                    got: Result = conn.recv()
+                except (EOFError, OSError):
+                    self._failed = True
+                    break
+                self._results[got[0]] = got
+            _, drawn, err, notes = self._results.get(i, (i, None, "no drawing process", []))
+            if notes:
+                self._results[i] = (i, drawn, err, [])  # raised once
+                _warn_again(notes)
             if drawn is not None and err is None:
                 return drawn
             return draw(job)  # the drawing process failed at it (or died): draw it here
@@ -270,17 +363,29 @@ class Drawer:
         return wait
 
     def close(self) -> None:
-        """Stop the drawing process (whatever it is doing: figures already received are
-        written; an error path leaves nothing worth waiting for) and reap it."""
+        """Stop the drawing process (whatever it is doing: the figures already received are
+        written; on an error path nothing is worth waiting for) and reap it."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill(*proc)
+            _kill(proc, self._senders)
 
     def __enter__(self) -> Drawer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _warn_again(notes: list[tuple[str, str]]) -> None:
+    """Raise here the warnings drawing raised in the drawing process."""
+    import builtins
+    import warnings
+
+    for name, message in notes:
+        category = getattr(builtins, name, None)
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            category = UserWarning
+        warnings.warn(message, category, stacklevel=3)
 
 
 def _here(job: FigureJob) -> Callable[[], Drawn]:

@@ -33,7 +33,7 @@ from postmortem import drawing
 drawing.start()
 started = drawing._started is not None
 if sys.argv[3] == "kill" and started:
-    os.kill(drawing._started[0], signal.SIGKILL)
+    os.kill(drawing._started.pid, signal.SIGKILL)
 from postmortem.build import BuildOptions, build
 from postmortem.ingest import IngestOptions
 from postmortem.timeutil import get_zone
@@ -239,7 +239,7 @@ class Conn:
     def send(self, item):
         sent.append(item)
 drawing._draw_all(Conn(), [(i, "die" if i == 1 else "ok") for i in range(4)])
-print(sorted((i, err is None) for i, _, err in sent))
+print(sorted((i, err is None) for i, _, err, _ in sent))
 """
 
 
@@ -254,3 +254,116 @@ def test_a_worker_that_dies_leaves_its_job_to_the_parent() -> None:
     results = dict(ast.literal_eval(res.stdout.strip()))
     assert sorted(results) == [0, 1, 2, 3]
     assert results[1] is False
+
+
+@two_cpus
+def test_no_matplotlib_directory_is_left_when_home_is_not_writable(tmp_path: Path) -> None:
+    """matplotlib makes a temporary config directory when its own cannot be written and removes
+    it at exit, which a killed drawing process never reaches: the parent makes and removes it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR"))}
+    env.update(HOME="/proc/no-home", TMPDIR=str(scratch), PYTHONPATH=str(REPO))
+    env.pop("POSTMORTEM_DRAW_PROCESS", None)
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "postmortem",
+            "build",
+            "--logs",
+            str(SAMPLE),
+            "--db",
+            str(tmp_path / "pm.duckdb"),
+            "--out",
+            str(out),
+            "--tz",
+            "UTC",
+            "--since",
+            "2025-05-25 20:00",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    _pngs(out)
+    assert list(scratch.iterdir()) == []
+
+
+# jobs that are awkward for the drawing process: warnings, two submits, one that cannot be sent
+AWKWARD = """
+import sys, warnings
+from dataclasses import replace
+from datetime import timedelta, tzinfo
+from pathlib import Path
+from postmortem import drawing
+drawing.start()
+from postmortem.analysis import rebuild
+from postmortem.ingest import IngestOptions, ingest_paths
+from postmortem.store.db import Store
+from postmortem.timeutil import get_zone
+out = Path(sys.argv[2])
+store = Store.open(str(out / "pm.duckdb"))
+ingest_paths(store, [sys.argv[1]], IngestOptions(zone=get_zone("UTC")))
+analysis = rebuild(store, window_s=1800.0, zone=get_zone("UTC"))
+facts = analysis.facts[analysis.incidents[0].incident_id]
+def job(i, title="t"):
+    return drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", title, [], out / f"r{i}-loads.png",
+                             [], get_zone("UTC"))
+class Local(tzinfo):  # a zone pickle cannot send
+    def utcoffset(self, dt): return timedelta(0)
+    def dst(self, dt): return timedelta(0)
+    def tzname(self, dt): return "L"
+    def __reduce__(self): raise TypeError("cannot pickle Local")
+with warnings.catch_warnings(record=True) as caught, drawing.Drawer() as drawer:
+    warnings.simplefilter("always")
+    if sys.argv[3] == "warning":  # a glyph the font lacks: matplotlib warns
+        waits = drawer.submit([job(0, "kill \\N{FIRE}")])
+    elif sys.argv[3] == "twice":
+        waits = drawer.submit([job(i) for i in range(3)]) + drawer.submit([job(i) for i in range(3, 6)])
+    else:
+        waits = drawer.submit([replace(job(0), zone=Local())])
+    drawn = [w() for w in waits]
+    drawn += [w() for w in waits]  # waiting twice answers twice
+print("drawn", sum(1 for d in drawn if d[0] is not None))
+print("warned", any("missing from font" in str(w.message) for w in caught))
+print("matplotlib", "matplotlib" in sys.modules)
+"""
+
+
+def _awkward(tmp: Path, mode: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("POSTMORTEM_DRAW_PROCESS", None)
+    res = subprocess.run(
+        [sys.executable, "-c", AWKWARD, str(SAMPLE), str(tmp), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+@two_cpus
+def test_warnings_raised_while_drawing_there_are_raised_here(tmp_path: Path) -> None:
+    out = _awkward(tmp_path, "warning")
+    assert "warned True" in out and "matplotlib False" in out and "drawn 2" in out
+
+
+@two_cpus
+def test_two_submits_share_the_process(tmp_path: Path) -> None:
+    out = _awkward(tmp_path, "twice")
+    assert "drawn 12" in out and "matplotlib False" in out
+
+
+@two_cpus
+def test_a_job_that_cannot_be_sent_is_drawn_here(tmp_path: Path) -> None:
+    """Pickling fails in submit() itself (not in a thread, which left the build waiting)."""
+    out = _awkward(tmp_path, "unsendable")
+    assert "drawn 2" in out and "matplotlib True" in out
