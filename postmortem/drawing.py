@@ -11,8 +11,13 @@ it, one per CPU, forked when the jobs arrive. :class:`Drawer` is the parent's si
 
 Everything degrades to drawing here, the way a library call does: no drawing process (another
 command, a library caller, a platform without ``fork``, ``POSTMORTEM_DRAW_PROCESS=0``), or one that
-died (its jobs are drawn here). This module imports only the standard library at the top: it is
-loaded before the command line is parsed.
+died (its jobs are drawn here). What drawing would have shown here still is: warnings raised
+while drawing are raised again in this process, and a drawing error is raised by drawing the
+figure here. The drawing process and its copies die with their parent (``PR_SET_PDEATHSIG``) and
+are killed and reaped by :meth:`Drawer.close` or :func:`stop`; when matplotlib's own config
+directory cannot be written, the temporary one it would make (and remove at an exit these
+processes never reach) is made and removed here. This module imports only the standard library
+at the top: it is loaded before the command line is parsed.
 """
 
 from __future__ import annotations
