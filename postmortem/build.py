@@ -49,13 +49,7 @@ def build(options: BuildOptions) -> BuildResult:
     # the figures' drawer: the drawing process the command line forked at start-up, if any
     from .drawing import Drawer
 
-    drawer = Drawer()
-    try:
-        store = Store.open(options.db, wait=options.wait)
-    except BaseException:
-        drawer.close()
-        raise
-    try:
+    with Drawer() as drawer, Store.open(options.db, wait=options.wait) as store:
         summary = ingest_paths(store, options.logs, options.ingest) if options.logs else IngestSummary()
         t1 = time.perf_counter()
         timings["ingest"] = t1 - t0
@@ -73,9 +67,6 @@ def build(options: BuildOptions) -> BuildResult:
         timings["analysis"] = t2 - t1
         written = write_reports(store, options, analysis, drawer)
         timings["reports"] = time.perf_counter() - t2
-    finally:
-        drawer.close()
-        store.close()
     return BuildResult(
         ingest=summary,
         reports=written.reports,

@@ -275,8 +275,7 @@ def _remove(tmpdir: str | None) -> None:
 
 def stop() -> None:
     """Stop a drawing process no :class:`Drawer` took (the command failed before drawing)."""
-    global _started
-    taken, _started = _started, None
+    taken = _adopt()
     if taken is not None:
         _kill(taken)
 

@@ -19,6 +19,19 @@ from conftest import REPO
 from postmortem.drawing import Drawer, wants_drawing
 
 SAMPLE = REPO / "sample_logs"
+
+
+def _python(args: list[str], timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter importing this tree, the drawing process allowed; ``env``: variables
+    to set (an empty value reads as unset to matplotlib and postmortem)."""
+    full = {**os.environ, "PYTHONPATH": str(REPO)}
+    full.pop("POSTMORTEM_DRAW_PROCESS", None)
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=full, timeout=timeout, check=False
+    )
+
+
 two_cpus = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="the drawing process is used only with two CPUs or more"
 )
@@ -49,16 +62,7 @@ print("matplotlib here", "matplotlib" in sys.modules)
 def _run(tmp: Path, mode: str) -> dict[str, str]:
     out = tmp / mode
     out.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("POSTMORTEM_DRAW_PROCESS", None)
-    res = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(SAMPLE), str(out), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    res = _python(["-c", SCRIPT, str(SAMPLE), str(out), mode])
     assert res.returncode == 0, res.stderr
     facts = dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
     facts["out"] = str(out)
@@ -84,16 +88,8 @@ def test_the_drawing_process_draws_and_the_report_is_the_same(tmp_path: Path) ->
     assert forked["started"] == "True"
     # the figures were drawn elsewhere: this process never imported matplotlib
     assert forked["matplotlib"] == "here False"
-    here_env = {**os.environ, "PYTHONPATH": str(REPO), "POSTMORTEM_DRAW_PROCESS": "0"}
     out = tmp_path / "here"
-    res = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(SAMPLE), str(out), "here"],
-        capture_output=True,
-        text=True,
-        env=here_env,
-        timeout=300,
-        check=False,
-    )
+    res = _python(["-c", SCRIPT, str(SAMPLE), str(out), "here"], POSTMORTEM_DRAW_PROCESS="0")
     out.mkdir(exist_ok=True)
     assert res.returncode == 0, res.stderr
     assert "started False" in res.stdout and "matplotlib here True" in res.stdout
@@ -115,17 +111,8 @@ def test_a_dead_drawing_process_means_drawing_here(tmp_path: Path) -> None:
 def test_the_command_line_leaves_no_process_behind(tmp_path: Path) -> None:
     """A build that fails before drawing (a bad --since) stops the process it forked before it
     exits (that process shares the command line, so it is found by it)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("POSTMORTEM_DRAW_PROCESS", None)
     db = str(tmp_path / "unique-name.duckdb")
-    res = subprocess.run(
-        [sys.executable, "-m", "postmortem", "build", "--db", db, "--since", "nonsense"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    res = _python(["-m", "postmortem", "build", "--db", db, "--since", "nonsense"], timeout=60)
     assert res.returncode != 0
     assert "nonsense" in res.stderr
     left = []
@@ -159,29 +146,38 @@ def test_only_build_forks(argv: list[str], expected: bool) -> None:
     assert wants_drawing(argv) is expected
 
 
-# several reports: warm copies of the drawing process draw them; this process imports nothing
-FAN_OUT = """
-import sys
+# the sample incident's facts, after start(), and ``job(i, title)``: a FigureJob writing r<i>-*.png
+JOBS = """
+import sys, warnings
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import timedelta, tzinfo
 from pathlib import Path
 from postmortem import drawing
 drawing.start()
 from postmortem.analysis import rebuild
-from postmortem.build import BuildOptions, build
-from postmortem.ingest import IngestOptions
+from postmortem.ingest import IngestOptions, ingest_paths
 from postmortem.store.db import Store
 from postmortem.timeutil import get_zone
 out = Path(sys.argv[2])
-db = str(out / "pm.duckdb")
-store = Store.open(db)
-from postmortem.ingest import ingest_paths
+store = Store.open(str(out / "pm.duckdb"))
 ingest_paths(store, [sys.argv[1]], IngestOptions(zone=get_zone("UTC")))
 analysis = rebuild(store, window_s=1800.0, zone=get_zone("UTC"))
-inc = analysis.incidents[0]
-facts = analysis.facts[inc.incident_id]
-jobs = [drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", "t", [], out / f"r{i}-loads.png", [],
-        get_zone("UTC")) for i in range(5)]
+facts = analysis.facts[analysis.incidents[0].incident_id]
+def job(i, title="t"):
+    return drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", title, [], out / f"r{i}-loads.png",
+                             [], get_zone("UTC"))
+"""
+
+
+def _jobs(script: str, tmp: Path, mode: str) -> str:
+    res = _python(["-c", JOBS + script, str(SAMPLE), str(tmp), mode])
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+# several reports: warm copies of the drawing process draw them; this process imports nothing
+FAN_OUT = """
+jobs = [job(i) for i in range(5)]
 if sys.argv[3] == "bad":  # a figure that cannot be written: the real error, raised here
     jobs[2] = replace(jobs[2], memory_path=Path("/proc/no-such-dir/x.png"))
 with drawing.Drawer() as drawer:
@@ -197,18 +193,7 @@ print("matplotlib", "matplotlib" in sys.modules)
 
 
 def _fan_out(tmp: Path, mode: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("POSTMORTEM_DRAW_PROCESS", None)
-    res = subprocess.run(
-        [sys.executable, "-c", FAN_OUT, str(SAMPLE), str(tmp), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    return res.stdout
+    return _jobs(FAN_OUT, tmp, mode)
 
 
 @two_cpus
@@ -245,10 +230,7 @@ print(sorted((i, err is None) for i, _, err, _ in sent))
 
 @two_cpus
 def test_a_worker_that_dies_leaves_its_job_to_the_parent() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    res = subprocess.run(
-        [sys.executable, "-c", DIE], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
+    res = _python(["-c", DIE], timeout=120)
     assert res.returncode == 0, res.stderr
     # every job is answered; the one whose worker died is marked failed (the parent redraws it)
     results = dict(ast.literal_eval(res.stdout.strip()))
@@ -262,33 +244,12 @@ def test_no_matplotlib_directory_is_left_when_home_is_not_writable(tmp_path: Pat
     it at exit, which a killed drawing process never reaches: the parent makes and removes it."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR"))}
-    env.update(HOME="/proc/no-home", TMPDIR=str(scratch), PYTHONPATH=str(REPO))
-    env.pop("POSTMORTEM_DRAW_PROCESS", None)
     out = tmp_path / "out"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "postmortem",
-            "build",
-            "--logs",
-            str(SAMPLE),
-            "--db",
-            str(tmp_path / "pm.duckdb"),
-            "--out",
-            str(out),
-            "--tz",
-            "UTC",
-            "--since",
-            "2025-05-25 20:00",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    cmd = ["-m", "postmortem", "build", "--logs", str(SAMPLE), "--db", str(tmp_path / "pm.duckdb")]
+    cmd += ["--out", str(out), "--tz", "UTC", "--since", "2025-05-25 20:00"]
+    # matplotlib's own directories: under a home that cannot be written (and no overrides)
+    cleared = {k: "" for k in os.environ if k.startswith(("XDG_", "MPLCONFIGDIR"))}
+    res = _python(cmd, HOME="/proc/no-home", TMPDIR=str(scratch), **cleared)
     assert res.returncode == 0, res.stderr
     _pngs(out)
     assert list(scratch.iterdir()) == []
@@ -296,24 +257,6 @@ def test_no_matplotlib_directory_is_left_when_home_is_not_writable(tmp_path: Pat
 
 # jobs that are awkward for the drawing process: warnings, two submits, one that cannot be sent
 AWKWARD = """
-import sys, warnings
-from dataclasses import replace
-from datetime import timedelta, tzinfo
-from pathlib import Path
-from postmortem import drawing
-drawing.start()
-from postmortem.analysis import rebuild
-from postmortem.ingest import IngestOptions, ingest_paths
-from postmortem.store.db import Store
-from postmortem.timeutil import get_zone
-out = Path(sys.argv[2])
-store = Store.open(str(out / "pm.duckdb"))
-ingest_paths(store, [sys.argv[1]], IngestOptions(zone=get_zone("UTC")))
-analysis = rebuild(store, window_s=1800.0, zone=get_zone("UTC"))
-facts = analysis.facts[analysis.incidents[0].incident_id]
-def job(i, title="t"):
-    return drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", title, [], out / f"r{i}-loads.png",
-                             [], get_zone("UTC"))
 class Local(tzinfo):  # a zone pickle cannot send
     def utcoffset(self, dt): return timedelta(0)
     def dst(self, dt): return timedelta(0)
@@ -336,18 +279,7 @@ print("matplotlib", "matplotlib" in sys.modules)
 
 
 def _awkward(tmp: Path, mode: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("POSTMORTEM_DRAW_PROCESS", None)
-    res = subprocess.run(
-        [sys.executable, "-c", AWKWARD, str(SAMPLE), str(tmp), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    return res.stdout
+    return _jobs(AWKWARD, tmp, mode)
 
 
 @two_cpus
