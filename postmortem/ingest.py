@@ -192,7 +192,7 @@ def _unchanged(store: Store, inp: InputFile) -> int | None:
     """The source id of ``inp`` when the store holds it with the same size and mtime."""
     if inp.path is None:
         return None
-    existing = _find_source(store, inp.display)
+    existing, _legacy = _stored(store, inp)
     if existing is None:
         return None
     sid, _sha, _bytes, _lines, size, mtime = existing
@@ -235,7 +235,22 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
     )
 
 
-def _find_source(store: Store, path: str) -> tuple[int, str, int, int, int | None, datetime | None] | None:
+# a stored source: id, sha256, bytes, lines, file size, file mtime
+_Stored = tuple[int, str, int, int, int | None, datetime | None]
+
+
+def _stored(store: Store, inp: InputFile) -> tuple[_Stored | None, bool]:
+    """The stored source under ``inp``'s absolute path; else, from a store written before paths
+    were made absolute, one under the relative name as given (``True``: such a legacy row, which
+    may be another directory's file of that name — trusted only when unchanged or grown)."""
+    found = _find_source(store, inp.key)
+    if found is None and inp.display != inp.key:
+        legacy = _find_source(store, inp.display)
+        return legacy, legacy is not None
+    return found, False
+
+
+def _find_source(store: Store, path: str) -> _Stored | None:
     rows = store.fetchall(
         "SELECT source_id, sha256, bytes, lines, file_size, file_mtime FROM sources "
         "WHERE path = ? AND status = 'complete' ORDER BY source_id DESC LIMIT 1",
@@ -295,7 +310,7 @@ def ingest_file(
     binary = planned.binary_journal if planned else head.data.startswith(JOURNAL_MAGIC)
     display = inp.display
     fmt = parser.name
-    existing = _find_source(store, display) if inp.path is not None else None
+    existing, legacy = _stored(store, inp) if inp.path is not None else (None, False)
     skip_bytes = 0
     first_line = 1
     mode = "ingested"
@@ -306,9 +321,10 @@ def ingest_file(
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
         if not binary and _grew_from(inp, sha, old_bytes, options):
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
-        else:
+        elif not legacy:
             mode, reuse_id = "replaced", sid
-    elif not binary and (twin := _same_content(store, inp)) is not None:
+        # a legacy row that is neither: perhaps another file of that name; this one is new
+    if reuse_id is None and not binary and (twin := _same_content(store, inp)) is not None:
         # the same file under another path (relative, through a symlink, a copy): known by its
         # hash before a line is parsed
         return _duplicate(display, fmt, twin, started)
@@ -331,7 +347,7 @@ def ingest_file(
                 "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
                 "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
                 "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
-                [source_id, display, fmt, datetime.now(UTC)],
+                [source_id, inp.key, fmt, datetime.now(UTC)],
             )
         else:
             source_id = reuse_id
@@ -341,12 +357,12 @@ def ingest_file(
                     "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
                     "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
                     "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
-                    [source_id, display, fmt, datetime.now(UTC)],
+                    [source_id, inp.key, fmt, datetime.now(UTC)],
                 )
             else:
                 store.execute(
-                    "UPDATE sources SET status = 'loading', resume_line = ? WHERE source_id = ?",
-                    [first_line, source_id],
+                    "UPDATE sources SET status = 'loading', resume_line = ?, path = ? WHERE source_id = ?",
+                    [first_line, inp.key, source_id],
                 )
     resume_line = first_line
     writer: Any = None
@@ -356,11 +372,14 @@ def ingest_file(
         writer = SourceWriter(store, source_id, checkpoint=True, background=True)
         if mode == "appended":
             prev = store.fetchall(
-                "SELECT parsed_lines, ignored_lines, records, parse_issues FROM sources WHERE source_id = ?",
+                "SELECT parsed_lines, ignored_lines, records, parse_issues, first_ts, last_ts "
+                "FROM sources WHERE source_id = ?",
                 [source_id],
             )[0]
             ctx.parsed_lines, ctx.ignored_lines = int(prev[0]), int(prev[1])
             writer.records, writer.issue_count = int(prev[2]), int(prev[3])
+            # the span so far: the appended lines widen it
+            writer.first_ts, writer.last_ts = prev[4], prev[5]
             writer.unparsed_lines = int(
                 store.fetchall(
                     "SELECT count(*) FROM parse_issues WHERE source_id = ? AND unparsed",

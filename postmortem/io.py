@@ -207,6 +207,12 @@ class InputFile:
         except OSError as exc:
             raise InputError(f"{self.display}: {exc.strerror or exc}") from exc
 
+    @property
+    def key(self) -> str:
+        """The path the store knows this input by: absolute, so the same relative name given
+        in two directories names two files (``display`` keeps the name as the user gave it)."""
+        return self.display if self.path is None else os.path.abspath(self.display)
+
     def first_bytes(self, n: int = 8) -> bytes:
         with self.open_raw() as fh:
             return fh.read(n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,94 @@ def test_same_file_under_another_path_is_a_duplicate_before_parsing(
     r = cli("ingest", copy, "--db", db)
     assert r.code == 0, r
     assert r.out.startswith(f"{copy}: ingested as dmesg: 148 lines, ")
+
+
+def _journal(path: Path, first: int, count: int) -> None:
+    """``count`` short-iso journal lines, one a second from second ``first`` of 2025-05-25."""
+    with path.open("a", encoding="utf-8") as fh:
+        for i in range(first, first + count):
+            fh.write(f"2025-05-25T00:{i // 60:02d}:{i % 60:02d}+00:00 gpu-a kernel: line {i}\n")
+
+
+def _sources(db: Path) -> list[tuple[Any, ...]]:
+    with Store.open(db) as store:
+        return store.fetchall(
+            "SELECT s.path, s.lines, s.first_ts, s.last_ts, "
+            "(SELECT count(*) FROM journal_entries j WHERE j.source_id = s.source_id) "
+            "FROM sources s ORDER BY s.source_id"
+        )
+
+
+def test_one_name_in_two_directories_is_two_sources(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hosts' ``journal.log``, each ingested from its own directory by its relative name: the
+    store knows sources by absolute path, so the second is a new source, not a replacement."""
+    db = tmp_path / "pm.duckdb"
+    for host, count in (("a", 30), ("b", 20)):
+        (tmp_path / host).mkdir()
+        _journal(tmp_path / host / "journal.log", 0 if host == "a" else 100, count)
+    monkeypatch.chdir(tmp_path / "a")
+    assert cli("ingest", "journal.log", "--db", db).out.startswith(
+        "journal.log: ingested as journal-short: 30 lines"
+    )
+    monkeypatch.chdir(tmp_path / "b")
+    assert cli("ingest", "journal.log", "--db", db).out.startswith(
+        "journal.log: ingested as journal-short: 20 lines"
+    )
+    assert [(r[0], r[1], r[4]) for r in _sources(db)] == [
+        (str(tmp_path / "a" / "journal.log"), 30, 30),
+        (str(tmp_path / "b" / "journal.log"), 20, 20),
+    ]
+    # the same file by another spelling of its path is the same source
+    assert cli("ingest", "../a/./journal.log", "--db", db).out.strip() == "../a/journal.log: unchanged"
+    assert cli("ingest", tmp_path / "b" / "journal.log", "--db", db).out.strip().endswith(": unchanged")
+
+
+def test_a_grown_file_is_appended_and_keeps_its_span(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "pm.duckdb"
+    log = tmp_path / "journal.log"
+    _journal(log, 0, 30)
+    assert cli("ingest", log, "--db", db).code == 0
+    _journal(log, 30, 15)
+    r = cli("ingest", log, "--db", db)
+    assert r.out.startswith(f"{log}: appended as journal-short: 45 lines"), r
+    ((path, lines, first, last, rows),) = _sources(db)
+    assert (path, lines, rows) == (str(log), 45, 45)
+    assert (first, last) == (
+        datetime(2025, 5, 25, 0, 0, 0, tzinfo=UTC),
+        datetime(2025, 5, 25, 0, 0, 44, tzinfo=UTC),
+    )
+
+
+def test_a_store_with_relative_source_paths(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written when sources kept the path as given: a file of that name elsewhere is a
+    new source (the stored one is not replaced); the same file, grown, is appended and its path
+    made absolute."""
+    db = tmp_path / "pm.duckdb"
+    for host in ("a", "b"):
+        (tmp_path / host).mkdir()
+        _journal(tmp_path / host / "journal.log", 0 if host == "a" else 100, 10)
+    monkeypatch.chdir(tmp_path / "a")
+    assert cli("ingest", "journal.log", "--db", db).code == 0
+    with Store.open(db) as store:
+        store.execute("UPDATE sources SET path = 'journal.log'")
+    assert cli("ingest", "journal.log", "--db", db).out.strip() == "journal.log: unchanged"
+    monkeypatch.chdir(tmp_path / "b")
+    assert cli("ingest", "journal.log", "--db", db).out.startswith(
+        "journal.log: ingested as journal-short: 10 lines"
+    )
+    monkeypatch.chdir(tmp_path / "a")
+    _journal(tmp_path / "a" / "journal.log", 10, 5)
+    assert cli("ingest", "journal.log", "--db", db).out.startswith(
+        "journal.log: appended as journal-short: 15 lines"
+    )
+    assert [(r[0], r[1], r[4]) for r in _sources(db)] == [
+        (str(tmp_path / "a" / "journal.log"), 15, 15),
+        (str(tmp_path / "b" / "journal.log"), 10, 10),
+    ]
 
 
 def test_missing_path(cli: Any, tmp_path: Path) -> None:
