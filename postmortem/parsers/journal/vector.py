@@ -27,7 +27,7 @@ import bisect
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..base import LineChunk, Output
+from ..base import LineChunk, Output, repeated
 from .short import CATALOG, FULL, ISO, MONTH, UNIX, _unescape, meta_line, split_line
 from .sink import EPOCH, MAX_MESSAGE_CHARS, SPECIAL_IDENTS, _schema
 
@@ -509,7 +509,7 @@ class VectorShort:
             unit_col = _patch(pa, pc, unit_col, unit_patches, m)
 
         schema = _schema()
-        boot_col = pa.nulls(m, pa.string()) if boot is None else pa.array([boot] * m, pa.string())
+        boot_col = repeated(boot, m)
         table = pa.Table.from_arrays(
             [
                 line_no,
@@ -633,7 +633,7 @@ def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: tuple[Any, ...], boot:
             inf_col.take(take),
             pa.nulls(k, pa.float64()),
             host_col.take(take),
-            pa.nulls(k, pa.string()) if boot is None else pa.array([boot] * k, pa.string()),
+            repeated(boot, k),
             pa.nulls(k, pa.int8()),
             pa.nulls(k, pa.int64()),
             message.take(take),

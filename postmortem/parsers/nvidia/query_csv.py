@@ -8,7 +8,7 @@ from typing import Any
 
 from ...records import GpuProcess, GpuSample
 from ...timeutil import Inferred, SlashStampReader, parse_slash_stamp
-from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch
+from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch, repeated
 from .common import (
     Snapshots,
     Stamp,
@@ -695,8 +695,8 @@ def vector_rows(
         "line_no": pa.array(np.arange(first + start, first + start + count, dtype=np.int64)),
         "ts": ts_arr,
         "ts_raw": pc.cast(raw, pa.string()),
-        "ts_inferred": pa.array([Inferred.ZONE] * count, pa.string()),
-        "host": pa.array([st.ctx.host] * count, pa.string()),
+        "ts_inferred": repeated(Inferred.ZONE, count),
+        "host": repeated(st.ctx.host, count),
     }
     for slot, name in enumerate(_SLOT_NAMES):
         cols[name] = pa.nulls(count, _SLOT_TYPES[slot])

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as _pa
 import pyarrow.compute as _pc
 
-from ..base import LineChunk
+from ..base import LineChunk, repeated
 from .batch import COLUMNS, KEYS
 from .prefix import normalise_ranks
 
@@ -359,10 +359,10 @@ class _Scan:
             "line_no": to_arrow(pos + self.base, pa.int64()),
             "ts": to_arrow(ts_us[pos], pa.timestamp("us", tz="UTC")),
             "ts_raw": self._text(self.starts[pos] + 1, raw_end[pos]),
-            "host": _const(self.host, k),
-            "unit": _const(self.unit, k),
+            "host": repeated(self.host, k),
+            "unit": repeated(self.unit, k),
             "pid": pa.nulls(k, pa.int32()),
-            "ts_inferred": _const(self.ts_inferred, k),
+            "ts_inferred": repeated(self.ts_inferred, k),
         }
 
     def _ranks(self, starts: I64, ends: I64) -> Any:
@@ -371,7 +371,3 @@ class _Scan:
         d = pc.dictionary_encode(self._text(starts, ends))
         names = [normalise_ranks(t) if t else None for t in d.dictionary.to_pylist()]
         return pc.take(pa.array(names, pa.string()), d.indices)
-
-
-def _const(value: str | None, k: int) -> Any:
-    return pa.nulls(k, pa.string()) if value is None else pa.array([value] * k, pa.string())
