@@ -47,10 +47,14 @@ def worktree(rev: str, work: Path) -> tuple[str, Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rev", required=True, help="the revision to compare with (a commit, tag, HEAD~3 …)")
-    ap.add_argument("--only", default="journal,sglang")
+    ap.add_argument("--only", default="journal,sglang", help=f"inputs, comma-separated: {', '.join(INPUTS)}")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, default=REPO / "bench" / "out")
     args = ap.parse_args()
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in INPUTS]
+    if unknown:
+        raise SystemExit(f"--only: no input named {', '.join(unknown)} (inputs: {', '.join(INPUTS)})")
     work: Path = args.keep
     sha, tree = worktree(args.rev, work)
     pm = str(Path(sys.executable).with_name("postmortem"))
@@ -67,7 +71,6 @@ def main() -> None:
         want = tree if version == sha else REPO
         if not out.startswith(str(want)):
             raise SystemExit(f"{version}: imports {out}, not {want}")
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
     print(f"ingest, {args.repeat} interleaved rounds, {os.cpu_count()} CPUs: {sha} against this tree")
     print()
     print("| input | version | best wall s | CPU s (median) | peak RSS |")
