@@ -307,3 +307,34 @@ def test_logs_read_in_the_wrong_zone_are_put_on_the_journal_clock(tmp_path: Path
     assert shifts["sglang"] == 7 * 3600
     assert shifts["nvidia-smi-csv"] == 7 * 3600
     assert shifts["journal-export"] is None and shifts["dmesg"] is None
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+@pytest.mark.parametrize(
+    ("after_kill", "fires"),
+    [
+        (["failed"], True),  # left failed: reset-failed is the next step
+        (["failed", "starting", "started", "failed"], True),  # the restart failed too
+        (["failed", "starting", "started", "deactivated"], False),  # stopped cleanly since
+        (["failed", "starting", "started"], False),  # running again
+        ([], False),
+    ],
+)
+def test_reset_failed_only_for_a_unit_left_failed(after_kill: list[str], fires: bool) -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import reset_failed
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, restart_count=1)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    tl.events = [
+        TimelineEvent(T + timedelta(seconds=i), "systemd", "a.service", kind, kind, 1, i + 1)
+        for i, kind in enumerate(after_kill)
+    ]
+    rec = reset_failed(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
+    assert (rec is not None) == fires
+    if rec is not None:
+        assert "still in the failed state" in rec.detail

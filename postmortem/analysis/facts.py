@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..query import run_named_dicts
@@ -59,6 +59,8 @@ class IncidentFacts:
     token_usage_max: float | None = None
     queue_max: int | None = None
     retractions: int = 0
+    retracted_reqs: int = 0
+    first_retraction: tuple[datetime, int, int] | None = None  # time, source_id, line_no
 
     @property
     def gpu_flat(self) -> bool | None:
@@ -207,3 +209,5 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     queues = [b.queue_req for b in before if b.queue_req is not None]
     facts.queue_max = max(queues) if queues else None
     facts.retractions = sum(b.retractions for b in before)
+    facts.retracted_reqs = sum(b.retracted_reqs for b in before)
+    facts.first_retraction = next((b.first_retraction for b in before if b.first_retraction), None)

@@ -84,7 +84,9 @@ _FAIL_KINDS = frozenset(
         "watchdog",
     }
 )
-_KILL_KINDS = frozenset({"scheduler_killed", "sigterm", "forced_exit"})
+_KILL_KINDS = frozenset({"scheduler_killed", "forced_exit"})
+#: asked to stop (systemctl stop, kill -TERM): not a failure of the load, and not a kill
+_STOP_KINDS = frozenset({"sigterm"})
 _GRAPH_TIMING_KEYS = {
     "target": ("prefill", "decode", "target_verify"),
     "draft": ("draft_prefill", "draft_decode", "draft_extend"),
@@ -123,6 +125,7 @@ class _Load:
     polls_at_200: int | None = None
     failed: bool = False
     killed: bool = False
+    stopped: bool = False
     weights: dict[str, _Phase] = field(default_factory=dict)
     lw_ends: list[datetime] = field(default_factory=list)
     kv_pool_end: datetime | None = None
@@ -136,7 +139,7 @@ class _Load:
 
     @property
     def done(self) -> bool:
-        return self.ready_ts is not None or self.failed or self.killed
+        return self.ready_ts is not None or self.failed or self.killed or self.stopped
 
     @property
     def outcome(self) -> str:
@@ -146,6 +149,8 @@ class _Load:
             return "killed"
         if self.failed:
             return "failed"
+        if self.stopped:
+            return "stopped"
         return "incomplete"
 
 
@@ -264,6 +269,8 @@ class _Builder:
             cur.ready_source = "ready_line"
         elif kind in _KILL_KINDS:
             cur.killed = True
+        elif kind in _STOP_KINDS:
+            cur.stopped = True
         elif kind in _FAIL_KINDS:
             cur.failed = True
         elif kind == "load_weight_begin":
@@ -441,8 +448,10 @@ def _refine_with_units(
             killed = kind == "oom_killed" or (
                 kind == "main_exited" and (r["code"] or "") in ("killed", "dumped")
             )
-            if killed or (kind in ("stopping", "stopped") and not load.failed):
+            if killed:
                 load.killed = True
+            elif kind in ("stopping", "stopped") and not load.failed:
+                load.stopped = True
             elif kind in ("failed", "main_exited"):
                 load.failed = True
         for r in oom_rows:

@@ -17,6 +17,7 @@ from ..parsers.sglang.args import parse_server_args
 from .facts import IncidentFacts
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef
+from .summary import retraction_words
 
 Rule = Callable[[IncidentFacts], Recommendation | None]
 RULES: list[tuple[str, Rule]] = []
@@ -129,7 +130,9 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
     return Recommendation(
         "host_ram_not_gpu",
         "high",
-        "Host RAM ran out, not GPU memory",
+        "The unit's memory limit was reached, not GPU memory"
+        if inc.cause == "cgroup_oom"
+        else "Host RAM ran out, not GPU memory",
         " ".join(parts),
         _ref(f, "oom_kill"),
     )
@@ -149,8 +152,14 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
     parts = [
         f"Before the kill the scheduler's queue grew to {f.queue_max} requests"
         + (f" while KV-cache usage reached {f.token_usage_max:.2f}" if f.token_usage_max is not None else "")
-        + (f" and {f.retractions} retractions pushed requests back to the queue" if f.retractions else "")
-        + "; queued and retracted requests live in host RAM."
+        + (
+            f" and {retraction_words(f.retractions, f.retracted_reqs)} pushed requests back to the queue"
+            if f.retractions
+            else ""
+        )
+        + "; the server holds queued and retracted requests in host memory, so an unbounded "
+        "queue is one way its memory grows (compare the queue with host RAM in the memory "
+        "timeline before acting on this)."
     ]
     q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
     parts.append(
@@ -213,7 +222,9 @@ def fallback_autoregressive(f: IncidentFacts) -> Recommendation | None:
         f"{dur(last)} this time"
         + (f", median {dur(med)} over {stats.count} loads" if med is not None and stats.count > 1 else "")
         + (f", p90 {dur(stats.phases['load_s'].p90)}" if "load_s" in stats.phases and stats.count > 2 else "")
-        + f". Until it is ready, the port answers nothing for about {dur(med or last)}."
+        + f". Until it is ready, about {dur(med or last)}, it cannot serve: the port refuses "
+        "connections until the HTTP server starts near the end of the load, then answers 503 until "
+        "the model is ready — route or queue traffic elsewhere for that long."
     )
     return Recommendation(
         "fallback_autoregressive", "medium", f"Fall back to {unit} for throughput-bound work", detail
@@ -240,8 +251,7 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
                 if f.host_avail_end_mib
                 else ""
             )
-            + "Keep OOMScoreAdjust= negative for sshd and journald so an operator can still log in."
-        )
+        ).rstrip()
         return Recommendation(
             "unit_memory_limits", "medium", "Review the unit's MemoryMax= and OOM settings", detail
         )
@@ -302,13 +312,9 @@ def reset_failed(f: IncidentFacts) -> Recommendation | None:
             ended_failed = True
         elif ev.kind in ("started", "starting", "deactivated"):
             ended_failed = False
-    if not ended_failed and not inc.restart_count:
-        return None
-    why = (
-        "it is still in the failed state"
-        if ended_failed
-        else f"its restart counter is at {inc.restart_count} and start-rate limits count past failures"
-    )
+    if not ended_failed:
+        return None  # stopped or deactivated since: nothing to reset
+    why = "it is still in the failed state, and start-rate limits count its past failures"
     return Recommendation(
         "reset_failed",
         "low",
@@ -348,7 +354,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "verify_gpu_freed",
             "info",
             "GPU memory was released",
-            f"All {len(freed)} GPUs fell to ≤ {max(g.min_after_mib or 0 for g in freed)} MiB within "
+            f"All {len(freed)} GPUs fell to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
             f"{worst:.0f} s of the kill (nvidia-smi samples). Keep checking "
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
             "its GPU memory.",
@@ -365,6 +371,11 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
     return None
 
 
+def _at_most(mib: float) -> str:
+    """``0`` when nothing was left, else ``≤ N``."""
+    return "0" if not mib else f"≤ {mib:,.0f}"
+
+
 @rule("health_check_backoff")
 def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
     # SGLang's own warmup asks /get_model_info once; the operator's poller is the path asked most
@@ -379,16 +390,16 @@ def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
     gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
     interval = median(gaps) if gaps else 0.0
     not_ready = sum(1 for p in polls if int(str(p["status"] or 0)) >= 500)
-    load = f.incident.recovery_load
     return Recommendation(
         "health_check_backoff",
         "low",
-        f"Make the readiness check parse {path} and back off",
-        f"{len(polls)} readiness polls of {path} reached {f.incident.recovery_unit}, {interval:.0f} s apart, "
-        f"{not_ready} of them answered 5xx before ready; earlier polls were refused while the weights "
-        f"loaded for {dur(load.weight_load_s if load else None)}. Poll /v1/models, parse the JSON and wait "
-        "until it lists the expected model id; back off (e.g. 5 s doubling to 60 s) during weight loading "
-        "instead of a fixed interval, and alert when the load exceeds the unit's p90 load time.",
+        f"Make the readiness check parse {path}",
+        f"{len(polls)} readiness polls of {path} reached {f.incident.recovery_unit}, {interval:.0f} s apart "
+        f"({not_ready} answered 5xx before it was ready); polls before its HTTP server started, near "
+        "the end of the load, were refused and leave no line in its log. "
+        "A 200 from the port is not readiness: parse the JSON and wait until it lists the expected "
+        "model id, keep the interval short (a poll interval adds up to its length to the outage), and "
+        "alert when the load exceeds the unit's p90 load time.",
         [SourceRef(int(p["source_id"]), int(p["line_no"])) for p in polls[:1]],  # type: ignore[call-overload]
     )
 
@@ -452,7 +463,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "restart_policy": f"Decide Restart=/OnFailure= for {unit}",
         "reset_failed": f"Run `systemctl reset-failed {unit}` before its next start",
         "verify_gpu_freed": "Check `nvidia-smi --query-compute-apps` before starting a replacement",
-        "health_check_backoff": "Change the readiness poller to parse /v1/models and back off",
+        "health_check_backoff": "Change the readiness poller to parse /v1/models",
         "load_regression": "Find why the load was slower than usual",
         "restart_loop": f"Stop the restart loop of {unit}",
         "find_the_signal": "Find the process or person that sent the signal",

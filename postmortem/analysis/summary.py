@@ -30,6 +30,18 @@ def clock(ts: datetime | None, zone: tzinfo) -> str:
     return f"{local:%H:%M:%S} {local.tzname()} ({utc:%H:%M:%S} UTC)"
 
 
+def retraction_words(events: int, requests: int) -> str:
+    """How many retractions (SGLang's lines) and how many requests they retracted.
+
+    >>> retraction_words(56, 307), retraction_words(1, 2), retraction_words(3, 0)
+    ('56 retractions (307 requests retracted)', '1 retraction (2 requests retracted)', '3 retractions')
+    """
+    words = f"{events} retraction{'s' if events != 1 else ''}"
+    if requests:
+        words += f" ({requests} request{'s' if requests != 1 else ''} retracted)"
+    return words
+
+
 def human(seconds: float | None) -> str:
     """``733`` → ``12 min 13 s``.
 
@@ -75,12 +87,15 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         if inc.ts
         else f"{what} died."
     ]
-    if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
+    if inc.cause == "cgroup_oom" and inc.memcg_limit_kb and inc.memcg_usage_kb:
+        spare = (
+            f" (the host itself still had {size_kb(facts.host_avail_end_mib * 1024)} available)"
+            if facts.host_avail_end_mib is not None
+            else ""
+        )
         parts.append(
             f"Its cgroup used {size_kb(inc.memcg_usage_kb)} of a {size_kb(inc.memcg_limit_kb)} limit: "
-            "host RAM ran out, not GPU memory."
-            if inc.memcg_usage_kb
-            else ""
+            f"the unit's share of host RAM ran out{spare}, not GPU memory."
         )
     elif inc.cause in ("host_oom", "oomd", "earlyoom"):
         parts.append("Host RAM ran out, not GPU memory.")

@@ -25,6 +25,8 @@ class Bucket:
     queue_req: int | None = None
     gen_throughput: float | None = None
     retractions: int = 0
+    retracted_reqs: int = 0  # requests those retractions sent back (0 when the lines do not say)
+    first_retraction: tuple[datetime, int, int] | None = None  # its time, source_id, line_no
 
 
 @dataclass
@@ -115,7 +117,10 @@ def memory_timeline(
         for r in run_named_dicts(
             store, "timeline_retractions", {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s}
         ):
-            at(r["bucket"]).retractions = int(r["retractions"])
+            b = at(r["bucket"])
+            b.retractions = int(r["retractions"])
+            b.retracted_reqs = int(r["retracted_reqs"] or 0)
+            b.first_retraction = (r["first_ts"], int(r["first_source_id"]), int(r["first_line_no"]))
     for r in run_named_dicts(store, "timeline_host_memory", {"host": host, "from": start, "to": end}):
         if r["avail_mib"] is None:
             continue

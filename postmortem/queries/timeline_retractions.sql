@@ -1,6 +1,12 @@
--- KV-cache retractions of one unit in time buckets. Parameters: $unit, $from, $to, $bucket_s.
+-- KV-cache retractions of one unit in time buckets: how many retraction events, how many
+-- requests they retracted, and the first one (its time and line) in each bucket.
+-- Parameters: $unit, $from, $to, $bucket_s.
 SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
-       count(*) AS retractions
+       count(*) AS retractions,
+       sum(TRY_CAST(detail ->> '$.retracted_reqs' AS BIGINT)) AS retracted_reqs,
+       min(ts) AS first_ts,
+       arg_min(source_id, ts) AS first_source_id,
+       arg_min(line_no, ts) AS first_line_no
 FROM sglang_events
 WHERE unit = $unit AND kind = 'retract' AND ts >= $from AND ts <= $to
 GROUP BY ALL

@@ -19,7 +19,7 @@ from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load
-from ..analysis.summary import CAUSE_WORDS, human
+from ..analysis.summary import CAUSE_WORDS, human, retraction_words
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -412,15 +412,15 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             f"… and {len(inc.victims) - 1} more processes of {inc.unit} killed in the same record",
             "",
         )
-    if facts.retractions and facts.timeline.buckets:
-        firsts = [b for b in facts.timeline.before_kill() if b.retractions]
-        if firsts:
-            add(
-                firsts[0].ts,
-                "sglang",
-                f"{inc.unit}: KV cache pool full — {facts.retractions} retractions before the kill",
-                "",
-            )
+    if facts.retractions and facts.first_retraction is not None:
+        first_ts, first_sid, first_line = facts.first_retraction
+        add(
+            first_ts,
+            "sglang",
+            f"{inc.unit}: KV cache pool full, requests retracted — the first of "
+            f"{retraction_words(facts.retractions, facts.retracted_reqs)} before the kill",
+            sources.cite(first_sid, first_line),
+        )
     lb = facts.last_batch
     if lb is not None:
         parts = [f"running {lb['running_req']}", f"queued {lb['queue_req']}"]
@@ -579,7 +579,7 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
     if facts.token_usage_max is not None:
         out.append(
             f"KV-cache token usage peaked at {facts.token_usage_max:.2f}"
-            + (f"; {facts.retractions} retractions" if facts.retractions else "")
+            + (f"; {retraction_words(facts.retractions, facts.retracted_reqs)}" if facts.retractions else "")
             + (f"; up to {facts.queue_max} requests queued." if facts.queue_max else ".")
         )
     v = inc.victim

@@ -332,6 +332,19 @@ def test_export_truncated_binary_value_keeps_what_arrived() -> None:
     assert ctx.parsed_lines == 4
 
 
+def test_export_rows_cite_the_message_line() -> None:
+    """An export entry's row points at its MESSAGE line (text or binary form), the line a
+    reader wants to open; an entry without MESSAGE at its first line."""
+    data = (
+        b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1741942800120000\n_PID=1\nMESSAGE=first\n_COMM=a\n\n"
+        + b"__CURSOR=s=2\n__REALTIME_TIMESTAMP=1741942800160000\n"
+        + _bin(b"MESSAGE", b"two\nlines")
+        + b"\n__CURSOR=s=3\n__REALTIME_TIMESTAMP=1741942800170000\n_PID=3\n\n"
+    )
+    out, _ = run("journal-export", data)
+    assert [(r["line_no"], r["message"]) for r in rows(out)] == [(4, "first"), (9, "two\nlines"), (13, "")]
+
+
 def test_export_blocks_split_anywhere_give_the_same_result() -> None:
     parser = get_parser("journal-export")
     assert parser is not None

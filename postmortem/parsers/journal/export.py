@@ -42,12 +42,25 @@ MAX_BINARY_FIELD = 64 << 20
 class _State:
     """Parsing state carried across byte blocks."""
 
-    __slots__ = ("entry_line", "entry_lines", "fields", "ignored", "issues", "line_no", "open", "parsed")
+    __slots__ = (
+        "entry_line",
+        "entry_lines",
+        "fields",
+        "ignored",
+        "issues",
+        "line_no",
+        "message_line",
+        "open",
+        "parsed",
+    )
 
     def __init__(self) -> None:
         self.line_no = 1  # number of the next physical line
         self.fields: dict[str, str] = {}
         self.entry_line = 0
+        #: the line of the entry's MESSAGE field (0: none yet): what a citation points at, so
+        #: that the line quoted in a report is the message, not the entry's __CURSOR line
+        self.message_line = 0
         self.entry_lines = 0
         self.parsed = 0
         self.ignored = 0
@@ -114,10 +127,11 @@ class JournalExportParser(BytesParser):
     def _end_entry(st: _State, mapper: FieldMapper) -> None:
         if st.entry_lines:
             if st.fields:
-                mapper.add(st.entry_line, st.fields)
+                mapper.add(st.message_line or st.entry_line, st.fields)
             st.parsed += st.entry_lines
         st.fields = {}
         st.entry_lines = 0
+        st.message_line = 0
 
     def _consume(
         self, data: bytes, st: _State, mapper: FieldMapper, ctx: ParseContext, *, final: bool
@@ -151,6 +165,8 @@ class JournalExportParser(BytesParser):
                 name = data[pos:eq]
                 if name in wanted:
                     fields[name.decode()] = data[eq + 1 : nl].decode("utf-8", "replace")
+                    if name == b"MESSAGE":
+                        st.message_line = st.line_no
                 if nl < n:
                     st.entry_lines += 1
                     st.line_no += 1
@@ -220,6 +236,8 @@ class JournalExportParser(BytesParser):
                 stop = end + 1
             if name in wanted:
                 fields[name.decode()] = value.decode("utf-8", "replace")
+                if name == b"MESSAGE":
+                    st.message_line = st.line_no
             lines = data.count(b"\n", nl, stop)  # the name's newline and those inside the value
             st.entry_lines += lines
             st.line_no += lines
