@@ -716,7 +716,8 @@ def incident_report(
         silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
         silent_before_kill=human((inc.ts - last).total_seconds()) if inc.ts and last else "—",
         gen_throughput_before=round(tput, 1) if tput else None,
-        tokens_not_served=round(tput * inc.downtime_s) if tput and inc.downtime_s else None,
+        # two significant figures: an estimate, not a count
+        tokens_not_served=float(f"{tput * inc.downtime_s:.2g}") if tput and inc.downtime_s else None,
         restart_count=inc.restart_count,
         kills_last_hour=inc.kills_last_hour,
     )

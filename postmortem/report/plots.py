@@ -219,13 +219,31 @@ def trend_figure(
 ) -> Path | None:
     if not any(series.values()):
         return None
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure((10, 3.4))
     ax = fig.subplots()
+    xs: list[float] = []
+    ys: list[float] = []
     for name in sorted(series):
         pts = sorted(series[name])
         if pts:
-            ax.plot([_x(t, zone) for t, _ in pts], [v for _, v in pts], marker="o", linewidth=1, label=name)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))  # type: ignore[no-untyped-call]
+            x = [_x(t, zone) for t, _ in pts]
+            y = [v for _, v in pts]
+            ax.plot(x, y, marker="o", linewidth=1, label=name)
+            xs += x
+            ys += y
+    # a few points close together: matplotlib would widen a zero-width range to years
+    if max(xs) - min(xs) < 4:
+        middle = (max(xs) + min(xs)) / 2
+        ax.set_xlim(middle - 3, middle + 3)
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    # counts, seconds: from zero, with whole-number ticks for whole-number values
+    ax.set_ylim(0, max(max(ys) * 1.15, 1))
+    if all(float(v).is_integer() for v in ys):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     ax.set_title(title, loc="left", fontsize=10, y=1.0)
     ax.grid(alpha=0.25)
