@@ -453,13 +453,20 @@ def incidents(
 def timeline(
     incident_id: Annotated[int, typer.Argument(help="Incident number from 'postmortem incidents'.")],
     window: Annotated[str, typer.Option("--window", help="How far before the kill to look.")] = "30min",
-    after: Annotated[str, typer.Option("--after", help="How far after the kill to look.")] = "10min",
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after",
+            help="How far after the kill to look (default: until the service was ready again, "
+            "plus 90 s; at least 10min).",
+        ),
+    ] = None,
     db: DbOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     wait: WaitOpt = 0.0,
 ) -> None:
     """The memory-pressure timeline and the merged events around one incident."""
-    from .analysis.timeline import memory_timeline
+    from .analysis.timeline import memory_timeline, seconds_after
     from .config import load_config
     from .query import QueryResult, format_json, format_table, run_named_dicts
     from .store.db import Store
@@ -479,7 +486,11 @@ def timeline(
             unit=inc["unit"],
             host=inc["host"],
             window_s=parse_duration(window),
-            after_s=parse_duration(after, allow_zero=True),
+            after_s=(
+                parse_duration(after, allow_zero=True)
+                if after is not None
+                else seconds_after(inc["ts"], inc["recovered_ts"])
+            ),
         )
     finally:
         store.close()

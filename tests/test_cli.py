@@ -333,8 +333,13 @@ def test_sources_and_incidents(cli: Any, tmp_path: Path) -> None:
     inc = cli("incidents", "--db", db, "--format", "json")
     (row,) = json.loads(inc.out)
     assert row["unit"] == "sglang-k26-eagle3.service" and row["cause"] == "cgroup_oom"
-    tl = cli("timeline", "1", "--db", db, "--window", "5min")
-    assert tl.code == 0 and "oom_kill" in tl.out
+    tl = cli("timeline", "1", "--db", db, "--window", "5min", "--format", "json")
+    assert tl.code == 0
+    kinds = [e["kind"] for e in json.loads(tl.out)["events"]]
+    # by default the timeline runs on to the recovery (the fallback's ready line, 12 min later)
+    assert "oom_kill" in kinds and kinds[-1] == "ready"
+    short = json.loads(cli("timeline", "1", "--db", db, "--after", "1min", "--format", "json").out)
+    assert "ready" not in [e["kind"] for e in short["events"]]
     assert cli("timeline", "7", "--db", db).err == "Error: no incident 7 (see 'postmortem incidents')\n"
     tr = cli("trends", "--db", db, "--out", tmp_path / "t")
     assert tr.code == 0 and (tmp_path / "t" / "trends.md").exists()

@@ -10,7 +10,7 @@ from ..query import run_named_dicts
 from ..store.db import Store
 from .load_stats import LoadStats, stats_for
 from .model import ClockOffset, Incident
-from .timeline import Timeline, memory_timeline
+from .timeline import Timeline, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
 GPU_GRACE_S = 60.0
@@ -106,9 +106,7 @@ def gather(
 ) -> IncidentFacts:
     kill = incident.ts
     assert kill is not None
-    after = 600.0
-    if incident.recovered_ts is not None:
-        after = max(after, (incident.recovered_ts - kill).total_seconds() + 90)
+    after = seconds_after(kill, incident.recovered_ts)
     tl = memory_timeline(
         store, kill_ts=kill, unit=incident.unit, host=incident.host, window_s=window_s, after_s=after
     )

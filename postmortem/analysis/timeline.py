@@ -71,6 +71,15 @@ def _bucket_seconds(window_s: float) -> float:
     return 3600.0
 
 
+def seconds_after(kill_ts: datetime, recovered_ts: datetime | None) -> float:
+    """How far past a kill its timeline runs: ten minutes, or until the service was ready again
+    plus 90 s (so the recovery is on it)."""
+    after = 600.0
+    if recovered_ts is not None:
+        after = max(after, (recovered_ts - kill_ts).total_seconds() + 90)
+    return after
+
+
 def memory_timeline(
     store: Store,
     *,
