@@ -319,7 +319,7 @@ def ingest_file(
         sid, sha, old_bytes, old_lines, old_size, old_mtime = existing
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime):
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
-        if not binary and _grew_from(inp, sha, old_bytes, options):
+        if not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
         elif not legacy:
             mode, reuse_id = "replaced", sid

@@ -139,6 +139,23 @@ def test_a_grown_file_is_appended_and_keeps_its_span(cli: Any, tmp_path: Path) -
     )
 
 
+def test_a_grown_file_of_a_format_with_context_is_parsed_again(cli: Any, tmp_path: Path) -> None:
+    """An nvidia-smi CSV loop that grew: its new rows need the header, so the file is parsed
+    again whole (appending from the first new line stored none of them)."""
+    db = tmp_path / "pm.duckdb"
+    csv = tmp_path / "gpu.csv"
+    lines = (SAMPLE / "nvidia-smi-gpu.csv").read_text().splitlines(keepends=True)
+    csv.write_text("".join(lines[:200]))
+    assert cli("ingest", csv, "--db", db, "--tz", "UTC").code == 0
+    csv.write_text("".join(lines))
+    r = cli("ingest", csv, "--db", db, "--tz", "UTC")
+    assert r.out.startswith(
+        f"{csv}: replaced as nvidia-smi-csv: {len(lines)} lines, {len(lines) - 1} records, 0 parse"
+    )
+    with Store.open(db) as store:
+        assert store.fetchall("SELECT count(*) FROM gpu_samples") == [(len(lines) - 1,)]
+
+
 def test_a_store_with_relative_source_paths(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -296,6 +296,10 @@ class Parser(abc.ABC):
     input_kind: ClassVar[InputKind] = "lines"
     #: run before other sources when a directory is ingested (boot anchors, units)
     priority: ClassVar[int] = 50
+    #: a grown file may be parsed from its first new line: every line stands alone. False for
+    #: formats whose lines need the ones before them (a CSV's header, a multi-line kernel OOM
+    #: record, an export entry, a table snapshot): a grown file of those is parsed again whole
+    appendable: ClassVar[bool] = False
 
     @abc.abstractmethod
     def sniff(self, head: Head) -> int:

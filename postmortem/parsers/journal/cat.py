@@ -36,6 +36,7 @@ class JournalCatParser(Parser):
     description = "journalctl -o cat (messages only; no timestamps)"
     tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
     priority = 10
+    appendable = True
 
     def sniff(self, head: Head) -> int:
         stamps = StampParser(ParseContext(year=2000))

@@ -407,6 +407,7 @@ class JournalShortParser(Parser):
     description = "journalctl -o short* text and classic syslog files (/var/log/messages, syslog)"
     tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
     priority = 10
+    appendable = True
 
     def sniff(self, head: Head) -> int:
         stamps = StampParser(ParseContext(year=2000))

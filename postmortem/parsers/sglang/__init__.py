@@ -83,6 +83,7 @@ class SglangParser(Parser):
         "http_requests",
         "cuda_ooms",
     )
+    appendable: ClassVar[bool] = True
 
     def sniff(self, head: Head) -> int:
         strong = prefixed = other = 0
