@@ -162,6 +162,7 @@ def _ingest_inputs(
         summary.files.append(FileResult(inp.display, "unchanged", source_id=sid))
         if inp.root is not None:
             known_roots.add(inp.root)
+    _follow_rotations(store, fresh)
     planned = _plan(fresh, options)
     roots = {p.inp.root for p in planned if p.inp.root is not None} - known_roots
     for root in sorted(roots):
@@ -262,6 +263,47 @@ def _find_source(store: Store, path: str) -> _Stored | None:
     return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5]
 
 
+def _follow_rotations(store: Store, fresh: list[InputFile]) -> None:
+    """Log rotation: a stored file's path now holds other content while a file of this run
+    that the store does not know holds exactly the old content (``app.log`` renamed to
+    ``app.log.1`` or ``app.1.log``, a new ``app.log`` written). The stored source moves to the
+    rotated name, so the new content is ingested beside it instead of replacing it, whichever
+    of the two names comes first. Only uncompressed files of the stored size are hashed."""
+    known: list[tuple[InputFile, int, str, int]] = []
+    unknown: list[InputFile] = []
+    for inp in fresh:
+        if inp.path is None:
+            continue
+        rows = store.fetchall(
+            "SELECT source_id, sha256, file_size FROM sources WHERE path = ? AND status = 'complete' "
+            "AND compression IS NULL AND bytes = file_size ORDER BY source_id DESC LIMIT 1",
+            [inp.key],
+        )
+        if rows:
+            known.append((inp, int(rows[0][0]), str(rows[0][1]), int(rows[0][2])))
+        elif _find_source(store, inp.key) is None:
+            unknown.append(inp)
+    for _inp, sid, sha, size in known:
+        for cand in unknown:
+            if cand.size != size or compression_of(cand.first_bytes()) is not None:
+                continue
+            if _digest(cand) == sha:
+                store.execute(
+                    "UPDATE sources SET path = ?, file_mtime = ? WHERE source_id = ?",
+                    [cand.key, cand.mtime, sid],
+                )
+                unknown.remove(cand)
+                break
+
+
+def _digest(inp: InputFile) -> str:
+    h = hashlib.sha256()
+    with inp.open_raw() as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _same_content(store: Store, inp: InputFile) -> str | None:
     """The path of a stored source with exactly ``inp``'s content, for an uncompressed file the
     store holds one of the same size of (only then is the file hashed ahead of parsing)."""
@@ -274,11 +316,7 @@ def _same_content(store: Store, inp: InputFile) -> str | None:
     )
     if not rows:
         return None
-    h = hashlib.sha256()
-    with inp.open_raw() as fh:
-        while block := fh.read(1 << 22):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = _digest(inp)
     return next((str(path) for path, sha in rows if sha == digest), None)
 
 

@@ -156,6 +156,33 @@ def test_a_grown_file_of_a_format_with_context_is_parsed_again(cli: Any, tmp_pat
         assert store.fetchall("SELECT count(*) FROM gpu_samples") == [(len(lines) - 1,)]
 
 
+@pytest.mark.parametrize("rotated", ["app.1.log", "app.log.1", "app-20250525.log"])
+def test_rotation_keeps_the_rotated_lines_whichever_name_comes_first(
+    cli: Any, tmp_path: Path, rotated: str
+) -> None:
+    """app.log ingested, then renamed by logrotate and a new app.log written: the store keeps
+    both (the rotated name sorting before app.log made the old content a 'duplicate' that the
+    new app.log then replaced)."""
+    db = tmp_path / "pm.duckdb"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _journal(logs / "app.log", 0, 30)
+    assert cli("ingest", logs, "--db", db).code == 0
+    (logs / "app.log").rename(logs / rotated)
+    _journal(logs / "app.log", 100, 20)
+    r = cli("ingest", logs, "--db", db)
+    assert r.code == 0, r
+    assert sorted(r.out.splitlines()) == sorted(
+        [
+            f"{logs / rotated}: unchanged",
+            f"{logs / 'app.log'}: ingested as journal-short: 20 lines, 40 records, 0 parse issues, 0 ignored",
+        ]
+    )
+    assert sorted((row[0], row[4]) for row in _sources(db)) == sorted(
+        [(str(logs / "app.log"), 20), (str(logs / rotated), 30)]
+    )
+
+
 def test_a_store_with_relative_source_paths(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
