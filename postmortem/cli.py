@@ -201,7 +201,13 @@ def ingest(
         finally:
             store.close()
         typer.echo(
-            f"{from_parquet}: {merged.sources_added} sources merged, {merged.sources_skipped} already "
+            f"{from_parquet}: {merged.sources_added} sources merged"
+            + (
+                f" ({merged.sources_replaced} replacing an earlier version)"
+                if merged.sources_replaced
+                else ""
+            )
+            + f", {merged.sources_skipped} already "
             f"present; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
         )
         if not paths:
@@ -230,9 +236,11 @@ def ingest(
     finally:
         store.close()
     for r in summary.files:
-        typer.echo(describe_result(r))
+        line = describe_result(r)
+        typer.echo(line)
         for note in r.notes:
-            typer.echo(f"  note: {note}")
+            if note not in line:  # a duplicate's reason is its line already
+                typer.echo(f"  note: {note}")
     _fail_on_errors(summary)
 
 

@@ -4,7 +4,8 @@
 (Parquet files that DuckDB, Spark or Trino read as they are), plus ``DIR/_postmortem.json`` with
 the schema version and row counts. ``postmortem ingest --from-parquet DIR`` merges such an export
 into a store: sources already present (same content hash) are skipped, the others get new source
-ids, so fleet stores can be combined repeatedly without duplicates. Derived tables (incidents,
+ids, so fleet stores can be combined repeatedly without duplicates; a source of the same host and
+path merged before at an earlier version (the file grew) is replaced by the later one. Derived tables (incidents,
 loads, recommendations) are exported for querying but not imported: ``build`` recomputes them.
 
 Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only Arrow streams.
@@ -13,6 +14,7 @@ Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only A
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +26,7 @@ import pyarrow.dataset as ds
 from .errors import InputError, StoreError
 from .records import RECORD_TYPES
 from .store.db import Store, ident, latest_version
+from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"
 BASE_TABLES = ("sources", "parse_issues", *(r.TABLE for r in RECORD_TYPES))
@@ -44,6 +47,13 @@ def _date_expr(cols: set[str]) -> str:
 
 
 def export_parquet(store: Store, directory: Path) -> ExportResult:
+    """Write the store under ``directory``: a new or empty directory, or an earlier export,
+    whose table directories are replaced (rows of days no longer in the store included)."""
+    if directory.is_dir() and any(directory.iterdir()) and not (directory / MANIFEST).is_file():
+        raise InputError(
+            f"{directory}: not empty and not a postmortem export (no {MANIFEST}); export into a "
+            "new or empty directory"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     result = ExportResult(directory)
     for table in store.table_names():
@@ -67,6 +77,8 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
         make_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
         reader = make_reader(BATCH_ROWS)
         target = directory / table
+        if target.is_dir():
+            shutil.rmtree(target)  # an earlier export's partitions: days since dropped would stay
         ds.write_dataset(
             reader,
             target,
@@ -96,6 +108,7 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
 class MergeResult:
     sources_added: int = 0
     sources_skipped: int = 0
+    sources_replaced: int = 0  # of those added: a later version of a file merged before
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -121,16 +134,44 @@ def merge_parquet(store: Store, directory: Path) -> MergeResult:
     if src is None:
         raise InputError(f"{directory}: the export has no sources table")
     sources = src.to_table()
+    ids = [s for s in sources["source_id"].to_pylist() if s is not None]
+    if len(ids) != len(set(ids)):
+        twice = sorted({s for s in ids if ids.count(s) > 1})
+        raise InputError(
+            f"{directory}: the export holds source id {twice[0]} more than once (files left from "
+            "another export?); export again into an empty directory"
+        )
     known = {r[0] for r in store.fetchall("SELECT sha256 FROM sources WHERE status = 'complete'")}
+    # the same file of the same host, merged before at an earlier size: replaced by a later export
+    same_file = {
+        (str(path), str(host)): (int(sid), at)
+        for sid, path, host, at in store.fetchall(
+            "SELECT source_id, path, host, ingested_at FROM sources WHERE status = 'complete' "
+            "AND host IS NOT NULL ORDER BY source_id"
+        )
+    }
     result = MergeResult()
     mapping: dict[int, int] = {}
     with store.transaction():
-        for sid, sha in zip(sources["source_id"].to_pylist(), sources["sha256"].to_pylist(), strict=True):
+        for sid, sha, path, host, at in zip(
+            sources["source_id"].to_pylist(),
+            sources["sha256"].to_pylist(),
+            sources["path"].to_pylist(),
+            sources["host"].to_pylist(),
+            sources["ingested_at"].to_pylist(),
+            strict=True,
+        ):
             if sid is None or sha in known:
                 result.sources_skipped += 1
                 continue
-            row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
-            assert row is not None
+            earlier = same_file.get((str(path), str(host))) if host is not None else None
+            if earlier is not None:
+                if at is not None and earlier[1] is not None and at <= earlier[1]:
+                    result.sources_skipped += 1  # this store holds a later version of the file
+                    continue
+                discard_source(store, earlier[0], None)
+                result.sources_replaced += 1
+            row = store.con.execute("SELECT nextval('source_id_seq')").fetchall()[0]
             mapping[int(sid)] = int(row[0])
             known.add(sha)
         result.sources_added = len(mapping)

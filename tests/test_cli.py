@@ -71,7 +71,7 @@ def test_same_file_under_another_path_is_a_duplicate_before_parsing(
     monkeypatch.setattr(ingest, "StreamState", no_parse)
     r = cli("ingest", copy, "--db", db)
     assert r.code == 0, r
-    assert r.out.splitlines()[0] == f"{copy}: duplicate — same content as {DMESG}, already ingested"
+    assert r.out.splitlines() == [f"{copy}: duplicate — same content as {DMESG}, already ingested"]
     monkeypatch.setattr(ingest, "StreamState", real_state)
     data = bytearray(copy.read_bytes())
     data[-2:-1] = b"X" if data[-2:-1] != b"X" else b"Y"  # same size, other content

@@ -60,3 +60,62 @@ def test_merge_refuses_a_directory_that_is_not_an_export(cli: Any, tmp_path: Pat
     r = cli("ingest", "--from-parquet", tmp_path, "--db", tmp_path / "x.duckdb")
     assert r.code == 1
     assert r.err == f"Error: {tmp_path}: not a postmortem Parquet export (no _postmortem.json)\n"
+
+
+def _day(path: Path, day: int, first: int, count: int) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        for i in range(first, first + count):
+            fh.write(f"2025-05-{day:02d}T00:{i // 60:02d}:{i % 60:02d}+00:00 gpu-a kernel: line {i}\n")
+
+
+def test_export_again_replaces_the_earlier_export(cli: Any, tmp_path: Path) -> None:
+    """Exporting into the same directory after the store changed leaves no rows of the earlier
+    export (its partitions of days no longer held stayed, and the merge then failed on a
+    source id held twice)."""
+    a, exp, log = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "j.log"
+    _day(log, 25, 0, 30)
+    assert cli("ingest", log, "--db", a, "--host", "gpu-a").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    log.write_text("")
+    _day(log, 26, 0, 10)  # copytruncate: the next day's lines
+    assert cli("ingest", log, "--db", a, "--host", "gpu-a").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    assert not (exp / "journal_entries" / "host=gpu-a" / "date=2025-05-25").exists()
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.code == 0, r
+    with Store.open(fleet) as store:
+        assert store.fetchall("SELECT count(*) FROM journal_entries") == [(10,)]
+
+
+def test_export_refuses_a_directory_holding_something_else(cli: Any, tmp_path: Path) -> None:
+    a = tmp_path / "a.duckdb"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", a).code == 0
+    other = tmp_path / "photos"
+    other.mkdir()
+    (other / "cat.jpg").write_bytes(b"\xff\xd8")
+    r = cli("export", "--parquet", other, "--db", a)
+    assert r.code == 1
+    assert "not empty and not a postmortem export" in r.err
+    assert (other / "cat.jpg").exists()
+
+
+def test_a_later_export_of_a_grown_file_replaces_the_merged_one(cli: Any, tmp_path: Path) -> None:
+    """A host's file merged, then grown and exported again: the fleet store holds it once, at
+    its new size (the content hash differs, so it looked like a new file)."""
+    a, exp, log = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "j.log"
+    fleet = tmp_path / "fleet.duckdb"
+    _day(log, 25, 0, 30)
+    assert cli("ingest", log, "--db", a, "--host", "gpu-a").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    assert cli("ingest", "--from-parquet", exp, "--db", fleet).code == 0
+    _day(log, 25, 30, 20)
+    assert cli("ingest", log, "--db", a, "--host", "gpu-a").out.startswith(f"{log}: appended")
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.startswith(f"{exp}: 1 sources merged (1 replacing an earlier version), 0 already present"), r
+    with Store.open(fleet) as store:
+        assert store.fetchall("SELECT count(*), count(DISTINCT line_no) FROM journal_entries") == [(50, 50)]
+        assert store.fetchall("SELECT count(*) FROM sources") == [(1,)]
+    # the older export merged again changes nothing
+    assert cli("ingest", "--from-parquet", exp, "--db", fleet).out.startswith(f"{exp}: 0 sources merged")

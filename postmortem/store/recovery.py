@@ -6,7 +6,7 @@ from .db import Store, ident
 
 
 def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
-    """Remove what an unfinished load of ``source_id`` inserted: every row of a new source, or the
+    """Remove the rows of ``source_id`` (an unfinished load, a file replaced): every row, or the
     rows from ``resume_line`` on for a file that was being appended to."""
     for table in store.table_names():
         cols = {c for c, _ in store.columns(table)}
@@ -17,15 +17,15 @@ def discard_source(store: Store, source_id: int, resume_line: int | None) -> Non
                 store.execute(
                     f"DELETE FROM {ident(table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
                     [source_id, resume_line],
-                )
+                ).fetchall()
         else:
-            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id])  # noqa: S608
+            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id]).fetchall()  # noqa: S608
     if resume_line is not None and resume_line > 1:
         store.execute(
             "UPDATE sources SET status = 'complete', resume_line = NULL WHERE source_id = ?", [source_id]
-        )
+        ).fetchall()
     else:
-        store.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
+        store.execute("DELETE FROM sources WHERE source_id = ?", [source_id]).fetchall()
 
 
 def recover_interrupted(store: Store) -> list[str]:
