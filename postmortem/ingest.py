@@ -162,7 +162,7 @@ def _ingest_inputs(
         summary.files.append(FileResult(inp.display, "unchanged", source_id=sid))
         if inp.root is not None:
             known_roots.add(inp.root)
-    _follow_rotations(store, fresh)
+    _follow_rotations(store, fresh, options)
     planned = _plan(fresh, options)
     roots = {p.inp.root for p in planned if p.inp.root is not None} - known_roots
     for root in sorted(roots):
@@ -263,12 +263,14 @@ def _find_source(store: Store, path: str) -> _Stored | None:
     return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5]
 
 
-def _follow_rotations(store: Store, fresh: list[InputFile]) -> None:
+def _follow_rotations(store: Store, fresh: list[InputFile], options: IngestOptions) -> None:
     """Log rotation: a stored file's path now holds other content while a file of this run
-    that the store does not know holds exactly the old content (``app.log`` renamed to
-    ``app.log.1`` or ``app.1.log``, a new ``app.log`` written). The stored source moves to the
-    rotated name, so the new content is ingested beside it instead of replacing it, whichever
-    of the two names comes first. Only uncompressed files of the stored size are hashed."""
+    that the store does not know holds the old content — exactly, or followed by more lines
+    (``app.log`` renamed to ``app.log.1`` or ``app.1.log`` and perhaps still written to, a new
+    ``app.log``). The stored source moves to the rotated name, so the new content is ingested
+    beside it (and the rotated file's growth appended) instead of replacing it, whichever of the
+    two names comes first. Only uncompressed files at least the stored size are hashed, up to
+    that size."""
     known: list[tuple[InputFile, int, str, int]] = []
     unknown: list[InputFile] = []
     for inp in fresh:
@@ -283,11 +285,14 @@ def _follow_rotations(store: Store, fresh: list[InputFile]) -> None:
             known.append((inp, int(rows[0][0]), str(rows[0][1]), int(rows[0][2])))
         elif _find_source(store, inp.key) is None:
             unknown.append(inp)
-    for _inp, sid, sha, size in known:
-        for cand in unknown:
-            if cand.size != size or compression_of(cand.first_bytes()) is not None:
+    for inp, sid, sha, size in known:
+        cands = [c for c in unknown if c.size is not None and c.size >= size]
+        if not cands or _grew_from(inp, sha, size, options):
+            continue  # the file at the stored path still starts with what was stored
+        for cand in cands:
+            if compression_of(cand.first_bytes()) is not None:
                 continue
-            if _digest(cand) == sha:
+            if _digest(cand) == sha if cand.size == size else _grew_from(cand, sha, size, options):
                 store.execute(
                     "UPDATE sources SET path = ?, file_mtime = ? WHERE source_id = ?",
                     [cand.key, cand.mtime, sid],

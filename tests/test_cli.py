@@ -183,6 +183,25 @@ def test_rotation_keeps_the_rotated_lines_whichever_name_comes_first(
     )
 
 
+def test_a_rotated_file_still_written_to_is_appended(cli: Any, tmp_path: Path) -> None:
+    """logrotate's create mode while the server still writes to the renamed file: the rotated
+    file holds the stored lines and more; they are appended to its source, not stored twice."""
+    db = tmp_path / "pm.duckdb"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _journal(logs / "app.log", 0, 30)
+    assert cli("ingest", logs, "--db", db).code == 0
+    (logs / "app.log").rename(logs / "app.log.1")
+    _journal(logs / "app.log.1", 30, 5)
+    _journal(logs / "app.log", 100, 20)
+    r = cli("ingest", logs, "--db", db)
+    assert f"{logs / 'app.log.1'}: appended as journal-short: 35 lines" in r.out, r
+    assert sorted((row[0], row[4]) for row in _sources(db)) == [
+        (str(logs / "app.log"), 20),
+        (str(logs / "app.log.1"), 35),
+    ]
+
+
 def test_a_store_with_relative_source_paths(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
