@@ -565,8 +565,9 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {_gib(oom['free_kb'])} GiB.")
     if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
         out.append(
-            f"Host RAM available (earlyoom): {_gib_mib(facts.host_avail_start_mib)} GiB at the start of the "
-            f"window, {_gib_mib(facts.host_avail_end_mib)} GiB just before the kill"
+            f"Host RAM available (earlyoom): {_gib_mib(facts.host_avail_start_mib)} GiB at its first sample "
+            f"in the window ({utc_text(facts.timeline.host_points[0][0])[11:]} UTC), "
+            f"{_gib_mib(facts.host_avail_end_mib)} GiB just before the kill"
             + (f" of {_gib_mib(facts.host_total_mib)} GiB." if facts.host_total_mib else ".")
         )
     if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
