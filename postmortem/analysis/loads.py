@@ -112,6 +112,7 @@ class _Load:
     start_ts: datetime | None
     start_source: str
     start_line_no: int | None
+    start_source_id: int | None = None  # the source start_line_no is in (None: source_id)
     model_path: str | None = None
     speculative_algorithm: str | None = None
     tp_size: int | None = None
@@ -430,8 +431,8 @@ def _refine_with_units(
         load.host = load.host or best.host
         load.start_ts = best.ts
         load.start_source = f"systemd_{best.action}"
-        if best.source_id == load.source_id:
-            load.start_line_no = best.line_no
+        load.start_line_no = best.line_no
+        load.start_source_id = best.source_id
     # failures the unit reports before ready
     for load in loads:
         if load.unit is None or load.start_ts is None or load.outcome == "ready":
@@ -540,6 +541,7 @@ def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "health_polls": polls,
                 "source_id": ld.source_id,
                 "start_line_no": ld.start_line_no,
+                "start_source_id": ld.start_source_id if ld.start_source_id is not None else ld.source_id,
                 "ready_line_no": ready_line,
             }
         )
@@ -570,6 +572,7 @@ COLUMNS = (
     "source_id",
     "start_line_no",
     "ready_line_no",
+    "start_source_id",
 )
 
 

@@ -80,6 +80,7 @@ class Load:
     pid: int | None = None
     source_id: int | None = None
     start_line_no: int | None = None
+    start_source_id: int | None = None  # the source start_line_no is a line of
     ready_line_no: int | None = None
     start_source: str | None = None
     ready_source: str | None = None

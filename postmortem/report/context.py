@@ -360,9 +360,9 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
         add(
             killed.start_ts,
-            "systemd" if killed.start_source == "systemd" else "sglang",
+            "systemd" if (killed.start_source or "").startswith("systemd") else "sglang",
             f"{killed.unit} started (this instance)",
-            sources.cite(killed.source_id, killed.start_line_no),
+            sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
         )
         if killed.ready_ts is not None and killed.ready_ts < tl.start:
             add(
@@ -607,7 +607,7 @@ def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) ->
         speculative=ld.speculative_algorithm or "—",
         role=role,
         regression=bool(stats and is_regression(ld, stats)),
-        cite=sources.cite(ld.source_id, ld.start_line_no),
+        cite=sources.cite(ld.start_source_id or ld.source_id, ld.start_line_no),
     )
 
 
