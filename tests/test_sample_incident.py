@@ -92,6 +92,8 @@ def test_recommendations_supported_by_the_evidence(built: tuple[Path, object]) -
     assert "570 s" in rules["fallback_autoregressive"]
     assert "15 s apart" in rules["health_check_backoff"]
     assert "640 GiB" in rules["host_ram_not_gpu"]
+    # the run before peaked at 603.4G of its 640 GiB limit (journal.export:1164)
+    assert "peaked at 603 GiB — 94% of the limit" in rules["unit_memory_limits"]
 
 
 def test_report_states_the_story(built: tuple[Path, object]) -> None:

@@ -61,6 +61,9 @@ class IncidentFacts:
     retractions: int = 0
     retracted_reqs: int = 0
     first_retraction: tuple[datetime, int, int] | None = None  # time, source_id, line_no
+    #: systemd's memory peaks of the unit's earlier runs (ts, memory_peak_bytes, source_id,
+    #: line_no), latest first: how close the workload ran to its limit before
+    earlier_peaks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gpu_flat(self) -> bool | None:
@@ -128,6 +131,9 @@ def gather(
         until = incident.recovered_ts or kill + timedelta(hours=1)
         facts.restarts = run_named_dicts(
             store, "unit_restarts", {"unit": incident.unit, "since": kill, "until": until}
+        )
+        facts.earlier_peaks = run_named_dicts(
+            store, "unit_memory_peaks", {"unit": incident.unit, "before": kill}
         )
     if facts.last_batch:
         incident.running_at_kill = facts.last_batch["running_req"]

@@ -9,7 +9,7 @@ behaviour was not observed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import pairwise
 from statistics import median
 
@@ -231,6 +231,20 @@ def fallback_autoregressive(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+def _earlier_peak(f: IncidentFacts) -> str:
+    """How close the unit's previous run came to the limit, from systemd's "memory peak"."""
+    limit_kb = f.incident.memcg_limit_kb
+    if not f.earlier_peaks or not limit_kb:
+        return ""
+    p = f.earlier_peaks[0]
+    share = int(p["memory_peak_bytes"]) / (limit_kb * 1024)
+    return (
+        f"Its previous run, which ended at {p['ts'].astimezone(UTC):%Y-%m-%d %H:%M} UTC, peaked at "
+        f"{gib(int(p['memory_peak_bytes']) / 1024)} — {share:.0%} of the limit"
+        + (": the workload runs close to it, not only on the night it was killed." if share >= 0.8 else ".")
+    )
+
+
 @rule("unit_memory_limits")
 def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
@@ -251,9 +265,15 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
                 if f.host_avail_end_mib
                 else ""
             )
+            + _earlier_peak(f)
         ).rstrip()
+        peak = f.earlier_peaks[:1]
         return Recommendation(
-            "unit_memory_limits", "medium", "Review the unit's MemoryMax= and OOM settings", detail
+            "unit_memory_limits",
+            "medium",
+            "Review the unit's MemoryMax= and OOM settings",
+            detail,
+            [SourceRef(int(p["source_id"]), int(p["line_no"])) for p in peak],
         )
     if inc.cause == "host_oom" and inc.unit:
         return Recommendation(
