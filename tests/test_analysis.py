@@ -338,3 +338,32 @@ def test_reset_failed_only_for_a_unit_left_failed(after_kill: list[str], fires: 
     assert (rec is not None) == fires
     if rec is not None:
         assert "still in the failed state" in rec.detail
+
+
+@pytest.mark.parametrize(
+    ("ready_after_s", "words"),
+    [
+        (660.0, "about the same time: switching did not shorten"),
+        (300.0, "sooner: switching shortened the outage"),
+        (1200.0, "later than the restart would have been: switching lengthened the outage"),
+    ],
+)
+def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: str) -> None:
+    """The restart at T+60 s with the unit's median load of 600 s would have been ready at
+    T+660 s; the fallback's ready time decides the verdict."""
+    from types import SimpleNamespace
+
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import restart_policy
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, restart_count=1)
+    inc.fallback_unit = inc.recovery_unit = "b.service"
+    inc.recovered_ts = T + timedelta(seconds=ready_after_s)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.restarts = [{"ts": T + timedelta(seconds=60), "source_id": 1, "line_no": 9, "restart_count": 1}]
+    facts.unit_loads = SimpleNamespace(median_load_s=600.0)  # type: ignore[assignment]
+    rec = restart_policy(facts)
+    assert rec is not None and words in rec.detail

@@ -94,6 +94,9 @@ def test_recommendations_supported_by_the_evidence(built: tuple[Path, object]) -
     assert "640 GiB" in rules["host_ram_not_gpu"]
     # the run before peaked at 603.4G of its 640 GiB limit (journal.export:1164)
     assert "peaked at 603 GiB — 94% of the limit" in rules["unit_memory_limits"]
+    # EAGLE-3's restart at 20:18:20 plus its median load (656 s) ≈ 20:29:15; the fallback: 20:29:32
+    assert "would have been ready at about 20:29:15 UTC" in rules["restart_policy"]
+    assert "switching did not shorten this outage" in rules["restart_policy"]
 
 
 def test_report_states_the_story(built: tuple[Path, object]) -> None:

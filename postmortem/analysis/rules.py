@@ -9,7 +9,7 @@ behaviour was not observed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
@@ -287,6 +287,34 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     return None
 
 
+def _restart_versus_fallback(f: IncidentFacts) -> str:
+    """When the restart, left alone, would have been ready against when the fallback was."""
+    inc = f.incident
+    med = f.unit_loads.median_load_s if f.unit_loads is not None else None
+    if not f.restarts or med is None or inc.recovered_ts is None:
+        return ""
+    restart_ts = f.restarts[0]["ts"]
+    if not isinstance(restart_ts, datetime):
+        return ""
+    expected = restart_ts + timedelta(seconds=med)
+    gain = (expected - inc.recovered_ts).total_seconds()
+    verdict = (
+        "about the same time: switching did not shorten this outage (it avoided loading the "
+        "configuration that had just been killed, under the same load)"
+        if abs(gain) < 60
+        else (
+            f"{dur(gain)} sooner: switching shortened the outage"
+            if gain > 0
+            else f"{dur(-gain)} later than the restart would have been: switching lengthened the outage"
+        )
+    )
+    return (
+        f" Left alone, the restart begun at {restart_ts.astimezone(UTC):%H:%M:%S} would have been ready "
+        f"at about {expected.astimezone(UTC):%H:%M:%S} UTC (the unit's median load, {dur(med)}); the "
+        f"fallback was ready at {inc.recovered_ts.astimezone(UTC):%H:%M:%S} — {verdict}."
+    )
+
+
 @rule("restart_policy")
 def restart_policy(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
@@ -298,7 +326,7 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             after = (
                 f" The operator stopped the automatic restart and started {inc.fallback_unit} instead; "
                 f"with a fallback, Restart=no plus OnFailure= starting {inc.fallback_unit} avoids a "
-                "second load of a configuration that just failed."
+                "second load of a configuration that just failed." + _restart_versus_fallback(f)
             )
         return Recommendation(
             "restart_policy",
