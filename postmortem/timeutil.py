@@ -24,8 +24,6 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from dateutil import parser as dateutil_parser
-
 from .errors import UsageError
 
 __all__ = [
@@ -512,6 +510,8 @@ def parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetime
     iso = parse_iso(raw, zone)
     if iso is not None:
         return iso
+    from dateutil import parser as dateutil_parser  # free-form times only: not on every start-up
+
     try:
         parsed = dateutil_parser.parse(raw, default=datetime(now.year, 1, 1))  # noqa: DTZ001
     except (ValueError, OverflowError) as exc:

@@ -79,3 +79,30 @@ def test_probe_waits_for_pyarrow() -> None:
         """
     )
     assert out.splitlines() == ["False", "False", "3"]
+
+
+def test_an_unchanged_reingest_loads_no_heavy_module(tmp_path: object) -> None:
+    """Re-ingesting an unchanged file is a few queries: the parsers, numpy, Arrow, numba,
+    pandas, dateutil and pydantic (typer 0.29 parses options with it; pinned below) stay
+    unloaded — their imports would be most of the re-ingest's time."""
+    from pathlib import Path
+
+    base = Path(str(tmp_path))
+    log, db = base / "j.log", base / "pm.duckdb"
+    log.write_text("2025-05-25T00:00:00+00:00 gpu-a kernel: line\n")
+    code = f"""
+        import sys
+        from postmortem.cli import main
+        try:
+            main(["ingest", {str(log)!r}, "--db", {str(db)!r}])
+        except SystemExit:
+            pass
+        heavy = {{"pyarrow", "numba", "pandas", "dateutil", "pydantic", "numpy", "llvmlite"}}
+        print(sorted({{m.split(".")[0] for m in sys.modules}} & heavy),
+              [m for m in sys.modules if m.startswith("postmortem.parsers.") and m.count(".") > 2][:3])
+        """
+    first = _run(code).splitlines()
+    assert first[0].endswith("ingested as journal-short: 1 lines, 2 records, 0 parse issues, 0 ignored")
+    assert "'pyarrow'" in first[-1]  # the first ingest parses: they load
+    again = _run(code).splitlines()
+    assert again == [f"{log}: unchanged", "[] []"]
