@@ -103,6 +103,12 @@ def _ingest_options(
 
     config = load_config()
     zone, given = _zone(tz, config.tz)
+    if year is not None and not 1970 <= year <= 2200:
+        raise UsageError(f"--year {year}: give the year of the logs (1970–2200)")
+    for name, value in (("--boot-time", boot_time), ("--at", at)):
+        when = _when(value, zone)
+        if when is not None and not 1970 <= when.year <= 2200:
+            raise UsageError(f"{name} {value!r}: a time of the logs is between 1970 and 2200")
     opts = IngestOptions(
         format=fmt,
         zone=zone,
@@ -628,6 +634,18 @@ def collect(
         typer.echo(line)
 
 
+def _environmental(exc: Exception) -> bool:
+    """A DuckDB error about the store file itself (corrupt blocks, I/O), not about our SQL."""
+    module = type(exc).__module__ or ""
+    if not module.startswith(("duckdb", "_duckdb")):
+        return False
+    name = type(exc).__name__
+    text = str(exc)
+    return name in ("IOException", "OutOfMemoryException", "PermissionException") or (
+        "Corrupt database file" in text
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
     from .startup import probe_after_pyarrow
@@ -651,7 +669,19 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("Error: interrupted", err=True)
         sys.exit(130)
+    except OSError as exc:
+        # the machine's answer (a path that is a file, no permission, a full disk), not a bug
+        if _state["debug"]:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        typer.echo(f"Error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(int(ExitCode.ERROR))
     except Exception as exc:
+        if _environmental(exc):
+            if _state["debug"]:
+                traceback.print_exc()
+            typer.echo(f"Error: {str(exc).splitlines()[0]}", err=True)
+            sys.exit(int(ExitCode.ERROR))
         # click's exceptions (vendored by newer typer releases): usage errors and the like
         show = getattr(exc, "show", None)
         code = getattr(exc, "exit_code", None)

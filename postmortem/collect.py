@@ -1232,6 +1232,8 @@ def collect(opts: CollectOptions) -> CollectResult:
         opts = replace(opts, since=None)  # the whole journal
     if opts.timeout_s <= 0:
         raise UsageError("--timeout must be positive")
+    if not opts.timeout_s <= 86400:  # infinite or NaN: no deadline could be computed
+        raise UsageError(f"--timeout {opts.timeout_s}: at most 86400 seconds per command")
     if opts.max_bytes < 4096:
         raise UsageError("--max-bytes must be at least 4096")
     zone_name_, zone_source = detect_zone(opts.root)

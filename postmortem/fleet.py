@@ -125,11 +125,22 @@ def merge_parquet(store: Store, directory: Path) -> MergeResult:
     manifest = directory / MANIFEST
     if not manifest.is_file():
         raise InputError(f"{directory}: not a postmortem Parquet export (no {MANIFEST})")
-    meta = json.loads(manifest.read_text(encoding="utf-8"))
-    if int(meta.get("schema_version", 0)) > latest_version():
-        raise StoreError(
-            f"{directory}: exported by a newer postmortem (schema version {meta['schema_version']}); upgrade"
-        )
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        version = int(meta["schema_version"])
+    except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as exc:
+        raise InputError(
+            f"{manifest}: not a readable export manifest ({type(exc).__name__}: {exc})"
+        ) from None
+    if version > latest_version():
+        raise StoreError(f"{directory}: exported by a newer postmortem (schema version {version}); upgrade")
+    try:
+        return _merge(store, directory)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{directory}: a damaged export ({str(exc).splitlines()[0]})") from None
+
+
+def _merge(store: Store, directory: Path) -> MergeResult:
     src = _dataset(directory, "sources")
     if src is None:
         raise InputError(f"{directory}: the export has no sources table")

@@ -13,6 +13,7 @@ import hashlib
 import lzma
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zlib
@@ -181,6 +182,14 @@ class InputFile:
             raise InputError(f"{path}: permission denied") from exc
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            # /dev/stdin, a pipe, <(…), a FIFO: read once, as stdin is (it cannot be read twice)
+            try:
+                with path.open("rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                raise InputError(f"{path}: {exc.strerror or exc}") from exc
+            return cls(display=str(path), data=data, size=len(data), mtime=datetime.now(UTC))
         return cls(
             display=str(path),
             path=path,
@@ -515,7 +524,10 @@ def _walk(root: Path) -> Iterator[Path]:
         for name in sorted(filenames):
             if name.startswith(".") or name.endswith(_SKIP_SUFFIXES):
                 continue
-            yield Path(dirpath) / name
+            full = Path(dirpath) / name
+            if not full.is_file():
+                continue  # a dangling symlink, a FIFO or socket: not a log in a tree of logs
+            yield full
 
 
 def journalctl_export(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -98,7 +99,9 @@ def run_named_dicts(
 
 
 def json_value(value: Any) -> Any:
-    """JSON-friendly value: timestamps as ISO-8601 in UTC, decimals as floats."""
+    """JSON-friendly value: timestamps as ISO-8601 in UTC, decimals as floats, infinities and
+    NaN as the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such numbers), UUIDs and
+    other types as their text."""
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             from datetime import UTC
@@ -118,12 +121,16 @@ def json_value(value: Any) -> Any:
         return [json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): json_value(v) for k, v in value.items()}
-    return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # UUID and anything else DuckDB hands back
 
 
 def format_json(result: QueryResult) -> str:
     rows = [{c: json_value(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows]
-    return json.dumps(rows, ensure_ascii=False, indent=None)
+    return json.dumps(rows, ensure_ascii=False, indent=None, allow_nan=False)
 
 
 def _cell(value: Any) -> str:

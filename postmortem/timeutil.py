@@ -466,6 +466,15 @@ def _relative_seconds(body: str) -> float | None:
 
 
 def parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetime:
+    """:func:`_parse_when`, with a time off the calendar (``@1e20``, ``+25:00``, year 0) a
+    usage error rather than a crash."""
+    try:
+        return _parse_when(text, zone, now)
+    except (OverflowError, ValueError) as exc:
+        raise UsageError(f"time out of range: {text!r} ({exc})") from None
+
+
+def _parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetime:
     """Parse a ``--since``/``--until`` value the way ``journalctl`` does; return UTC.
 
     Accepts ``now``, ``today``, ``yesterday``, ``tomorrow``, ``@EPOCH``, relative values
@@ -527,12 +536,24 @@ def check_range(since: datetime | None, until: datetime | None) -> None:
         raise UsageError(f"--since ({since.isoformat()}) is after --until ({until.isoformat()}); swap them")
 
 
+#: the longest duration an option takes: a century (beyond it, times leave the calendar)
+MAX_DURATION_S = 100 * 366 * 86400.0
+
+
 def parse_duration(text: str, *, allow_zero: bool = False) -> float:
-    """``30min`` → 1800.0; ``2h 30m`` → 9000.0; a bare number is seconds.
+    """``30min`` → 1800.0; ``2h 30m`` → 9000.0; a bare number is seconds (finite, at most a
+    century).
 
     >>> parse_duration("30min"), parse_duration("90"), parse_duration("1h 30min")
     (1800.0, 90.0, 5400.0)
     """
+    value = _duration(text, allow_zero=allow_zero)
+    if not value <= MAX_DURATION_S:  # also NaN
+        raise UsageError(f"duration out of range: {text!r} (at most 100 years)")
+    return value
+
+
+def _duration(text: str, *, allow_zero: bool) -> float:
     raw = text.strip()
     try:
         value = float(raw)

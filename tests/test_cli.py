@@ -481,3 +481,109 @@ def test_zone_precedence_cli_then_source_hint_then_defaults(
         expected_utc,
         "2026-03-20T10:01:46Z" if cli_tz else "2026-03-20T01:01:46Z",
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "code", "message"),
+    [
+        (["incidents", "--since", "@1e20"], {}, 2, "Error: time out of range: '@1e20'"),
+        (["incidents", "--since", "2025-05-25T20:00+25:00"], {}, 2, "Error: time out of range"),
+        (["incidents", "--since", "0001-01-01", "--tz", "Asia/Tokyo"], {}, 2, "Error: time out of range"),
+        (["timeline", "1", "--window", "nan"], {}, 2, "Error: duration out of range: 'nan'"),
+        (["timeline", "1", "--after", "1e20"], {}, 2, "Error: duration out of range"),
+        (["ingest", str(DMESG), "--boot-time", "9999-12-31 23:59"], {}, 2, "Error: --boot-time"),
+        (["ingest", str(DMESG), "--year", "99999999999999999999"], {}, 2, "Error: --year"),
+        (["collect", "--timeout", "inf"], {}, 2, "Error: --timeout inf: at most 86400 seconds"),
+        (["collect", "--timeout", "nan"], {}, 2, "Error: --timeout nan: at most 86400 seconds"),
+        (["sources"], {"POSTMORTEM_MEMORY_LIMIT": "abc"}, 2, "Error: POSTMORTEM_MEMORY_LIMIT='abc'"),
+        (
+            ["query", "select gen_random_uuid() is not null as ok, 'inf'::double as i", "--format", "json"],
+            {},
+            0,
+            '[{"ok": true, "i": "inf"}]',
+        ),
+    ],
+)
+def test_odd_values_are_one_line_errors_not_crashes(
+    cli: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    code: int,
+    message: str,
+) -> None:
+    """Values an adversarial review found crashing (exit 70): times off the calendar, NaN and
+    huge durations, a bad environment knob; and query values JSON cannot hold."""
+    db = tmp_path / "pm.duckdb"
+    assert cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC").code == 0
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    extra = ["--out", str(tmp_path / "c")] if args[0] == "collect" else ["--db", str(db)]
+    r = cli(*args, *extra)
+    assert r.code == code, r
+    out = r.err if code else r.out
+    assert out.startswith(message), out
+    assert "internal error" not in r.err and "Traceback" not in r.err
+
+
+def test_store_problems_are_one_line_errors(cli: Any, tmp_path: Path) -> None:
+    import duckdb
+
+    plain, foreign = tmp_path / "plain.duckdb", tmp_path / "foreign.duckdb"
+    duckdb.connect(str(plain)).close()
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE sources (a INTEGER)")
+    con.close()
+    r = cli("sources", "--db", plain)
+    assert (r.code, r.err.splitlines()[0]) == (
+        1,
+        f"Error: {plain}: not a postmortem store (a DuckDB file without its tables; give the --db that 'postmortem ingest' or 'build' wrote)",
+    )
+    r = cli("ingest", DMESG, "--db", foreign)
+    assert (r.code, r.err) == (
+        1,
+        f"Error: {foreign}: not a postmortem store (it holds other tables); give another --db\n",
+    )
+    # an output path that is a file: the OS's answer, one line
+    assert cli("ingest", DMESG, "--db", tmp_path / "pm.duckdb").code == 0
+    r = cli("export", "--parquet", DMESG, "--db", tmp_path / "pm.duckdb")
+    assert (r.code, r.err) == (1, f"Error: {DMESG}: File exists\n")
+
+
+def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "pm.duckdb"
+    assert cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC").code == 0
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE service_loads DROP COLUMN start_source_id")
+    con.execute("DELETE FROM schema_migrations WHERE version = 3")
+    con.close()
+    r = cli("trends", "--db", db, "--out", tmp_path / "t")
+    assert r.code == 0, r
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (3,)
+    con.close()
+
+
+def test_a_pipe_given_by_name_is_read_like_stdin(cli: Any, tmp_path: Path) -> None:
+    """/dev/stdin, <(…), a FIFO cannot be read twice; a dangling symlink in a directory is
+    skipped, not the end of the whole ingest."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = DMESG.read_bytes()
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data))
+    writer.start()
+    r = cli("ingest", fifo, "--db", tmp_path / "pm.duckdb")
+    writer.join()
+    assert r.out.startswith(f"{fifo}: ingested as dmesg: 148 lines"), r
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "dmesg.txt").write_bytes(data)
+    (logs / "zz").symlink_to(tmp_path / "nowhere")
+    r = cli("ingest", logs, "--db", tmp_path / "other.duckdb")
+    assert r.code == 0 and r.out.startswith(f"{logs / 'dmesg.txt'}: ingested as dmesg"), r

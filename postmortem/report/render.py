@@ -66,10 +66,22 @@ def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) ->
         tpl = env.get_template(template)
     except jinja2.TemplateNotFound as exc:
         raise UsageError(f"template {template!r} not found") from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise UsageError(f"template {exc.filename or template}, line {exc.lineno}: {exc.message}") from exc
     try:
         return tpl.render(ctx=context)
     except jinja2.UndefinedError as exc:
         raise UsageError(f"template {template!r}: {exc}") from exc
+    except (ArithmeticError, TypeError, ValueError, LookupError, jinja2.TemplateError) as exc:
+        if _packaged(tpl):
+            raise  # our own template failing is a bug
+        raise UsageError(f"template {tpl.filename or template}: {type(exc).__name__}: {exc}") from exc
+
+
+def _packaged(tpl: jinja2.Template) -> bool:
+    """Whether ``tpl`` is one of postmortem's own templates (not one from --templates)."""
+    own = str(default_template_dir().resolve())
+    return bool(tpl.filename) and str(Path(str(tpl.filename)).resolve()).startswith(own)
 
 
 def _url(value: Any) -> str:

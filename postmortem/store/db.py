@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import StoreBusyError, StoreError
+from ..errors import StoreBusyError, StoreError, UsageError
 from ..timeutil import BootAnchor, BootAnchors
 
 SCHEMA_VERSION_TABLE = "schema_migrations"
@@ -85,7 +85,22 @@ class Store:
         if str(path) != ":memory:" and not p.exists():
             raise StoreError(f"{path}: no such database (run 'postmortem ingest' or 'build' first)")
         store = cls(_connect(str(path), read_only=True, wait=wait), str(path), read_only=True)
-        store.check_version()
+        try:
+            store.check_version()
+            have = store.version()
+            if have == 0:
+                raise StoreError(
+                    f"{path}: not a postmortem store (a DuckDB file without its tables; give the "
+                    "--db that 'postmortem ingest' or 'build' wrote)"
+                )
+        except BaseException:
+            store.close()
+            raise
+        if have < latest_version() and str(path) != ":memory:":
+            # an older store: upgraded once (a write), then read as asked
+            store.close()
+            cls.open(path, wait=wait).close()
+            store = cls(_connect(str(path), read_only=True, wait=wait), str(path), read_only=True)
         return store
 
     @classmethod
@@ -128,6 +143,10 @@ class Store:
         pending = [m for m in _migrations() if m[0] > have]
         if not pending:
             return
+        if have == 0 and self.table_names():
+            raise StoreError(
+                f"{self.path}: not a postmortem store (it holds other tables); give another --db"
+            )
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute(
@@ -240,6 +259,9 @@ def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConne
             raise StoreError(f"{path}: cannot open database: {str(exc).splitlines()[0]}") from exc
     con.execute("SET TimeZone = 'UTC'")
     limit = os.environ.get("POSTMORTEM_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    if limit and not re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", limit, re.I):
+        con.close()
+        raise UsageError(f"POSTMORTEM_MEMORY_LIMIT={limit!r}: give a size such as 128MB or 1GB")
     if limit:
         # DuckDB caches table blocks up to 80 % of RAM by default; a bounded cache keeps peak RSS
         # independent of the input size (it spills to its temp directory when it must)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import UsageError
 from ..parsers.base import Output, ParseIssue, TableBatch
 from ..records import RECORD_BY_TABLE, Record, field_names
 from .db import Store, ident
@@ -25,12 +26,25 @@ from .recovery import discard_source, recover_interrupted
 __all__ = ["SourceWriter", "discard_source", "recover_interrupted"]
 
 FLUSH_ROWS = 50_000
+
+
+def _env_int(name: str, default: int) -> int:
+    """A whole number from the environment (a tuning knob), else a one-line configuration error."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: give a whole number (default {default})") from None
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: rows inserted between intermediate commits: DuckDB keeps a transaction's appends in memory, so
 #: a large file is committed in steps (the source stays ``status='loading'`` until the end and an
 #: interrupted load is removed by :func:`recover_interrupted`). Two row groups: measured on a
 #: 1M-line journal, 75 MB less peak RSS than 500,000 rows and no slower
-COMMIT_ROWS = int(os.environ.get("POSTMORTEM_COMMIT_ROWS", "245760"))
+COMMIT_ROWS = _env_int("POSTMORTEM_COMMIT_ROWS", 245760)
 #: DuckDB's row group. Inserts are whole row groups (but the last of a file), as Arrow batches
 #: of this size: each insert ends with a partial row group per DuckDB thread (written and
 #: merged later: small inserts cost two to three times as much per row), and many small
@@ -39,10 +53,10 @@ ROW_GROUP = 122_880
 #: a table's blocks are inserted once this many rows wait (one row group: larger inserts let
 #: DuckDB append on both cores, but the parsing thread needs a core too; measured on 2M-line
 #: inputs, one row group is as fast in wall time, ~0.5 CPU s dearer, and 130–180 MB leaner) …
-INSERT_ROWS = int(os.environ.get("POSTMORTEM_INSERT_ROWS", str(ROW_GROUP)))
+INSERT_ROWS = _env_int("POSTMORTEM_INSERT_ROWS", ROW_GROUP)
 #: … or once all tables' waiting blocks reach this many bytes: the table holding the most is
 #: inserted (its whole row groups), so memory stays bounded whatever the rows' width
-PENDING_BYTES = int(os.environ.get("POSTMORTEM_PENDING_BYTES", str(32 << 20)))
+PENDING_BYTES = _env_int("POSTMORTEM_PENDING_BYTES", 32 << 20)
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "BIGINT": pa.int64(),
