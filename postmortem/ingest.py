@@ -18,7 +18,7 @@ from typing import Any
 
 from .collect import bundle_options, expand_bundles
 from .config import Config
-from .errors import InputError, PostmortemError, UsageError
+from .errors import ArchiveError, InputError, PostmortemError, UsageError
 from .io import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_RATIO,
@@ -113,12 +113,18 @@ class _Planned:
     parser: Parser | None
     score: int
     binary_journal: bool
+    error: str | None = None  # unreadable from its first byte (corrupt archive, over --max-bytes)
 
 
 def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
     planned = []
     for inp in inputs:
-        head = read_head(inp, max_bytes=options.max_bytes)
+        try:
+            head = read_head(inp, max_bytes=options.max_bytes)
+        except ArchiveError as exc:
+            reason = str(exc).removeprefix(f"{inp.display}: ")
+            planned.append(_Planned(inp, Head(inp.display, b"", []), None, 0, False, reason))
+            continue
         binary = head.data.startswith(JOURNAL_MAGIC)
         hint = options.config.hint_for(inp.display)
         forced = options.format or (hint.format if hint else None)
@@ -174,7 +180,7 @@ def _ingest_inputs(
     for item in planned:
         if item.parser is None:
             empty = not item.head.data
-            reason = (
+            reason = item.error or (
                 "empty file, nothing to ingest"
                 if empty
                 else ("format not recognised (use --format NAME to force one)")

@@ -481,6 +481,8 @@ def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
         data += block
         if len(data) >= HEAD_BYTES:
             break
+    if not data and state.error is not None:
+        raise state.error  # nothing readable before the damage (or over --max-bytes): say so
     data = data[:HEAD_BYTES]
     if data.startswith(JOURNAL_MAGIC):
         return Head(inp.display, data, [])

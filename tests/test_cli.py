@@ -587,3 +587,25 @@ def test_a_pipe_given_by_name_is_read_like_stdin(cli: Any, tmp_path: Path) -> No
     (logs / "zz").symlink_to(tmp_path / "nowhere")
     r = cli("ingest", logs, "--db", tmp_path / "other.duckdb")
     assert r.code == 0 and r.out.startswith(f"{logs / 'dmesg.txt'}: ingested as dmesg"), r
+
+
+def test_an_archive_unreadable_from_its_start_says_why(cli: Any, tmp_path: Path) -> None:
+    """Damage in the first block, or a --max-bytes below the first block, was reported as an
+    'empty file'; in a directory the other files are still ingested."""
+    import lzma
+
+    data = bytearray(lzma.compress(DMESG.read_bytes()))
+    data[len(data) // 2] ^= 0xFF
+    bad = tmp_path / "logs" / "dmesg.1.xz"
+    bad.parent.mkdir()
+    bad.write_bytes(bytes(data))
+    r = cli("ingest", bad, "--db", tmp_path / "a.duckdb")
+    assert r.code == 1 and r.err.startswith(f"Error: {bad}: corrupt xz data after 0 decompressed bytes"), r
+    gz = tmp_path / "d.gz"
+    gz.write_bytes(gzip.compress(DMESG.read_bytes()))
+    r = cli("ingest", gz, "--max-bytes", "1000", "--db", tmp_path / "b.duckdb")
+    assert r.err.startswith(f"Error: {gz}: decompressed size exceeds --max-bytes (1000 bytes)"), r
+    (bad.parent / "dmesg.txt").write_bytes(DMESG.read_bytes())
+    r = cli("ingest", bad.parent, "--db", tmp_path / "c.duckdb")
+    assert r.code == 0 and f"{bad}: skipped — corrupt xz data" in r.out, r
+    assert f"{bad.parent / 'dmesg.txt'}: ingested as dmesg: 148 lines" in r.out
