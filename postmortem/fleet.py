@@ -146,6 +146,8 @@ def _merge(store: Store, directory: Path) -> MergeResult:
         raise InputError(f"{directory}: the export has no sources table")
     sources = src.to_table()
     ids = [s for s in sources["source_id"].to_pylist() if s is not None]
+    if len(ids) != sources.num_rows:
+        raise InputError(f"{directory}: the export's sources table has rows without a source id (damaged?)")
     if len(ids) != len(set(ids)):
         twice = sorted({s for s in ids if ids.count(s) > 1})
         raise InputError(

@@ -119,3 +119,23 @@ def test_a_later_export_of_a_grown_file_replaces_the_merged_one(cli: Any, tmp_pa
         assert store.fetchall("SELECT count(*) FROM sources") == [(1,)]
     # the older export merged again changes nothing
     assert cli("ingest", "--from-parquet", exp, "--db", fleet).out.startswith(f"{exp}: 0 sources merged")
+
+
+def test_merge_refuses_sources_without_an_id(cli: Any, tmp_path: Path) -> None:
+    """A damaged export whose sources table lost a source id: refused in one line (the rows of
+    that source were silently left out, and the source counted as already present)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    a, exp = tmp_path / "a.duckdb", tmp_path / "export"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", a).code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    (part,) = list((exp / "sources").rglob("*.parquet"))
+    table = pq.read_table(part)
+    ids = pa.nulls(table.num_rows, table.schema.field("source_id").type)
+    pq.write_table(table.set_column(table.column_names.index("source_id"), "source_id", ids), part)
+    r = cli("ingest", "--from-parquet", exp, "--db", tmp_path / "fleet.duckdb")
+    assert (r.code, r.err) == (
+        1,
+        f"Error: {exp}: the export's sources table has rows without a source id (damaged?)\n",
+    )
