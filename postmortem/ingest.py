@@ -282,15 +282,11 @@ def _follow_rotations(store: Store, fresh: list[InputFile], options: IngestOptio
     for inp in fresh:
         if inp.path is None:
             continue
-        rows = store.fetchall(
-            "SELECT source_id, sha256, file_size FROM sources WHERE path = ? AND status = 'complete' "
-            "AND compression IS NULL AND bytes = file_size ORDER BY source_id DESC LIMIT 1",
-            [inp.key],
-        )
-        if rows:
-            known.append((inp, int(rows[0][0]), str(rows[0][1]), int(rows[0][2])))
-        elif _find_source(store, inp.key) is None:
+        found = _find_source(store, inp.key)
+        if found is None:
             unknown.append(inp)
+        elif found[2] == found[4]:  # stored whole and uncompressed: its hash is of the file's bytes
+            known.append((inp, found[0], found[1], found[2]))
     for inp, sid, sha, size in known:
         cands = [c for c in unknown if c.size is not None and c.size >= size]
         if not cands or _grew_from(inp, sha, size, options):

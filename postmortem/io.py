@@ -186,10 +186,9 @@ class InputFile:
             # /dev/stdin, a pipe, <(…), a FIFO: read once, as stdin is (it cannot be read twice)
             try:
                 with path.open("rb") as fh:
-                    data = fh.read()
+                    return cls.stdin(fh, display=str(path))
             except OSError as exc:
                 raise InputError(f"{path}: {exc.strerror or exc}") from exc
-            return cls(display=str(path), data=data, size=len(data), mtime=datetime.now(UTC))
         return cls(
             display=str(path),
             path=path,
@@ -198,9 +197,10 @@ class InputFile:
         )
 
     @classmethod
-    def stdin(cls, stream: BinaryIO | None = None) -> InputFile:
+    def stdin(cls, stream: BinaryIO | None = None, display: str = "<stdin>") -> InputFile:
+        """A stream read once into memory (stdin, or a pipe named by a path)."""
         data = (stream or sys.stdin.buffer).read()
-        return cls(display="<stdin>", data=data, size=len(data), mtime=datetime.now(UTC))
+        return cls(display=display, data=data, size=len(data), mtime=datetime.now(UTC))
 
     def open_raw(self) -> BinaryIO:
         if self.path is None:

@@ -192,13 +192,9 @@ print("matplotlib", "matplotlib" in sys.modules)
 """
 
 
-def _fan_out(tmp: Path, mode: str) -> str:
-    return _jobs(FAN_OUT, tmp, mode)
-
-
 @two_cpus
 def test_several_reports_are_drawn_by_warm_copies(tmp_path: Path) -> None:
-    out = _fan_out(tmp_path, "good")
+    out = _jobs(FAN_OUT, tmp_path, "good")
     assert "drawn 5" in out
     assert "matplotlib False" in out  # every figure was drawn elsewhere
     assert len(_pngs(tmp_path)) == 5
@@ -206,7 +202,7 @@ def test_several_reports_are_drawn_by_warm_copies(tmp_path: Path) -> None:
 
 @two_cpus
 def test_a_figure_that_fails_there_fails_here_with_its_own_error(tmp_path: Path) -> None:
-    out = _fan_out(tmp_path, "bad")
+    out = _jobs(FAN_OUT, tmp_path, "bad")
     assert "error FileNotFoundError" in out
     assert "matplotlib True" in out  # redrawn here to raise the real exception
 
@@ -278,24 +274,20 @@ print("matplotlib", "matplotlib" in sys.modules)
 """
 
 
-def _awkward(tmp: Path, mode: str) -> str:
-    return _jobs(AWKWARD, tmp, mode)
-
-
 @two_cpus
 def test_warnings_raised_while_drawing_there_are_raised_here(tmp_path: Path) -> None:
-    out = _awkward(tmp_path, "warning")
+    out = _jobs(AWKWARD, tmp_path, "warning")
     assert "warned True" in out and "matplotlib False" in out and "drawn 2" in out
 
 
 @two_cpus
 def test_two_submits_share_the_process(tmp_path: Path) -> None:
-    out = _awkward(tmp_path, "twice")
+    out = _jobs(AWKWARD, tmp_path, "twice")
     assert "drawn 12" in out and "matplotlib False" in out
 
 
 @two_cpus
 def test_a_job_that_cannot_be_sent_is_drawn_here(tmp_path: Path) -> None:
     """Pickling fails in submit() itself (not in a thread, which left the build waiting)."""
-    out = _awkward(tmp_path, "unsendable")
+    out = _jobs(AWKWARD, tmp_path, "unsendable")
     assert "drawn 2" in out and "matplotlib True" in out
