@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from .collect import bundle_options, expand_bundles
+from .bundle import bundle_options, expand_bundles
 from .config import Config
 from .errors import ArchiveError, InputError, PostmortemError, UsageError
 from .io import (

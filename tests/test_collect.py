@@ -23,15 +23,12 @@ from typing import Any
 import pytest
 from conftest import DATA, REPO
 
+from postmortem.bundle import BUNDLE_FORMAT, MANIFEST, expand_bundles, extract_bundle
 from postmortem.collect import (
-    BUNDLE_FORMAT,
-    MANIFEST,
     BoundedOutput,
     CollectOptions,
     CollectResult,
     collect,
-    expand_bundles,
-    extract_bundle,
     run_bounded,
     summary_lines,
 )

@@ -86,8 +86,7 @@ class Store:
             raise StoreError(f"{path}: no such database (run 'postmortem ingest' or 'build' first)")
         store = cls(_connect(str(path), read_only=True, wait=wait), str(path), read_only=True)
         try:
-            store.check_version()
-            have = store.version()
+            have = store.check_version()
             if have == 0:
                 raise StoreError(
                     f"{path}: not a postmortem store (a DuckDB file without its tables; give the "
@@ -121,7 +120,8 @@ class Store:
     # ------------------------------------------------------------------ schema
     def version(self) -> int:
         exists = self.con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = ?",
             [SCHEMA_VERSION_TABLE],
         ).fetchone()
         if not exists or not exists[0]:
@@ -129,17 +129,18 @@ class Store:
         row = self.con.execute(f"SELECT max(version) FROM {ident(SCHEMA_VERSION_TABLE)}").fetchone()  # noqa: S608
         return int(row[0]) if row and row[0] is not None else 0
 
-    def check_version(self) -> None:
+    def check_version(self) -> int:
+        """The store's schema version; refused when a newer postmortem wrote it."""
         have, latest = self.version(), latest_version()
         if have > latest:
             raise StoreError(
                 f"{self.path}: written by a newer postmortem (schema version {have}, this one "
                 f"knows {latest}); upgrade postmortem or use another --db"
             )
+        return have
 
     def migrate(self) -> None:
-        self.check_version()
-        have = self.version()
+        have = self.check_version()
         pending = [m for m in _migrations() if m[0] > have]
         if not pending:
             return
