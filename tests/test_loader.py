@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -116,4 +117,117 @@ def test_time_span_over_records_and_batches(tmp_path: Path) -> None:
     writer.add(_event(t[9]))
     writer.add(_batch(t[8], t[1]))
     assert (writer.first_ts, writer.last_ts) == (t[1], t[9])
+    store.close()
+
+
+def _loading_store(path: Path) -> Store:
+    store = Store.open(path)
+    store.execute(
+        "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
+        "parse_issues, parsed_lines, ignored_lines, status, ingested_at) "
+        "VALUES (1, 'x', 'journal-short', '', 0, 0, 0, 0, 0, 0, 'loading', now())"
+    )
+    return store
+
+
+def _wide(start: int, n: int, width: int) -> TableBatch:
+    return TableBatch(
+        "journal_entries",
+        pa.table(
+            {
+                "line_no": pa.array(range(start, start + n), pa.int64()),
+                "message": pa.array(["x" * width] * n, pa.string()),
+            }
+        ),
+    )
+
+
+def test_wide_rows_are_inserted_before_a_row_group_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows of long messages reach the byte budget long before a row group's count: they are
+    inserted (a partial row group) instead of waiting — a file of 1 MB lines once held all of
+    them in memory — and committed in steps by bytes as well as by rows."""
+    monkeypatch.setattr(loader, "PENDING_BYTES", 1 << 20)
+    monkeypatch.setattr(loader, "COMMIT_BYTES", 4 << 20)
+    store = _loading_store(tmp_path / "s.duckdb")
+    inserted: list[int] = []
+    commits: list[int] = []
+    real_insert = loader.SourceWriter._do_insert
+
+    def spy(self: loader.SourceWriter, table: str, data: pa.Table) -> None:
+        real_insert(self, table, data)
+        inserted.append(data.num_rows)
+
+    class Connection:  # counts the loader's intermediate commits
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql == "COMMIT":
+                commits.append(len(inserted))
+            return self._con.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._con, name)
+
+    monkeypatch.setattr(loader.SourceWriter, "_do_insert", spy)
+    store.con.execute("BEGIN TRANSACTION")
+    store.con = Connection(store.con)  # type: ignore[assignment]
+    writer = loader.SourceWriter(store, 1, checkpoint=True)
+    peak = 0
+    for i in range(40):  # 40 batches of 10 rows of 64 KiB: 25 MiB in all
+        writer.add(_wide(i * 10, 10, 64 << 10))
+        peak = max(peak, sum(writer._pending_bytes.values()))
+    assert peak < 3 << 20  # bounded by the budget (2 MiB for one table) plus one batch
+    assert len(inserted) >= 8  # inserted along the way …
+    assert len(commits) >= 4  # … and committed: 25 MiB in steps of 4
+    writer.flush()
+    store.con.execute("COMMIT")
+    assert store.count("journal_entries") == 400 and sum(inserted) == 400
+    store.close()
+
+
+def test_narrow_rows_still_wait_for_a_whole_row_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ordinary rows over the byte budget still wait for a whole row group (partial row groups
+    cost DuckDB two to three times as much a row)."""
+    monkeypatch.setattr(loader, "PENDING_BYTES", 1 << 20)
+    monkeypatch.setattr(loader, "ROW_GROUP", 100_000)
+    monkeypatch.setattr(loader, "INSERT_ROWS", 100_000)
+    store = _loading_store(tmp_path / "s.duckdb")
+    writer = loader.SourceWriter(store, 1)
+    for i in range(9):  # 90,000 rows of 20 bytes (1.7 MiB): over 1 MiB, under 2, not a row group
+        writer.add(_wide(i * 10_000, 10_000, 8))
+    assert store.count("journal_entries") == 0
+    writer.add(_wide(90_000, 10_000, 8))
+    assert store.count("journal_entries") == 100_000
+    store.close()
+
+
+def test_a_load_lowers_duckdbs_memory_limit_and_restores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends run under a smaller DuckDB memory limit (64 MB) than queries (128 MB), unless
+    POSTMORTEM_MEMORY_LIMIT sets one for both."""
+    monkeypatch.delenv("POSTMORTEM_MEMORY_LIMIT", raising=False)
+    store = _loading_store(tmp_path / "s.duckdb")
+
+    def limit() -> str:
+        return str(store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+    assert limit() == "122.0 MiB"  # 128 MB
+    writer = loader.SourceWriter(store, 1, checkpoint=False, background=True)
+    assert limit() == "61.0 MiB"  # 64 MB
+    writer.flush()
+    writer.close()
+    assert limit() == "122.0 MiB"
+    store.close()
+    monkeypatch.setenv("POSTMORTEM_MEMORY_LIMIT", "200MB")
+    store = Store.open(tmp_path / "s.duckdb")
+    writer = loader.SourceWriter(store, 1, checkpoint=False, background=True)
+    assert limit() == "190.7 MiB"
+    writer.close()
+    assert limit() == "190.7 MiB"
     store.close()
