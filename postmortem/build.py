@@ -54,18 +54,21 @@ def build(options: BuildOptions) -> BuildResult:
         t1 = time.perf_counter()
         timings["ingest"] = t1 - t0
         from .analysis import rebuild
-        from .report import write_reports
+        from .report import FigurePlan, write_reports
 
+        # each incident's figures go to the drawing process as soon as its facts are gathered
+        plan = FigurePlan(store, options, drawer)
         analysis = rebuild(
             store,
             window_s=options.window_s,
             since=options.since,
             until=options.until,
             zone=options.zone,
+            on_facts=plan.add,
         )
         t2 = time.perf_counter()
         timings["analysis"] = t2 - t1
-        written = write_reports(store, options, analysis, drawer)
+        written = write_reports(store, options, analysis, drawer, plan)
         timings["reports"] = time.perf_counter() - t2
     return BuildResult(
         ingest=summary,

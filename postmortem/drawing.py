@@ -5,9 +5,10 @@ analysing an incident (measured on a one-incident ``build``: about 0.7 s to impo
 against 0.5 s of analysis). So the ``postmortem build`` command forks a drawing process first thing
 (:func:`start`, called by the entry point while the process still has one thread and no imports
 beyond the standard library). That process imports matplotlib and the analysis types on the
-other core while this one starts up, ingests and analyses; it then draws the figures while this
-one queries and renders the reports' text; several reports' figures are drawn by warm copies of
-it, one per CPU, forked when the jobs arrive. :class:`Drawer` is the parent's side.
+other core while this one starts up and ingests; it then draws each incident's figures as soon
+as that incident is analysed, while this one analyses the next and writes the reports' text;
+the jobs waiting when it is free are drawn together by warm copies of it, one per CPU, forked
+when the jobs arrive. :class:`Drawer` is the parent's side.
 
 Everything degrades to drawing here, the way a library call does: no drawing process (another
 command, a library caller, a platform without ``fork``, ``POSTMORTEM_DRAW_PROCESS=0``), or one that
@@ -83,6 +84,14 @@ def _serve(conn: Connection) -> None:
                 return
             if items is None:
                 return
+            # jobs sent one at a time (as the parent analyses each incident) that arrived while
+            # the last were drawn are drawn together, in parallel
+            while conn.poll(0):
+                more = conn.recv()
+                if more is None:
+                    _draw_all(conn, items)
+                    return
+                items += more
             _draw_all(conn, items)
     except BaseException:
         return
@@ -312,6 +321,11 @@ class Drawer:
         self._send_lock = threading.Lock()  # one message on the connection at a time
         self._failed = False  # the process cannot be relied on any more: what is left is drawn here
         self._next = 0  # job numbers, unique across submit() calls
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether figures submitted now are drawn meanwhile (by the drawing process)."""
+        return self._proc is not None and not self._failed
 
     def submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
         """Start drawing ``jobs``; each returned callable waits for one job's figures."""

@@ -291,3 +291,84 @@ def test_a_job_that_cannot_be_sent_is_drawn_here(tmp_path: Path) -> None:
     """Pickling fails in submit() itself (not in a thread, which left the build waiting)."""
     out = _jobs(AWKWARD, tmp_path, "unsendable")
     assert "drawn 2" in out and "matplotlib True" in out
+
+
+SERVE = """
+import sys
+from postmortem import drawing
+batches = []
+drawing._draw_all = lambda conn, items: batches.append([i for i, _ in items])
+class Conn:  # one job waiting, then three more that arrived while it was drawn, then the stop
+    def __init__(self):
+        self.waiting = [[(0, "a")], [(1, "b")], [(2, "c"), (3, "d")], None]
+    def recv(self):
+        return self.waiting.pop(0)
+    def poll(self, timeout):
+        return bool(self.waiting)
+drawing._serve(Conn())
+print(batches)
+"""
+
+
+def test_jobs_that_arrive_while_drawing_are_drawn_together() -> None:
+    """``build`` sends each incident's figures as its analysis ends: the drawing process takes
+    every job waiting at once (drawn in parallel by its copies), not one at a time."""
+    res = _python(["-c", SERVE], timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[[0, 1, 2, 3]]"
+
+
+def test_build_submits_each_incidents_figures_as_its_analysis_ends(tmp_path: Path) -> None:
+    """With a drawing process, a report's figures are submitted from inside the analysis (drawn
+    while the next incidents are analysed), once; without one, in one batch afterwards."""
+    from datetime import UTC, datetime
+
+    from postmortem import analysis as analysis_module
+    from postmortem.build import BuildOptions, build
+    from postmortem.ingest import IngestOptions
+    from postmortem.timeutil import get_zone
+
+    calls: list[tuple[bool, int]] = []
+    inside = [False]
+    real_rebuild = analysis_module.rebuild
+
+    def rebuild(*args: object, **kwargs: object) -> object:
+        inside[0] = True
+        try:
+            return real_rebuild(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            inside[0] = False
+
+    for drawing_process in (True, False):
+        calls.clear()
+
+        class FakeDrawer(Drawer):
+            eager = drawing_process
+
+            @property
+            def concurrent(self) -> bool:
+                return self.eager
+
+            def submit(self, jobs: list[object]) -> list[object]:  # type: ignore[override]
+                calls.append((inside[0], len(jobs)))
+                return [lambda: (None, None) for _ in jobs]
+
+        out = tmp_path / str(drawing_process)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(analysis_module, "rebuild", rebuild)
+            mp.setattr("postmortem.drawing.Drawer", FakeDrawer)
+            result = build(
+                BuildOptions(
+                    db=str(out / "pm.duckdb"),
+                    logs=[str(SAMPLE)],
+                    out=out,
+                    since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
+                    zone=get_zone("UTC"),
+                    ingest=IngestOptions(zone=get_zone("UTC")),
+                )
+            )
+        assert result.incidents == 1
+        if drawing_process:
+            assert calls == [(True, 1)]  # during the analysis; nothing left after
+        else:
+            assert calls == [(False, 1)]

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
@@ -157,8 +158,12 @@ def rebuild(
     since: datetime | None = None,
     until: datetime | None = None,
     zone: tzinfo = UTC,
+    on_facts: Callable[[Analysis, Incident], None] | None = None,
 ) -> Analysis:
-    """Recompute every derived table; return the incidents with their facts."""
+    """Recompute every derived table; return the incidents with their facts. ``on_facts`` is
+    called with the analysis so far (every incident, the facts gathered yet) and an incident as
+    soon as its facts are gathered (``build`` starts drawing its figures then, while the next
+    incidents are analysed)."""
     with store.transaction():
         # boot-relative kernel rows get their wall-clock time once a boot anchor is known
         # (a script of several statements)
@@ -198,6 +203,8 @@ def rebuild(
             result.facts[inc.incident_id] = facts
             result.recommendations[inc.incident_id] = recommend(facts)
             inc.summary = summarise(facts, zone)
+            if on_facts is not None:
+                on_facts(result, inc)
         _persist(store, result)
     return result
 

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -18,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..analysis import Analysis
-from ..analysis.model import Load
+from ..analysis.model import Incident, Load
 from ..analysis.summary import human
-from ..drawing import Drawer, FigureJob
+from ..drawing import Drawer, Drawn, FigureJob
 from ..store.db import Store
 from ..timeutil import UTC
 from .context import (
@@ -66,41 +67,58 @@ def report_stem(host: str | None, ts: datetime | None, unit: str | None) -> str:
     return safe_name(f"{host or 'unknown-host'}-{when}-{unit or 'unknown-unit'}")
 
 
-def _hosts(store: Store) -> list[str]:
-    rows = store.fetchall(
-        "SELECT DISTINCT host FROM sources WHERE host IS NOT NULL "
-        "UNION SELECT DISTINCT host FROM incidents WHERE host IS NOT NULL ORDER BY 1"
-    )
-    return [str(r[0]) for r in rows]
+def _hosts(store: Store, analysis: Analysis) -> list[str]:
+    """The host names a report may mention (anonymised everywhere with ``--anonymize``): the
+    sources' and the incidents' (the latter from the analysis: it may not be stored yet)."""
+    rows = store.fetchall("SELECT DISTINCT host FROM sources WHERE host IS NOT NULL")
+    return sorted({str(r[0]) for r in rows} | {i.host for i in analysis.incidents if i.host})
 
 
-def write_reports(
-    store: Store, options: BuildOptions, analysis: Analysis, drawer: Drawer | None = None
-) -> Written:
-    """Write the window's reports and the index. ``drawer`` draws the figures (default: here,
-    or many reports' in a pool of processes; see :mod:`postmortem.drawing`)."""
-    if drawer is None:
-        with Drawer() as own:
-            return write_reports(store, options, analysis, own)
-    out = options.out
-    out.mkdir(parents=True, exist_ok=True)
-    zone = options.zone
-    generated = options.now or datetime.now(UTC)
-    clean = Redactor(redact=options.redact, anonymize=options.anonymize, hosts=_hosts(store))
-    written = Written()
-    sources = Sources(store)
-    rows: list[IndexRow] = []
-    chosen = [
-        inc
-        for inc in analysis.incidents
-        if inc.ts is not None
-        and inc.incident_id in analysis.facts
-        and not (options.since and inc.ts < options.since)
-        and not (options.until and inc.ts > options.until)
-    ]
-    jobs = []
-    for inc in chosen:
-        facts = analysis.facts[inc.incident_id]
+class FigurePlan:
+    """The figures of the window's reports, each submitted to the drawer once its incident's
+    facts are known: :meth:`add` as :func:`postmortem.analysis.rebuild` gathers them (so a
+    drawing process draws one incident's figures while the next is analysed), then
+    :meth:`submit_rest` for the others in one batch (drawn by a pool when there is no drawing
+    process). It holds the reports' :class:`Redactor`: file names are redacted once, in order."""
+
+    def __init__(self, store: Store, options: BuildOptions, drawer: Drawer) -> None:
+        self.store = store
+        self.options = options
+        self.drawer = drawer
+        self._clean: Redactor | None = None
+        self.jobs: dict[int, FigureJob] = {}
+        self.waiters: dict[int, Callable[[], Drawn]] = {}
+
+    def redactor(self, analysis: Analysis) -> Redactor:
+        """The reports' redactor (made once every incident is known)."""
+        if self._clean is None:
+            o = self.options
+            hosts = _hosts(self.store, analysis)
+            self._clean = Redactor(redact=o.redact, anonymize=o.anonymize, hosts=hosts)
+        return self._clean
+
+    def wanted(self, inc: Incident) -> bool:
+        """Whether ``inc`` gets a report: it has a time, inside the window."""
+        o = self.options
+        return (
+            inc.ts is not None and not (o.since and inc.ts < o.since) and not (o.until and inc.ts > o.until)
+        )
+
+    def add(self, analysis: Analysis, inc: Incident) -> None:
+        """Submit ``inc``'s figures now, when a drawing process would draw them meanwhile."""
+        if self.drawer.concurrent and self.wanted(inc) and inc.incident_id not in self.jobs:
+            self.waiters[inc.incident_id] = self.drawer.submit([self._job(analysis, inc)])[0]
+
+    def submit_rest(self, chosen: list[Incident], analysis: Analysis) -> None:
+        rest = [inc for inc in chosen if inc.incident_id not in self.jobs]
+        if not rest:
+            return
+        jobs = [self._job(analysis, inc) for inc in rest]
+        for inc, waiter in zip(rest, self.drawer.submit(jobs), strict=True):
+            self.waiters[inc.incident_id] = waiter
+
+    def _job(self, analysis: Analysis, inc: Incident) -> FigureJob:
+        clean, out, facts = self.redactor(analysis), self.options.out, analysis.facts[inc.incident_id]
         stem = report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
         loads: list[Load] = []
         for st in (facts.unit_loads, facts.recovery_loads):
@@ -108,22 +126,48 @@ def write_reports(
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
-        jobs.append(
-            FigureJob(
-                stem,
-                facts,
-                out / f"{stem}-memory.png",
-                f"{inc.unit} — {utc_text(inc.ts)} UTC",
-                loads,
-                out / f"{stem}-loads.png",
-                highlight,
-                zone,
-            )
+        job = FigureJob(
+            stem,
+            facts,
+            out / f"{stem}-memory.png",
+            f"{inc.unit} — {utc_text(inc.ts)} UTC",
+            loads,
+            out / f"{stem}-loads.png",
+            highlight,
+            self.options.zone,
         )
+        self.jobs[inc.incident_id] = job
+        return job
+
+
+def write_reports(
+    store: Store,
+    options: BuildOptions,
+    analysis: Analysis,
+    drawer: Drawer | None = None,
+    plan: FigurePlan | None = None,
+) -> Written:
+    """Write the window's reports and the index. ``drawer`` draws the figures (default: here,
+    or many reports' in a pool of processes; see :mod:`postmortem.drawing`); ``plan`` holds the
+    figures already submitted while analysing (made here when not given)."""
+    if drawer is None:
+        with Drawer() as own:
+            return write_reports(store, options, analysis, own)
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    zone = options.zone
+    generated = options.now or datetime.now(UTC)
+    plan = plan or FigurePlan(store, options, drawer)
+    clean = plan.redactor(analysis)
+    written = Written()
+    sources = Sources(store)
+    rows: list[IndexRow] = []
+    chosen = [inc for inc in analysis.incidents if inc.incident_id in analysis.facts and plan.wanted(inc)]
     # the figures are drawn (in the drawing process, when there is one) while each report's
     # context is queried here; the context then gets the figures' names
-    figures = drawer.submit(jobs)
-    for inc, job, drawn in zip(chosen, jobs, figures, strict=True):
+    plan.submit_rest(chosen, analysis)
+    for inc in chosen:
+        job, drawn = plan.jobs[inc.incident_id], plan.waiters[inc.incident_id]
         stem = job.stem
         ctx = incident_report(
             store,

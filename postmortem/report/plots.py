@@ -40,7 +40,9 @@ def _figure(figsize: tuple[float, float]) -> Any:
 
 def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    # zlib level 1 instead of PIL's 6: a memory figure is drawn about 13 % faster and its file is
+    # about 16 % larger (130 KB instead of 113)
+    fig.savefig(path, dpi=110, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
     return path
 
 
