@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from io import BufferedReader
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, Any, cast
 
 from . import __version__
 from .bundle import BUNDLE_FORMAT, MANIFEST
@@ -47,9 +47,6 @@ from .config import Config
 from .errors import PostmortemError, UsageError
 from .io import compression_of
 from .timeutil import check_range, get_zone, parse_when, zone_name
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_BYTES = 256 << 20

@@ -340,7 +340,7 @@ class Drawer:
         try:  # here, so that a job that cannot be sent fails now, not in a thread
             payload = bytes(ForkingPickler.dumps(items))
         except Exception:
-            self._failed = True
+            # these jobs are drawn here; the process still draws the ones it was sent
             return [_here(j) for j in jobs]
         # sent from a thread: the drawing process reads them only once its imports are done,
         # and this process has the reports' text to write meanwhile

@@ -541,8 +541,10 @@ def ingest_file(
         store.con.execute("COMMIT")
     except BaseException as exc:
         if writer is not None:
-            writer.close()
-        store.con.execute("ROLLBACK")
+            writer.stop()
+        _rollback(store)
+        if writer is not None:
+            writer.restore()
         with store.transaction():
             discard_source(store, source_id, resume_line if mode == "appended" else None)
         if isinstance(exc, PostmortemError) or not isinstance(exc, Exception) or options.strict:
@@ -569,6 +571,17 @@ def ingest_file(
         result.status = "error"
         result.error = str(state.error)
     return result
+
+
+def _rollback(store: Store) -> None:
+    """Roll a failed load back (a failed COMMIT has ended its transaction already)."""
+    import duckdb
+
+    try:
+        store.con.execute("ROLLBACK")
+    except duckdb.TransactionException as exc:
+        if "no transaction is active" not in str(exc):
+            raise
 
 
 def _source_span(store: Store, source_id: int, writer: Any) -> tuple[datetime | None, datetime | None]:

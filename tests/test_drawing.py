@@ -372,3 +372,32 @@ def test_build_submits_each_incidents_figures_as_its_analysis_ends(tmp_path: Pat
             assert calls == [(True, 1)]  # during the analysis; nothing left after
         else:
             assert calls == [(False, 1)]
+
+
+UNSENDABLE_LATER = """
+class Local(tzinfo):
+    def utcoffset(self, dt): return timedelta(0)
+    def dst(self, dt): return timedelta(0)
+    def tzname(self, dt): return "L"
+    def __reduce__(self): raise TypeError("cannot pickle Local")
+here = []
+real = drawing.draw
+def counting(j):
+    here.append(j.stem)
+    return real(j)
+drawing.draw = counting
+with drawing.Drawer() as drawer:
+    first = drawer.submit([job(0)])[0]  # an incident's figures, sent as its analysis ends
+    second = drawer.submit([replace(job(1), zone=Local())])[0]  # the next cannot be sent
+    drawn = [first(), second()]
+print("drawn", sum(1 for d in drawn if d[0] is not None), "here", here)
+"""
+
+
+@two_cpus
+def test_a_job_that_cannot_be_sent_leaves_the_jobs_sent_before_to_the_process(tmp_path: Path) -> None:
+    """Jobs are sent one incident at a time: one that cannot be pickled is drawn here, and the
+    ones already sent are still drawn by the drawing process (not drawn twice, once here while
+    the process writes the same file)."""
+    out = _jobs(UNSENDABLE_LATER, tmp_path, "-")
+    assert "drawn 2 here ['r1']" in out

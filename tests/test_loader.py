@@ -226,8 +226,84 @@ def test_a_load_lowers_duckdbs_memory_limit_and_restores_it(
     store.close()
     monkeypatch.setenv("POSTMORTEM_MEMORY_LIMIT", "200MB")
     store = Store.open(tmp_path / "s.duckdb")
+    for _ in range(3):  # restored exactly, file after file (the shown value is rounded)
+        writer = loader.SourceWriter(store, 1, checkpoint=False, background=True)
+        assert limit() == "190.7 MiB"
+        writer.close()
+        assert limit() == "190.7 MiB"
+    monkeypatch.delenv("POSTMORTEM_MEMORY_LIMIT")
+    store.con.execute("SET memory_limit = '300MB'")  # a library caller's own limit
     writer = loader.SourceWriter(store, 1, checkpoint=False, background=True)
-    assert limit() == "190.7 MiB"
+    assert limit() == "61.0 MiB"
     writer.close()
-    assert limit() == "190.7 MiB"
+    assert limit().startswith("286.")  # the caller's, to the 0.1 MiB DuckDB shows
+    store.close()
+
+
+def _wide_journal(path: Path, lines: int, width: int) -> Path:
+    import random
+
+    rnd = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    with path.open("w") as fh:
+        for i in range(lines):
+            text = "".join(rnd.choices(alphabet, k=width))
+            fh.write(f"2025-05-25T20:{i // 60 % 60:02d}:{i % 60:02d}+0000 gpu-a app[7]: {text}\n")
+    return path
+
+
+def test_a_load_of_wide_rows_commits_under_the_usual_memory_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends run under a lower memory limit, commits under the usual one: a mid-load commit of
+    32 KB rows under the appends' limit failed to pin its blocks (and the failed commit then
+    broke the error path). Scaled down: 16 MB for the appends, a commit every 4 MB."""
+    from postmortem.ingest import IngestOptions, ingest_paths
+    from postmortem.timeutil import get_zone
+
+    monkeypatch.delenv("POSTMORTEM_MEMORY_LIMIT", raising=False)
+    monkeypatch.setattr(loader, "LOAD_MEMORY_LIMIT", "16MB")
+    monkeypatch.setattr(loader, "COMMIT_BYTES", 4 << 20)
+    monkeypatch.setattr(loader, "PENDING_BYTES", 1 << 20)
+    log = _wide_journal(tmp_path / "wide.log", 1500, 32 << 10)
+    store = Store.open(tmp_path / "s.duckdb")
+    summary = ingest_paths(store, [str(log)], IngestOptions(zone=get_zone("UTC")))
+    assert [(r.status, r.records, r.error) for r in summary.files] == [("ingested", 1500, None)]
+    assert store.count("journal_entries") == 1500
+    assert store.fetchall("SELECT current_setting('memory_limit')") == [("122.0 MiB",)]
+    store.close()
+
+
+def test_a_duckdb_error_in_a_load_leaves_the_connection_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DuckDB error aborts the load's transaction, where DuckDB refuses every statement: the
+    load is rolled back first, then its settings are put back and its rows discarded; the file
+    is reported as an error and the next one is ingested."""
+    from postmortem.ingest import IngestOptions, ingest_paths
+    from postmortem.timeutil import get_zone
+
+    monkeypatch.delenv("POSTMORTEM_MEMORY_LIMIT", raising=False)
+    real = loader.SourceWriter._do_insert
+    calls = [0]
+
+    def failing(self: loader.SourceWriter, table: str, data: pa.Table) -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            self.store.con.execute("SELECT error('Out of Memory Error: simulated')")
+        real(self, table, data)
+
+    monkeypatch.setattr(loader.SourceWriter, "_do_insert", failing)
+    a = _wide_journal(tmp_path / "a.log", 20, 10)
+    b = tmp_path / "b.log"
+    b.write_text("2025-05-25T20:00:00+0000 gpu-a app[7]: the other file\n")
+    store = Store.open(tmp_path / "s.duckdb")
+    summary = ingest_paths(store, [str(a), str(b)], IngestOptions(zone=get_zone("UTC")))
+    statuses = {Path(r.path).name: (r.status, r.error or "") for r in summary.files}
+    assert statuses["a.log"][0] == "error" and "simulated" in statuses["a.log"][1]
+    assert statuses["b.log"] == ("ingested", "")
+    assert store.fetchall("SELECT current_setting('memory_limit')") == [("122.0 MiB",)]
+    assert store.fetchall("SELECT current_setting('preserve_insertion_order')") == [(True,)]
+    assert store.fetchall("SELECT count(*) FROM journal_entries") == [(1,)]
+    assert store.fetchall("SELECT count(*) FROM sources") == [(1,)]
     store.close()

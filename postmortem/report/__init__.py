@@ -149,7 +149,9 @@ def write_reports(
 ) -> Written:
     """Write the window's reports and the index. ``drawer`` draws the figures (default: here,
     or many reports' in a pool of processes; see :mod:`postmortem.drawing`); ``plan`` holds the
-    figures already submitted while analysing (made here when not given)."""
+    figures already submitted while analysing, to its own drawer (made here when not given)."""
+    if plan is not None:
+        drawer = plan.drawer  # the figures it submitted are waited for from there
     if drawer is None:
         with Drawer() as own:
             return write_reports(store, options, analysis, own)

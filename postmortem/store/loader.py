@@ -75,13 +75,17 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 
-def _lean_arrow_pool() -> None:
+def _lean_arrow_pool() -> pa.MemoryPool | None:
     """Allocate Arrow buffers with malloc rather than Arrow's default mimalloc pool (unless
     ``ARROW_DEFAULT_MEMORY_POOL`` chooses one): a load's blocks are a few MB each and freed
     soon, and glibc hands such blocks back to the system at once where mimalloc keeps them —
-    35–45 MB less peak RSS on a 2M-line journal, measured no slower."""
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        pa.set_memory_pool(pa.system_memory_pool())
+    35–45 MB less peak RSS on a 2M-line journal, measured no slower. Returns the pool it
+    replaced (None: unchanged)."""
+    if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
+        return None
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    return before
 
 
 def arrow_schema(store: Store, table: str, names: Iterable[str]) -> pa.Schema:
@@ -119,20 +123,27 @@ class SourceWriter:
         self._queue: queue.Queue[tuple[str, pa.Table] | None] | None = None
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
+        # what a background load changes, put back by restore(): DuckDB's memory limit as it
+        # was, and Arrow's memory pool
+        self._limits: tuple[str, str] | None = None
+        self._pool: pa.MemoryPool | None = None
         if background:
             # the parsing thread must not use the connection while the insert thread does:
             # what it needs from the catalogue is read now
             store.columns("sources")
-            # rows carry their line numbers and every query orders its results: DuckDB may
-            # then append in parallel (reset in close())
-            store.con.execute("SET preserve_insertion_order = false")
-            load_limit = memory_limit(LOAD_MEMORY_LIMIT)
-            if load_limit:
-                store.con.execute("SET memory_limit = ?", [load_limit])
-            _lean_arrow_pool()
-            self._queue = queue.Queue(maxsize=1)
-            self._worker = threading.Thread(target=self._run, name="postmortem-insert", daemon=True)
-            self._worker.start()
+            try:
+                # rows carry their line numbers and every query orders its results: DuckDB may
+                # then append in parallel (reset in restore())
+                store.con.execute("SET preserve_insertion_order = false")
+                self._lower_limits()
+                self._pool = _lean_arrow_pool()
+                self._queue = queue.Queue(maxsize=1)
+                self._worker = threading.Thread(target=self._run, name="postmortem-insert", daemon=True)
+                self._worker.start()
+            except BaseException:
+                self._queue = self._worker = None
+                self.restore()
+                raise
         self._buffers: dict[type[Record], _Buffer] = {}
         self.issues: list[ParseIssue] = []
         self.records = 0
@@ -275,18 +286,48 @@ class SourceWriter:
         self._raise_worker_error()
 
     def close(self) -> None:
-        """Stop the insert thread (after :meth:`flush`, or to abandon the load)."""
+        """Stop the insert thread and put the connection's settings back (after :meth:`flush`;
+        to abandon a load, :meth:`stop`, roll back, then :meth:`restore`)."""
+        self.stop()
+        self.restore()
+
+    def stop(self) -> None:
+        """Stop the insert thread (it finishes the block in hand)."""
         if self._queue is not None and self._worker is not None:
             self._queue.put(None)
             self._worker.join()
             self._queue = None
             self._worker = None
+
+    def restore(self) -> None:
+        """Put back what a background load changed (outside an aborted transaction: DuckDB
+        refuses any statement in one, so roll back first). Idempotent."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pa.set_memory_pool(pool)
+        limits, self._limits = self._limits, None
+        if limits is not None:
             self.store.con.execute("RESET preserve_insertion_order")
-            limit = memory_limit()
-            if limit:
-                self.store.con.execute("SET memory_limit = ?", [limit])
-            else:
-                self.store.con.execute("RESET memory_limit")
+            self.store.con.execute("SET memory_limit = ?", [limits[0]])
+
+    def _lower_limits(self) -> None:
+        """Lower DuckDB's memory limit for the appends, keeping the one to restore: the
+        configured one (exact), unless the connection had another (then as DuckDB shows it,
+        rounded to 0.1 MiB — restoring the shown value every file would drift)."""
+        con = self.store.con
+
+        def shown() -> str:
+            return str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+        before = shown()
+        usual = memory_limit()
+        if usual:
+            con.execute("SET memory_limit = ?", [usual])
+        if not usual or shown() != before:
+            usual = before
+        load = memory_limit(LOAD_MEMORY_LIMIT) or usual
+        self._limits = (usual, load)
+        con.execute("SET memory_limit = ?", [load])
 
     def _do_insert(self, table: str, data: pa.Table) -> None:
         size = data.get_total_buffer_size()
@@ -295,8 +336,14 @@ class SourceWriter:
         if self.checkpoint and (
             self._since_commit >= COMMIT_ROWS or self._since_commit_bytes >= COMMIT_BYTES
         ):
+            # a commit pins what the transaction appended: under the lower limit of the appends
+            # it can run out (rows of 32–48 KB did, at 64 MB), so it runs under the usual one
+            if self._limits is not None:
+                self.store.con.execute("SET memory_limit = ?", [self._limits[0]])
             self.store.con.execute("COMMIT")
             self.store.con.execute("BEGIN TRANSACTION")
+            if self._limits is not None:
+                self.store.con.execute("SET memory_limit = ?", [self._limits[1]])
             self._since_commit = data.num_rows
             self._since_commit_bytes = size
         cols = ", ".join(ident(n) for n in data.column_names)
