@@ -127,6 +127,7 @@ class SourceWriter:
         # was, and Arrow's memory pool
         self._limits: tuple[str, str] | None = None
         self._pool: pa.MemoryPool | None = None
+        self._unordered = False
         if background:
             # the parsing thread must not use the connection while the insert thread does:
             # what it needs from the catalogue is read now
@@ -135,6 +136,7 @@ class SourceWriter:
                 # rows carry their line numbers and every query orders its results: DuckDB may
                 # then append in parallel (reset in restore())
                 store.con.execute("SET preserve_insertion_order = false")
+                self._unordered = True
                 self._lower_limits()
                 self._pool = _lean_arrow_pool()
                 self._queue = queue.Queue(maxsize=1)
@@ -305,9 +307,11 @@ class SourceWriter:
         pool, self._pool = self._pool, None
         if pool is not None:
             pa.set_memory_pool(pool)
+        if self._unordered:
+            self.store.con.execute("RESET preserve_insertion_order")
+            self._unordered = False
         limits, self._limits = self._limits, None
         if limits is not None:
-            self.store.con.execute("RESET preserve_insertion_order")
             self.store.con.execute("SET memory_limit = ?", [limits[0]])
 
     def _lower_limits(self) -> None:
