@@ -68,7 +68,7 @@ def build(options: BuildOptions) -> BuildResult:
         )
         t2 = time.perf_counter()
         timings["analysis"] = t2 - t1
-        written = write_reports(store, options, analysis, drawer, plan)
+        written = write_reports(store, options, analysis, plan=plan)
         timings["reports"] = time.perf_counter() - t2
     return BuildResult(
         ingest=summary,

@@ -86,13 +86,14 @@ def _serve(conn: Connection) -> None:
                 return
             # jobs sent one at a time (as the parent analyses each incident) that arrived while
             # the last were drawn are drawn together, in parallel
-            while conn.poll(0):
+            stop = False
+            while not stop and conn.poll(0):
                 more = conn.recv()
-                if more is None:
-                    _draw_all(conn, items)
-                    return
-                items += more
+                stop = more is None
+                items += more or []
             _draw_all(conn, items)
+            if stop:
+                return
     except BaseException:
         return
 

@@ -24,12 +24,7 @@ def test_a_new_record_type_during_a_background_insert(
     journal: a unit event far into the file) must not need the connection."""
     monkeypatch.setattr(loader, "INSERT_ROWS", 1000)
     monkeypatch.setattr(loader, "ROW_GROUP", 1000)
-    store = Store.open(tmp_path / "s.duckdb")
-    store.execute(
-        "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
-        "parse_issues, parsed_lines, ignored_lines, status, ingested_at) "
-        "VALUES (1, 'x', 'journal-short', '', 0, 0, 0, 0, 0, 0, 'loading', now())"
-    )
+    store = _loading_store(tmp_path / "s.duckdb")
     inserting = threading.Event()
     real_insert = loader.SourceWriter._do_insert
 

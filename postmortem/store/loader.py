@@ -312,7 +312,7 @@ class SourceWriter:
             self._unordered = False
         limits, self._limits = self._limits, None
         if limits is not None:
-            self.store.con.execute("SET memory_limit = ?", [limits[0]])
+            self._set_limit(limits[0])
 
     def _lower_limits(self) -> None:
         """Lower DuckDB's memory limit for the appends, keeping the one to restore: the
@@ -326,12 +326,15 @@ class SourceWriter:
         before = shown()
         usual = memory_limit()
         if usual:
-            con.execute("SET memory_limit = ?", [usual])
+            self._set_limit(usual)
         if not usual or shown() != before:
             usual = before
         load = memory_limit(LOAD_MEMORY_LIMIT) or usual
         self._limits = (usual, load)
-        con.execute("SET memory_limit = ?", [load])
+        self._set_limit(load)
+
+    def _set_limit(self, value: str) -> None:
+        self.store.con.execute("SET memory_limit = ?", [value])
 
     def _do_insert(self, table: str, data: pa.Table) -> None:
         size = data.get_total_buffer_size()
@@ -343,11 +346,11 @@ class SourceWriter:
             # a commit pins what the transaction appended: under the lower limit of the appends
             # it can run out (rows of 32–48 KB did, at 64 MB), so it runs under the usual one
             if self._limits is not None:
-                self.store.con.execute("SET memory_limit = ?", [self._limits[0]])
+                self._set_limit(self._limits[0])
             self.store.con.execute("COMMIT")
             self.store.con.execute("BEGIN TRANSACTION")
             if self._limits is not None:
-                self.store.con.execute("SET memory_limit = ?", [self._limits[1]])
+                self._set_limit(self._limits[1])
             self._since_commit = data.num_rows
             self._since_commit_bytes = size
         cols = ", ".join(ident(n) for n in data.column_names)
