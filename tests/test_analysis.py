@@ -367,3 +367,105 @@ def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: st
     facts.unit_loads = SimpleNamespace(median_load_s=600.0)  # type: ignore[assignment]
     rec = restart_policy(facts)
     assert rec is not None and words in rec.detail
+
+
+# ----------------------------------------------------------------------------- many incidents
+
+
+def _many_incidents(tmp_path: Path) -> Store:
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from run import gen_journal
+
+    log = tmp_path / "journal.log"
+    gen_journal(log, 20_000)  # a kill every 1,000 lines
+    store = Store.open(tmp_path / "pm.duckdb")
+    ingest_paths(store, [str(log)], IngestOptions(zone=get_zone("UTC"), strict=True))
+    return store
+
+
+def _derived(store: Store) -> list[list[tuple[object, ...]]]:
+    return [
+        store.fetchall(f"SELECT * FROM {t} ORDER BY ALL")
+        for t in ("incidents", "incident_victims", "incident_evidence", "recommendations")
+    ]
+
+
+def test_incidents_analysed_by_threads_are_those_analysed_in_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import postmortem.analysis as analysis
+
+    store = _many_incidents(tmp_path)
+    monkeypatch.setattr(analysis, "_cpus", lambda: 4)  # threads even on a one-CPU machine
+    seen: list[int] = []
+    threaded = rebuild(store, on_facts=lambda _a, inc: seen.append(inc.incident_id))
+    threaded_rows = _derived(store)
+    monkeypatch.setattr(analysis, "GATHER_THREADS", 1)
+    in_turn = rebuild(store)
+    in_turn_rows = _derived(store)
+    store.close()
+    assert len(in_turn.incidents) >= 15
+    assert seen == [i.incident_id for i in in_turn.incidents]  # reported in order, each once
+    assert threaded.facts == in_turn.facts
+    assert [i.summary for i in threaded.incidents] == [i.summary for i in in_turn.incidents]
+    assert threaded.recommendations == in_turn.recommendations
+    assert threaded_rows == in_turn_rows and all(threaded_rows)
+
+
+@pytest.mark.parametrize("where", ["in a thread", "in the caller"])
+def test_an_error_while_analysing_leaves_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    import threading
+
+    import postmortem.analysis as analysis
+    import postmortem.analysis.facts as facts_module
+
+    store = _many_incidents(tmp_path)
+    rebuild(store)
+    before = _derived(store)
+    monkeypatch.setattr(analysis, "_cpus", lambda: 4)
+    real = facts_module.gather
+    calls = [0]
+
+    def fail_at_the_fifth(*_: object) -> None:
+        calls[0] += 1
+        if calls[0] == 5:
+            raise RuntimeError("analysis failed")
+
+    def failing_gather(*args: object, **kwargs: object) -> object:
+        fail_at_the_fifth()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    # (the error, and with it the traceback and its frames, is kept: the threads must end when
+    # the error is raised, not when it is collected)
+    on_facts = None
+    if where == "in a thread":
+        monkeypatch.setattr(analysis, "gather", failing_gather)
+    else:  # e.g. drawing an incident's figures while the next ones are gathered
+        on_facts = fail_at_the_fifth
+    with pytest.raises(RuntimeError, match="analysis failed") as error:
+        rebuild(store, on_facts=on_facts)
+    # the threads and their connections are gone, the transaction rolled back, the store usable
+    assert not [t for t in threading.enumerate() if t.name.startswith("postmortem-gather")]
+    assert _derived(store) == before
+    assert error.traceback
+    monkeypatch.setattr(analysis, "gather", real)
+    rebuild(store)
+    assert _derived(store) == before
+    store.close()
+
+
+def test_a_reader_connection_reads_in_utc(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "pm.duckdb")
+    store.execute("SET GLOBAL TimeZone = 'America/New_York'")  # what a reader would inherit
+    reader = store.reader()
+    try:
+        assert reader.fetchall("SELECT current_setting('TimeZone')") == [("UTC",)]
+    finally:
+        reader.close()
+        store.close()

@@ -401,3 +401,29 @@ def test_a_job_that_cannot_be_sent_leaves_the_jobs_sent_before_to_the_process(tm
     the process writes the same file)."""
     out = _jobs(UNSENDABLE_LATER, tmp_path, "-")
     assert "drawn 2 here ['r1']" in out
+
+
+def test_a_second_build_keeps_the_figures_it_would_draw_the_same(tmp_path: Path) -> None:
+    from postmortem.report import figkeys
+
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def build() -> dict[str, tuple[int, int, str | None]]:
+        res = _python(["-c", SCRIPT, str(SAMPLE), str(out), "fork"])
+        assert res.returncode == 0, res.stderr
+        return {
+            p.name: (p.stat().st_ino, p.stat().st_mtime_ns, figkeys.recorded(p)) for p in out.glob("*.png")
+        }
+
+    first = build()
+    assert first and all(key for _, _, key in first.values())
+    assert build() == first  # the same files: not written again
+    # a figure cut short (a crash while it was written) is drawn again, the others are kept
+    cut = sorted(n for n in first if n.endswith("-memory.png"))[0]
+    data = (out / cut).read_bytes()
+    (out / cut).write_bytes(data[: len(data) // 2])
+    third = build()
+    assert third[cut][2] == first[cut][2] and (out / cut).read_bytes() == data
+    assert {n: v for n, v in third.items() if n != cut} == {n: v for n, v in first.items() if n != cut}
+    assert not list(out.glob(".*.part"))

@@ -14,7 +14,7 @@ from postmortem.report import plots
 def _drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
-    def keep(fig: Any, path: Path) -> Path:
+    def keep(fig: Any, path: Path, key: str | None = None) -> Path:
         fig.canvas.draw()
         seen["fig"] = fig
         return path
@@ -47,3 +47,68 @@ def test_a_trend_over_weeks_keeps_its_range(tmp_path: Path, monkeypatch: pytest.
     lo, hi = ax.get_xlim()
     assert 24 <= hi - lo <= 30
     assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] > 584
+
+
+# ----------------------------------------------------------------------------- kept figures
+
+
+def test_a_figure_drawn_from_the_same_inputs_is_kept(tmp_path: Path) -> None:
+    from postmortem.report import figkeys
+
+    day = datetime(2025, 5, 25, 20, 17, tzinfo=UTC)
+    series = {"a.service": [(day, 1.0), (day + timedelta(days=1), 3.0)]}
+    path = tmp_path / "t.png"
+
+    def draw(s: dict[str, list[tuple[datetime, float]]], title: str = "Kills") -> tuple[int, int, str | None]:
+        assert plots.trend_figure(s, path, "incidents per day", title) == path
+        st = path.stat()
+        return st.st_ino, st.st_mtime_ns, figkeys.recorded(path)
+
+    first = draw(series)
+    assert first[2] is not None
+    assert draw({"a.service": list(series["a.service"])}) == first  # equal inputs: kept
+    changed = draw({"a.service": [*series["a.service"][:1], (day + timedelta(days=1), 4.0)]})
+    assert changed[2] not in (None, first[2]) and changed[:2] != first[:2]
+    assert draw(series, title="Other title")[2] not in (None, first[2], changed[2])
+    # a PNG that does not say what it was drawn from (another program's, an edited one) is redrawn
+    plain = tmp_path / "plain.png"
+    fig = plots._figure((2, 2))
+    fig.savefig(plain, format="png")
+    path.write_bytes(plain.read_bytes())
+    assert figkeys.recorded(path) is None
+    assert draw(series)[2] == first[2]
+
+
+def test_a_figure_digest_is_canonical() -> None:
+    import subprocess
+    import sys
+
+    from postmortem.report.figkeys import digest
+
+    script = (
+        "from datetime import datetime; from zoneinfo import ZoneInfo\n"
+        "from postmortem.analysis.model import Load\n"
+        "from postmortem.report.figkeys import digest\n"
+        "t = datetime(2025, 5, 25, 20, 17, tzinfo=ZoneInfo('Europe/Berlin'))\n"
+        "print(digest({'b': [t, 1.5, None], 'a': {'x', 'y', 'z'}}, Load(3, 'h', 'a.service', t, None, 570.0, 'ready', None, None, 30000)))\n"
+    )
+    import os
+
+    from conftest import REPO
+
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1 and len(outs.pop().strip()) == 64  # set order, hash seeds: no effect
+    assert digest(["a,b"]) != digest(["a", "b"]) != digest("a", "b")
+    assert digest(True) != digest(1) != digest(1.0)
+    assert digest({1, 2}) == digest({2, 1})
+    assert digest({"a": 1, "b": 2}) != digest({"b": 2, "a": 1})  # a dict's order can change a figure
+    assert digest([object()]) is None  # no canonical form: such a figure is always drawn

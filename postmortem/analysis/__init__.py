@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
@@ -196,35 +198,90 @@ def rebuild(
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
-        for inc in incidents:
-            if inc.ts is None:
-                continue
-            facts = gather(store, inc, window_s=window_s, all_loads=stats, offsets=list(offsets.values()))
-            result.facts[inc.incident_id] = facts
-            result.recommendations[inc.incident_id] = recommend(facts)
-            inc.summary = summarise(facts, zone)
-            if on_facts is not None:
-                on_facts(result, inc)
+        timed = [inc for inc in incidents if inc.ts is not None]
+        gathering = _gather_all(store, timed, window_s=window_s, stats=stats, offsets=list(offsets.values()))
+        # closed on the way out, also on an error: its threads and connections end before the
+        # transaction does
+        with closing(gathering):
+            for inc, facts in zip(timed, gathering, strict=True):
+                result.facts[inc.incident_id] = facts
+                result.recommendations[inc.incident_id] = recommend(facts)
+                inc.summary = summarise(facts, zone)
+                if on_facts is not None:
+                    on_facts(result, inc)
         _persist(store, result)
     return result
 
 
+#: incidents analysed at once, each by a thread with its connection (the queries run in DuckDB
+#: without the GIL); 1: one after the other
+GATHER_THREADS = 4
+
+
+def _gather_all(
+    store: Store,
+    incidents: list[Incident],
+    *,
+    window_s: float,
+    stats: list[LoadStats],
+    offsets: list[ClockOffset],
+) -> Generator[IncidentFacts, None, None]:
+    """Each incident's facts, in order, as soon as they are gathered: by threads reading the
+    store through connections of their own when there are several incidents and CPUs (the
+    tables they read are committed; this transaction writes only derived tables)."""
+    workers = min(GATHER_THREADS, _cpus(), len(incidents))
+    if workers < 2:
+        for inc in incidents:
+            yield gather(store, inc, window_s=window_s, all_loads=stats, offsets=offsets)
+        return
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    readers: queue.SimpleQueue[Store] = queue.SimpleQueue()
+    opened: list[Store] = []
+
+    def one(inc: Incident) -> IncidentFacts:
+        try:
+            reader = readers.get_nowait()
+        except queue.Empty:
+            reader = store.reader()
+            opened.append(reader)
+        try:
+            return gather(reader, inc, window_s=window_s, all_loads=stats, offsets=offsets)
+        finally:
+            readers.put(reader)
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="postmortem-gather")
+    try:
+        futures = [pool.submit(one, inc) for inc in incidents]
+        for fut in futures:
+            yield fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for reader in opened:
+            reader.close()
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _persist(store: Store, result: Analysis) -> None:
-    con = store.con
     paths = {int(r["source_id"]): str(r["path"]) for r in run_named_dicts(store, "source_formats")}
-    for off in result.offsets.values():
-        con.execute(
-            "INSERT INTO clock_offsets VALUES (?, ?, ?, ?, ?, ?)",
-            [off.source_id, off.reference_source_id, off.offset_s, off.method, off.pairs, off.note],
-        )
+    offsets = [
+        [off.source_id, off.reference_source_id, off.offset_s, off.method, off.pairs, off.note]
+        for off in result.offsets.values()
+    ]
+    incidents: list[list[Any]] = []
+    victims: list[list[Any]] = []
+    evidence: list[list[Any]] = []
+    recommendations: list[list[Any]] = []
     for inc in result.incidents:
         v = inc.victim
-        con.execute(
-            "INSERT INTO incidents (incident_id, host, ts, unit, cause, confidence, killer, scope, "
-            "victim_pid, victim_comm, victims, anon_rss_kb, memcg_usage_kb, memcg_limit_kb, "
-            "recovered_ts, downtime_s, fallback_unit, recovery_unit, recovery_load_s, restart_count, "
-            "kills_last_hour, running_at_kill, queued_at_kill, last_activity_ts, gpu_memory_freed, "
-            "summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        incidents.append(
             [
                 inc.incident_id,
                 inc.host,
@@ -252,20 +309,16 @@ def _persist(store: Store, result: Analysis) -> None:
                 inc.last_activity_ts,
                 inc.gpu_memory_freed,
                 inc.summary,
-            ],
+            ]
         )
-        rows: list[list[Any]] = [
+        victims.extend(
             [inc.incident_id, x.source_id, x.line_no, x.ts, x.pid, x.comm, x.anon_rss_kb, x.chosen]
             for x in inc.victims
-        ]
-        if rows:
-            con.executemany("INSERT INTO incident_victims VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        ev_rows = [
+        )
+        evidence.extend(
             [inc.incident_id, e.source_id, e.line_no, e.ts, e.kind, e.detail[:2000]] for e in inc.evidence
-        ]
-        if ev_rows:
-            con.executemany("INSERT INTO incident_evidence VALUES (?, ?, ?, ?, ?, ?)", ev_rows)
-        recs = [
+        )
+        recommendations.extend(
             [
                 inc.incident_id,
                 r.rule,
@@ -275,6 +328,61 @@ def _persist(store: Store, result: Analysis) -> None:
                 "; ".join(f"{paths.get(e.source_id, e.source_id)}:{e.line_no}" for e in r.evidence) or None,
             ]
             for r in result.recommendations.get(inc.incident_id, [])
-        ]
-        if recs:
-            con.executemany("INSERT INTO recommendations VALUES (?, ?, ?, ?, ?, ?)", recs)
+        )
+    _insert(store, "clock_offsets", _DERIVED_COLUMNS["clock_offsets"], offsets)
+    _insert(store, "incidents", _DERIVED_COLUMNS["incidents"], incidents)
+    _insert(store, "incident_victims", _DERIVED_COLUMNS["incident_victims"], victims)
+    _insert(store, "incident_evidence", _DERIVED_COLUMNS["incident_evidence"], evidence)
+    _insert(store, "recommendations", _DERIVED_COLUMNS["recommendations"], recommendations)
+
+
+#: the columns of the derived tables, in the order :func:`_persist` gives the values
+_DERIVED_COLUMNS = {
+    "clock_offsets": ("source_id", "reference_source_id", "offset_s", "method", "pairs", "note"),
+    "incidents": (
+        "incident_id",
+        "host",
+        "ts",
+        "unit",
+        "cause",
+        "confidence",
+        "killer",
+        "scope",
+        "victim_pid",
+        "victim_comm",
+        "victims",
+        "anon_rss_kb",
+        "memcg_usage_kb",
+        "memcg_limit_kb",
+        "recovered_ts",
+        "downtime_s",
+        "fallback_unit",
+        "recovery_unit",
+        "recovery_load_s",
+        "restart_count",
+        "kills_last_hour",
+        "running_at_kill",
+        "queued_at_kill",
+        "last_activity_ts",
+        "gpu_memory_freed",
+        "summary",
+    ),
+    "incident_victims": ("incident_id", "source_id", "line_no", "ts", "pid", "comm", "anon_rss_kb", "chosen"),
+    "incident_evidence": ("incident_id", "source_id", "line_no", "ts", "kind", "detail"),
+    "recommendations": ("incident_id", "rule", "severity", "title", "detail", "evidence"),
+}
+
+#: rows per INSERT statement (each statement costs DuckDB 1-2 ms, whatever its rows)
+_ROWS_PER_INSERT = 500
+
+
+def _insert(store: Store, table: str, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
+    """Insert ``rows`` with a few multi-row statements (``executemany`` runs one per row)."""
+    names = ", ".join(ident(c) for c in columns)
+    marks = "(" + ", ".join("?" for _ in columns) + ")"
+    for i in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[i : i + _ROWS_PER_INSERT]
+        store.con.execute(
+            f"INSERT INTO {ident(table)} ({names}) VALUES {', '.join([marks] * len(chunk))}",  # noqa: S608
+            [v for row in chunk for v in row],
+        )

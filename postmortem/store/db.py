@@ -125,6 +125,17 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
+    def reader(self) -> Store:
+        """Another connection to this store's database, for queries from another thread: it sees
+        what is committed (not this connection's open transaction). Close it when done."""
+        cur = self.con.cursor()
+        try:
+            cur.execute("SET TimeZone = 'UTC'")  # a session setting: not inherited
+        except BaseException:
+            cur.close()
+            raise
+        return Store(cur, self.path, read_only=True)
+
     def __enter__(self) -> Store:
         return self
 
