@@ -29,15 +29,13 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from .analysis.facts import IncidentFacts
-    from .analysis.model import Load
+    from .figdata import LoadsData, MemoryData
 
 Drawn = tuple[Path | None, Path | None]
 
@@ -48,24 +46,22 @@ PARALLEL_FIGURES = 6
 
 @dataclass
 class FigureJob:
-    """One report's two figures: the memory timeline and the load times."""
+    """One report's two figures: the memory timeline and the load times (``None``: nothing to
+    show), as the plain data :mod:`postmortem.figdata` builds, and where to write them."""
 
     stem: str
-    facts: IncidentFacts
+    memory: MemoryData | None
     memory_path: Path
-    title: str
-    loads: list[Load]
+    loads: LoadsData | None
     loads_path: Path
-    highlight: list[int]
-    zone: tzinfo
 
 
 def draw(job: FigureJob) -> Drawn:
     """Draw one report's figures in this process (a figure without data to show is ``None``)."""
-    from .report.plots import loads_figure, memory_figure  # matplotlib: only when a figure is drawn
+    from .plots import loads_figure, memory_figure  # matplotlib: only when a figure is drawn
 
-    fig = memory_figure(job.facts, job.memory_path, job.zone, title=job.title)
-    lfig = loads_figure(job.loads, job.loads_path, job.zone, job.highlight)
+    fig = memory_figure(job.memory, job.memory_path) if job.memory is not None else None
+    lfig = loads_figure(job.loads, job.loads_path) if job.loads is not None else None
     return fig, lfig
 
 
@@ -75,7 +71,7 @@ def draw(job: FigureJob) -> Drawn:
 def _serve(conn: Connection) -> None:
     """The drawing process: import, then draw the jobs received until told to stop."""
     try:
-        from .report import plots  # noqa: F401 - the point: import while the parent is busy
+        from . import plots  # noqa: F401 - the point: import while the parent is busy
 
         while True:
             try:

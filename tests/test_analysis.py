@@ -469,3 +469,49 @@ def test_a_reader_connection_reads_in_utc(tmp_path: Path) -> None:
     finally:
         reader.close()
         store.close()
+
+
+# ----------------------------------------------------------------------------- bounded look-ups
+
+
+def test_the_last_sign_of_life_is_found_however_long_before_the_kill() -> None:
+    from postmortem.analysis.facts import _last_activity
+
+    store = Store.memory()
+    assert _last_activity(store, "a.service", T) is None
+    store.execute(
+        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 1, ?, 'a.service', 'ready')",
+        [T - timedelta(hours=30)],
+    )
+    assert _last_activity(store, "a.service", T) == T - timedelta(hours=30)  # beyond the first look
+    store.execute(
+        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 2, ?, 'a.service', 'ready')",
+        [T - timedelta(minutes=5)],
+    )
+    store.execute(
+        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 3, ?, 'a.service', 'ready')",
+        [T + timedelta(minutes=5)],  # after the kill: not a sign of life before it
+    )
+    assert _last_activity(store, "a.service", T) == T - timedelta(minutes=5)
+    store.close()
+
+
+def test_a_killed_pid_seen_on_a_gpu_days_later_is_not_memory_left_behind() -> None:
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.model import Incident, Victim
+    from postmortem.analysis.timeline import Timeline
+
+    store = Store.memory()
+    for line, after in ((1, timedelta(seconds=60)), (2, timedelta(minutes=40)), (3, timedelta(days=3))):
+        store.execute(
+            "INSERT INTO gpu_processes (source_id, line_no, ts, pid, process_name, gpu_uuid, used_mib, truncated) "
+            "VALUES (1, ?, ?, 4242, 'python3', 'GPU-1', 70000, false)",
+            [line, T + after],
+        )
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.9, victims=[Victim(4242, "x", T, 1, 1, 1, True)])
+    facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
+    _gpu_release(store, facts)
+    store.close()
+    (row,) = facts.gpu_procs_after
+    assert row["pid"] == 4242 and row["samples"] == 2 and row["last_ts"] == T + timedelta(minutes=40)
+    assert inc.gpu_memory_freed is False

@@ -150,7 +150,6 @@ def test_only_build_forks(argv: list[str], expected: bool) -> None:
 JOBS = """
 import sys, warnings
 from dataclasses import replace
-from datetime import timedelta, tzinfo
 from pathlib import Path
 from postmortem import drawing
 drawing.start()
@@ -163,9 +162,10 @@ store = Store.open(str(out / "pm.duckdb"))
 ingest_paths(store, [sys.argv[1]], IngestOptions(zone=get_zone("UTC")))
 analysis = rebuild(store, window_s=1800.0, zone=get_zone("UTC"))
 facts = analysis.facts[analysis.incidents[0].incident_id]
+from postmortem.figdata import memory_data
 def job(i, title="t"):
-    return drawing.FigureJob(f"r{i}", facts, out / f"r{i}-memory.png", title, [], out / f"r{i}-loads.png",
-                             [], get_zone("UTC"))
+    return drawing.FigureJob(f"r{i}", memory_data(facts, get_zone("UTC"), title), out / f"r{i}-memory.png",
+                             None, out / f"r{i}-loads.png")
 """
 
 
@@ -253,11 +253,8 @@ def test_no_matplotlib_directory_is_left_when_home_is_not_writable(tmp_path: Pat
 
 # jobs that are awkward for the drawing process: warnings, two submits, one that cannot be sent
 AWKWARD = """
-class Local(tzinfo):  # a zone pickle cannot send
-    def utcoffset(self, dt): return timedelta(0)
-    def dst(self, dt): return timedelta(0)
-    def tzname(self, dt): return "L"
-    def __reduce__(self): raise TypeError("cannot pickle Local")
+class Odd(str):  # a name pickle cannot send
+    def __reduce_ex__(self, protocol): raise TypeError("cannot pickle Odd")
 with warnings.catch_warnings(record=True) as caught, drawing.Drawer() as drawer:
     warnings.simplefilter("always")
     if sys.argv[3] == "warning":  # a glyph the font lacks: matplotlib warns
@@ -265,7 +262,7 @@ with warnings.catch_warnings(record=True) as caught, drawing.Drawer() as drawer:
     elif sys.argv[3] == "twice":
         waits = drawer.submit([job(i) for i in range(3)]) + drawer.submit([job(i) for i in range(3, 6)])
     else:
-        waits = drawer.submit([replace(job(0), zone=Local())])
+        waits = drawer.submit([replace(job(0), stem=Odd("r0"))])
     drawn = [w() for w in waits]
     drawn += [w() for w in waits]  # waiting twice answers twice
 print("drawn", sum(1 for d in drawn if d[0] is not None))
@@ -375,11 +372,8 @@ def test_build_submits_each_incidents_figures_as_its_analysis_ends(tmp_path: Pat
 
 
 UNSENDABLE_LATER = """
-class Local(tzinfo):
-    def utcoffset(self, dt): return timedelta(0)
-    def dst(self, dt): return timedelta(0)
-    def tzname(self, dt): return "L"
-    def __reduce__(self): raise TypeError("cannot pickle Local")
+class Odd(str):  # a name pickle cannot send
+    def __reduce_ex__(self, protocol): raise TypeError("cannot pickle Odd")
 here = []
 real = drawing.draw
 def counting(j):
@@ -388,7 +382,7 @@ def counting(j):
 drawing.draw = counting
 with drawing.Drawer() as drawer:
     first = drawer.submit([job(0)])[0]  # an incident's figures, sent as its analysis ends
-    second = drawer.submit([replace(job(1), zone=Local())])[0]  # the next cannot be sent
+    second = drawer.submit([replace(job(1), stem=Odd("r1"))])[0]  # the next cannot be sent
     drawn = [first(), second()]
 print("drawn", sum(1 for d in drawn if d[0] is not None), "here", here)
 """
@@ -404,7 +398,7 @@ def test_a_job_that_cannot_be_sent_leaves_the_jobs_sent_before_to_the_process(tm
 
 
 def test_a_second_build_keeps_the_figures_it_would_draw_the_same(tmp_path: Path) -> None:
-    from postmortem.report import figkeys
+    from postmortem import figkeys
 
     out = tmp_path / "out"
     out.mkdir()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from postmortem.report import plots
+from postmortem import plots
 
 
 def _drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def test_a_trend_over_weeks_keeps_its_range(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_a_figure_drawn_from_the_same_inputs_is_kept(tmp_path: Path) -> None:
-    from postmortem.report import figkeys
+    from postmortem import figkeys
 
     day = datetime(2025, 5, 25, 20, 17, tzinfo=UTC)
     series = {"a.service": [(day, 1.0), (day + timedelta(days=1), 3.0)]}
@@ -83,12 +83,12 @@ def test_a_figure_digest_is_canonical() -> None:
     import subprocess
     import sys
 
-    from postmortem.report.figkeys import digest
+    from postmortem.figkeys import digest
 
     script = (
         "from datetime import datetime; from zoneinfo import ZoneInfo\n"
         "from postmortem.analysis.model import Load\n"
-        "from postmortem.report.figkeys import digest\n"
+        "from postmortem.figkeys import digest\n"
         "t = datetime(2025, 5, 25, 20, 17, tzinfo=ZoneInfo('Europe/Berlin'))\n"
         "print(digest({'b': [t, 1.5, None], 'a': {'x', 'y', 'z'}}, Load(3, 'h', 'a.service', t, None, 570.0, 'ready', None, None, 30000)))\n"
     )

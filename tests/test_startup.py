@@ -109,3 +109,32 @@ def test_an_unchanged_reingest_loads_no_heavy_module(tmp_path: object) -> None:
     assert "'pyarrow'" in first[-1]  # the first ingest parses: they load
     again = _run(code).splitlines()
     assert again == [f"{log}: unchanged", "[] []"]
+
+
+def test_the_drawing_process_loads_neither_the_analysis_nor_duckdb_nor_the_templates(
+    tmp_path: object,
+) -> None:
+    """What the drawing process imports (matplotlib, the plotting code) and unpickles (a job of
+    plain figure data): half its start-up was the analysis, DuckDB and Jinja, which it never uses."""
+    out = _run(
+        f"""
+        import pickle, sys
+        from datetime import datetime
+        from pathlib import Path
+        from postmortem.drawing import FigureJob
+        from postmortem.figdata import MemoryData
+        t = datetime(2025, 5, 25, 20, 17)
+        data = MemoryData("t", "UTC", "a.service", ["gpu"], gpus=[("GPU 0", ([t], [70.0]))], kill=t)
+        job = pickle.dumps(FigureJob("r", data, Path({str(tmp_path)!r}) / "m.png", None, Path("l.png")))
+        print(sorted(m for m in sys.modules if m.startswith("postmortem.")))
+        for m in [m for m in sys.modules if m.startswith("postmortem")]:
+            del sys.modules[m]
+        # the drawing process, from here on
+        from postmortem import drawing, plots
+        print(drawing.draw(pickle.loads(job))[0] is not None)
+        heavy = {{"duckdb", "jinja2", "pyarrow", "numba", "typer", "pandas"}}
+        print(sorted({{m.split(".")[0] for m in sys.modules}} & heavy))
+        print(sorted(m for m in sys.modules if m.startswith(("postmortem.analysis", "postmortem.report"))))
+        """
+    )
+    assert out.split("\n") == ["['postmortem.drawing', 'postmortem.figdata']", "True", "[]", "[]"]

@@ -126,8 +126,7 @@ def gather(
             store, "last_batch_before", {"unit": incident.unit, "before": kill, "host": incident.host}
         )
         facts.last_batch = batch[0] if batch else None
-        act = run_named_dicts(store, "last_activity_before", {"unit": incident.unit, "before": kill})
-        incident.last_activity_ts = act[0]["ts"] if act else None
+        incident.last_activity_ts = _last_activity(store, incident.unit, kill)
         until = incident.recovered_ts or kill + timedelta(hours=1)
         facts.restarts = run_named_dicts(
             store, "unit_restarts", {"unit": incident.unit, "since": kill, "until": until}
@@ -159,6 +158,23 @@ def gather(
     return facts
 
 
+#: how far before a kill the unit's last SGLang line is looked for first (then, if none, further)
+ACTIVITY_LOOK_S = 7200.0
+#: how long after a kill (at least) a killed pid still listed by nvidia-smi is memory left behind
+PROCESS_LOOK_S = 3600.0
+
+
+def _last_activity(store: Store, unit: str, kill: datetime) -> datetime | None:
+    """The unit's last SGLang line before ``kill``: within the last two hours (a scan of those
+    rows only), else however long before."""
+    for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
+        rows = run_named_dicts(store, "last_activity_before", {"unit": unit, "before": kill, "since": since})
+        if rows and rows[0]["ts"] is not None:
+            ts: datetime = rows[0]["ts"]
+            return ts
+    return None
+
+
 def _gpu_release(store: Store, facts: IncidentFacts) -> None:
     inc = facts.incident
     assert inc.ts is not None
@@ -184,8 +200,13 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
     pids = sorted({int(t["pid"]) for t in facts.tasks if t.get("pid") is not None})
     pids += [v.pid for v in inc.victims if v.pid is not None and v.pid not in pids]
     if pids:
+        # sightings until the service is back, and for an hour at least: a pid seen later may
+        # have been given to another process since
+        until = max(inc.recovered_ts or inc.ts, inc.ts + timedelta(seconds=PROCESS_LOOK_S))
         facts.gpu_procs_after = run_named_dicts(
-            store, "gpu_processes_after", {"pids": pids, "kill": inc.ts, "grace_s": 15.0, "host": inc.host}
+            store,
+            "gpu_processes_after",
+            {"pids": pids, "kill": inc.ts, "grace_s": 15.0, "until": until, "host": inc.host},
         )
     known = [g.freed for g in facts.gpu_release if g.freed is not None]
     if facts.gpu_procs_after:

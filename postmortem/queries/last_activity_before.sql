@@ -1,7 +1,8 @@
--- The last line any SGLang table holds for a unit before a time (its last sign of life).
--- Parameters: $unit, $before.
+-- The last line any SGLang table holds for a unit before a time (its last sign of life), at or
+-- after $since (NULL: however long before; a bound lets the scan skip the store's older rows).
+-- Parameters: $unit, $before, $since.
 SELECT max(ts) AS ts FROM (
-    SELECT max(ts) AS ts FROM sglang_batches WHERE unit = $unit AND ts <= $before
-    UNION ALL SELECT max(ts) FROM sglang_events WHERE unit = $unit AND ts <= $before
-    UNION ALL SELECT max(ts) FROM http_requests WHERE unit = $unit AND ts <= $before
+    SELECT max(ts) AS ts FROM sglang_batches WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
+    UNION ALL SELECT max(ts) FROM sglang_events WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
+    UNION ALL SELECT max(ts) FROM http_requests WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
 ) t

@@ -118,6 +118,8 @@ class FigurePlan:
             self.waiters[inc.incident_id] = waiter
 
     def _job(self, analysis: Analysis, inc: Incident) -> FigureJob:
+        from ..figdata import loads_data, memory_data
+
         clean, out, facts = self.redactor(analysis), self.options.out, analysis.facts[inc.incident_id]
         stem = report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
         loads: list[Load] = []
@@ -125,16 +127,14 @@ class FigurePlan:
             if st is not None:
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
-        highlight = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
+        framed = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
+        zone = self.options.zone
         job = FigureJob(
             stem,
-            facts,
+            memory_data(facts, zone, f"{inc.unit} — {utc_text(inc.ts)} UTC"),
             out / f"{stem}-memory.png",
-            f"{inc.unit} — {utc_text(inc.ts)} UTC",
-            loads,
+            loads_data(loads, zone, framed),
             out / f"{stem}-loads.png",
-            highlight,
-            self.options.zone,
         )
         self.jobs[inc.incident_id] = job
         return job

@@ -139,7 +139,7 @@ def trends(
     for r in kills:
         day = datetime(r["day"].year, r["day"].month, r["day"].day, tzinfo=UTC)
         kseries.setdefault(str(r["unit"]), []).append((day, float(r["incidents"])))
-    from .plots import trend_figure  # matplotlib: only when figures are drawn
+    from ..plots import trend_figure  # matplotlib: only when figures are drawn
 
     f1 = trend_figure(
         kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day"

@@ -4,7 +4,7 @@
 history of incidents has many whose figures have not changed (drawing one costs 0.3-0.5 s of
 matplotlib). :func:`digest` reduces a figure's inputs (dataclasses, lists, dicts, times, numbers,
 text) to a SHA-256 in a canonical form that does not depend on the process (no ``hash()``, no
-object identity); :mod:`postmortem.report.plots` adds its own code, matplotlib's version and
+object identity); :mod:`postmortem.plots` adds its own code, matplotlib's version and
 settings, writes the digest into the PNG as a text chunk, and keeps a PNG that already carries
 the digest it would write. A value of another type makes the digest ``None``: such a figure is
 always drawn. Standard library only.

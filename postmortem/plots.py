@@ -1,4 +1,8 @@
-"""PNG figures for reports (matplotlib, Agg backend, no display needed)."""
+"""PNG figures for reports (matplotlib, Agg backend, no display needed).
+
+The incident figures are drawn from :mod:`postmortem.figdata` (plain data built from the facts):
+importing this module loads matplotlib, not the analysis, DuckDB or the templates.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import functools
 import hashlib
 import os
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +19,23 @@ import matplotlib.dates as mdates
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..analysis.facts import IncidentFacts
-from ..analysis.model import Load
-from ..timeutil import UTC
 from . import figkeys
+from .figdata import LoadsData, MemoryData, local
 
 KILL_COLOR = "#c62828"
 READY_COLOR = "#2e7d32"
-GIB = 1024.0
 
 
-def _mark(ax: Any, ts: datetime | None, color: str, label: str | None, zone: tzinfo) -> None:
+def _xs(times: Sequence[datetime]) -> Any:
+    """Matplotlib's date numbers of naive local times (one conversion for the whole series)."""
+    return mdates.date2num(list(times))  # type: ignore[no-untyped-call]
+
+
+def _mark(ax: Any, ts: datetime | None, color: str, label: str | None) -> None:
     if ts is None:
         return
     style = "-" if color == KILL_COLOR else "--"
-    ax.axvline(_x(ts, zone), color=color, linewidth=1.6, linestyle=style, label=label)
-
-
-def _x(ts: datetime, zone: tzinfo) -> float:
-    return float(mdates.date2num(ts.astimezone(zone).replace(tzinfo=None)))  # type: ignore[no-untyped-call]
+    ax.axvline(_xs([ts])[0], color=color, linewidth=1.6, linestyle=style, label=label)
 
 
 def _figure(figsize: tuple[float, float]) -> Any:
@@ -83,169 +85,119 @@ def _kept(path: Path, key: str | None) -> bool:
     return key is not None and figkeys.recorded(path) == key
 
 
-def memory_figure(facts: IncidentFacts, path: Path, zone: tzinfo = UTC, title: str = "") -> Path | None:
+def memory_figure(data: MemoryData, path: Path) -> Path:
     """Host RAM, per-GPU memory and KV-cache usage over the window, kill and recovery marked.
-    A PNG at ``path`` drawn from the same inputs is kept as it is."""
-    key = _key("memory", facts, zone, title)
+    A PNG at ``path`` drawn from the same data is kept as it is."""
+    key = _key("memory", data)
     if _kept(path, key):
         return path
-    tl = facts.timeline
-    inc = facts.incident
-    have_host = bool(tl.host_points) or inc.memcg_usage_kb is not None
-    have_gpu = bool(tl.per_gpu)
-    have_kv = any(b.token_usage is not None for b in tl.buckets)
-    panels = [p for p, ok in (("host", have_host), ("gpu", have_gpu), ("kv", have_kv)) if ok]
-    if not panels:
-        return None
-    fig = _figure((10, 2.6 * len(panels) + 0.6))
-    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)
+    n = len(data.panels)
+    fig = _figure((10, 2.6 * n + 0.6))
+    axes = fig.subplots(n, 1, sharex=True, squeeze=False)
     axs = [a[0] for a in axes]
-    zname = getattr(zone, "key", "UTC")
-    for ax, panel in zip(axs, panels, strict=True):
+    for ax, panel in zip(axs, data.panels, strict=True):
         if panel == "host":
-            if tl.host_points:
-                xs = [_x(t, zone) for t, _, _ in tl.host_points]
+            if data.host_used is not None:
+                times, used = data.host_used
                 ax.plot(
-                    xs,
-                    [(tot - a) / GIB for _, a, tot in tl.host_points],
-                    color="#1565c0",
-                    label="host RAM in use (earlyoom: total − available)",
+                    _xs(times), used, color="#1565c0", label="host RAM in use (earlyoom: total − available)"
                 )
-                tot = max(t for _, _, t in tl.host_points)
-                ax.axhline(tot / GIB, color="#555555", linestyle=":", linewidth=1, label="host RAM total")
-            if inc.memcg_usage_kb is not None and inc.ts is not None:
-                used = inc.memcg_usage_kb / 1024 / 1024
-                lim = (inc.memcg_limit_kb or 0) / 1024 / 1024
-                if lim:
+            if data.host_total_gib is not None:
+                ax.axhline(
+                    data.host_total_gib, color="#555555", linestyle=":", linewidth=1, label="host RAM total"
+                )
+            if data.memcg is not None:
+                at, at_kill = data.memcg
+                if data.memcg_limit_gib:
                     ax.axhline(
-                        lim,
+                        data.memcg_limit_gib,
                         color=KILL_COLOR,
                         linestyle="--",
                         linewidth=1,
-                        label=f"unit memory limit {lim:,.0f} GiB",
+                        label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
                     )
                 ax.scatter(
-                    [_x(inc.ts, zone)],
-                    [used],
+                    _xs([at]),
+                    [at_kill],
                     color=KILL_COLOR,
                     zorder=5,
-                    label=f"unit cgroup at the kill: {used:,.0f} GiB",
+                    label=f"unit cgroup at the kill: {at_kill:,.0f} GiB",
                 )
             ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
             ax.set_title("Host memory", loc="left", fontsize=10, y=1.0)
         elif panel == "gpu":
-            for label in sorted(tl.per_gpu, key=_gpu_sort):
-                pts = tl.per_gpu[label]
-                ax.plot(
-                    [_x(t, zone) for t, _, _ in pts], [u / GIB for _, u, _ in pts], linewidth=1, label=label
-                )
-            totals = [tot for pts in tl.per_gpu.values() for _, _, tot in pts if tot]
-            if totals:
-                ax.axhline(max(totals) / GIB, color="#555555", linestyle=":", linewidth=1, label="GPU total")
+            for label, (times, used) in data.gpus:
+                ax.plot(_xs(times), used, linewidth=1, label=label)
+            if data.gpu_total_gib is not None:
+                ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
             ax.set_ylabel("GiB used")
             ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10, y=1.0)
         else:
-            b = [x for x in tl.buckets if x.token_usage is not None]
-            ax.plot(
-                [_x(x.ts, zone) for x in b],
-                [x.token_usage for x in b],
-                color="#6a1b9a",
-                label="KV token usage",
-            )
+            times, kv = data.kv_usage or ([], [])
+            ax.plot(_xs(times), kv, color="#6a1b9a", label="KV token usage")
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("KV usage")
-            q = [x for x in tl.buckets if x.queue_req is not None]
-            if q:
+            if data.queued is not None:
                 ax2 = ax.twinx()
-                ax2.plot(
-                    [_x(x.ts, zone) for x in q],
-                    [x.queue_req for x in q],
-                    color="#ef6c00",
-                    linewidth=1,
-                    label="queued requests",
-                )
+                times, queued = data.queued
+                ax2.plot(_xs(times), queued, color="#ef6c00", linewidth=1, label="queued requests")
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
-            ax.set_title(f"SGLang serving ({inc.unit})", loc="left", fontsize=10, y=1.0)
-        _mark(ax, inc.ts, KILL_COLOR, "kill", zone)
-        _mark(ax, inc.recovered_ts, READY_COLOR, "service ready again", zone)
+            ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
+        _mark(ax, data.kill, KILL_COLOR, "kill")
+        _mark(ax, data.ready, READY_COLOR, "service ready again")
         ax.grid(alpha=0.25)
         ax.legend(loc="upper left", fontsize=7)
     axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
-    axs[-1].set_xlabel(f"time ({zname})")
-    if title:
-        fig.suptitle(title, fontsize=11)
+    axs[-1].set_xlabel(f"time ({data.zone_name})")
+    if data.title:
+        fig.suptitle(data.title, fontsize=11)
     # fixed margins: tight_layout would draw the whole figure once more just to measure it
-    height = 2.6 * len(panels) + 0.6
+    height = 2.6 * n + 0.6
     fig.subplots_adjust(left=0.08, right=0.92, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
     return _save(fig, path, key)
 
 
-def _gpu_sort(label: str) -> tuple[int, str]:
-    tail = label.rsplit(" ", 1)[-1]
-    return (int(tail), label) if tail.isdigit() else (10_000, label)
-
-
-PHASE_COLORS = (
-    ("weight_load_s", "weights", "#1565c0"),
-    ("draft_weight_load_s", "draft weights", "#64b5f6"),
-    ("kv_alloc_s", "KV cache", "#8e24aa"),
-    ("cuda_graph_s", "CUDA graphs", "#ef6c00"),
-    ("draft_cuda_graph_s", "draft CUDA graphs", "#ffb74d"),
-)
-
-
-def loads_figure(
-    loads: Sequence[Load], path: Path, zone: tzinfo = UTC, highlight: Sequence[int] = ()
-) -> Path | None:
+def loads_figure(data: LoadsData, path: Path) -> Path:
     """Load time of each start, split into phases (the rest of the load in grey). A PNG at
-    ``path`` drawn from the same inputs is kept as it is."""
-    key = _key("loads", loads, zone, highlight)
+    ``path`` drawn from the same data is kept as it is."""
+    key = _key("loads", data)
     if _kept(path, key):
         return path
-    rows = [ld for ld in loads if ld.load_s is not None]
-    if not rows:
-        return None
-    fig = _figure((10, 0.45 * len(rows) + 1.4))
+    bars = data.bars
+    fig = _figure((10, 0.45 * len(bars) + 1.4))
     ax = fig.subplots()
-    labels = []
-    for i, ld in enumerate(rows):
+    labels: list[str] = []
+    for i, bar in enumerate(bars):
         left = 0.0
-        for attr, name, color in PHASE_COLORS:
-            v = getattr(ld, attr)
-            if v:
-                ax.barh(i, v, left=left, color=color, label=name if i == 0 or name not in labels else None)
-                left += v
-                if name not in labels:
-                    labels.append(name)
-        rest = max((ld.load_s or 0) - left, 0)
+        for v, name, color in bar.phases:
+            ax.barh(i, v, left=left, color=color, label=name if i == 0 or name not in labels else None)
+            left += v
+            if name not in labels:
+                labels.append(name)
+        rest = max(bar.load_s - left, 0)
         ax.barh(i, rest, left=left, color="#bdbdbd", label="other" if "other" not in labels else None)
         labels.append("other")
-        edge = 2 if ld.load_id in highlight else 0
-        if edge:
-            ax.barh(i, ld.load_s or 0, fill=False, edgecolor="black", linewidth=1.5)
-        ax.text((ld.load_s or 0) + 5, i, f"{ld.load_s:.0f} s ({ld.outcome})", va="center", fontsize=7)
-    ticks = [
-        f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
-        for ld in rows
-    ]
-    ax.set_yticks(range(len(rows)), ticks, fontsize=7)
+        if bar.framed:
+            ax.barh(i, bar.load_s, fill=False, edgecolor="black", linewidth=1.5)
+        ax.text(bar.load_s + 5, i, f"{bar.load_s:.0f} s ({bar.outcome})", va="center", fontsize=7)
+    ax.set_yticks(range(len(bars)), [bar.label for bar in bars], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("seconds from start to ready")
     handles, names = ax.get_legend_handles_labels()
     seen: dict[str, Any] = {}
-    for h, n in zip(handles, names, strict=True):
-        seen.setdefault(n, h)
-    longest = max(ld.load_s or 0 for ld in rows)
+    for h, name in zip(handles, names, strict=True):
+        seen.setdefault(name, h)
+    longest = max(bar.load_s for bar in bars)
     ax.set_xlim(0, longest * 1.22 + 1)  # room for the labels at the bar ends
     ax.legend(
         list(seen.values()),
         list(seen.keys()),
         fontsize=7,
         loc="upper center",
-        bbox_to_anchor=(0.5, -0.6 / (0.45 * len(rows) + 1.9)),
+        bbox_to_anchor=(0.5, -0.6 / (0.45 * len(bars) + 1.9)),
         ncol=len(seen),
         frameon=False,
     )
@@ -255,7 +207,7 @@ def loads_figure(
         loc="left",
         fontsize=10,
     )
-    height = 0.45 * len(rows) + 1.9
+    height = 0.45 * len(bars) + 1.9
     fig.set_size_inches(10, height)
     fig.subplots_adjust(left=0.25, right=0.97, top=1 - 0.35 / height, bottom=1.0 / height)
     return _save(fig, path, key)
@@ -278,7 +230,7 @@ def trend_figure(
     for name in sorted(series):
         pts = sorted(series[name])
         if pts:
-            x = [_x(t, zone) for t, _ in pts]
+            x = [float(v) for v in _xs([local(t, zone) for t, _ in pts])]
             y = [v for _, v in pts]
             ax.plot(x, y, marker="o", linewidth=1, label=name)
             xs += x

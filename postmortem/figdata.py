@@ -1,0 +1,135 @@
+"""What the reports' figures show, as plain data: built from an incident's facts where the analysis
+ran, drawn by :mod:`postmortem.plots` where matplotlib is (the drawing process ``build`` forks).
+
+The data holds exactly what is drawn — times already in the report's zone, sizes in GiB, labels
+as printed — so the drawing process imports neither the analysis nor DuckDB nor the report
+templates (half its start-up before), and a figure's digest (:mod:`postmortem.figkeys`) covers
+everything the figure depends on besides the plotting code. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .analysis.facts import IncidentFacts
+    from .analysis.model import Load
+
+GIB = 1024.0
+
+#: a series: times (naive, in the report's zone) and values
+Series = tuple[list[datetime], list[float]]
+
+
+@dataclass
+class MemoryData:
+    """The memory figure: host RAM, per-GPU memory and KV-cache usage, the kill and recovery."""
+
+    title: str
+    zone_name: str
+    unit: str | None
+    #: panels, in order: ``host``, ``gpu``, ``kv`` (those with something to show)
+    panels: list[str]
+    host_used: Series | None = None  # GiB in use (earlyoom: total − available)
+    host_total_gib: float | None = None
+    memcg: tuple[datetime, float] | None = None  # the unit cgroup's usage at the kill, GiB
+    memcg_limit_gib: float | None = None
+    gpus: list[tuple[str, Series]] = field(default_factory=list)  # GiB used, per GPU, in order
+    gpu_total_gib: float | None = None
+    kv_usage: Series | None = None
+    queued: Series | None = None
+    kill: datetime | None = None
+    ready: datetime | None = None
+
+
+@dataclass
+class LoadBar:
+    """One start of a service: its phases (seconds, name, colour) and the rest of its load."""
+
+    label: str
+    phases: list[tuple[float, str, str]]
+    load_s: float
+    outcome: str
+    framed: bool
+
+
+@dataclass
+class LoadsData:
+    """The load-times figure: each start's load split into phases."""
+
+    bars: list[LoadBar]
+
+
+PHASE_COLORS = (
+    ("weight_load_s", "weights", "#1565c0"),
+    ("draft_weight_load_s", "draft weights", "#64b5f6"),
+    ("kv_alloc_s", "KV cache", "#8e24aa"),
+    ("cuda_graph_s", "CUDA graphs", "#ef6c00"),
+    ("draft_cuda_graph_s", "draft CUDA graphs", "#ffb74d"),
+)
+
+
+def local(ts: datetime, zone: tzinfo) -> datetime:
+    """``ts`` as the wall-clock time of ``zone`` (naive: how the figure's axis reads it)."""
+    return ts.astimezone(zone).replace(tzinfo=None)
+
+
+def _series(points: Sequence[tuple[datetime, float]], zone: tzinfo) -> Series:
+    return [local(t, zone) for t, _ in points], [v for _, v in points]
+
+
+def gpu_sort(label: str) -> tuple[int, str]:
+    """GPU labels in card order (``GPU 2`` before ``GPU 10``), others after."""
+    tail = label.rsplit(" ", 1)[-1]
+    return (int(tail), label) if tail.isdigit() else (10_000, label)
+
+
+def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryData | None:
+    """What the memory figure of ``facts`` shows (None: nothing to show)."""
+    tl, inc = facts.timeline, facts.incident
+    have_host = bool(tl.host_points) or inc.memcg_usage_kb is not None
+    have_gpu = bool(tl.per_gpu)
+    have_kv = any(b.token_usage is not None for b in tl.buckets)
+    panels = [p for p, ok in (("host", have_host), ("gpu", have_gpu), ("kv", have_kv)) if ok]
+    if not panels:
+        return None
+    data = MemoryData(
+        title=title,
+        zone_name=str(getattr(zone, "key", "UTC")),
+        unit=inc.unit,
+        panels=panels,
+        kill=local(inc.ts, zone) if inc.ts is not None else None,
+        ready=local(inc.recovered_ts, zone) if inc.recovered_ts is not None else None,
+    )
+    if tl.host_points:
+        data.host_used = _series([(t, (tot - a) / GIB) for t, a, tot in tl.host_points], zone)
+        data.host_total_gib = max(tot for _, _, tot in tl.host_points) / GIB
+    if inc.memcg_usage_kb is not None and inc.ts is not None:
+        data.memcg = (local(inc.ts, zone), inc.memcg_usage_kb / 1024 / 1024)
+        data.memcg_limit_gib = (inc.memcg_limit_kb or 0) / 1024 / 1024 or None
+    for label in sorted(tl.per_gpu, key=gpu_sort):
+        data.gpus.append((label, _series([(t, u / GIB) for t, u, _ in tl.per_gpu[label]], zone)))
+    totals = [tot for pts in tl.per_gpu.values() for _, _, tot in pts if tot]
+    data.gpu_total_gib = max(totals) / GIB if totals else None
+    if have_kv:
+        data.kv_usage = _series(
+            [(b.ts, b.token_usage) for b in tl.buckets if b.token_usage is not None], zone
+        )
+        queued = [(b.ts, float(b.queue_req)) for b in tl.buckets if b.queue_req is not None]
+        data.queued = _series(queued, zone) if queued else None
+    return data
+
+
+def loads_data(loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = ()) -> LoadsData | None:
+    """What the load-times figure shows (None: no load with a load time)."""
+    bars = []
+    for ld in loads:
+        if ld.load_s is None:
+            continue
+        phases = [(v, name, color) for attr, name, color in PHASE_COLORS if (v := getattr(ld, attr))]
+        label = f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
+        bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
+    return LoadsData(bars) if bars else None
