@@ -366,7 +366,8 @@ def test_build_submits_each_incidents_figures_as_its_analysis_ends(tmp_path: Pat
             )
         assert result.incidents == 1
         if drawing_process:
-            assert calls == [(True, 1)]  # during the analysis; nothing left after
+            # during the analysis, its two figures as two jobs (drawn at once); nothing left after
+            assert calls == [(True, 2)]
         else:
             assert calls == [(False, 1)]
 

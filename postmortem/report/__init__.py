@@ -107,15 +107,32 @@ class FigurePlan:
     def add(self, analysis: Analysis, inc: Incident) -> None:
         """Submit ``inc``'s figures now, when a drawing process would draw them meanwhile."""
         if self.drawer.concurrent and self.wanted(inc) and inc.incident_id not in self.jobs:
-            self.waiters[inc.incident_id] = self.drawer.submit([self._job(analysis, inc)])[0]
+            self.waiters[inc.incident_id] = self._submit([self._job(analysis, inc)])[0]
 
     def submit_rest(self, chosen: list[Incident], analysis: Analysis) -> None:
         rest = [inc for inc in chosen if inc.incident_id not in self.jobs]
         if not rest:
             return
         jobs = [self._job(analysis, inc) for inc in rest]
-        for inc, waiter in zip(rest, self.drawer.submit(jobs), strict=True):
+        for inc, waiter in zip(rest, self._submit(jobs), strict=True):
             self.waiters[inc.incident_id] = waiter
+
+    def _submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
+        """Submit ``jobs``; to a drawing process, a report's two figures as two jobs, which its
+        copies draw at once (a one-incident ``build`` waits for the longer, not for both)."""
+        if not self.drawer.concurrent:
+            return self.drawer.submit(jobs)
+        parts: list[FigureJob] = []
+        for job in jobs:
+            both = job.memory is not None and job.loads is not None
+            parts += [replace(job, loads=None), replace(job, memory=None)] if both else [job]
+        waits = iter(self.drawer.submit(parts))
+        return [
+            _together(next(waits), next(waits))
+            if job.memory is not None and job.loads is not None
+            else next(waits)
+            for job in jobs
+        ]
 
     def _job(self, analysis: Analysis, inc: Incident) -> FigureJob:
         from ..figdata import loads_data, memory_data
@@ -138,6 +155,11 @@ class FigurePlan:
         )
         self.jobs[inc.incident_id] = job
         return job
+
+
+def _together(memory: Callable[[], Drawn], loads: Callable[[], Drawn]) -> Callable[[], Drawn]:
+    """Wait for a report's figures submitted as two jobs (each drawing one of them)."""
+    return lambda: (memory()[0], loads()[1])
 
 
 def write_reports(
