@@ -15,17 +15,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import struct
+import zlib
 from datetime import date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
 from enum import Enum
 from pathlib import PurePath
 from typing import Any
+from zoneinfo import ZoneInfo
 
 #: the PNG ``tEXt`` keyword the digest is stored under
 KEYWORD = "postmortem-figure"
 
 _PNG = b"\x89PNG\r\n\x1a\n"
-_IEND = struct.pack(">I", 0) + b"IEND" + struct.pack(">I", 0xAE426082)
 
 
 #: types whose ``repr`` is exact and the same in every process (exactly these types: a subclass
@@ -68,8 +69,8 @@ def _feed(h: Any, v: object) -> None:
             _feed(h, v.tzinfo)
     elif isinstance(v, (date, time, timedelta)):
         put(type(v).__name__.encode(), repr(v))
-    elif isinstance(v, tzinfo):
-        put(b"tz", str(getattr(v, "key", None) or v.tzname(None) or repr(v)))
+    elif isinstance(v, tzinfo):  # a zone by its name; a fixed offset by its repr (which has it)
+        put(b"tz", v.key if isinstance(v, ZoneInfo) and v.key else repr(v))
     elif isinstance(v, PurePath):
         put(b"p", str(v))
     elif dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -107,27 +108,30 @@ def _raise(v: object) -> str:
 
 
 def recorded(path: PurePath | str) -> str | None:
-    """The digest a PNG written by :mod:`plots` carries, ``None`` when it carries none or is not
-    a complete PNG (a file cut short is drawn again)."""
+    """The digest a PNG written by :mod:`postmortem.plots` carries; ``None`` when it carries none
+    or is not an intact PNG (a file cut short or damaged is drawn again): every chunk's CRC is
+    checked, up to the ``IEND`` that ends the file."""
     try:
         with open(path, "rb") as f:
-            if f.read(8) != _PNG:
-                return None
-            found = None
-            while found is None:
-                head = f.read(8)
-                if len(head) < 8:
-                    return None
-                length, kind = struct.unpack(">I4s", head)
-                if kind in (b"IDAT", b"IEND"):
-                    return None  # the text chunks come before the image data
-                data = f.read(length)
-                f.seek(4, 1)  # the CRC
-                if kind == b"tEXt":
-                    keyword, _, text = data.partition(b"\0")
-                    if keyword == KEYWORD.encode("latin-1"):
-                        found = text.decode("latin-1")
-            f.seek(-len(_IEND), 2)
-            return found if f.read(len(_IEND)) == _IEND else None
-    except (OSError, ValueError, struct.error):
+            data = f.read()
+    except OSError:
         return None
+    if not data.startswith(_PNG):
+        return None
+    found = None
+    at = len(_PNG)
+    while at + 12 <= len(data):
+        (length,) = struct.unpack_from(">I", data, at)
+        kind = data[at + 4 : at + 8]
+        body = data[at + 8 : at + 8 + length]
+        crc = data[at + 8 + length : at + 12 + length]
+        if len(body) != length or len(crc) != 4 or zlib.crc32(kind + body) != int.from_bytes(crc, "big"):
+            return None
+        at += 12 + length
+        if kind == b"tEXt" and found is None:
+            keyword, _, text = body.partition(b"\0")
+            if keyword == KEYWORD.encode("latin-1"):
+                found = text.decode("latin-1")
+        elif kind == b"IEND":
+            return found if at == len(data) else None
+    return None

@@ -19,7 +19,7 @@ import matplotlib.dates as mdates
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import figkeys
+from . import figdata, figkeys
 from .figdata import LoadsData, MemoryData, local
 
 KILL_COLOR = "#c62828"
@@ -64,9 +64,11 @@ def _save(fig: Any, path: Path, key: str | None = None) -> Path:
 
 @functools.cache
 def _salt() -> bytes:
-    """What a figure depends on besides its inputs: this module's code, matplotlib's version and
-    its settings (a ``matplotlibrc``)."""
+    """What a figure depends on besides its inputs: the code that draws it (this module and the
+    figure data's, whose :func:`~postmortem.figdata.local` draws the trend figures' times),
+    matplotlib's version and its settings (a ``matplotlibrc``)."""
     h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(Path(figdata.__file__).read_bytes())
     h.update(matplotlib.__version__.encode())
     settings = sorted(
         (k, repr(v)) for k, v in dict.items(matplotlib.rcParams) if k != "backend" and " at 0x" not in repr(v)

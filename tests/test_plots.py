@@ -112,3 +112,24 @@ def test_a_figure_digest_is_canonical() -> None:
     assert digest({1, 2}) == digest({2, 1})
     assert digest({"a": 1, "b": 2}) != digest({"b": 2, "a": 1})  # a dict's order can change a figure
     assert digest([object()]) is None  # no canonical form: such a figure is always drawn
+    from datetime import timezone
+
+    hour, two = timezone(timedelta(hours=1), "X"), timezone(timedelta(hours=2), "X")
+    assert digest(hour) != digest(two) and digest(UTC) != digest(timezone(timedelta(hours=1), "UTC"))
+
+
+def test_a_damaged_figure_is_drawn_again(tmp_path: Path) -> None:
+    from postmortem import figkeys
+
+    day = datetime(2025, 5, 25, 20, 17, tzinfo=UTC)
+    path = tmp_path / "t.png"
+    plots.trend_figure({"a.service": [(day, 1.0)]}, path, "n", "Kills")
+    key, data = figkeys.recorded(path), path.read_bytes()
+    assert key is not None
+    middle = len(data) // 2  # inside the image data, the end of the file intact
+    path.write_bytes(data[:middle] + bytes(64) + data[middle + 64 :])
+    assert figkeys.recorded(path) is None
+    path.write_bytes(data + b"trailing")
+    assert figkeys.recorded(path) is None
+    plots.trend_figure({"a.service": [(day, 1.0)]}, path, "n", "Kills")
+    assert path.read_bytes() == data

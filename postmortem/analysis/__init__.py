@@ -227,8 +227,10 @@ def _gather_all(
     offsets: list[ClockOffset],
 ) -> Generator[IncidentFacts, None, None]:
     """Each incident's facts, in order, as soon as they are gathered: by threads reading the
-    store through connections of their own when there are several incidents and CPUs (the
-    tables they read are committed; this transaction writes only derived tables)."""
+    store through connections of their own when there are several incidents and CPUs. Those
+    connections see what is committed: the ingested tables, and the clock shifts (committed
+    before); not this transaction's ``service_loads`` and derived tables, which no query of
+    :func:`gather` reads (its loads come in ``stats``)."""
     workers = min(GATHER_THREADS, _cpus(), len(incidents))
     if workers < 2:
         for inc in incidents:
@@ -257,9 +259,19 @@ def _gather_all(
         for fut in futures:
             yield fut.result()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        for reader in opened:
-            reader.close()
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # interrupted again while the threads finish their incidents (a second Ctrl-C):
+            # stop their queries, so that their connections can be closed, and the store's
+            pool.shutdown(wait=False, cancel_futures=True)
+            for reader in list(opened):
+                reader.con.interrupt()
+            pool.shutdown(wait=True)
+            raise
+        finally:
+            for reader in opened:
+                reader.close()
 
 
 def _cpus() -> int:
