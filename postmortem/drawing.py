@@ -18,7 +18,8 @@ figure here. The drawing process and its copies die with their parent (``PR_SET_
 are killed and reaped by :meth:`Drawer.close` or :func:`stop`; when matplotlib's own config
 directory cannot be written, the temporary one it would make (and remove at an exit these
 processes never reach) is made and removed here. This module imports only the standard library
-at the top: it is loaded before the command line is parsed.
+at the top (and :mod:`postmortem.machine`, which imports nothing else): it is loaded before the
+command line is parsed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .machine import usable_cpus
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -117,7 +120,7 @@ def _draw_all(conn: Connection, items: list[tuple[int, FigureJob]]) -> None:
     """Draw ``items``, sending each result as it is done: here for one job; for several, by one
     forked copy of this process per CPU (already warm: forking it costs milliseconds), each taking
     the next job as it finishes one."""
-    workers = min(_cpus(), len(items))
+    workers = min(usable_cpus(), len(items))
     if workers < 2:
         for i, job in items:
             conn.send(_attempt(i, job))
@@ -210,7 +213,7 @@ def start() -> None:
         return
     if threading.active_count() > 1:  # forking a threaded process is unsafe: draw here instead
         return
-    if _cpus() < 2:  # one CPU: a second process only competes
+    if usable_cpus() < 2:  # one CPU: a second process only competes
         return
     from multiprocessing import Pipe
 
@@ -327,7 +330,7 @@ class Drawer:
     def submit(self, jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
         """Start drawing ``jobs``; each returned callable waits for one job's figures."""
         if self._proc is None or self._failed:
-            if len(jobs) >= PARALLEL_FIGURES and _cpus() >= 2:
+            if len(jobs) >= PARALLEL_FIGURES and usable_cpus() >= 2:
                 return _pool(jobs)
             return [_here(j) for j in jobs]
         from multiprocessing.reduction import ForkingPickler
@@ -407,19 +410,12 @@ def _here(job: FigureJob) -> Callable[[], Drawn]:
     return lambda: draw(job)
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _pool(jobs: list[FigureJob]) -> list[Callable[[], Drawn]]:
     """Many reports: a pool of processes, one per CPU, each importing matplotlib once."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    workers = min(_cpus(), len(jobs))
+    workers = min(usable_cpus(), len(jobs))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         drawn = list(pool.map(draw, jobs))
     return [_done(d) for d in drawn]

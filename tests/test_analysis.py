@@ -419,7 +419,7 @@ def test_incidents_analysed_by_threads_are_those_analysed_in_turn(
     import postmortem.analysis as analysis
 
     store = _many_incidents(tmp_path)
-    monkeypatch.setattr(analysis, "_cpus", lambda: 4)  # threads even on a one-CPU machine
+    monkeypatch.setattr(analysis, "usable_cpus", lambda: 4)  # threads even on a one-CPU machine
     real = analysis.gather
     threads: set[str] = set()
 
@@ -474,7 +474,7 @@ def test_an_error_while_analysing_leaves_the_store_as_it_was(
     store = _many_incidents(tmp_path)
     rebuild(store)
     before = _derived(store)
-    monkeypatch.setattr(analysis, "_cpus", lambda: 4)
+    monkeypatch.setattr(analysis, "usable_cpus", lambda: 4)
     real = facts_module.gather
     calls = [0]
 
@@ -576,7 +576,7 @@ def test_a_second_interrupt_while_the_threads_finish_stops_their_queries(
     import postmortem.analysis as analysis
 
     store = _many_incidents(tmp_path)
-    monkeypatch.setattr(analysis, "_cpus", lambda: 4)
+    monkeypatch.setattr(analysis, "usable_cpus", lambda: 4)
     real = analysis.gather
     first = [True]
 

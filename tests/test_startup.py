@@ -137,4 +137,9 @@ def test_the_drawing_process_loads_neither_the_analysis_nor_duckdb_nor_the_templ
         print(sorted(m for m in sys.modules if m.startswith(("postmortem.analysis", "postmortem.report"))))
         """
     )
-    assert out.split("\n") == ["['postmortem.drawing', 'postmortem.figdata']", "True", "[]", "[]"]
+    assert out.split("\n") == [
+        "['postmortem.drawing', 'postmortem.figdata', 'postmortem.machine']",
+        "True",
+        "[]",
+        "[]",
+    ]

@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from ..machine import usable_cpus
 from ..query import named_sql, run_named_dicts
 from ..store.db import Store, ident
 from ..timeutil import UTC
@@ -231,7 +231,7 @@ def _gather_all(
     connections see what is committed: the ingested tables, and the clock shifts (committed
     before); not this transaction's ``service_loads`` and derived tables, which no query of
     :func:`gather` reads (its loads come in ``stats``)."""
-    workers = min(GATHER_THREADS, _cpus(), len(incidents))
+    workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
     if workers < 2:
         for inc in incidents:
             yield gather(store, inc, window_s=window_s, all_loads=stats, offsets=offsets)
@@ -272,13 +272,6 @@ def _gather_all(
         finally:
             for reader in opened:
                 reader.close()
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _persist(store: Store, result: Analysis) -> None:

@@ -122,17 +122,14 @@ class FigurePlan:
         copies draw at once (a one-incident ``build`` waits for the longer, not for both)."""
         if not self.drawer.concurrent:
             return self.drawer.submit(jobs)
-        parts: list[FigureJob] = []
-        for job in jobs:
-            both = job.memory is not None and job.loads is not None
-            parts += [replace(job, loads=None), replace(job, memory=None)] if both else [job]
-        waits = iter(self.drawer.submit(parts))
-        return [
-            _together(next(waits), next(waits))
+        parts = [
+            [replace(job, loads=None), replace(job, memory=None)]
             if job.memory is not None and job.loads is not None
-            else next(waits)
+            else [job]
             for job in jobs
         ]
+        waits = iter(self.drawer.submit([part for split in parts for part in split]))
+        return [_together(next(waits), next(waits)) if len(split) == 2 else next(waits) for split in parts]
 
     def _job(self, analysis: Analysis, inc: Incident) -> FigureJob:
         from ..figdata import loads_data, memory_data
