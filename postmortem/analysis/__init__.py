@@ -239,15 +239,12 @@ def _gather_all(
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
-    readers: queue.SimpleQueue[Store] = queue.SimpleQueue()
+    # one connection per thread, opened here (not by the threads, while this one uses the store)
     opened: list[Store] = []
+    readers: queue.SimpleQueue[Store] = queue.SimpleQueue()
 
     def one(inc: Incident) -> IncidentFacts:
-        try:
-            reader = readers.get_nowait()
-        except queue.Empty:
-            reader = store.reader()
-            opened.append(reader)
+        reader = readers.get()
         try:
             return gather(reader, inc, window_s=window_s, all_loads=stats, offsets=offsets)
         finally:
@@ -255,6 +252,9 @@ def _gather_all(
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="postmortem-gather")
     try:
+        for _ in range(workers):
+            opened.append(store.reader())
+            readers.put(opened[-1])
         futures = [pool.submit(one, inc) for inc in incidents]
         for fut in futures:
             yield fut.result()
@@ -265,7 +265,7 @@ def _gather_all(
             # interrupted again while the threads finish their incidents (a second Ctrl-C):
             # stop their queries, so that their connections can be closed, and the store's
             pool.shutdown(wait=False, cancel_futures=True)
-            for reader in list(opened):
+            for reader in opened:
                 reader.con.interrupt()
             pool.shutdown(wait=True)
             raise
