@@ -26,7 +26,7 @@ dev: $(BIN)/.dev-installed
 ## (the sample host's clock is UTC: --tz UTC reads its zone-less logs and --since the same way
 ## whatever this machine's zone is)
 demo: $(BIN)/.installed
-	rm -f reports/demo.duckdb reports/demo.duckdb.wal
+	rm -f reports/demo.duckdb reports/demo.duckdb.wal reports/demo.duckdb.files.json
 	$(BIN)/postmortem build --since '$(SINCE)' --tz UTC --logs sample_logs --db reports/demo.duckdb --out reports
 	@echo
 	@echo "Report index: reports/index.md"
@@ -69,4 +69,4 @@ samples: $(BIN)/.installed
 	$(BIN)/python scripts/gen_sample_logs.py sample_logs
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json

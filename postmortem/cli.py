@@ -221,8 +221,7 @@ def ingest(
     if not paths:
         raise UsageError("give files or directories to ingest (or --from-parquet DIR)")
     from .config import load_config
-    from .ingest import describe_result, ingest_paths
-    from .store.db import Store
+    from .ingest import describe_result, ingest_into
 
     opts = _ingest_options(
         fmt=fmt,
@@ -236,11 +235,7 @@ def ingest(
         unit=unit,
         max_bytes=max_bytes,
     )
-    store = Store.open(load_config().db_path(db), wait=wait)
-    try:
-        summary = ingest_paths(store, paths, opts)
-    finally:
-        store.close()
+    summary = ingest_into(load_config().db_path(db), paths, opts, wait=wait)
     for r in summary.files:
         line = describe_result(r)
         typer.echo(line)

@@ -25,7 +25,8 @@ import pyarrow.dataset as ds
 
 from .errors import InputError, StoreError
 from .records import RECORD_TYPES
-from .store.db import Store, ident, latest_version
+from .store.db import Store, ident
+from .store.migrations import latest_version
 from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bundle import bundle_options, expand_bundles
 from .config import Config
@@ -34,9 +34,12 @@ from .io import (
 )
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
-from .store.db import Store
+from .store import fileindex
 from .timeutil import UTC as _UTC
 from .timeutil import zone_name
+
+if TYPE_CHECKING:
+    from .store.db import Store
 
 BINARY_JOURNAL_FORMAT = "journal-export"
 
@@ -96,6 +99,9 @@ class FileResult:
 @dataclass
 class IngestSummary:
     files: list[FileResult] = field(default_factory=list)
+    #: files skipped for their content alone (no format forced, not an unreadable archive) and
+    #: why: the same bytes are skipped again (the store's file index remembers them)
+    skipped: list[tuple[InputFile, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[FileResult]:
@@ -126,8 +132,7 @@ def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
             planned.append(_Planned(inp, Head(inp.display, b"", []), None, 0, False, reason))
             continue
         binary = head.data.startswith(JOURNAL_MAGIC)
-        hint = options.config.hint_for(inp.display)
-        forced = options.format or (hint.format if hint else None)
+        forced = _forced(inp, options)
         parser: Parser | None
         score = 100
         if binary:
@@ -144,11 +149,56 @@ def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
     return planned
 
 
+def _forced(inp: InputFile, options: IngestOptions) -> str | None:
+    """The format ``inp`` is read as whatever its content (--format, a ``[[sources]]`` hint)."""
+    hint = options.config.hint_for(inp.display)
+    return options.format or (hint.format if hint else None)
+
+
 def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> IngestSummary:
     """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin); bundles of
     ``postmortem collect`` (directories or archives) give their files the manifest's context."""
     with expand_bundles(paths, options) as expanded:
         return _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
+
+
+def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: float = 0.0) -> IngestSummary:
+    """:func:`ingest_paths` into the store at ``db``, which is opened only when the store's file
+    index cannot tell that every file is already there unchanged; the store is left with a
+    fresh index (see :mod:`postmortem.store.fileindex`)."""
+    with expand_bundles(paths, options) as expanded:
+        if not expanded.results:
+            known = fileindex.lookup(db, expanded.inputs, lambda inp: _forced(inp, options) is None)
+            if known is not None and _skipped_roots_known(known):
+                return _known_summary(known)
+        from .store.db import Store  # DuckDB: only now
+
+        store = Store.open(db, wait=wait)
+        try:
+            summary = _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
+            fileindex.write(store, summary.skipped)
+        finally:
+            store.close()
+        return summary
+
+
+def _skipped_roots_known(known: fileindex.Known) -> bool:
+    """A directory whose files are all skipped is an error that ingest reports itself."""
+    have = {inp.root for inp, _ in known.unchanged if inp.root is not None}
+    return all(inp.root is None or inp.root in have for inp, _ in known.skipped)
+
+
+def _known_summary(known: fileindex.Known) -> IngestSummary:
+    """What :func:`_ingest_inputs` reports for these files: the unchanged ones in order, then
+    the skipped ones by name (as files without a parser are planned)."""
+    summary = IngestSummary(
+        [FileResult(inp.display, "unchanged", source_id=sid) for inp, sid in known.unchanged]
+    )
+    for inp, reason in sorted(known.skipped, key=lambda s: s[0].display):
+        status = "error" if inp.explicit else "undetected"
+        summary.files.append(FileResult(inp.display, status, error=reason))
+        summary.skipped.append((inp, reason))
+    return summary
 
 
 def _ingest_inputs(
@@ -188,6 +238,8 @@ def _ingest_inputs(
             # a file named on the command line is an error; one found in a directory is skipped
             status = "error" if item.inp.explicit else "undetected"
             summary.files.append(FileResult(item.inp.display, status, error=reason))
+            if item.error is None:  # not recognised (no format forced): by content alone
+                summary.skipped.append((item.inp, reason))
             continue
         summary.files.append(
             ingest_file(store, item.inp, item.parser, bundle_options(item.inp, options), item)

@@ -82,10 +82,11 @@ def test_probe_waits_for_pyarrow() -> None:
 
 
 def test_an_unchanged_reingest_loads_no_heavy_module(tmp_path: object) -> None:
-    """Re-ingesting an unchanged file is a few queries: the parsers, numpy, Arrow, numba,
-    pandas, dateutil and pydantic (typer 0.29 parses options with it; pinned below) stay
-    unloaded — their imports would be most of the re-ingest's time — and so do the collector
-    (only its bundle-reading side, postmortem.bundle, is on this path) and tarfile."""
+    """Re-ingesting an unchanged file is told by the store's file index: DuckDB, the parsers,
+    numpy, Arrow, numba, pandas, dateutil and pydantic (typer 0.29 parses options with it;
+    pinned below) stay unloaded — their imports would be most of the re-ingest's time — and so
+    do the collector (only its bundle-reading side, postmortem.bundle, is on this path) and
+    tarfile."""
     from pathlib import Path
 
     base = Path(str(tmp_path))
@@ -98,7 +99,8 @@ def test_an_unchanged_reingest_loads_no_heavy_module(tmp_path: object) -> None:
             main(["ingest", {str(log)!r}, "--db", {str(db)!r}])
         except SystemExit:
             pass
-        heavy = {{"pyarrow", "numba", "pandas", "dateutil", "pydantic", "numpy", "llvmlite", "tarfile"}}
+        heavy = {{"pyarrow", "numba", "pandas", "dateutil", "pydantic", "numpy", "llvmlite", "tarfile",
+                  "duckdb"}}
         loaded = {{m.split(".")[0] for m in sys.modules}} & heavy
         loaded |= {{"postmortem.collect"}} & set(sys.modules)
         print(sorted(loaded),

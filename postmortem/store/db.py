@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,9 @@ import duckdb
 
 from ..errors import StoreBusyError, StoreError, UsageError
 from ..timeutil import BootAnchor, BootAnchors
+from . import fileindex
+from .migrations import all_migrations as _migrations
+from .migrations import latest_version
 
 SCHEMA_VERSION_TABLE = "schema_migrations"
 #: DuckDB's memory limit on every connection (``POSTMORTEM_MEMORY_LIMIT`` overrides it) …
@@ -37,21 +39,6 @@ def memory_limit(default: str = DEFAULT_MEMORY_LIMIT) -> str:
     if limit and not _SIZE.fullmatch(limit):
         raise UsageError(f"POSTMORTEM_MEMORY_LIMIT={limit!r}: give a size such as 128MB or 1GB")
     return limit
-
-
-def _migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every ``NNN_name.sql`` in ``store/migrations``, in order."""
-    out = []
-    base = resources.files(__package__).joinpath("migrations")
-    for entry in base.iterdir():
-        m = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
-        if m:
-            out.append((int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
-    return sorted(out)
-
-
-def latest_version() -> int:
-    return max(v for v, _, _ in _migrations())
 
 
 _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
@@ -87,6 +74,8 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
+        # the lock is ours: the file index describes the store as it was, not as it is about to be
+        fileindex.forget(path)
         store.migrate()
         from .recovery import recover_interrupted
 

@@ -1,0 +1,183 @@
+"""The store's file index: which files it holds, readable without opening the store.
+
+``ingest`` re-run over unchanged files (a timer every few minutes, ``make`` re-runs, a second
+``ingest`` of the same directory) only has to say "unchanged": each file's path, size and
+modification time are compared with the store's ``sources`` rows. Opening DuckDB for that (importing
+it, mapping its library, taking the lock) is half the command's time, so the ingest that leaves
+the store also leaves ``<db>.files.json`` beside it: every complete source's path, file size and
+modification time, with the store file's identity (device, inode, size, mtime and ctime in
+nanoseconds) and schema version at that moment.
+
+The index is trusted only while the store file is exactly as it was when the index was written
+and has no write-ahead log: any later write (another ingest, ``build``, a user's own DuckDB
+session) changes its mtime and ctime, and every postmortem command that opens the store for
+writing deletes the index first, so an interrupted write cannot leave a stale one. When the
+index is missing, unreadable or stale, ingest opens the store and compares as before — the
+index only ever saves work, it never decides what is stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from .migrations import latest_version
+
+if TYPE_CHECKING:
+    from ..io import InputFile
+    from .db import Store
+
+#: the index's own format (a file of another format is ignored)
+FORMAT = 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def index_path(db: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(db)}.files.json")
+
+
+def forget(db: str | os.PathLike[str]) -> None:
+    """Delete the index (before the store is written: it would describe the old state)."""
+    if os.fspath(db) == ":memory:":
+        return
+    with contextlib.suppress(OSError):
+        index_path(db).unlink()
+
+
+def _identity(db: str) -> list[int] | None:
+    """The store file's identity; None when it has a write-ahead log (or is missing)."""
+    try:
+        st = os.stat(db)
+    except OSError:
+        return None
+    if os.path.lexists(f"{db}.wal"):
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _us(ts: datetime) -> int:
+    return (ts - _EPOCH) // _US
+
+
+@dataclass
+class Known:
+    """Inputs the index vouches for: stored unchanged (with their source ids), or skipped for
+    their content before (with the reason given then)."""
+
+    unchanged: list[tuple[InputFile, int]] = field(default_factory=list)
+    skipped: list[tuple[InputFile, str]] = field(default_factory=list)
+
+
+def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = ()) -> None:
+    """Checkpoint ``store`` (a read-write store, no transaction open) and write its index, with
+    the files this run skipped for their content (``skipped``: input and reason).
+
+    The lock is held throughout, so no other writer can come between the checkpoint, the
+    reading of ``sources`` and the store file's identity. Any failure leaves no index."""
+    if store.read_only or store.path == ":memory:":
+        return
+    target = index_path(store.path)
+    try:
+        store.execute("CHECKPOINT")
+        rows = store.fetchall(
+            "SELECT path, source_id, file_size, epoch_us(file_mtime) FROM sources "
+            "WHERE status = 'complete' "
+            "QUALIFY row_number() OVER (PARTITION BY path ORDER BY source_id DESC) = 1"
+        )
+        ident = _identity(store.path)
+        if ident is None:
+            forget(store.path)
+            return
+        doc = {
+            "format": FORMAT,
+            "postmortem": __version__,
+            "schema_version": latest_version(),
+            "store": ident,
+            # the newest complete source of each path, as ingest looks it up (stdin and merged
+            # sources have no file size or mtime: null, never unchanged)
+            "files": {str(p): [int(sid), size, us] for p, sid, size, us in rows},
+            "skipped": {
+                inp.key: [inp.size, _us(inp.mtime), reason]
+                for inp, reason in skipped
+                if inp.path is not None and inp.size is not None and inp.mtime is not None
+            },
+        }
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            # readable by whoever may read the store (it names the same files)
+            os.fchmod(fd, stat.S_IMODE(os.stat(store.path).st_mode))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, separators=(",", ":"))
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except Exception:  # an optimisation only: without an index, ingest opens the store
+        forget(store.path)
+
+
+def _load(db: str) -> dict[str, Any] | None:
+    try:
+        with index_path(db).open("rb") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("postmortem") != __version__:
+        return None
+    if doc.get("schema_version") != latest_version():
+        return None
+    if not isinstance(doc.get("files"), dict) or not isinstance(doc.get("skipped"), dict):
+        return None
+    return doc
+
+
+def lookup(
+    db: str | os.PathLike[str], inputs: Sequence[InputFile], may_skip: Callable[[InputFile], bool]
+) -> Known | None:
+    """What the index knows of every one of ``inputs``, or None when it cannot vouch for all.
+
+    Stored unchanged is the test ingest makes against ``sources``: the same path, size and
+    mtime to the microsecond. Skipped again: the same path, size and mtime as a file skipped
+    for its content, and ``may_skip(input)`` (no format forced on it now)."""
+    path = os.fspath(db)
+    if not inputs or path == ":memory:":
+        return None
+    doc = _load(path)
+    if doc is None or doc.get("store") != _identity(path):
+        return None
+    files: dict[str, Any] = doc["files"]
+    skipped: dict[str, Any] = doc["skipped"]
+    known = Known()
+    for inp in inputs:
+        if inp.path is None or inp.size is None or inp.mtime is None:
+            return None
+        us = _us(inp.mtime)
+        # the absolute path; a store written before paths were absolute knows the name as given
+        entry = files.get(inp.key)
+        if entry is None and inp.display != inp.key:
+            entry = files.get(inp.display)
+        if entry is not None:
+            if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], int):
+                return None
+            if entry[1] != inp.size or entry[2] != us:
+                return None
+            known.unchanged.append((inp, entry[0]))
+            continue
+        entry = skipped.get(inp.key)
+        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], str):
+            return None
+        if entry[0] != inp.size or entry[1] != us or not may_skip(inp):
+            return None
+        known.skipped.append((inp, entry[2]))
+    return known
