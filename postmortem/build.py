@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 
-from .ingest import IngestOptions, IngestSummary, ingest_paths
+from .ingest import IngestOptions, IngestSummary, ingest_paths, read_limits
 from .store import fileindex
 from .store.db import Store
 from .timeutil import UTC, check_range
@@ -71,7 +71,8 @@ def build(options: BuildOptions) -> BuildResult:
         timings["analysis"] = t2 - t1
         written = write_reports(store, options, analysis, plan=plan)
         timings["reports"] = time.perf_counter() - t2
-        fileindex.write(store, summary.skipped)  # a later 'ingest' of the same files opens nothing
+        # a later 'ingest' of the same files opens nothing
+        fileindex.write(store, summary.skipped, read_limits(options.ingest))
     return BuildResult(
         ingest=summary,
         reports=written.reports,

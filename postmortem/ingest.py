@@ -168,7 +168,9 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
     fresh index (see :mod:`postmortem.store.fileindex`)."""
     with expand_bundles(paths, options) as expanded:
         if not expanded.results:
-            known = fileindex.lookup(db, expanded.inputs, lambda inp: _forced(inp, options) is None)
+            known = fileindex.lookup(
+                db, expanded.inputs, lambda inp: _forced(inp, options) is None, read_limits(options)
+            )
             if known is not None and _skipped_roots_known(known):
                 return _known_summary(known)
         from .store.db import Store  # DuckDB: only now
@@ -176,10 +178,15 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
         store = Store.open(db, wait=wait)
         try:
             summary = _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
-            fileindex.write(store, summary.skipped)
+            fileindex.write(store, summary.skipped, read_limits(options))
         finally:
             store.close()
         return summary
+
+
+def read_limits(options: IngestOptions) -> fileindex.Limits:
+    """What a file is read under (a file skipped under other limits may read otherwise)."""
+    return (options.max_bytes, options.max_ratio)
 
 
 def _skipped_roots_known(known: fileindex.Known) -> bool:

@@ -162,6 +162,16 @@ def _decompressor(kind: str) -> _Decompressor:
     return _Zstd() if kind == "zstd" else _ZlibLike(kind)
 
 
+def shown(name: str) -> str:
+    """A file name as text that can be stored and printed: a name that is not UTF-8 (Python
+    carries its bytes as surrogates) has those bytes written as ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 @dataclass
 class InputFile:
     """One input to ingest: a file on disk or standard input."""
@@ -186,11 +196,11 @@ class InputFile:
             # /dev/stdin, a pipe, <(…), a FIFO: read once, as stdin is (it cannot be read twice)
             try:
                 with path.open("rb") as fh:
-                    return cls.stdin(fh, display=str(path))
+                    return cls.stdin(fh, display=shown(str(path)))
             except OSError as exc:
                 raise InputError(f"{path}: {exc.strerror or exc}") from exc
         return cls(
-            display=str(path),
+            display=shown(str(path)),
             path=path,
             size=st.st_size,
             mtime=datetime.fromtimestamp(st.st_mtime, UTC),
@@ -220,7 +230,7 @@ class InputFile:
     def key(self) -> str:
         """The path the store knows this input by: absolute, so the same relative name given
         in two directories names two files (``display`` keeps the name as the user gave it)."""
-        return self.display if self.path is None else os.path.abspath(self.display)
+        return self.display if self.path is None else shown(os.path.abspath(self.display))
 
     def first_bytes(self, n: int = 8) -> bytes:
         with self.open_raw() as fh:
@@ -517,7 +527,8 @@ def expand_paths(paths: list[str]) -> Iterator[InputFile]:
             yield InputFile.from_path(path)
 
 
-_SKIP_SUFFIXES = (".duckdb", ".duckdb.wal", ".wal", ".lock", ".png", ".tar.gz.part")
+#: a store, its write-ahead log, lock and file index, figures, a bundle being written
+_SKIP_SUFFIXES = (".duckdb", ".duckdb.wal", ".wal", ".lock", ".duckdb.files.json", ".png", ".tar.gz.part")
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -609,3 +609,18 @@ def test_an_archive_unreadable_from_its_start_says_why(cli: Any, tmp_path: Path)
     r = cli("ingest", bad.parent, "--db", tmp_path / "c.duckdb")
     assert r.code == 0 and f"{bad}: skipped — corrupt xz data" in r.out, r
     assert f"{bad.parent / 'dmesg.txt'}: ingested as dmesg: 148 lines" in r.out
+
+
+def test_a_file_name_that_is_not_utf8(cli: Any, tmp_path: Path) -> None:
+    """A name's bytes that are not UTF-8 are stored and printed as \\xNN (they crashed the
+    store's insert with an internal error); the file is still read by its real name."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    name = os.fsdecode(b"kern\xff.log")
+    _journal(d / name, 0, 4)
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", d, "--db", db)
+    assert r.code == 0, r
+    assert r.out.startswith(f"{d}/kern\\xff.log: ingested as journal-short: 4 lines")
+    assert cli("ingest", d / name, "--db", db).out.strip() == f"{d / 'kern'}\\xff.log: unchanged"
+    assert [(s[0], s[1]) for s in _sources(db)] == [(f"{d}/kern\\xff.log", 4)]

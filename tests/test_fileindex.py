@@ -12,9 +12,11 @@ from typing import Any
 import duckdb
 import pytest
 
-from postmortem.io import InputFile
+from postmortem.io import DEFAULT_MAX_BYTES, DEFAULT_MAX_RATIO, InputFile
 from postmortem.store import fileindex
 from postmortem.store.db import Store
+
+LIMITS = (DEFAULT_MAX_BYTES, DEFAULT_MAX_RATIO)
 
 
 def _journal(path: Path, count: int, first: int = 0) -> None:
@@ -158,15 +160,15 @@ def test_lookup_needs_every_input(logs: Path, tmp_path: Path, cli: Any) -> None:
     assert cli("ingest", logs / "a.log", "--db", db).code == 0
     a = InputFile.from_path(logs / "a.log")
     b = InputFile.from_path(logs / "b.log")
-    known = fileindex.lookup(db, [a], lambda _: True)
+    known = fileindex.lookup(db, [a], lambda _: True, LIMITS)
     assert known is not None and known.unchanged == [(a, 1)] and known.skipped == []
-    assert fileindex.lookup(db, [a, b], lambda _: True) is None  # b.log was never ingested
-    assert fileindex.lookup(db, [], lambda _: True) is None
+    assert fileindex.lookup(db, [a, b], lambda _: True, LIMITS) is None  # b.log was never ingested
+    assert fileindex.lookup(db, [], lambda _: True, LIMITS) is None
     stdin = InputFile("<stdin>", data=b"x\n", size=2, mtime=a.mtime)
-    assert fileindex.lookup(db, [stdin], lambda _: True) is None
+    assert fileindex.lookup(db, [stdin], lambda _: True, LIMITS) is None
     # the same path, size and mtime to the microsecond: what ingest compares with the store
     moved = InputFile(a.display, a.path, a.size, datetime.fromtimestamp(0, UTC))
-    assert fileindex.lookup(db, [moved], lambda _: True) is None
+    assert fileindex.lookup(db, [moved], lambda _: True, LIMITS) is None
 
 
 def test_build_leaves_an_index_too(
@@ -180,3 +182,65 @@ def test_build_leaves_an_index_too(
     again = cli("ingest", logs, "--db", db)
     assert opened == []
     assert again.out.splitlines()[:2] == [f"{logs}/a.log: unchanged", f"{logs}/b.log: unchanged"]
+
+
+def test_a_store_inside_the_ingested_directory(cli: Any, logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index beside a store in the directory being ingested is not an input (it was, and
+    the store's opening deleted it under the ingest's feet)."""
+    monkeypatch.chdir(logs)
+    for _ in range(3):
+        r = cli("ingest", ".", "--db", "pm.duckdb")
+        assert r.code == 0, r
+        assert "files.json" not in r.out
+    assert r.out.splitlines()[0] == "a.log: unchanged"
+
+
+def test_a_skipped_file_replaced_by_a_log_keeping_size_and_mtime(
+    cli: Any, logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skipped file is read again each time without the index: a copy over it that keeps the
+    size and mtime (cp -p, rsync, tar) is noticed by its inode or ctime."""
+    db = tmp_path / "pm.duckdb"
+    notes = logs / "NOTES.md"
+    log = tmp_path / "log.txt"
+    _journal(log, 1)
+    notes.write_bytes(b"x" * (log.stat().st_size - 1) + b"\n")
+    os.utime(notes, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns))
+    assert "NOTES.md: skipped" in cli("ingest", logs, "--db", db).out
+    import shutil
+
+    shutil.copy2(log, notes)  # same size, same mtime, a log now
+    r = cli("ingest", logs, "--db", db)
+    assert f"{notes}: ingested as journal-short: 1 lines" in r.out
+
+
+def test_a_skipped_verdict_holds_under_the_same_limits_and_detectors(
+    cli: Any, logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "pm.duckdb"
+    assert cli("ingest", logs, "--db", db).code == 0
+    opened = _spy(monkeypatch)
+    assert cli("ingest", logs, "--db", db, "--max-bytes", "1000000").code == 0
+    assert opened == [str(db)]  # skipped under other limits: read again
+    assert cli("ingest", logs, "--db", db, "--max-bytes", "1000000").code == 0
+    assert opened == [str(db)]  # … and now known under these
+    monkeypatch.setattr(fileindex, "_detectors", lambda: "parsers edited")
+    assert cli("ingest", logs, "--db", db, "--max-bytes", "1000000").code == 0
+    assert opened == [str(db), str(db)]
+    # files that are all stored need no detectors
+    assert cli("ingest", logs / "a.log", "--db", db).code == 0
+    assert opened == [str(db), str(db)]
+
+
+def test_a_store_named_through_a_symlink(
+    cli: Any, logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, link = tmp_path / "real.duckdb", tmp_path / "link.duckdb"
+    assert cli("ingest", logs, "--db", real).code == 0
+    link.symlink_to(real)
+    assert fileindex.index_path(link) == fileindex.index_path(real)
+    opened = _spy(monkeypatch)
+    assert cli("ingest", logs, "--db", link).code == 0
+    assert opened == []
+    Store.open(link).close()  # a writer through the link deletes the real store's index
+    assert not fileindex.index_path(real).exists()

@@ -11,14 +11,21 @@ nanoseconds) and schema version at that moment.
 The index is trusted only while the store file is exactly as it was when the index was written
 and has no write-ahead log: any later write (another ingest, ``build``, a user's own DuckDB
 session) changes its mtime and ctime, and every postmortem command that opens the store for
-writing deletes the index first, so an interrupted write cannot leave a stale one. When the
-index is missing, unreadable or stale, ingest opens the store and compares as before — the
-index only ever saves work, it never decides what is stored.
+writing deletes the index first (whatever path or symlink it names the store by), so an
+interrupted write cannot leave a stale one. When the index is missing, unreadable or stale,
+ingest opens the store and compares as before — the index only ever saves work, it never
+decides what is stored.
+
+Files skipped as not a log are otherwise read again on every run, so a skipped verdict is held
+to more: the same inode and ctime as well as size and mtime (a copy that keeps the mtime is
+noticed), the same read limits (``--max-bytes``) and the same format detectors (the parsers'
+source files unchanged).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
@@ -37,13 +44,17 @@ if TYPE_CHECKING:
     from .db import Store
 
 #: the index's own format (a file of another format is ignored)
-FORMAT = 1
+FORMAT = 2
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
+#: read limits a skipped verdict was reached under: (--max-bytes, compression ratio limit)
+Limits = tuple[int, float]
+
 
 def index_path(db: str | os.PathLike[str]) -> Path:
-    return Path(f"{os.fspath(db)}.files.json")
+    """``<db>.files.json`` beside the store file itself (a symlink to the store is resolved)."""
+    return Path(f"{os.path.realpath(os.fspath(db))}.files.json")
 
 
 def forget(db: str | os.PathLike[str]) -> None:
@@ -60,13 +71,36 @@ def _identity(db: str) -> list[int] | None:
         st = os.stat(db)
     except OSError:
         return None
-    if os.path.lexists(f"{db}.wal"):
+    # DuckDB keeps the log beside the path it was given: this one, or the file it names
+    if os.path.lexists(f"{db}.wal") or os.path.lexists(f"{os.path.realpath(db)}.wal"):
         return None
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _us(ts: datetime) -> int:
     return (ts - _EPOCH) // _US
+
+
+def _file_identity(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_ino, st.st_ctime_ns]
+
+
+def _detectors() -> str:
+    """A fingerprint of the parsers' source files (name, size, mtime): the format detectors a
+    skipped verdict came from."""
+    root = Path(__file__).resolve().parent.parent / "parsers"
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{os.path.relpath(dirpath, root)}/{name} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 @dataclass
@@ -78,12 +112,15 @@ class Known:
     skipped: list[tuple[InputFile, str]] = field(default_factory=list)
 
 
-def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = ()) -> None:
+def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: Limits | None = None) -> None:
     """Checkpoint ``store`` (a read-write store, no transaction open) and write its index, with
-    the files this run skipped for their content (``skipped``: input and reason).
+    the files this run skipped for their content (``skipped``: input and reason) under the read
+    ``limits`` (None: no skipped file is kept).
 
     The lock is held throughout, so no other writer can come between the checkpoint, the
-    reading of ``sources`` and the store file's identity. Any failure leaves no index."""
+    reading of ``sources`` and the store file's identity. A failure to write leaves no index."""
+    import duckdb
+
     if store.read_only or store.path == ":memory:":
         return
     target = index_path(store.path)
@@ -98,6 +135,13 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = ()) -> None:
         if ident is None:
             forget(store.path)
             return
+        skips: dict[str, list[Any]] = {}
+        for inp, reason in skipped if limits is not None else ():
+            if inp.path is None or inp.mtime is None:
+                continue
+            file_id = _file_identity(inp.path)
+            if file_id is not None and file_id[0] == inp.size:
+                skips[inp.key] = [*file_id, _us(inp.mtime), reason]
         doc = {
             "format": FORMAT,
             "postmortem": __version__,
@@ -106,11 +150,8 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = ()) -> None:
             # the newest complete source of each path, as ingest looks it up (stdin and merged
             # sources have no file size or mtime: null, never unchanged)
             "files": {str(p): [int(sid), size, us] for p, sid, size, us in rows},
-            "skipped": {
-                inp.key: [inp.size, _us(inp.mtime), reason]
-                for inp, reason in skipped
-                if inp.path is not None and inp.size is not None and inp.mtime is not None
-            },
+            "skipped": skips,
+            "skipped_under": {"limits": list(limits or ()), "detectors": _detectors() if skips else ""},
         }
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
@@ -123,7 +164,7 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = ()) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-    except Exception:  # an optimisation only: without an index, ingest opens the store
+    except (OSError, duckdb.Error):  # an optimisation only: without an index, ingest opens the store
         forget(store.path)
 
 
@@ -137,19 +178,23 @@ def _load(db: str) -> dict[str, Any] | None:
         return None
     if doc.get("schema_version") != latest_version():
         return None
-    if not isinstance(doc.get("files"), dict) or not isinstance(doc.get("skipped"), dict):
+    if not all(isinstance(doc.get(k), dict) for k in ("files", "skipped", "skipped_under")):
         return None
     return doc
 
 
 def lookup(
-    db: str | os.PathLike[str], inputs: Sequence[InputFile], may_skip: Callable[[InputFile], bool]
+    db: str | os.PathLike[str],
+    inputs: Sequence[InputFile],
+    may_skip: Callable[[InputFile], bool],
+    limits: Limits,
 ) -> Known | None:
     """What the index knows of every one of ``inputs``, or None when it cannot vouch for all.
 
     Stored unchanged is the test ingest makes against ``sources``: the same path, size and
-    mtime to the microsecond. Skipped again: the same path, size and mtime as a file skipped
-    for its content, and ``may_skip(input)`` (no format forced on it now)."""
+    mtime to the microsecond. Skipped again: a file skipped for its content with the same path,
+    size, mtime, inode and ctime, under the same read ``limits`` and format detectors, and
+    ``may_skip(input)`` (no format forced on it now)."""
     path = os.fspath(db)
     if not inputs or path == ":memory:":
         return None
@@ -158,6 +203,8 @@ def lookup(
         return None
     files: dict[str, Any] = doc["files"]
     skipped: dict[str, Any] = doc["skipped"]
+    under: dict[str, Any] = doc["skipped_under"]
+    detectors_checked = False
     known = Known()
     for inp in inputs:
         if inp.path is None or inp.size is None or inp.mtime is None:
@@ -175,9 +222,15 @@ def lookup(
             known.unchanged.append((inp, entry[0]))
             continue
         entry = skipped.get(inp.key)
-        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], str):
+        if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[4], str):
             return None
-        if entry[0] != inp.size or entry[1] != us or not may_skip(inp):
+        if entry[:3] != _file_identity(inp.path) or entry[0] != inp.size or entry[3] != us:
             return None
-        known.skipped.append((inp, entry[2]))
+        if under.get("limits") != list(limits) or not may_skip(inp):
+            return None
+        if not detectors_checked:
+            if under.get("detectors") != _detectors():
+                return None
+            detectors_checked = True
+        known.skipped.append((inp, entry[4]))
     return known
