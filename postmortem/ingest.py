@@ -202,10 +202,14 @@ def _known_summary(known: fileindex.Known) -> IngestSummary:
         [FileResult(inp.display, "unchanged", source_id=sid) for inp, sid in known.unchanged]
     )
     for inp, reason in sorted(known.skipped, key=lambda s: s[0].display):
-        status = "error" if inp.explicit else "undetected"
-        summary.files.append(FileResult(inp.display, status, error=reason))
+        summary.files.append(_not_ingested(inp, reason))
         summary.skipped.append((inp, reason))
     return summary
+
+
+def _not_ingested(inp: InputFile, reason: str) -> FileResult:
+    """A file no parser takes: an error when named on the command line, else skipped."""
+    return FileResult(inp.display, "error" if inp.explicit else "undetected", error=reason)
 
 
 def _ingest_inputs(
@@ -242,9 +246,7 @@ def _ingest_inputs(
                 if empty
                 else ("format not recognised (use --format NAME to force one)")
             )
-            # a file named on the command line is an error; one found in a directory is skipped
-            status = "error" if item.inp.explicit else "undetected"
-            summary.files.append(FileResult(item.inp.display, status, error=reason))
+            summary.files.append(_not_ingested(item.inp, reason))
             if item.error is None:  # not recognised (no format forced): by content alone
                 summary.skipped.append((item.inp, reason))
             continue

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from importlib.resources.abc import Traversable
+
+_NAME = re.compile(r"(\d{3})_(\w+)\.sql")
+
+
+def _named() -> list[tuple[re.Match[str], Traversable]]:
+    return [(m, e) for e in resources.files(__package__).iterdir() if (m := _NAME.fullmatch(e.name))]
 
 
 def all_migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every ``NNN_name.sql`` here, in order."""
-    out = []
-    for entry in resources.files(__package__).iterdir():
-        m = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
-        if m:
-            out.append((int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
-    return sorted(out)
+    return sorted((int(m.group(1)), m.group(2), e.read_text(encoding="utf-8")) for m, e in _named())
 
 
 def latest_version() -> int:
     """The highest version here (from the files' names: nothing is read)."""
-    found = (re.fullmatch(r"(\d{3})_\w+\.sql", e.name) for e in resources.files(__package__).iterdir())
-    return max(int(m.group(1)) for m in found if m)
+    return max(int(m.group(1)) for m, _ in _named())
