@@ -46,6 +46,10 @@ TzOpt = Annotated[
         "--tz", help="IANA zone of zone-less timestamps and of --since/--until (default: this machine's)."
     ),
 ]
+IngestTzOpt = Annotated[
+    str | None,
+    typer.Option("--tz", help="IANA zone of zone-less timestamps (default: this machine's)."),
+]
 WaitOpt = Annotated[
     float, typer.Option("--wait", help="Seconds to wait for another postmortem holding the database.")
 ]
@@ -68,8 +72,8 @@ def _main(
 
 
 def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
-    """The zone for zone-less times: --tz, else postmortem.toml's, else UTC; and whether one
-    was named at all."""
+    """The zone for zone-less times: --tz, else postmortem.toml's, else this machine's (UTC when
+    it has none); and whether one was named at all."""
     from .timeutil import get_zone
 
     name = tz or config_tz
@@ -170,7 +174,7 @@ def ingest(
     fmt: Annotated[
         str | None, typer.Option("--format", help="Force a format (see 'postmortem formats').")
     ] = None,
-    tz: TzOpt = None,
+    tz: IngestTzOpt = None,
     year: Annotated[
         int | None, typer.Option("--year", help="Year of the first line of year-less logs.")
     ] = None,
@@ -188,7 +192,7 @@ def ingest(
         str | None, typer.Option("--columns", help="Field list of a noheader nvidia-smi CSV.")
     ] = None,
     max_bytes: Annotated[
-        int | None, typer.Option("--max-bytes", help="Decompressed size limit per file.")
+        int | None, typer.Option("--max-bytes", help="Decompressed size limit per file (default: 20 GiB).")
     ] = None,
     from_parquet: Annotated[
         str | None, typer.Option("--from-parquet", help="Merge another store's 'export --parquet' directory.")
@@ -334,10 +338,16 @@ def build(
         str | None, typer.Option("--until", help="End of the window (journalctl syntax).")
     ] = None,
     logs: Annotated[
-        list[str] | None, typer.Option("--logs", help="Log files or directories (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--logs",
+            help="Log files or directories (repeatable; default: postmortem.toml's, else sample_logs).",
+        ),
     ] = None,
     db: DbOpt = None,
-    out: Annotated[str | None, typer.Option("--out", help="Report directory (default: reports).")] = None,
+    out: Annotated[
+        str | None, typer.Option("--out", help="Report directory (default: postmortem.toml's, else reports).")
+    ] = None,
     tz: TzOpt = None,
     year: Annotated[int | None, typer.Option("--year", help="Year of year-less logs.")] = None,
     host: Annotated[str | None, typer.Option("--host", help="Host name for sources that print none.")] = None,
@@ -562,7 +572,12 @@ def timeline(
 def trends(
     since: Annotated[str | None, typer.Option("--since", help="Start of the window.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="End of the window.")] = None,
-    out: Annotated[str, typer.Option("--out", help="Directory for trends.md and its plots.")] = "reports",
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out", help="Directory for trends.md and its plots (default: postmortem.toml's, else reports)."
+        ),
+    ] = None,
     db: DbOpt = None,
     tz: TzOpt = None,
     templates: Annotated[
@@ -571,7 +586,7 @@ def trends(
     wait: WaitOpt = 0.0,
 ) -> None:
     """OOM kills per unit per day and week, load-time trends, downtime per incident."""
-    from .config import load_config
+    from .config import DEFAULT_OUT, load_config
     from .report.trends import trends as run_trends
     from .store.db import Store
     from .timeutil import check_range
@@ -582,7 +597,13 @@ def trends(
     check_range(lo, hi)
     store = Store.open_readonly(config.db_path(db), wait=wait)
     try:
-        path = run_trends(store, Path(out), since=lo, until=hi, templates=[templates] if templates else [])
+        path = run_trends(
+            store,
+            Path(out or config.out or DEFAULT_OUT),
+            since=lo,
+            until=hi,
+            templates=[templates] if templates else [],
+        )
     finally:
         store.close()
     typer.echo(str(path))

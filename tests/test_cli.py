@@ -483,6 +483,21 @@ def test_zone_precedence_cli_then_source_hint_then_defaults(
     ]
 
 
+def test_trends_writes_where_the_config_says(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``trends`` without --out follows ``[defaults] out`` as ``build`` does (it used to write to
+    reports/ whatever the configuration said)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "postmortem.toml").write_text('[defaults]\nout = "ticket"\n')
+    log = tmp_path / "a.log"
+    log.write_text("[2026-03-20 10:01:46] The server is fired up and ready to roll!\n")
+    assert cli("ingest", log, "--db", tmp_path / "pm.duckdb").code == 0
+    r = cli("trends", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 0 and r.out.strip() == str(Path("ticket") / "trends.md")
+    assert (tmp_path / "ticket" / "trends.md").exists() and not (tmp_path / "reports").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "env", "code", "message"),
     [
