@@ -37,6 +37,11 @@ class MemoryData:
     host_total_gib: float | None = None
     memcg: tuple[datetime, float] | None = None  # the unit cgroup's usage at the kill, GiB
     memcg_limit_gib: float | None = None
+    #: the unit's memory up to the kill, estimated as host RAM in use less what the rest of the
+    #: host used right after the kill (``rest_gib``): drawn against the unit's limit, which the
+    #: host-wide line cannot be compared with
+    unit_est: Series | None = None
+    rest_gib: float | None = None
     gpus: list[tuple[str, Series]] = field(default_factory=list)  # GiB used, per GPU, in order
     gpu_total_gib: float | None = None
     kv_usage: Series | None = None
@@ -110,6 +115,12 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
     if inc.memcg_usage_kb is not None and inc.ts is not None:
         data.memcg = (local(inc.ts, zone), inc.memcg_usage_kb / 1024 / 1024)
         data.memcg_limit_gib = (inc.memcg_limit_kb or 0) / 1024 / 1024 or None
+        est = unit_estimate(
+            [(t, (tot - a) / GIB) for t, a, tot in tl.host_points], inc.ts, inc.memcg_usage_kb / 1024 / 1024
+        )
+        if est is not None:
+            points, data.rest_gib = est
+            data.unit_est = _series(points, zone)
     for label in sorted(tl.per_gpu, key=gpu_sort):
         data.gpus.append((label, _series([(t, u / GIB) for t, u, _ in tl.per_gpu[label]], zone)))
     totals = [tot for pts in tl.per_gpu.values() for _, _, tot in pts if tot]
@@ -121,6 +132,39 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         queued = [(b.ts, float(b.queue_req)) for b in tl.buckets if b.queue_req is not None]
         data.queued = _series(queued, zone) if queued else None
     return data
+
+
+#: how long after the kill a host sample still tells what the rest of the host used
+REST_WITHIN_S = 300.0
+
+
+def unit_estimate(
+    used: Sequence[tuple[datetime, float]], kill: datetime, at_kill_gib: float
+) -> tuple[list[tuple[datetime, float]], float] | None:
+    """The killed unit's memory up to the kill, estimated from host RAM in use (GiB): less what
+    the rest of the host used at the first sample after the kill (within :data:`REST_WITHIN_S`),
+    taken as constant. Returned with that rest only when the estimate at the last sample before
+    the kill agrees with the kernel's own count of the cgroup at the kill (within 5 %, at least
+    4 GiB) — otherwise the rest of the host changed too much for the estimate to mean anything.
+
+    >>> from datetime import UTC, timedelta
+    >>> k = datetime(2025, 5, 25, 20, 17, 19, tzinfo=UTC)
+    >>> pts = [(k - timedelta(minutes=2), 880.0), (k - timedelta(seconds=2), 894.0), (k + timedelta(seconds=58), 250.0)]
+    >>> series, rest = unit_estimate(pts, k, 640.0)
+    >>> rest, [v for _, v in series]
+    (250.0, [630.0, 644.0])
+    >>> unit_estimate(pts, k, 400.0) is None  # 644 GiB estimated, the kernel counted 400
+    True
+    """
+    before = [(t, v) for t, v in used if t <= kill]
+    after = [(t, v) for t, v in used if t > kill and (t - kill).total_seconds() <= REST_WITHIN_S]
+    if not before or not after:
+        return None
+    rest = min(after, key=lambda p: p[0])[1]
+    series = [(t, v - rest) for t, v in before]
+    if abs(series[-1][1] - at_kill_gib) > max(0.05 * at_kill_gib, 4.0):
+        return None
+    return series, rest
 
 
 def loads_data(loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = ()) -> LoadsData | None:

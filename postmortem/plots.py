@@ -108,26 +108,45 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                 ax.axhline(
                     data.host_total_gib, color="#555555", linestyle=":", linewidth=1, label="host RAM total"
                 )
+            title = "Host memory"
             if data.memcg is not None:
                 at, at_kill = data.memcg
-                if data.memcg_limit_gib:
-                    ax.axhline(
-                        data.memcg_limit_gib,
+                limit = f" of its {data.memcg_limit_gib:,.0f} GiB limit" if data.memcg_limit_gib else ""
+                if data.unit_est is not None or data.host_used is None:
+                    # the unit's own memory is what its limit is compared with (the host-wide line
+                    # includes the rest of the host)
+                    if data.unit_est is not None:
+                        times, est = data.unit_est
+                        ax.plot(
+                            _xs(times),
+                            est,
+                            color="#c62828",
+                            linewidth=1.2,
+                            label=f"unit memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
+                            "the rest of the host used after the kill)",
+                        )
+                    if data.memcg_limit_gib:
+                        ax.axhline(
+                            data.memcg_limit_gib,
+                            color=KILL_COLOR,
+                            linestyle="--",
+                            linewidth=1,
+                            label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
+                        )
+                    ax.scatter(
+                        _xs([at]),
+                        [at_kill],
                         color=KILL_COLOR,
-                        linestyle="--",
-                        linewidth=1,
-                        label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
+                        zorder=5,
+                        label=f"unit cgroup at the kill (kernel): {at_kill:,.0f} GiB",
                     )
-                ax.scatter(
-                    _xs([at]),
-                    [at_kill],
-                    color=KILL_COLOR,
-                    zorder=5,
-                    label=f"unit cgroup at the kill: {at_kill:,.0f} GiB",
-                )
+                else:
+                    # without the unit's own series its limit has nothing on this axis to be
+                    # compared with: the host-wide line includes the rest of the host
+                    title += f" — the unit's cgroup held {at_kill:,.0f} GiB{limit} at the kill (kernel)"
             ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
-            ax.set_title("Host memory", loc="left", fontsize=10, y=1.0)
+            ax.set_title(title, loc="left", fontsize=10, y=1.0)
         elif panel == "gpu":
             for label, (times, used) in data.gpus:
                 ax.plot(_xs(times), used, linewidth=1, label=label)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -367,6 +368,78 @@ def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: st
     facts.unit_loads = SimpleNamespace(median_load_s=600.0)  # type: ignore[assignment]
     rec = restart_policy(facts)
     assert rec is not None and words in rec.detail
+
+
+def _facts_with_recovery(ready_after_s: float = 600.0) -> object:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97)
+    inc.fallback_unit = inc.recovery_unit = "b.service"
+    inc.recovered_ts = T + timedelta(seconds=ready_after_s)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    return IncidentFacts(incident=inc, timeline=tl, offsets=[])
+
+
+@pytest.mark.parametrize(
+    ("statuses", "title", "words"),
+    [
+        # 503 until the ready line, then 200: the status code told the truth
+        ([503, 503, 200], "Keep the readiness poll short", "the status code was a correct readiness signal"),
+        # a 200 before the server said it was ready: the poller must read the body
+        ([503, 200, 200], "Make the readiness check parse /v1/models", "got a 200 already (the first at"),
+    ],
+)
+def test_readiness_advice_follows_what_the_polls_got(statuses: list[int], title: str, words: str) -> None:
+    """Polls 15 s apart ending at the ready line (T+600 s): a 2xx before it means the status code
+    is not readiness; 5xx until it means it was, and the advice says so instead."""
+    from postmortem.analysis.rules import health_check_backoff
+
+    facts: Any = _facts_with_recovery(600.0)
+    first = T + timedelta(seconds=600 - 15 * (len(statuses) - 1))
+    facts.polls = [
+        {
+            "ts": first + timedelta(seconds=15 * i),
+            "path": "/v1/models",
+            "status": st,
+            "source_id": 1,
+            "line_no": 10 + i,
+        }
+        for i, st in enumerate(statuses)
+    ]
+    rec = health_check_backoff(facts)
+    assert rec is not None and rec.title.startswith(title) and words in rec.detail
+    assert "15 s apart" in rec.detail
+
+
+@pytest.mark.parametrize(
+    ("before_gib", "words"),
+    [
+        (60.0, "memory grew with the load before anything queued"),
+        (10.0, "most of the growth came with the queue"),
+    ],
+)
+def test_queue_advice_says_whether_memory_grew_before_the_queue(before_gib: float, words: str) -> None:
+    """Host RAM in use sampled every minute for 30 minutes before the kill, the queue starting
+    at T−15 min: how much grew before it decides whether the queue is said to explain it."""
+    from postmortem.analysis.facts import _host_growth
+    from postmortem.analysis.rules import bound_queue
+
+    facts: Any = _facts_with_recovery()
+    total_mib, q = 2048.0 * 1024, T - timedelta(minutes=15)
+    facts.queue_max, facts.queue_start_ts = 100, q
+    facts.running_first, facts.running_last = 100, 200
+    host = []
+    for m in range(30, -1, -1):
+        t = T - timedelta(minutes=m)
+        grown = before_gib * min(30 - m, 15) / 15 + max(0, 15 - m) * 6.0  # GiB, 90 GiB after the queue
+        host.append((t - timedelta(seconds=2), total_mib - 700 * 1024 - grown * 1024, total_mib))
+    facts.host_avail_start_mib, facts.host_avail_end_mib = host[0][1], host[-1][1]
+    _host_growth(facts, host)
+    rec = bound_queue(facts)
+    assert rec is not None and words in rec.detail
+    assert facts.host_rate_mib_min == pytest.approx(6 * 1024, rel=0.01)
 
 
 # ----------------------------------------------------------------------------- many incidents

@@ -31,6 +31,8 @@ class GpuRelease:
     min_after_mib: int | None
     freed_after_s: float | None  # seconds from the kill to the first sample at the minimum
     freed: bool | None
+    #: the sample that showed it freed (source_id, line_no)
+    freed_at: tuple[int, int] | None = None
 
 
 @dataclass
@@ -58,6 +60,18 @@ class IncidentFacts:
     host_total_mib: float | None = None
     token_usage_max: float | None = None
     queue_max: int | None = None
+    #: when requests began to wait in the queue before the kill (the first batch line with
+    #: #queue-req > 0 after the last with an empty queue in the window) and that line
+    queue_start_ts: datetime | None = None
+    queue_start_at: tuple[int, int] | None = None
+    #: running requests at the first and the last batch line of the window
+    running_first: int | None = None
+    running_last: int | None = None
+    #: host RAM in use (total − available) before and after the queue started: MiB grown and
+    #: minutes, before then after
+    host_queue_split: tuple[float, float, float, float] | None = None
+    #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the kill
+    host_rate_mib_min: float | None = None
     retractions: int = 0
     retracted_reqs: int = 0
     first_retraction: tuple[datetime, int, int] | None = None  # time, source_id, line_no
@@ -126,6 +140,14 @@ def gather(
             store, "last_batch_before", {"unit": incident.unit, "before": kill, "host": incident.host}
         )
         facts.last_batch = batch[0] if batch else None
+        queued = run_named_dicts(
+            store,
+            "queue_start_before",
+            {"unit": incident.unit, "since": tl.start, "before": kill, "host": incident.host},
+        )
+        if queued:
+            facts.queue_start_ts = queued[0]["ts"]
+            facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
         incident.last_activity_ts = _last_activity(store, incident.unit, kill)
         until = incident.recovered_ts or kill + timedelta(hours=1)
         facts.restarts = run_named_dicts(
@@ -196,7 +218,12 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
             freed = after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
             secs = (r["freed_ts"] - inc.ts).total_seconds() if r["freed_ts"] else None
         label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
-        facts.gpu_release.append(GpuRelease(label, before, after, secs, freed))
+        at = (
+            (int(r["freed_source_id"]), int(r["freed_line_no"]))
+            if r["freed_ts"] and r["freed_source_id"] is not None
+            else None
+        )
+        facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
     pids = sorted({int(t["pid"]) for t in facts.tasks if t.get("pid") is not None})
     pids += [v.pid for v in inc.victims if v.pid is not None and v.pid not in pids]
     if pids:
@@ -213,6 +240,36 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
         inc.gpu_memory_freed = False
     elif known:
         inc.gpu_memory_freed = all(known)
+
+
+#: the span over which the growth rate at the kill is measured
+RATE_SPAN_S = 600.0
+
+
+def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:
+    """How host RAM in use grew before the kill: before the queue started, and its rate over the
+    last :data:`RATE_SPAN_S` (at least two samples two minutes apart)."""
+    if len(host) < 2:
+        return
+    used = [(t, tot - a) for t, a, tot in host if tot]
+    if len(used) < 2:
+        return
+    end_t, end_used = used[-1]
+    recent = [(t, u) for t, u in used if (end_t - t).total_seconds() <= RATE_SPAN_S]
+    first_t, first_used = recent[0]
+    minutes = (end_t - first_t).total_seconds() / 60
+    if minutes >= 2:
+        facts.host_rate_mib_min = (end_used - first_used) / minutes
+    q = facts.queue_start_ts
+    if q is not None and used[0][0] < q:
+        upto = [(t, u) for t, u in used if t <= q][-1]
+        start = used[0]
+        facts.host_queue_split = (
+            upto[1] - start[1],
+            (upto[0] - start[0]).total_seconds() / 60,
+            end_used - upto[1],
+            (end_t - upto[0]).total_seconds() / 60,
+        )
 
 
 def _summarise_timeline(facts: IncidentFacts) -> None:
@@ -233,6 +290,10 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     facts.token_usage_max = max(usages) if usages else None
     queues = [b.queue_req for b in before if b.queue_req is not None]
     facts.queue_max = max(queues) if queues else None
+    running = [b.running_req for b in before if b.running_req is not None]
+    if running:
+        facts.running_first, facts.running_last = running[0], running[-1]
+    _host_growth(facts, host)
     facts.retractions = sum(b.retractions for b in before)
     facts.retracted_reqs = sum(b.retracted_reqs for b in before)
     facts.first_retraction = next((b.first_retraction for b in before if b.first_retraction), None)

@@ -32,6 +32,26 @@ _DEATH_RESULTS = {"oom-kill", "signal", "core-dump", "watchdog"}
 MERGE_S = 120.0  # evidence of one unit within this many seconds is one incident
 
 
+#: cgroup path components systemd names after units
+_UNIT_SUFFIXES = (".service", ".scope", ".slice", ".socket", ".mount", ".swap")
+
+
+def limit_setting(memcg: str | None) -> str:
+    """Which setting a memory cgroup's limit comes from, judged by its path: a systemd unit's
+    cgroup (``/system.slice/x.service``) has its unit's ``MemoryMax=``; anything else (a
+    container runtime's ``/docker/<id>``, an unknown path) may be a container limit.
+
+    >>> limit_setting("/system.slice/sglang-k26-eagle3.service")
+    "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
+    >>> limit_setting("/docker/0123abcd")
+    'MemoryMax= or a container limit'
+    """
+    leaf = (memcg or "").rstrip("/").rsplit("/", 1)[-1]
+    if leaf.endswith(_UNIT_SUFFIXES) and not leaf.startswith("docker-"):
+        return "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
+    return "MemoryMax= or a container limit"
+
+
 def evidence_from_rows(rows: Iterable[dict[str, Any]]) -> list[Evidence]:
     """Turn ``kill_evidence.sql`` rows into :class:`Evidence` (slices dropped, kinds named)."""
     out: list[Evidence] = []
@@ -199,7 +219,7 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
                 "kernel",
                 scope,
                 f"the kernel's memory-cgroup OOM killer fired: the unit's cgroup reached its memory "
-                f"limit{what} (MemoryMax= or a container limit) — host RAM, not GPU memory",
+                f"limit{what} ({limit_setting(kernel[0].raw.get('oom_memcg'))}) — host RAM, not GPU memory",
             )
         if scope in ("cpuset", "mempolicy"):
             return (

@@ -15,6 +15,7 @@ from statistics import median
 
 from ..parsers.sglang.args import parse_server_args
 from .facts import IncidentFacts
+from .incidents import limit_setting
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef
 from .summary import retraction_words
@@ -158,8 +159,7 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
             else ""
         )
         + "; the server holds queued and retracted requests in host memory, so an unbounded "
-        "queue is one way its memory grows (compare the queue with host RAM in the memory "
-        "timeline before acting on this)."
+        "queue is one way its memory grows." + _queue_versus_growth(f)
     ]
     q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
     parts.append(
@@ -167,6 +167,33 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
         f"instead of growing memory, and --max-running-requests (configured: {mrr if mrr is not None else 'auto'})."
     )
     return Recommendation("bound_queue", "high", "Bound the request queue", " ".join(parts))
+
+
+def _queue_versus_growth(f: IncidentFacts) -> str:
+    """How host RAM grew before and after requests began to queue, with the numbers: growth
+    before the queue means the queue is not (or not alone) what made it grow."""
+    split = f.host_queue_split
+    if split is None or f.queue_start_ts is None or split[1] <= 0 or split[3] <= 0:
+        return " Compare the queue with host RAM in the memory timeline before acting on this."
+    before, before_min, after, after_min = split
+    total = before + after
+    when = f"{f.queue_start_ts.astimezone(UTC):%H:%M:%S} UTC"
+    rates = f"{gib_mib(before / before_min)} a minute, then {gib_mib(after / after_min)}"
+    text = (
+        f" Host RAM in use grew by {gib_mib(before)} before requests began to queue ({when}) and by "
+        f"{gib_mib(after)} after ({rates})"
+    )
+    if total > 0 and before >= 0.25 * total:
+        running = (
+            f"; running requests went from {f.running_first} to {f.running_last}"
+            if f.running_first is not None and f.running_last is not None
+            else ""
+        )
+        return (
+            f"{text}{running}: memory grew with the load before anything queued, so the queue is "
+            "not all of it — bounding it caps one part; find what each running request holds."
+        )
+    return f"{text}: most of the growth came with the queue."
 
 
 def _field(raw: str, name: str) -> str | None:
@@ -217,8 +244,9 @@ def fallback_autoregressive(f: IncidentFacts) -> Recommendation | None:
     last = inc.recovery_load.load_s if inc.recovery_load else None
     detail = (
         f"{inc.unit} ({algo}) died; {unit} serves the same model without speculative decoding and "
-        f"brought service back. For throughput-bound batch work (large batches, where speculative "
-        f"decoding gains little), run {unit} and budget its load time: "
+        f"brought service back. For throughput-bound batch work, run {unit} (in general speculative "
+        f"decoding gains little at large batch sizes; measure it on your traffic) and budget its load "
+        "time: "
         f"{dur(last)} this time"
         + (f", median {dur(med)} over {stats.count} loads" if med is not None and stats.count > 1 else "")
         + (f", p90 {dur(stats.phases['load_s'].p90)}" if "load_s" in stats.phases and stats.count > 2 else "")
@@ -250,8 +278,10 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if inc.cause == "cgroup_oom":
         group = len(inc.victims)
+        setting = limit_setting((f.oom or {}).get("oom_memcg"))
+        rate = f.host_rate_mib_min
         detail = (
-            f"MemoryMax= ({gib(inc.memcg_limit_kb)}) is what fired, and it worked as a guard: the host "
+            f"The limit that fired, {gib(inc.memcg_limit_kb)} ({setting}), worked as a guard: the host "
             "kept running. "
             + (
                 f"The kernel killed all {group} processes of the unit together (memory.oom.group, set by "
@@ -263,6 +293,13 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
                 f"The host still had {gib_mib(f.host_avail_end_mib)} available at the kill, so the limit "
                 "could be raised if the workload needs it — or keep it and bound the queue (above). "
                 if f.host_avail_end_mib
+                else ""
+            )
+            + (
+                f"But host RAM in use was still growing at {gib_mib(rate)} a minute over the last 10 "
+                "minutes before the kill: a higher limit only delays the kill unless what grows is "
+                "bounded, and moves the risk to a host-wide OOM. "
+                if rate is not None and rate > 256
                 else ""
             )
             + _earlier_peak(f)
@@ -437,18 +474,63 @@ def health_check_backoff(f: IncidentFacts) -> Recommendation | None:
     times = [p["ts"] for p in polls if isinstance(p["ts"], datetime)]
     gaps = [(b - a).total_seconds() for a, b in pairwise(times)]
     interval = median(gaps) if gaps else 0.0
-    not_ready = sum(1 for p in polls if int(str(p["status"] or 0)) >= 500)
+    ready = f.incident.recovered_ts
+
+    def status(p: dict[str, object]) -> int:
+        return int(str(p["status"] or 0))
+
+    def before_ready(p: dict[str, object]) -> bool:
+        ts = p["ts"]
+        return ready is None or (isinstance(ts, datetime) and ts < ready)
+
+    early = [p for p in polls if before_ready(p)]
+    not_ready = sum(1 for p in early if status(p) >= 500)
+    early_ok = [p for p in early if 200 <= status(p) < 300]
+    first_ok = next((p for p in polls if 200 <= status(p) < 300 and not before_ready(p)), None)
+    unit = f.incident.recovery_unit
+    seen = (
+        f"{len(polls)} readiness polls of {path} reached {unit}, {interval:.0f} s apart: "
+        f"{not_ready} answered 5xx before it was ready"
+    )
+    unseen = (
+        "Polls made before its HTTP server listened (near the end of the load) are refused and leave "
+        "no line in its log, so the log cannot show them."
+    )
+    alert = "alert when a load exceeds the unit's p90 load time"
+    refs = [SourceRef(int(str(p["source_id"])), int(str(p["line_no"]))) for p in polls[:1]]
+    if early_ok:
+        p = early_ok[0]
+        ts = p["ts"]
+        when = f"{ts.astimezone(UTC):%H:%M:%S}" if isinstance(ts, datetime) else "?"
+        ahead = (
+            f", {(ready - ts).total_seconds():.0f} s before the server was ready"
+            if ready and isinstance(ts, datetime)
+            else ""
+        )
+        return Recommendation(
+            "health_check_backoff",
+            "low",
+            f"Make the readiness check parse {path}",
+            f"{seen}, and {len(early_ok)} got a {status(p)} already (the first at {when}{ahead}). {unseen} "
+            "A 2xx from the port is not readiness here: parse the JSON and wait until it lists the "
+            f"expected model id, keep the interval short, and {alert}.",
+            [SourceRef(int(str(p["source_id"])), int(str(p["line_no"])))],
+            action=f"Change the readiness poller to parse {path}",
+        )
+    tail = " and none answered 2xx before it"
+    if first_ok is not None and ready is not None and isinstance(first_ok["ts"], datetime):
+        lag = (first_ok["ts"] - ready).total_seconds()
+        tail += f"; the first 2xx came at {first_ok['ts'].astimezone(UTC):%H:%M:%S}, " + (
+            f"{lag:.0f} s after the server was ready" if lag >= 1 else "as the server became ready"
+        )
     return Recommendation(
         "health_check_backoff",
         "low",
-        f"Make the readiness check parse {path}",
-        f"{len(polls)} readiness polls of {path} reached {f.incident.recovery_unit}, {interval:.0f} s apart "
-        f"({not_ready} answered 5xx before it was ready); polls before its HTTP server started, near "
-        "the end of the load, were refused and leave no line in its log. "
-        "A 200 from the port is not readiness: parse the JSON and wait until it lists the expected "
-        "model id, keep the interval short (a poll interval adds up to its length to the outage), and "
-        "alert when the load exceeds the unit's p90 load time.",
-        [SourceRef(int(p["source_id"]), int(p["line_no"])) for p in polls[:1]],  # type: ignore[call-overload]
+        "Keep the readiness poll short and alert on slow loads",
+        f"{seen}{tail}: the status code was a correct readiness signal. {unseen} "
+        f"A poll interval adds up to its length to the outage: keep it short, and {alert}.",
+        refs,
+        action=f"Alert when {unit} takes longer than its p90 load time to be ready",
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -18,7 +19,7 @@ from .. import __version__
 from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
-from ..analysis.model import Incident, Load
+from ..analysis.model import Incident, Load, Victim
 from ..analysis.summary import CAUSE_WORDS, human, retraction_words
 from ..query import run_named_dicts
 from ..store.db import Store
@@ -177,6 +178,11 @@ class Impact:
     tokens_not_served: float | None
     restart_count: int | None
     kills_last_hour: int
+    #: the downtime in two parts: kill → the start that brought service back, then its load
+    until_start_s: float | None = None
+    until_start: str = "—"
+    recovery_load_s: float | None = None
+    recovery_load: str = "—"
 
 
 @dataclass
@@ -410,7 +416,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             first + timedelta(microseconds=1),
             "kernel",
             f"… and {len(inc.victims) - 1} more processes of {inc.unit} killed in the same record",
-            "",
+            _cite_others(inc.victims, sources),
         )
     if facts.retractions and facts.first_retraction is not None:
         first_ts, first_sid, first_line = facts.first_retraction
@@ -434,12 +440,19 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         )
     freed = [g for g in facts.gpu_release if g.freed and g.freed_after_s is not None]
     if freed and inc.ts is not None and len(freed) == len(facts.gpu_release):
-        worst = max(g.freed_after_s or 0 for g in freed)
+        last = max(freed, key=lambda g: g.freed_after_s or 0)
         add(
-            inc.ts + timedelta(seconds=worst),
+            inc.ts + timedelta(seconds=last.freed_after_s or 0),
             "gpu",
             f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)",
-            "",
+            sources.cite(*last.freed_at) if last.freed_at else "",
+        )
+    if facts.queue_start_ts is not None and facts.queue_max:
+        add(
+            facts.queue_start_ts,
+            "sglang",
+            f"{inc.unit}: requests begin to wait in the queue (up to {facts.queue_max} before the kill)",
+            sources.cite(*facts.queue_start_at) if facts.queue_start_at else "",
         )
     rec = inc.recovery_load
     if rec is not None and rec.ready_ts is not None:
@@ -456,6 +469,19 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             continue
         out.append(r)
     return out
+
+
+def _cite_others(victims: Sequence[Victim], sources: Sources) -> str:
+    """The lines of the victims the kernel did not choose, as ``file:first–last`` per file."""
+    spans: dict[int, list[int]] = {}
+    for v in victims:
+        if not v.chosen:
+            spans.setdefault(v.source_id, []).append(v.line_no)
+    out = []
+    for sid, lines in spans.items():
+        lo, hi = min(lines), max(lines)
+        out.append(sources.cite(sid, lo) + (f"–{hi}" if hi != lo else ""))
+    return ", ".join(out)
 
 
 def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
@@ -552,6 +578,24 @@ def _memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
     return out
 
 
+def _growth_words(facts: IncidentFacts) -> str | None:
+    """What grew before the kill, in one sentence: host RAM in use from the first sample to the
+    last, its rate at the end, and the running requests meanwhile."""
+    pts = [(t, tot - a) for t, a, tot in facts.timeline.host_points if t <= facts.timeline.kill_ts and tot]
+    if len(pts) < 2:
+        return None
+    (t0, u0), (t1, u1) = pts[0], pts[-1]
+    text = (
+        f"Host RAM in use {'grew' if u1 >= u0 else 'fell'} from {_gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
+        f"to {_gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {(u1 - u0) / 1024:+,.1f} GiB"
+    )
+    if facts.host_rate_mib_min is not None:
+        text += f"; {facts.host_rate_mib_min / 1024:,.1f} GiB a minute over its last 10 minutes"
+    if facts.running_first is not None and facts.running_last is not None:
+        text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
+    return text + "."
+
+
 def _memory_facts(facts: IncidentFacts) -> list[str]:
     inc = facts.incident
     out = []
@@ -563,18 +607,26 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
     oom = facts.oom or {}
     if oom.get("free_kb") is not None:
         out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {_gib(oom['free_kb'])} GiB.")
+    tl = facts.timeline
+    span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the kill"
     if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
+        first = facts.timeline.host_points[0][0]
         out.append(
-            f"Host RAM available (earlyoom): {_gib_mib(facts.host_avail_start_mib)} GiB at its first sample "
-            f"in the window ({utc_text(facts.timeline.host_points[0][0])[11:]} UTC), "
-            f"{_gib_mib(facts.host_avail_end_mib)} GiB just before the kill"
-            + (f" of {_gib_mib(facts.host_total_mib)} GiB." if facts.host_total_mib else ".")
+            f"Host RAM available (earlyoom): {_gib_mib(facts.host_avail_start_mib)} GiB at "
+            f"{utc_text(first)[11:]} UTC (its first sample in {span}), "
+            f"{_gib_mib(facts.host_avail_end_mib)}"
+            + (f" of {_gib_mib(facts.host_total_mib)} GiB" if facts.host_total_mib else " GiB")
+            + " just before the kill."
         )
+    growth = _growth_words(facts)
+    if growth:
+        out.append(growth)
     if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
         out.append(
-            f"GPU memory (busiest GPU): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of the window, "
-            f"{_gib_mib(facts.gpu_used_end_mib)} GiB before the kill"
-            + (f" of {_gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else "")
+            f"GPU memory (busiest GPU): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of {span}, "
+            f"{_gib_mib(facts.gpu_used_end_mib)}"
+            + (f" of {_gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
+            + " just before the kill"
             + (" — flat: the GPUs did not run out." if facts.gpu_flat else ".")
         )
     if facts.token_usage_max is not None:
@@ -722,6 +774,13 @@ def incident_report(
         restart_count=inc.restart_count,
         kills_last_hour=inc.kills_last_hour,
     )
+    rl = inc.recovery_load
+    if rl is not None and rl.start_ts is not None and inc.ts is not None and rl.start_ts >= inc.ts:
+        impact.until_start_s = (rl.start_ts - inc.ts).total_seconds()
+        impact.until_start = human(impact.until_start_s)
+        if rl.load_s is not None:
+            impact.recovery_load_s = rl.load_s
+            impact.recovery_load = human(rl.load_s)
     loads: list[LoadRow] = []
     sums: list[LoadSummary] = []
     for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
