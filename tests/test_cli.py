@@ -483,6 +483,43 @@ def test_zone_precedence_cli_then_source_hint_then_defaults(
     ]
 
 
+def test_index_lists_kills_with_no_time_and_gpu_xids(cli: Any, tmp_path: Path) -> None:
+    """A dmesg of boot-relative stamps with no boot known: its kills are in no report, so the
+    index lists each one (never dropped silently), and its Xid events, with their lines."""
+    log = tmp_path / "dmesg.txt"
+    log.write_bytes((REPO / "tests" / "data" / "dmesg" / "default_memcg_group_xid.txt").read_bytes())
+    r = cli("build", "--logs", log, "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "r", "--tz", "UTC")
+    assert r.code == 0 and "0 incident(s)" in r.out
+    index = (tmp_path / "r" / "index.md").read_text()
+    kills = index.split("## OOM kills with no time", 1)[1].split("##", 1)[0]
+    assert sum("dmesg.txt:" in row for row in kills.splitlines()) == 3  # one memcg record, three killed
+    assert "VLLM Worker 1 (pid 5151)" in kills and "812.0" in kills
+    xids = index.split("## GPU Xid events", 1)[1].split("##", 1)[0]
+    # the last 79 is GPU 87's "fallen off the bus" sentence (86's follows its own Xid 79 line)
+    assert [int(row.split("|")[4]) for row in xids.splitlines() if "dmesg.txt:" in row] == [31, 45, 79, 79]
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--year", "2024"], "2024, is from --year"),
+        (["--since", "2023-06-01"], "2023, is from the year of --since"),
+        ([], "is from the file's modification time (give --year if the file was copied)"),
+    ],
+)
+def test_the_year_of_year_less_stamps_is_noted(cli: Any, tmp_path: Path, args: list[str], why: str) -> None:
+    """Where the year of a syslog file came from is said on the source (and in the reports' data
+    coverage): a copied file's mtime gives a wrong year silently otherwise."""
+    log = tmp_path / "messages"
+    log.write_text("May 25 20:17:19 gpu1 kernel: Out of memory: Killed process 1 (x)\n")
+    cmd = "build" if "--since" in args else "ingest"
+    extra = ["--logs", log, "--out", tmp_path / "r"] if cmd == "build" else [log]
+    r = cli(cmd, *extra, "--db", tmp_path / "pm.duckdb", "--tz", "UTC", *args)
+    assert r.code == 0, r.err
+    notes = cli("query", "SELECT notes FROM sources", "--db", tmp_path / "pm.duckdb", "--format", "csv").out
+    assert "year-less stamps: the first line's year, " in notes and why in notes
+
+
 def test_trends_writes_where_the_config_says(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,6 +73,21 @@ def _spec(facts: IncidentFacts) -> str | None:
     return load.speculative_algorithm if load else None
 
 
+#: process names of GPU inference servers (the OOM record's comm, cut to 15 characters)
+_GPU_COMMS = ("sglang", "vllm", "tritonserver", "text-generation", "ray::")
+
+
+def gpu_workload(f: IncidentFacts) -> bool:
+    """Whether the killed service used GPUs, as far as the data tells: an SGLang configuration
+    or load of it, GPU samples around the kill, or a victim named like an inference server.
+    GPU advice is not given for a database or a web server killed on a host without GPUs."""
+    inc = f.incident
+    if f.config or f.unit_loads is not None or f.gpu_release or f.timeline.per_gpu:
+        return True
+    names = [inc.unit or ""] + [v.comm or "" for v in inc.victims]
+    return any(n.lower().startswith(_GPU_COMMS) or "sglang" in n.lower() for n in names)
+
+
 @rule("host_ram_not_gpu")
 def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
@@ -123,17 +138,18 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             )
             + "."
         )
-    parts.append(
-        "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
-        "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
-        "pinned buffers) and at the unit's memory limit."
-    )
+    gpu = gpu_workload(f)
+    if gpu:
+        parts.append(
+            "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
+            "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
+            "pinned buffers) and at the unit's memory limit."
+        )
+    title = "The unit's memory limit was reached" if inc.cause == "cgroup_oom" else "Host RAM ran out"
     return Recommendation(
         "host_ram_not_gpu",
         "high",
-        "The unit's memory limit was reached, not GPU memory"
-        if inc.cause == "cgroup_oom"
-        else "Host RAM ran out, not GPU memory",
+        f"{title}, not GPU memory" if gpu else title,
         " ".join(parts),
         _ref(f, "oom_kill"),
     )
@@ -444,7 +460,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
             "its GPU memory.",
         )
-    if inc.cause != "signal":
+    if inc.cause != "signal" and gpu_workload(f):
         return Recommendation(
             "verify_gpu_freed",
             "medium",

@@ -271,13 +271,18 @@ class ParseContext:
         return (self.source_id << 32) | line_no
 
     def year_inference(self, first_month: int | None = None) -> YearInference:
-        """Year for year-less stamps: ``--year``, else the year of ``--since``, else mtime."""
+        """Year for year-less stamps: ``--year``, else the year of ``--since``, else mtime (the
+        choice is noted on the source: a wrong year is the first thing to check)."""
         if self.year is not None:
-            return YearInference(self.year)
-        if self.since is not None:
-            return YearInference(self.since.astimezone(self.zone).year)
-        mtime = self.mtime or datetime.now(UTC)
-        return YearInference.from_mtime(mtime.astimezone(self.zone), first_month)
+            years, why = YearInference(self.year), "--year"
+        elif self.since is not None:
+            years, why = YearInference(self.since.astimezone(self.zone).year), "the year of --since"
+        else:
+            mtime = self.mtime or datetime.now(UTC)
+            years = YearInference.from_mtime(mtime.astimezone(self.zone), first_month)
+            why = "the file's modification time (give --year if the file was copied)"
+        self.note(f"year-less stamps: the first line's year, {years.base_year}, is from {why}")
+        return years
 
 
 InputKind = Literal["lines", "bytes"]

@@ -31,8 +31,10 @@ from .context import (
     as_jsonable,
     incident_report,
     source_rows,
+    undated_kill_rows,
     utc_text,
     window_text,
+    xid_rows,
 )
 from .redact import Redactor
 from .render import render
@@ -241,6 +243,8 @@ def write_reports(
         incidents=rows,
         sources=source_rows(sources, None, clean),
         no_incident_reason=reason,
+        undated_kills=undated_kill_rows(store, sources, clean),
+        xids=xid_rows(store, options.since, options.until, sources, clean),
     )
     if options.report_format == "json":
         written.index = out / "index.json"

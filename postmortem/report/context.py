@@ -20,7 +20,7 @@ from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim
-from ..analysis.summary import CAUSE_WORDS, human, retraction_words
+from ..analysis.summary import CAUSE_WORDS, human, retraction_words, size_kb
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -236,6 +236,32 @@ class IndexRow:
 
 
 @dataclass
+class UndatedKillRow:
+    """An OOM kill whose time could not be told: in no report."""
+
+    cite: str
+    host: str
+    killer: str
+    victim: str
+    cgroup: str
+    anon_rss: str  # the victim's anonymous RSS in words (`195 MiB`, `1.5 GiB`), or `—`
+    uptime_s: float | None  # seconds since boot, when the line printed them
+
+
+@dataclass
+class XidRow:
+    """An NVIDIA Xid event in the window (or with no time)."""
+
+    utc: str
+    host: str
+    bus_id: str
+    xid: int
+    process: str
+    message: str
+    cite: str
+
+
+@dataclass
 class IndexReport:
     generated_at: str
     tool_version: str
@@ -243,9 +269,52 @@ class IndexReport:
     incidents: list[IndexRow]
     sources: list[SourceRow]
     no_incident_reason: str
+    undated_kills: list[UndatedKillRow] = dataclasses.field(default_factory=list)
+    xids: list[XidRow] = dataclasses.field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def undated_kill_rows(store: Store, sources: Sources, clean: Redactor) -> list[UndatedKillRow]:
+    """The OOM kills no report shows because their time is unknown (listed, never dropped)."""
+    out = []
+    for r in run_named_dicts(store, "undated_kills"):
+        pid = f" (pid {r['victim_pid']})" if r["victim_pid"] is not None else ""
+        out.append(
+            UndatedKillRow(
+                cite=sources.cite(r["source_id"], r["line_no"]),
+                host=clean.host(r["host"]) or "—",
+                killer=str(r["killer"] or "—") + (f", {r['scope']}" if r["scope"] else ""),
+                victim=clean(f"{r['victim_comm'] or '?'}{pid}"),
+                cgroup=clean(str(r["unit"] or r["oom_memcg"] or "—")),
+                anon_rss=size_kb(r["anon_rss_kb"]) if r["anon_rss_kb"] is not None else "—",
+                uptime_s=r["monotonic_s"],
+            )
+        )
+    return out
+
+
+def xid_rows(
+    store: Store, since: datetime | None, until: datetime | None, sources: Sources, clean: Redactor
+) -> list[XidRow]:
+    """NVIDIA Xid events in the window, and those with no time."""
+    return [
+        XidRow(
+            utc=utc_text(r["ts"]),
+            host=clean.host(r["host"]) or "—",
+            bus_id=str(r["bus_id"] or "—"),
+            xid=int(r["xid"]),
+            process=clean(
+                f"{r['process_name'] or '?'} (pid {r['pid']})"
+                if r["pid"] is not None
+                else str(r["process_name"] or "—")
+            ),
+            message=clean(str(r["message"] or ""))[:160],
+            cite=sources.cite(r["source_id"], r["line_no"]),
+        )
+        for r in run_named_dicts(store, "xids_in_window", {"since": since, "until": until})
+    ]
 
 
 def utc_text(ts: datetime | None) -> str:

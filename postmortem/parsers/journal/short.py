@@ -185,6 +185,10 @@ class StampParser:
             if ctx.year is None and ctx.since is None and self.header_date is not None:
                 y, m, d = self.header_date
                 self._years = YearInference(y if (month, day) >= (m, d) else y + 1)
+                ctx.note(
+                    f"year-less stamps: the first line's year, {self._years.base_year}, is from the "
+                    "journal's header"
+                )
             else:
                 self._years = ctx.year_inference(month)
         return self._years.year_for(month, day)
