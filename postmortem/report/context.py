@@ -373,10 +373,17 @@ class Sources:
             self.names[sid] = p
 
     def cite(self, source_id: int | None, line_no: int | None) -> str:
+        """``file:line``; for a binary journal, whose lines are those of the export stream
+        journalctl writes for it, ``file (export line N)``."""
         if source_id is None:
             return ""
         name = self.names.get(int(source_id), f"source {source_id}")
-        return f"{name}:{line_no}" if line_no else name
+        if not line_no:
+            return name
+        row = self.by_id.get(int(source_id))
+        if row is not None and row.get("compression") == "journalctl":
+            return f"{name} (export line {line_no})"
+        return f"{name}:{line_no}"
 
 
 # ----------------------------------------------------------------------------- builders

@@ -403,6 +403,23 @@ def test_ingest_binary_journal_file_and_directory(tmp_path: Path, cli: Any) -> N
     assert boots == [(B1, BOOT1, "journal"), (B2, BOOT2, "journal")]
 
 
+def test_a_binary_journal_is_cited_by_its_export_line(tmp_path: Path, cli: Any) -> None:
+    """A binary journal's line numbers are those of journalctl's export stream: a report cites
+    them as such, not as a line of the binary file."""
+    from postmortem.report.context import Sources
+
+    make_journal(tmp_path, story(), "system.journal")
+    db = tmp_path / "t.duckdb"
+    assert cli("ingest", "--db", db, "--tz", "UTC", tmp_path / "system.journal").code == 0
+    store = Store.open_readonly(db)
+    try:
+        sid, line = store.fetchall("SELECT source_id, min(line_no) FROM journal_entries GROUP BY ALL")[0]
+        cite = Sources(store).cite(sid, line)
+    finally:
+        store.close()
+    assert cite.endswith(f"system.journal (export line {line})")
+
+
 def test_binary_journal_without_journalctl_is_a_clear_error(
     tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
