@@ -48,6 +48,10 @@ class MemoryData:
     queued: Series | None = None
     kill: datetime | None = None
     ready: datetime | None = None
+    #: when the load that brought service back started (its label names the unit), and the
+    #: automatic restart begun in between, if any (the memory after the kill comes from them)
+    restart_start: datetime | None = None
+    recovery_start: tuple[datetime, str] | None = None
 
 
 @dataclass
@@ -109,6 +113,12 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         kill=local(inc.ts, zone) if inc.ts is not None else None,
         ready=local(inc.recovered_ts, zone) if inc.recovered_ts is not None else None,
     )
+    rec = inc.recovery_load
+    if rec is not None and rec.start_ts is not None and inc.ts is not None and rec.start_ts > inc.ts:
+        data.recovery_start = (local(rec.start_ts, zone), f"{rec.unit or 'service'} started")
+    restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
+    if restart is not None and (rec is None or rec.start_ts is None or restart < rec.start_ts):
+        data.restart_start = local(restart, zone)
     if tl.host_points:
         data.host_used = _series([(t, (tot - a) / GIB) for t, a, tot in tl.host_points], zone)
         data.host_total_gib = max(tot for _, _, tot in tl.host_points) / GIB

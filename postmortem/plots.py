@@ -167,9 +167,22 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                 ax2.legend(loc="upper right", fontsize=7)
             ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
         _mark(ax, data.kill, KILL_COLOR, "kill")
+        if data.restart_start is not None:
+            ax.axvline(
+                _xs([data.restart_start])[0],
+                color="#8d6e63",
+                linewidth=1,
+                linestyle=":",
+                label="automatic restart",
+            )
+        if data.recovery_start is not None:
+            at, label = data.recovery_start
+            ax.axvline(_xs([at])[0], color=READY_COLOR, linewidth=1, linestyle=":", label=label)
         _mark(ax, data.ready, READY_COLOR, "service ready again")
         ax.grid(alpha=0.25)
-        ax.legend(loc="upper left", fontsize=7)
+        # a long legend in two columns: one column would cover the lines it names
+        entries = len(ax.get_legend_handles_labels()[0])
+        ax.legend(loc="upper left", fontsize=7, ncol=2 if entries > 6 else 1)
     axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({data.zone_name})")
