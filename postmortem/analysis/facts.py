@@ -75,6 +75,9 @@ class IncidentFacts:
     retractions: int = 0
     retracted_reqs: int = 0
     first_retraction: tuple[datetime, int, int] | None = None  # time, source_id, line_no
+    #: the operator's systemctl commands naming the unit in the minutes before the killed
+    #: instance started (ts, command, source_id, line_no)
+    start_commands: list[dict[str, Any]] = field(default_factory=list)
     #: systemd's memory peaks of the unit's earlier runs (ts, memory_peak_bytes, source_id,
     #: line_no), latest first: how close the workload ran to its limit before
     earlier_peaks: list[dict[str, Any]] = field(default_factory=list)
@@ -156,6 +159,13 @@ def gather(
         facts.earlier_peaks = run_named_dicts(
             store, "unit_memory_peaks", {"unit": incident.unit, "before": kill}
         )
+        killed = incident.killed_load
+        if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
+            facts.start_commands = run_named_dicts(
+                store,
+                "operator_before",
+                {"unit": incident.unit, "before": killed.start_ts, "host": incident.host},
+            )
     if facts.last_batch:
         incident.running_at_kill = facts.last_batch["running_req"]
         incident.queued_at_kill = facts.last_batch["queue_req"]

@@ -440,10 +440,19 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
 
     killed = inc.killed_load
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
+        for c in facts.start_commands:
+            add(
+                c["ts"],
+                "operator",
+                _event_text("operator", "command", str(c["command"] or ""), None, clean),
+                sources.cite(c["source_id"], c["line_no"]),
+            )
         add(
             killed.start_ts,
             "systemd" if (killed.start_source or "").startswith("systemd") else "sglang",
-            f"{killed.unit} started (this instance)",
+            f"{killed.unit} "
+            + ("starting" if killed.start_source == "systemd_starting" else "started")
+            + " (this instance)",
             sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
         )
         if killed.ready_ts is not None and killed.ready_ts < tl.start:

@@ -1,0 +1,9 @@
+-- An operator's systemctl commands (sudo's journal lines) naming a unit in the minutes before a
+-- time: what started the instance that was later killed. Parameters: $unit, $before, $host.
+SELECT ts, trim(regexp_extract(message, 'USER=(\S+) ; COMMAND=(.*)$', 2)) AS command, source_id, line_no
+FROM journal_entries
+WHERE ident = 'sudo' AND message LIKE '%COMMAND=%systemctl%'
+  AND contains(message, $unit)
+  AND ts >= $before - INTERVAL 5 MINUTE AND ts <= $before
+  AND ($host IS NULL OR host IS NULL OR host = $host)
+ORDER BY ts, source_id, line_no
