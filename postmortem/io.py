@@ -67,6 +67,9 @@ class _ZlibLike:
     """gzip (multi-member), xz (multi-stream) and bz2 with bounded output per call."""
 
     OUT = 1 << 20
+    #: compressed bytes per call: a call that meets damage raises and loses what it had
+    #: decompressed, so small calls keep all but the last few KB before the damage
+    FEED = 16 << 10
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -84,6 +87,11 @@ class _ZlibLike:
         self._started = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        view = memoryview(data)
+        for pos in range(0, len(view), self.FEED):
+            yield from self._feed(bytes(view[pos : pos + self.FEED]))
+
+    def _feed(self, data: bytes) -> Iterator[bytes]:
         while data:
             if self.ended:
                 data = data.lstrip(b"\x00") if self.kind == "gzip" else data
