@@ -610,6 +610,11 @@ def ingest_file(
             discard_source(store, source_id, resume_line if mode == "appended" else None)
         if isinstance(exc, PostmortemError) or not isinstance(exc, Exception) or options.strict:
             raise
+        if _interrupt_inside(exc):
+            # Ctrl-C arrived inside a compiled kernel or a C call, which reported it as its own
+            # error (numba: "SystemError: … returned a result with an exception set"): an
+            # interrupt, not a parser bug
+            raise KeyboardInterrupt from exc
         return FileResult(
             display,
             "error",
@@ -632,6 +637,18 @@ def ingest_file(
         result.status = "error"
         result.error = str(state.error)
     return result
+
+
+def _interrupt_inside(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is chained into ``exc`` (as its cause or context)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _rollback(store: Store) -> None:

@@ -535,6 +535,33 @@ def test_trends_writes_where_the_config_says(
     assert (tmp_path / "ticket" / "trends.md").exists() and not (tmp_path / "reports").exists()
 
 
+def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt_not_a_parser_bug(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C inside a numba kernel surfaces as the kernel's ``SystemError`` with the interrupt
+    chained: the ingest stops (exit 130) instead of reporting a parser bug and going on to the
+    next file."""
+    from postmortem.parsers import get_parser
+
+    parser = get_parser("dmesg")
+    assert parser is not None
+
+    def interrupted(chunks: Any, ctx: Any) -> Any:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("CPUDispatcher(<function k>) returned a result with an exception set")  # noqa: B904
+        yield
+
+    monkeypatch.setenv("POSTMORTEM_STRICT", "0")
+    monkeypatch.setattr(type(parser), "parse", lambda self, chunks, ctx: interrupted(chunks, ctx))
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", DMESG, SAMPLE / "nvidia-smi-gpu.csv", "--db", db)
+    assert r.code == 130, r
+    assert r.err.strip().endswith("Error: interrupted") and "internal error" not in r.err
+    assert "nvidia-smi-gpu.csv: ingested" not in r.out
+
+
 @pytest.mark.parametrize(
     ("args", "env", "code", "message"),
     [
