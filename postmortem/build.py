@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 
+from .errors import StoreError
 from .ingest import IngestOptions, IngestSummary, ingest_paths, read_limits
 from .store import fileindex
 from .store.db import Store
@@ -50,6 +51,9 @@ def build(options: BuildOptions) -> BuildResult:
     # the figures' drawer: the drawing process the command line forked at start-up, if any
     from .drawing import Drawer
 
+    if not options.logs and str(options.db) != ":memory:" and not Path(options.db).exists():
+        # nothing to ingest (--no-ingest): a mistyped --db must not become a new, empty store
+        raise StoreError(f"{options.db}: no such database (run 'postmortem ingest' or 'build' first)")
     with Drawer() as drawer, Store.open(options.db, wait=options.wait) as store:
         summary = ingest_paths(store, options.logs, options.ingest) if options.logs else IngestSummary()
         t1 = time.perf_counter()

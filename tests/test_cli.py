@@ -520,6 +520,17 @@ def test_the_year_of_year_less_stamps_is_noted(cli: Any, tmp_path: Path, args: l
     assert "year-less stamps: the first line's year, " in notes and why in notes
 
 
+def test_build_without_ingesting_needs_an_existing_store(cli: Any, tmp_path: Path) -> None:
+    """``build --no-ingest`` with a mistyped --db is an error, not a new empty store and
+    '0 incident(s)'."""
+    db = tmp_path / "typo.duckdb"
+    r = cli("build", "--no-ingest", "--db", db, "--out", tmp_path / "r")
+    assert (
+        r.code == 1 and r.err == f"Error: {db}: no such database (run 'postmortem ingest' or 'build' first)\n"
+    )
+    assert not db.exists()
+
+
 def test_trends_writes_where_the_config_says(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
