@@ -208,7 +208,7 @@ def _expanding(paths: list[str], options: IngestOptions) -> Iterator[ExpandedInp
 def _expand_one(
     raw: str, options: IngestOptions, stack: contextlib.ExitStack, expanded: ExpandedInputs
 ) -> None:
-    found = list(expand_paths([raw]))
+    found = list(expand_paths([raw], options.max_bytes))
     roots: dict[Path, dict[str, Any]] = {}
     for inp in found:
         if inp.path is not None and inp.path.name == MANIFEST:

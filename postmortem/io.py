@@ -188,23 +188,32 @@ class InputFile:
     path: Path | None = None  # None: stdin
     size: int | None = None
     mtime: datetime | None = None
-    data: bytes | None = None  # stdin content (read once, kept for hashing and parsing)
+    #: a stream's content (stdin, a pipe), read once into a temporary file that lives as long
+    #: as this input: parsing and hashing read it again from there
+    spool: Any = None
+    data: bytes | None = None  # content given in memory by a library caller (small inputs)
     explicit: bool = True  # named on the command line (not found by walking a directory)
     root: str | None = None  # the directory argument it was found under
 
     @classmethod
-    def from_path(cls, path: Path) -> InputFile:
+    def from_path(cls, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InputFile:
         try:
             st = path.stat()
         except PermissionError as exc:
             raise InputError(f"{path}: permission denied") from exc
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            kind = "a character device" if stat.S_ISCHR(st.st_mode) else "a block device"
+            raise InputError(
+                f"{path}: {kind}, not a log file; save what it holds first (the kernel's log: "
+                "dmesg > dmesg.txt, or postmortem collect)"
+            )
         if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
             # /dev/stdin, a pipe, <(…), a FIFO: read once, as stdin is (it cannot be read twice)
             try:
                 with path.open("rb") as fh:
-                    return cls.stdin(fh, display=shown(str(path)))
+                    return cls.stdin(fh, display=shown(str(path)), max_bytes=max_bytes)
             except OSError as exc:
                 raise InputError(f"{path}: {exc.strerror or exc}") from exc
         return cls(
@@ -215,16 +224,37 @@ class InputFile:
         )
 
     @classmethod
-    def stdin(cls, stream: BinaryIO | None = None, display: str = "<stdin>") -> InputFile:
-        """A stream read once into memory (stdin, or a pipe named by a path)."""
-        data = (stream or sys.stdin.buffer).read()
-        return cls(display=display, data=data, size=len(data), mtime=datetime.now(UTC))
+    def stdin(
+        cls, stream: BinaryIO | None = None, display: str = "<stdin>", max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> InputFile:
+        """A stream (stdin, or a pipe named by a path) read once, block by block, into a temporary
+        file: memory stays bounded whatever it holds, and more than ``max_bytes`` is refused."""
+        import tempfile
+
+        src = stream or sys.stdin.buffer
+        spool = tempfile.NamedTemporaryFile(prefix="postmortem-stdin-")  # noqa: SIM115 - kept open with the input
+        size = 0
+        try:
+            while block := src.read(1 << 20):
+                size += len(block)
+                if size > max_bytes:
+                    raise InputError(
+                        f"{display}: more than --max-bytes ({max_bytes} bytes); raise it if this stream is genuine"
+                    )
+                spool.write(block)
+            spool.flush()
+        except BaseException:
+            spool.close()
+            raise
+        return cls(display=display, spool=spool, size=size, mtime=datetime.now(UTC))
 
     def open_raw(self) -> BinaryIO:
         if self.path is None:
-            import io
+            if self.spool is None:
+                import io
 
-            return io.BytesIO(self.data or b"")
+                return io.BytesIO(self.data or b"")
+            return open(self.spool.name, "rb")
         try:
             return self.path.open("rb")
         except PermissionError as exc:
@@ -514,11 +544,11 @@ def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
     return Head(inp.display, data, lines)
 
 
-def expand_paths(paths: list[str]) -> Iterator[InputFile]:
+def expand_paths(paths: list[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[InputFile]:
     """Files named by ``paths``: directories recursively (hidden entries and stores skipped)."""
     for raw in paths:
         if raw == "-":
-            yield InputFile.stdin()
+            yield InputFile.stdin(max_bytes=max_bytes)
             continue
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
@@ -532,7 +562,7 @@ def expand_paths(paths: list[str]) -> Iterator[InputFile]:
                 found.root = raw
                 yield found
         else:
-            yield InputFile.from_path(path)
+            yield InputFile.from_path(path, max_bytes)
 
 
 #: a store, its write-ahead log, lock and file index, figures, a bundle being written

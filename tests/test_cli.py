@@ -679,6 +679,30 @@ def test_a_pipe_given_by_name_is_read_like_stdin(cli: Any, tmp_path: Path) -> No
     assert r.code == 0 and r.out.startswith(f"{logs / 'dmesg.txt'}: ingested as dmesg"), r
 
 
+def test_a_stream_is_spooled_to_disk_within_max_bytes(cli: Any, tmp_path: Path) -> None:
+    """A pipe is read block by block into a temporary file (it was read whole into memory: a
+    pipe of /dev/zero took the machine's RAM), and more than --max-bytes of it is refused; a
+    device file is refused by name."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"\0" * (3 << 20)))
+    writer.start()
+    r = cli("ingest", fifo, "--db", tmp_path / "pm.duckdb", "--max-bytes", str(1 << 20))
+    with open(fifo, "rb") as drain:  # the writer's end: let it finish
+        drain.read()
+    writer.join()
+    assert (
+        r.code == 1
+        and r.err
+        == f"Error: {fifo}: more than --max-bytes (1048576 bytes); raise it if this stream is genuine\n"
+    )
+    d = cli("ingest", "/dev/zero", "--db", tmp_path / "pm.duckdb")
+    assert d.code == 1 and d.err.startswith("Error: /dev/zero: a character device, not a log file;")
+
+
 def test_an_archive_unreadable_from_its_start_says_why(cli: Any, tmp_path: Path) -> None:
     """Damage in the first block, or a --max-bytes below the first block, was reported as an
     'empty file'; in a directory the other files are still ingested."""
