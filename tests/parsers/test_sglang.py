@@ -1272,3 +1272,30 @@ def test_vectorised_path_stores_what_the_python_path_stores(zone: str, start: da
     for table in slow_rows:
         assert fast_rows[table] == slow_rows[table], table
     assert len(slow_rows["sglang_batches"]) > 5000 and len(slow_rows["http_requests"]) > 2000
+
+
+def test_a_garbled_stamp_is_a_parse_issue_not_another_logger() -> None:
+    """A line whose SGLang prefix is garbled (a digit lost, a NUL inside) was skipped as 'another
+    logger's bracketed prefix', counted as ignored with no issue; a stamp that is no real date
+    was stored with ts NULL and no word. Both are parse issues now."""
+    from postmortem.records import SglangBatch
+
+    batch = "Decode batch. #running-req: 1, #token: 10, token usage: 0.01, gen throughput (token/s): 1.00, #queue-req: 0"
+    text = (
+        f"[2025-05-12 09:42:51 TP0] {batch}\n"
+        f"[2025-05-12 09:4x2:51 TP0] {batch}\n"
+        f"[2025-05-12 09:\x0042:51 TP0] {batch}\n"
+        f"[2025-13-12 09:42:51 TP0] {batch}\n"
+        "[Gloo] Rank 0 is connected to 7 peer ranks.\n"
+    )
+    out, ctx = parse_text("sglang", text, tz="UTC")
+    check_accounting(ctx, out, 5)
+    issues = {(i.line_no, i.unparsed): i.reason for i in issues_of(out)}
+    assert issues == {
+        (2, True): "not an SGLang log line",
+        (3, True): "not an SGLang log line",
+        (4, False): "stamp is not a real date and time; ts is NULL",
+    }
+    batches = records_of(out, SglangBatch)
+    assert [(b.line_no, b.ts is None) for b in batches] == [(1, False), (4, True)]
+    assert ctx.ignored_lines == 1  # the Gloo line: another logger's

@@ -205,6 +205,9 @@ _FOREIGN_RES = (
     re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)"),  # NCCL debug
     re.compile(r"(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} \d{2}:\d{2}:\d{2} "),  # vLLM-style libs
 )
+#: SGLang's ``[date time TPn]`` prefix with the stamp garbled (what is_foreign must not skip)
+_DAMAGED_OWN = re.compile(r"\[\d{4}-[^\]]{0,40}\b(?:TP|DP|PP|EP|CP)\d+[^\]]{0,20}\]")
+
 _FOREIGN_STARTS = (
     "[Gloo]",
     "Loading safetensors checkpoint shards",
@@ -230,11 +233,17 @@ def is_foreign(text: str) -> bool:
     True
     >>> is_foreign("Some random text")
     False
+    >>> is_foreign("[2025-05-12 09:4x2:51 TP0] Prefill batch. #new-seq: 1")  # SGLang's, garbled
+    False
+    >>> is_foreign("[rank0]: Traceback")
+    True
     """
     if text.startswith(_FOREIGN_STARTS):
         return True
     if "it/s]" in text or "s/it]" in text or "%|" in text:
         return True
     if text[:1] == "[" and "]" in text[:64]:
-        return True  # another logger's bracketed prefix
+        # another logger's bracketed prefix — unless it is SGLang's own, damaged: a date and a
+        # rank tag (a line cut or garbled inside its stamp is a parse issue, not another logger)
+        return _DAMAGED_OWN.match(text) is None
     return any(r.match(text) for r in _FOREIGN_RES)

@@ -422,14 +422,14 @@ class SglangStream:
                 text = text[g.start() :]
                 m = PREFIX_RE.match(text)
         if m is not None:
-            self._time_prefix(m.group("ts"))
+            self._time_prefix(m.group("ts"), line_no)
             r = m.group("ranks")
             return self._prefixed(line_no, text[m.end() :], normalise_ranks(r) if r else None)
         self._time_previous()
         return self._unprefixed(line_no, text)
 
     # ------------------------------------------------------------------ time
-    def _time_prefix(self, text: str) -> None:
+    def _time_prefix(self, text: str, line_no: int) -> None:
         if self._g_ts is not None:
             self._ts = self._g_ts
             self._ts_raw = self._g_raw if self._g_raw is not None else text
@@ -442,6 +442,12 @@ class SglangStream:
                 self._ts, self._ts_inf = self._parse_prefix_time(text)
                 self._cache_text = text
                 self._cache = (self._ts, self._ts_inf)
+            if self._ts is None and len(text) >= 19 and text[4] == "-":
+                # a full stamp that is no real date or time (month 13, hour 25): the line is
+                # kept, without a time, and said so
+                self._out.append(
+                    ParseIssue(line_no, "stamp is not a real date and time; ts is NULL", excerpt(text), False)
+                )
             self._ts_raw = text
         self._prev_ts = self._ts
 
