@@ -222,7 +222,7 @@ def _ingest_inputs(
     fresh: list[InputFile] = []
     known_roots: set[str] = set()
     for inp in inputs:
-        sid = _unchanged(store, inp)
+        sid = _unchanged(store, inp, _forced(inp, options))
         if sid is None:
             fresh.append(inp)
             continue
@@ -256,15 +256,27 @@ def _ingest_inputs(
     return summary
 
 
-def _unchanged(store: Store, inp: InputFile) -> int | None:
-    """The source id of ``inp`` when the store holds it with the same size and mtime."""
+def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int | None:
+    """The source id of ``inp`` when the store holds it with the same size and mtime (and, when
+    a format is forced on it now, read in that format)."""
     if inp.path is None:
         return None
     existing, _legacy = _stored(store, inp)
     if existing is None:
         return None
     sid, _sha, _bytes, _lines, size, mtime = existing
-    return sid if size == inp.size and _same_mtime(mtime, inp.mtime) else None
+    if not (size == inp.size and _same_mtime(mtime, inp.mtime)):
+        return None
+    return None if _other_format(store, sid, forced) else sid
+
+
+def _other_format(store: Store, source_id: int, forced: str | None) -> bool:
+    """Whether a format forced now differs from the one the stored source was read in: then the
+    file is read again in the forced one (a wrong --format must be undoable)."""
+    if forced is None:
+        return False
+    rows = store.fetchall("SELECT format FROM sources WHERE source_id = ?", [source_id])
+    return bool(rows) and rows[0][0] != forced
 
 
 def _unit_from_name(path: str) -> str | None:
@@ -423,9 +435,12 @@ def ingest_file(
     reuse_id: int | None = None
     if existing is not None:
         sid, sha, old_bytes, old_lines, old_size, old_mtime = existing
-        if old_size == inp.size and _same_mtime(old_mtime, inp.mtime):
+        reformat = _other_format(store, sid, _forced(inp, options))
+        if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
-        if not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
+        if reformat and not legacy:
+            mode, reuse_id = "replaced", sid
+        elif not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
         elif not legacy:
             mode, reuse_id = "replaced", sid
@@ -551,6 +566,11 @@ def ingest_file(
 
         if state.error is not None:
             ctx.note(str(state.error))
+        if lines and not writer.records and _forced(inp, options) is not None:
+            ctx.note(
+                f"the forced format {fmt} found nothing in {lines} lines: if it is the wrong one, "
+                "ingest the file again with the right --format (it replaces these rows)"
+            )
         unparsed = writer.unparsed_lines
         accounted = ctx.parsed_lines + ctx.ignored_lines + unparsed
         if accounted != lines:

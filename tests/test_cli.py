@@ -531,6 +531,24 @@ def test_build_without_ingesting_needs_an_existing_store(cli: Any, tmp_path: Pat
     assert not db.exists()
 
 
+def test_a_wrong_forced_format_can_be_undone(cli: Any, tmp_path: Path) -> None:
+    """A dmesg file forced as SGLang stores nothing and says so; forcing the right format
+    replaces it (it used to answer 'unchanged', so the file could not be loaded again without a
+    new store); then, unchanged, it is not read again, from the store or from the file index."""
+    log = tmp_path / "dmesg.txt"
+    log.write_bytes(DMESG.read_bytes())
+    db = tmp_path / "pm.duckdb"
+    wrong = cli("ingest", log, "--format", "sglang", "--db", db)
+    assert wrong.code == 0 and "the forced format sglang found nothing in 148 lines" in wrong.out
+    right = cli("ingest", log, "--format", "dmesg", "--db", db)
+    assert right.code == 0 and right.out.startswith(f"{log}: replaced as dmesg: 148 lines, 168 records")
+    for args in ([], ["--format", "dmesg"]):
+        again = cli("ingest", log, *args, "--db", db)
+        assert again.out == f"{log}: unchanged\n", again
+    rows = cli("query", "SELECT format, records FROM sources", "--db", db, "--format", "csv").out
+    assert rows.split() == ["format,records", "dmesg,168"]
+
+
 def test_trends_writes_where_the_config_says(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

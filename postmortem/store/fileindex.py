@@ -194,7 +194,8 @@ def lookup(
     Stored unchanged is the test ingest makes against ``sources``: the same path, size and
     mtime to the microsecond. Skipped again: a file skipped for its content with the same path,
     size, mtime, inode and ctime, under the same read ``limits`` and format detectors, and
-    ``may_skip(input)`` (no format forced on it now)."""
+    ``may_skip(input)`` (no format forced on it now — nor on a stored file: only the store
+    knows the format it was read in)."""
     path = os.fspath(db)
     if not inputs or path == ":memory:":
         return None
@@ -217,7 +218,8 @@ def lookup(
         if entry is not None:
             if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], int):
                 return None
-            if entry[1] != inp.size or entry[2] != us:
+            if entry[1] != inp.size or entry[2] != us or not may_skip(inp):
+                # a format forced now may not be the one it was read in: the store says
                 return None
             known.unchanged.append((inp, entry[0]))
             continue
