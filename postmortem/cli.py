@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from .ingest import IngestOptions, IngestSummary
+    from .store.db import Store
 
 app = typer.Typer(
     name="postmortem",
@@ -78,6 +79,21 @@ def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
 
     name = tz or config_tz
     return get_zone(name), name is not None
+
+
+def _open_reader(path: str | Path, *, wait: float = 0.0) -> Store:
+    """The store opened read-only; a load that was interrupted (its partial rows are there until
+    the next writer removes them) is said on stderr, once per path."""
+    from .store.db import Store
+
+    store = Store.open_readonly(path, wait=wait)
+    for name in store.interrupted():
+        typer.echo(
+            f"warning: {path}: the load of {name} was interrupted; its partial rows are in the store "
+            "until the next 'postmortem ingest' or 'build' removes them",
+            err=True,
+        )
+    return store
 
 
 def _when(value: str | None, zone: tzinfo) -> datetime | None:
@@ -217,8 +233,13 @@ def ingest(
                 if merged.sources_replaced
                 else ""
             )
-            + f", {merged.sources_skipped} already "
-            f"present; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
+            + f", {merged.sources_skipped} already present"
+            + (
+                f", {merged.sources_unfinished} left out (interrupted loads)"
+                if merged.sources_unfinished
+                else ""
+            )
+            + f"; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
         )
         if not paths:
             return
@@ -270,11 +291,10 @@ def query(
     """Run read-only SQL over the store."""
     from .config import load_config
     from .query import FORMATTERS, run_user_query
-    from .store.db import Store
 
     if fmt not in FORMATTERS:
         raise UsageError(f"unknown --format {fmt!r} (use table, csv or json)")
-    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         result = run_user_query(store, sql)
     finally:
@@ -289,9 +309,8 @@ def sources(db: DbOpt = None, wait: WaitOpt = 0.0) -> None:
     """What was ingested, with counts."""
     from .config import load_config
     from .query import format_table, run_named
-    from .store.db import Store
 
-    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         result = run_named(store, "sources_list")
     finally:
@@ -310,9 +329,8 @@ def export(
     """Export every table as hive-partitioned Parquet, for fleet-wide queries and merging."""
     from .config import load_config
     from .fleet import export_parquet
-    from .store.db import Store
 
-    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         result = export_parquet(store, Path(parquet))
     finally:
@@ -430,7 +448,6 @@ def incidents(
     """List the incidents found by the last build."""
     from .config import load_config
     from .query import format_json, format_table, run_named
-    from .store.db import Store
     from .timeutil import check_range
 
     if fmt not in ("table", "json"):
@@ -439,7 +456,7 @@ def incidents(
     zone, _ = _zone(tz, config.tz)
     lo, hi = _when(since, zone), _when(until, zone)
     check_range(lo, hi)
-    store = Store.open_readonly(config.db_path(db), wait=wait)
+    store = _open_reader(config.db_path(db), wait=wait)
     try:
         result = run_named(store, "incidents_list", {"since": lo, "until": hi})
     finally:
@@ -488,12 +505,11 @@ def timeline(
     from .analysis.timeline import memory_timeline, seconds_after
     from .config import load_config
     from .query import QueryResult, format_json, format_table, run_named_dicts
-    from .store.db import Store
     from .timeutil import parse_duration
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown --format {fmt!r} (use table or json)")
-    store = Store.open_readonly(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         rows = run_named_dicts(store, "incident_by_id", {"incident_id": incident_id})
         if not rows:
@@ -588,14 +604,13 @@ def trends(
     """OOM kills per unit per day and week, load-time trends, downtime per incident."""
     from .config import DEFAULT_OUT, load_config
     from .report.trends import trends as run_trends
-    from .store.db import Store
     from .timeutil import check_range
 
     config = load_config()
     zone, _ = _zone(tz, config.tz)
     lo, hi = _when(since, zone), _when(until, zone)
     check_range(lo, hi)
-    store = Store.open_readonly(config.db_path(db), wait=wait)
+    store = _open_reader(config.db_path(db), wait=wait)
     try:
         path = run_trends(
             store,

@@ -55,6 +55,13 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
             f"{directory}: not empty and not a postmortem export (no {MANIFEST}); export into a "
             "new or empty directory"
         )
+    unfinished = store.interrupted()
+    if unfinished:
+        # its partial rows would reach every store the export is merged into
+        raise StoreError(
+            f"{store.path}: the load of {unfinished[0]} was interrupted and its partial rows are still "
+            "in the store; run 'postmortem ingest' or 'build' once (it removes them), then export"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     result = ExportResult(directory)
     for table in store.table_names():
@@ -110,6 +117,7 @@ class MergeResult:
     sources_added: int = 0
     sources_skipped: int = 0
     sources_replaced: int = 0  # of those added: a later version of a file merged before
+    sources_unfinished: int = 0  # interrupted loads in the export: never merged
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -166,15 +174,24 @@ def _merge(store: Store, directory: Path) -> MergeResult:
     }
     result = MergeResult()
     mapping: dict[int, int] = {}
+    statuses = (
+        sources["status"].to_pylist() if "status" in sources.column_names else ["complete"] * sources.num_rows
+    )
     with store.transaction():
-        for sid, sha, path, host, at in zip(
+        for sid, sha, path, host, at, status in zip(
             sources["source_id"].to_pylist(),
             sources["sha256"].to_pylist(),
             sources["path"].to_pylist(),
             sources["host"].to_pylist(),
             sources["ingested_at"].to_pylist(),
+            statuses,
             strict=True,
         ):
+            if status != "complete":
+                # an interrupted load in an export (older versions exported it): its rows are
+                # partial, and never merged
+                result.sources_unfinished += 1
+                continue
             if sid is None or sha in known:
                 result.sources_skipped += 1
                 continue

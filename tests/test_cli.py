@@ -549,6 +549,25 @@ def test_a_wrong_forced_format_can_be_undone(cli: Any, tmp_path: Path) -> None:
     assert rows.split() == ["format,records", "dmesg,168"]
 
 
+def test_readers_are_told_of_an_interrupted_load_and_export_refuses_it(cli: Any, tmp_path: Path) -> None:
+    """A load a crash left unfinished (status 'loading', partial rows) until the next writer
+    removes it: the reading commands say so on stderr, and export refuses to spread its rows."""
+    import duckdb
+
+    db = tmp_path / "pm.duckdb"
+    assert cli("ingest", DMESG, "--db", db).code == 0
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE sources SET status = 'loading'")  # what kill -9 mid-load leaves
+    con.close()
+    q = cli("query", "SELECT count(*) AS n FROM kernel_messages", "--db", db, "--format", "csv")
+    assert q.code == 0 and q.err.startswith(f"warning: {db}: the load of {DMESG} was interrupted;")
+    e = cli("export", "--parquet", tmp_path / "x", "--db", db)
+    assert e.code == 1 and "was interrupted and its partial rows are still in the store" in e.err
+    assert cli("ingest", DMESG, "--db", db).code == 0  # a writer: removes it, loads the file again
+    q = cli("query", "SELECT status FROM sources", "--db", db, "--format", "csv")
+    assert q.err == "" and q.out.split() == ["status", "complete"]
+
+
 def test_trends_writes_where_the_config_says(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -139,3 +139,32 @@ def test_merge_refuses_sources_without_an_id(cli: Any, tmp_path: Path) -> None:
         1,
         f"Error: {exp}: the export's sources table has rows without a source id (damaged?)\n",
     )
+
+
+def test_merge_skips_an_interrupted_load_in_an_export(cli: Any, tmp_path: Path) -> None:
+    """An export holding a load a crash left unfinished (older versions exported one): its
+    source and partial rows are not merged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    a, exp = tmp_path / "a.duckdb", tmp_path / "export"
+    assert cli("ingest", SAMPLE / "dmesg.txt", SAMPLE / "nvidia-smi-apps.csv", "--db", a).code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    for part in (exp / "sources").rglob("*.parquet"):
+        table = pq.read_table(part)
+        status = [
+            "loading" if str(p).endswith("dmesg.txt") else s
+            for p, s in zip(table["path"].to_pylist(), table["status"].to_pylist(), strict=True)
+        ]
+        pq.write_table(table.set_column(table.column_names.index("status"), "status", pa.array(status)), part)
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.code == 0 and r.out.startswith(
+        f"{exp}: 1 sources merged, 0 already present, 1 left out (interrupted loads)"
+    ), r
+    dst = Store.open_readonly(fleet)
+    try:
+        assert dst.fetchall("SELECT format FROM sources") == [("nvidia-smi-csv",)]
+        assert dst.count("kernel_messages") == 0 and dst.count("gpu_processes") > 0
+    finally:
+        dst.close()
