@@ -290,16 +290,16 @@ def query(
 ) -> None:
     """Run read-only SQL over the store."""
     from .config import load_config
-    from .query import FORMATTERS, run_user_query
+    from .query import FORMATTERS, write_user_query
 
     if fmt not in FORMATTERS:
         raise UsageError(f"unknown --format {fmt!r} (use table, csv or json)")
     store = _open_reader(load_config().db_path(db), wait=wait)
     try:
-        result = run_user_query(store, sql)
+        # written as it is fetched: a result of any size in bounded memory
+        write_user_query(store, sql, fmt, sys.stdout)
     finally:
         store.close()
-    sys.stdout.write(FORMATTERS[fmt](result))
     if fmt == "json":
         sys.stdout.write("\n")
 

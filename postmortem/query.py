@@ -14,13 +14,13 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TextIO
 
 import duckdb
 
@@ -38,6 +38,73 @@ class QueryResult:
 
 def run_user_query(store: Store, sql: str) -> QueryResult:
     """Run one user statement read-only; refuse anything that is not a query."""
+    cur = _execute_user(store, sql)
+    try:
+        columns = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL error: {_first_line(exc)}") from exc
+    return QueryResult(columns, rows)
+
+
+#: rows fetched at a time when a result is written out (DuckDB streams the rest)
+STREAM_ROWS = 10_000
+
+
+def write_user_query(store: Store, sql: str, fmt: str, out: TextIO) -> int:
+    """Run one user statement read-only and write its result to ``out`` as ``fmt`` (table, csv
+    or json) a batch of rows at a time, so memory stays bounded whatever the result's size (the
+    same bytes as :data:`FORMATTERS` give for the whole result, but that a table takes its
+    column widths from the first batch: a wider value after it is printed whole, out of line).
+    Returns the rows written."""
+    cur = _execute_user(store, sql)
+    columns = [d[0] for d in cur.description or []]
+
+    def batches() -> Iterator[list[tuple[Any, ...]]]:
+        while True:
+            try:
+                rows = cur.fetchmany(STREAM_ROWS)
+            except duckdb.Error as exc:
+                raise QueryError(f"SQL error: {_first_line(exc)}") from exc
+            if not rows:
+                return
+            yield rows
+
+    n = 0
+    if fmt == "csv":
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(columns)
+        for rows in batches():
+            w.writerows([_cell(v) for v in row] for row in rows)
+            n += len(rows)
+    elif fmt == "json":
+        out.write("[")
+        for rows in batches():
+            for row in rows:
+                out.write(", " if n else "")
+                out.write(_json_row(columns, row))
+                n += 1
+        out.write("]")
+    else:
+        widths: list[int] | None = None
+        for rows in batches():
+            if widths is None:
+                first = QueryResult(columns, rows)
+                text = format_table(first)
+                out.write(text[: text.rindex("(")])  # all but the row count
+                widths = _table_widths(first)
+            else:
+                for row in rows:
+                    out.write(_table_row([_table_cell(v) for v in row], widths))
+            n += len(rows)
+        if widths is None:
+            out.write(format_table(QueryResult(columns, []))[: -len("(0 rows)\n")])
+        out.write(f"({n} row{'s' if n != 1 else ''})\n")
+    return n
+
+
+def _execute_user(store: Store, sql: str) -> duckdb.DuckDBPyConnection:
+    """Check that ``sql`` is one query and start it on the read-only connection."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
@@ -55,12 +122,9 @@ def run_user_query(store: Store, sql: str) -> QueryResult:
     except duckdb.Error:
         pass
     try:
-        cur = store.con.execute(sql)
-        columns = [d[0] for d in cur.description or []]
-        rows = cur.fetchall()
+        return store.con.execute(sql)
     except duckdb.Error as exc:
         raise QueryError(f"SQL error: {_first_line(exc)}") from exc
-    return QueryResult(columns, rows)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -129,8 +193,12 @@ def json_value(value: Any) -> Any:
 
 
 def format_json(result: QueryResult) -> str:
-    rows = [{c: json_value(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows]
-    return json.dumps(rows, ensure_ascii=False, indent=None, allow_nan=False)
+    return "[" + ", ".join(_json_row(result.columns, row) for row in result.rows) + "]"
+
+
+def _json_row(columns: list[str], row: tuple[Any, ...]) -> str:
+    obj = {c: json_value(v) for c, v in zip(columns, row, strict=True)}
+    return json.dumps(obj, ensure_ascii=False, indent=None, allow_nan=False)
 
 
 def _cell(value: Any) -> str:
@@ -149,22 +217,30 @@ def format_csv(result: QueryResult) -> str:
     return buf.getvalue()
 
 
+def _table_cell(value: Any, max_width: int = 60) -> str:
+    c = _cell(value).replace("\n", "\\n")
+    return c if len(c) <= max_width else c[: max_width - 1] + "…"
+
+
+def _table_widths(result: QueryResult, max_width: int = 60) -> list[int]:
+    widths = [len(c) for c in result.columns]
+    for row in result.rows:
+        for i, v in enumerate(row):
+            widths[i] = max(widths[i], len(_table_cell(v, max_width)))
+    return widths
+
+
+def _table_row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n"
+
+
 def format_table(result: QueryResult, max_width: int = 60) -> str:
     """A plain aligned text table (stable output for scripts and tests)."""
-    cells = [[_cell(v).replace("\n", "\\n") for v in row] for row in result.rows]
-    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
-    widths = [len(c) for c in result.columns]
-    for row in cells:
-        for i, c in enumerate(row):
-            widths[i] = max(widths[i], len(c))
-    out = [
-        "  ".join(c.ljust(w) for c, w in zip(result.columns, widths, strict=True)).rstrip(),
-        "  ".join("-" * w for w in widths),
-    ]
-    for row in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
-    return "\n".join(out) + "\n"
+    widths = _table_widths(result, max_width)
+    out = [_table_row(result.columns, widths), "  ".join("-" * w for w in widths) + "\n"]
+    out += [_table_row([_table_cell(v, max_width) for v in row], widths) for row in result.rows]
+    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})\n")
+    return "".join(out)
 
 
 FORMATTERS = {"table": format_table, "csv": format_csv, "json": format_json}

@@ -775,3 +775,39 @@ def test_a_file_name_that_is_not_utf8(cli: Any, tmp_path: Path) -> None:
     assert r.out.startswith(f"{d}/kern\\xff.log: ingested as journal-short: 4 lines")
     assert cli("ingest", d / name, "--db", db).out.strip() == f"{d / 'kern'}\\xff.log: unchanged"
     assert [(s[0], s[1]) for s in _sources(db)] == [(f"{d}/kern\\xff.log", 4)]
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_query_output_is_streamed_in_batches_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """``query`` writes its result a batch at a time (a 100M-row result was held in memory and
+    OOM-killed); csv and json are the bytes of formatting the whole result at once, across batch
+    boundaries and for an empty result, a table the same cells."""
+    import io
+
+    from postmortem import query as q
+    from postmortem.ingest import IngestOptions, ingest_paths
+
+    store = Store.open(tmp_path / "pm.duckdb")
+    try:
+        ingest_paths(store, [str(DMESG)], IngestOptions())
+        monkeypatch.setattr(q, "STREAM_ROWS", 7)
+        for sql in (
+            "SELECT line_no, ts, level, message FROM kernel_messages ORDER BY line_no LIMIT 40",
+            "SELECT 'a|b' AS x, NULL AS y, 1.5 AS z, [1, 2] AS l",
+            "SELECT 1 AS a WHERE false",
+        ):
+            out = io.StringIO()
+            n = q.write_user_query(store, sql, fmt, out)
+            whole = q.run_user_query(store, sql)
+            assert n == len(whole.rows)
+            want = q.FORMATTERS[fmt](whole)
+            if fmt == "table":  # its widths come from the first batch: the same cells, maybe out of line
+                assert [ln.split() for ln in out.getvalue().splitlines()] == [
+                    ln.split() for ln in want.splitlines()
+                ]
+            else:
+                assert out.getvalue() == want, sql
+    finally:
+        store.close()
