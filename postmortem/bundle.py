@@ -49,6 +49,8 @@ class BundleFile(InputFile):
 class ExpandedInputs:
     inputs: list[InputFile] = field(default_factory=list)
     results: list[FileResult] = field(default_factory=list)  # bundles with nothing to ingest
+    #: directory entries not read at all (FIFOs, dangling symlinks): reported as skipped
+    special: list[FileResult] = field(default_factory=list)
 
 
 def bundle_options(inp: InputFile, options: IngestOptions) -> IngestOptions:
@@ -218,6 +220,11 @@ def _expand_one(
     grouped: dict[Path, list[InputFile]] = {r: [] for r in roots}
     order: list[tuple[str, Any]] = []
     for inp in found:
+        if inp.special is not None:
+            from .ingest import FileResult
+
+            expanded.special.append(FileResult(inp.display, "undetected", error=inp.special))
+            continue
         bundle = _bundle_root(inp.path, roots) if roots and inp.path is not None else None
         if bundle is not None:
             if not grouped[bundle]:

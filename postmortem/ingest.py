@@ -159,7 +159,9 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> Inge
     """Ingest every file under ``paths`` (directories recursively, ``-`` for stdin); bundles of
     ``postmortem collect`` (directories or archives) give their files the manifest's context."""
     with expand_bundles(paths, options) as expanded:
-        return _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
+        return _ingest_inputs(
+            store, paths, expanded.inputs, IngestSummary(expanded.results + expanded.special), options
+        )
 
 
 def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: float = 0.0) -> IngestSummary:
@@ -172,12 +174,16 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
                 db, expanded.inputs, lambda inp: _forced(inp, options) is None, read_limits(options)
             )
             if known is not None and _skipped_roots_known(known):
-                return _known_summary(known)
+                summary = _known_summary(known)
+                summary.files[:0] = expanded.special
+                return summary
         from .store.db import Store  # DuckDB: only now
 
         store = Store.open(db, wait=wait)
         try:
-            summary = _ingest_inputs(store, paths, expanded.inputs, IngestSummary(expanded.results), options)
+            summary = _ingest_inputs(
+                store, paths, expanded.inputs, IngestSummary(expanded.results + expanded.special), options
+            )
             fileindex.write(store, summary.skipped, read_limits(options))
         finally:
             store.close()

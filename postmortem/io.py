@@ -193,6 +193,8 @@ class InputFile:
     spool: Any = None
     data: bytes | None = None  # content given in memory by a library caller (small inputs)
     explicit: bool = True  # named on the command line (not found by walking a directory)
+    #: why a directory entry is not read at all (a FIFO, a dangling symlink): reported as skipped
+    special: str | None = None
     root: str | None = None  # the directory argument it was found under
 
     @classmethod
@@ -556,7 +558,10 @@ def expand_paths(paths: list[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Iterat
         if path.is_dir():
             if not os.access(path, os.R_OK | os.X_OK):
                 raise InputError(f"{raw}: permission denied")
-            for sub in sorted(_walk(path)):
+            for sub, why in sorted(_walk(path)):
+                if why is not None:
+                    yield InputFile(shown(str(sub)), sub, explicit=False, root=raw, special=why)
+                    continue
                 found = InputFile.from_path(sub)
                 found.explicit = False
                 found.root = raw
@@ -569,16 +574,25 @@ def expand_paths(paths: list[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Iterat
 _SKIP_SUFFIXES = (".duckdb", ".duckdb.wal", ".wal", ".lock", ".duckdb.files.json", ".png", ".tar.gz.part")
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path) -> Iterator[tuple[Path, str | None]]:
+    """The files under ``root``, each with None, or with why it is not read: a dangling symlink,
+    a FIFO or socket or device (reading one could block or never end), a symlink to a directory
+    (not followed: it may loop)."""
     for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            if not d.startswith(".") and os.path.islink(os.path.join(dirpath, d)):
+                yield Path(dirpath) / d, "a symlink to a directory, not followed (name it to read it)"
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith(".") or name.endswith(_SKIP_SUFFIXES):
                 continue
             full = Path(dirpath) / name
-            if not full.is_file():
-                continue  # a dangling symlink, a FIFO or socket: not a log in a tree of logs
-            yield full
+            if full.is_file():
+                yield full, None
+            elif full.is_symlink() and not full.exists():
+                yield full, "a dangling symlink"
+            else:
+                yield full, "not a regular file (a FIFO, socket or device: name it to read a pipe)"
 
 
 def journalctl_export(

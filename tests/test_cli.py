@@ -713,7 +713,8 @@ def test_a_pipe_given_by_name_is_read_like_stdin(cli: Any, tmp_path: Path) -> No
     (logs / "dmesg.txt").write_bytes(data)
     (logs / "zz").symlink_to(tmp_path / "nowhere")
     r = cli("ingest", logs, "--db", tmp_path / "other.duckdb")
-    assert r.code == 0 and r.out.startswith(f"{logs / 'dmesg.txt'}: ingested as dmesg"), r
+    assert r.code == 0 and r.out.startswith(f"{logs / 'zz'}: skipped — a dangling symlink\n"), r
+    assert f"{logs / 'dmesg.txt'}: ingested as dmesg" in r.out
 
 
 def test_a_stream_is_spooled_to_disk_within_max_bytes(cli: Any, tmp_path: Path) -> None:
@@ -738,6 +739,28 @@ def test_a_stream_is_spooled_to_disk_within_max_bytes(cli: Any, tmp_path: Path) 
     )
     d = cli("ingest", "/dev/zero", "--db", tmp_path / "pm.duckdb")
     assert d.code == 1 and d.err.startswith("Error: /dev/zero: a character device, not a log file;")
+
+
+def test_a_directory_walk_names_what_it_does_not_read(cli: Any, tmp_path: Path) -> None:
+    """A FIFO (reading it could block for ever), a dangling symlink and a symlink to a directory
+    (not followed) in a tree of logs are listed as skipped with the reason — they were passed
+    over in silence — both when the store is opened and when the file index answers."""
+    import os
+
+    logs = tmp_path / "logs"
+    (logs / "sub").mkdir(parents=True)
+    (logs / "dmesg.txt").write_bytes(DMESG.read_bytes())
+    os.mkfifo(logs / "pipe")
+    (logs / "gone").symlink_to(tmp_path / "nowhere")
+    (logs / "linked").symlink_to(logs / "sub")
+    want = [
+        f"{logs / 'gone'}: skipped — a dangling symlink",
+        f"{logs / 'linked'}: skipped — a symlink to a directory, not followed (name it to read it)",
+        f"{logs / 'pipe'}: skipped — not a regular file (a FIFO, socket or device: name it to read a pipe)",
+    ]
+    for _ in range(2):
+        r = cli("ingest", logs, "--db", tmp_path / "pm.duckdb")
+        assert r.code == 0 and r.out.splitlines()[:3] == want, r
 
 
 def test_an_archive_unreadable_from_its_start_says_why(cli: Any, tmp_path: Path) -> None:
