@@ -37,22 +37,47 @@ app = typer.Typer(
 
 _state = {"debug": False}
 
+
+def _not_empty(value: str | None) -> str | None:
+    """An option given as '' is a mistake (an unset shell variable), not 'the default'."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("give a value (an empty one is not the default)")
+    return value
+
+
+def _seconds(value: float) -> float:
+    if not (value >= 0 and value != float("inf")):  # NaN fails the first test
+        raise typer.BadParameter(f"{value}: give a number of seconds, 0 or more")
+    return value
+
+
 DbOpt = Annotated[
     str | None,
-    typer.Option("--db", help="Database file (default: $POSTMORTEM_DB, postmortem.toml, postmortem.duckdb)."),
+    typer.Option(
+        "--db",
+        help="Database file (default: $POSTMORTEM_DB, postmortem.toml, postmortem.duckdb).",
+        callback=_not_empty,
+    ),
 ]
 TzOpt = Annotated[
     str | None,
     typer.Option(
-        "--tz", help="IANA zone of zone-less timestamps and of --since/--until (default: this machine's)."
+        "--tz",
+        help="IANA zone of zone-less timestamps and of --since/--until (default: this machine's).",
+        callback=_not_empty,
     ),
 ]
 IngestTzOpt = Annotated[
     str | None,
-    typer.Option("--tz", help="IANA zone of zone-less timestamps (default: this machine's)."),
+    typer.Option(
+        "--tz", help="IANA zone of zone-less timestamps (default: this machine's).", callback=_not_empty
+    ),
 ]
 WaitOpt = Annotated[
-    float, typer.Option("--wait", help="Seconds to wait for another postmortem holding the database.")
+    float,
+    typer.Option(
+        "--wait", help="Seconds to wait for another postmortem holding the database.", callback=_seconds
+    ),
 ]
 
 
@@ -143,6 +168,8 @@ def _ingest_options(
         unit=unit,
         config=config,
     )
+    if max_bytes is not None and max_bytes < 1:
+        raise UsageError(f"--max-bytes {max_bytes}: give a size in bytes, 1 or more")
     if max_bytes is not None:
         opts.max_bytes = max_bytes
     if progress and sys.stderr.isatty():
@@ -364,7 +391,10 @@ def build(
     ] = None,
     db: DbOpt = None,
     out: Annotated[
-        str | None, typer.Option("--out", help="Report directory (default: postmortem.toml's, else reports).")
+        str | None,
+        typer.Option(
+            "--out", help="Report directory (default: postmortem.toml's, else reports).", callback=_not_empty
+        ),
     ] = None,
     tz: TzOpt = None,
     year: Annotated[int | None, typer.Option("--year", help="Year of year-less logs.")] = None,
@@ -591,7 +621,9 @@ def trends(
     out: Annotated[
         str | None,
         typer.Option(
-            "--out", help="Directory for trends.md and its plots (default: postmortem.toml's, else reports)."
+            "--out",
+            help="Directory for trends.md and its plots (default: postmortem.toml's, else reports).",
+            callback=_not_empty,
         ),
     ] = None,
     db: DbOpt = None,

@@ -654,6 +654,70 @@ def test_odd_values_are_one_line_errors_not_crashes(
     assert "internal error" not in r.err and "Traceback" not in r.err
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (
+            ["ingest", str(DMESG), "--wait", "-1"],
+            {},
+            "Invalid value for '--wait': -1.0: give a number of seconds",
+        ),
+        (
+            ["ingest", str(DMESG), "--wait", "nan"],
+            {},
+            "Invalid value for '--wait': nan: give a number of seconds",
+        ),
+        (["ingest", str(DMESG), "--db", ""], {}, "Invalid value for '--db': give a value"),
+        (["ingest", str(DMESG), "--tz", ""], {}, "Invalid value for '--tz': give a value"),
+        (["build", "--no-ingest", "--out", " "], {}, "Invalid value for '--out': give a value"),
+        (
+            ["ingest", str(DMESG), "--max-bytes", "0"],
+            {},
+            "Error: --max-bytes 0: give a size in bytes, 1 or more",
+        ),
+        (
+            ["ingest", str(DMESG)],
+            {"POSTMORTEM_INSERT_ROWS": "0"},
+            "Error: POSTMORTEM_INSERT_ROWS='0': give a whole",
+        ),
+        (
+            ["ingest", str(DMESG)],
+            {"POSTMORTEM_COMMIT_ROWS": "-5"},
+            "Error: POSTMORTEM_COMMIT_ROWS='-5': give a whole",
+        ),
+    ],
+)
+def test_values_that_mean_nothing_are_refused(
+    cli: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    """Values a review found accepted without a word: a negative or NaN --wait, an empty --db,
+    --tz or --out (an unset shell variable: silently the default), --max-bytes 0, a row knob of
+    0 or below. Usage errors (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    if env:  # the knobs are read once, when the loader is first imported: a process of its own
+        import subprocess
+        import sys
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "postmortem", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+        )
+        r = type("R", (), {"code": proc.returncode, "err": proc.stderr})()
+    else:
+        r = cli(*args)
+    assert r.code == 2 and message in r.err, r.err
+    assert "Traceback" not in r.err
+    if not env:  # options are checked before anything is opened (the knobs when a load starts)
+        assert not list(tmp_path.glob("*.duckdb"))
+
+
 def test_store_problems_are_one_line_errors(cli: Any, tmp_path: Path) -> None:
     import duckdb
 

@@ -34,9 +34,12 @@ def _env_int(name: str, default: int) -> int:
     if raw is None or not raw.strip():
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise UsageError(f"{name}={raw!r}: give a whole number (default {default})") from None
+    if value < 1:
+        raise UsageError(f"{name}={raw!r}: give a whole number, 1 or more (default {default})")
+    return value
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
