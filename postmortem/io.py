@@ -171,12 +171,20 @@ def _decompressor(kind: str) -> _Decompressor:
 
 
 def shown(name: str) -> str:
-    """A file name as text that can be stored and printed: a name that is not UTF-8 (Python
-    carries its bytes as surrogates) has those bytes written as ``\\xNN``."""
+    r"""A file name as text that can be stored and printed: a name that is not UTF-8 (Python
+    carries its bytes as surrogates) has those bytes written as ``\xNN``, and so have control
+    characters (a newline in a name would forge a second output line, an escape sequence would
+    drive the terminal).
+
+    >>> print(shown("fake.log\nError: x"), shown("a\x1b[2Jb"))
+    fake.log\x0aError: x a\x1b[2Jb
+    """
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        name = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if any(c < " " or c == "\x7f" for c in name):
+        name = "".join(f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c for c in name)
     return name
 
 

@@ -898,3 +898,18 @@ def test_query_output_is_streamed_in_batches_with_the_same_bytes(
                 assert out.getvalue() == want, sql
     finally:
         store.close()
+
+
+def test_control_characters_cannot_forge_output_lines(cli: Any, tmp_path: Path) -> None:
+    """A file name holding a newline printed a second, forged 'Error:' line; an escape sequence
+    in a name or in a stored value reached the terminal raw. Both are written as \\xNN."""
+    odd = tmp_path / "fake.log\nError: forged\x1b[2J"
+    odd.write_bytes(DMESG.read_bytes())
+    db = tmp_path / "pm.duckdb"
+    r = cli("ingest", odd, "--db", db)
+    assert r.code == 0 and r.out.splitlines()[0].startswith(
+        f"{tmp_path}/fake.log\\x0aError: forged\\x1b[2J: ingested"
+    )
+    assert not any(line.startswith("Error:") for line in (r.out + r.err).splitlines())
+    q = cli("query", "SELECT right(path, 7) AS tail, 'x' || chr(27) || '[2Jy' AS v FROM sources", "--db", db)
+    assert "\x1b" not in q.out and q.out.splitlines()[2].split() == ["\\x1b[2J", "x\\x1b[2Jy"]
