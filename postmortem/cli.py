@@ -495,7 +495,10 @@ def incidents(
         sys.stdout.write(format_json(result) + "\n")
         return
     if not result.rows:
-        typer.echo("No incidents (run 'postmortem build' after ingesting the logs).")
+        if lo is not None or hi is not None:
+            typer.echo("No incidents in that window (without --since/--until: all of them).")
+        else:
+            typer.echo("No incidents (run 'postmortem build' after ingesting the logs).")
         return
     keep = [
         "incident_id",

@@ -913,3 +913,13 @@ def test_control_characters_cannot_forge_output_lines(cli: Any, tmp_path: Path) 
     assert not any(line.startswith("Error:") for line in (r.out + r.err).splitlines())
     q = cli("query", "SELECT right(path, 7) AS tail, 'x' || chr(27) || '[2Jy' AS v FROM sources", "--db", db)
     assert "\x1b" not in q.out and q.out.splitlines()[2].split() == ["\\x1b[2J", "x\\x1b[2Jy"]
+
+
+def test_a_template_that_includes_itself_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
+    """It was an internal error (RecursionError, exit 70)."""
+    tpl = tmp_path / "tpl"
+    tpl.mkdir()
+    (tpl / "incident.md.j2").write_text('{% include "incident.md.j2" %}\n')
+    db, out = tmp_path / "pm.duckdb", tmp_path / "r"
+    r = cli("build", "--logs", SAMPLE, "--db", db, "--out", out, "--tz", "UTC", "--templates", tpl)
+    assert r.code == 2 and r.err.strip().endswith("includes or extends itself (endless recursion)"), r

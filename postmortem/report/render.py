@@ -72,6 +72,12 @@ def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) ->
         return tpl.render(ctx=context)
     except jinja2.UndefinedError as exc:
         raise UsageError(f"template {template!r}: {exc}") from exc
+    except RecursionError as exc:
+        if _packaged(tpl):
+            raise
+        raise UsageError(
+            f"template {tpl.filename or template}: includes or extends itself (endless recursion)"
+        ) from exc
     except (ArithmeticError, TypeError, ValueError, LookupError, jinja2.TemplateError) as exc:
         if _packaged(tpl):
             raise  # our own template failing is a bug
