@@ -94,6 +94,9 @@ class FileResult:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     per_table: dict[str, int] = field(default_factory=dict)
+    #: appended: the lines and records this ingest added (the counts above are the file's)
+    new_lines: int | None = None
+    new_records: int | None = None
 
 
 @dataclass
@@ -497,6 +500,7 @@ def ingest_file(
     try:
         ctx.source_id = source_id
         writer = SourceWriter(store, source_id, checkpoint=True, background=True)
+        before_records = 0
         if mode == "appended":
             prev = store.fetchall(
                 "SELECT parsed_lines, ignored_lines, records, parse_issues, first_ts, last_ts "
@@ -505,6 +509,7 @@ def ingest_file(
             )[0]
             ctx.parsed_lines, ctx.ignored_lines = int(prev[0]), int(prev[1])
             writer.records, writer.issue_count = int(prev[2]), int(prev[3])
+            before_records = writer.records
             # the span so far: the appended lines widen it
             writer.first_ts, writer.last_ts = prev[4], prev[5]
             writer.unparsed_lines = int(
@@ -658,6 +663,9 @@ def ingest_file(
     result.bytes = state.bytes if not binary else state.raw_bytes
     result.notes = list(ctx.notes)
     result.per_table = dict(writer.per_table)
+    if mode == "appended":
+        result.new_lines = lines - (first_line - 1)
+        result.new_records = writer.records - before_records
     result.seconds = time.monotonic() - started
     if state.error is not None:
         result.status = "error"
@@ -733,6 +741,12 @@ def describe_result(r: FileResult) -> str:
     if r.status in ("unchanged", "duplicate", "error") and not r.lines:
         extra = r.error or "; ".join(r.notes) or ""
         return f"{r.path}: {r.status}" + (f" — {extra}" if extra else "")
+    if r.status == "appended" and r.new_lines is not None:
+        return (
+            f"{r.path}: appended as {r.format}: {r.new_lines} new lines, {r.new_records} new records "
+            f"({r.lines} lines, {r.records} records, {r.parse_issues} parse issues, {r.ignored} ignored "
+            "in all)"
+        )
     return (
         f"{r.path}: {r.status} as {r.format}: {r.lines} lines, {r.records} records, "
         f"{r.parse_issues} parse issues, {r.ignored} ignored"

@@ -130,7 +130,9 @@ def test_a_grown_file_is_appended_and_keeps_its_span(cli: Any, tmp_path: Path) -
     assert cli("ingest", log, "--db", db).code == 0
     _journal(log, 30, 15)
     r = cli("ingest", log, "--db", db)
-    assert r.out.startswith(f"{log}: appended as journal-short: 45 lines"), r
+    assert r.out.startswith(
+        f"{log}: appended as journal-short: 15 new lines, 30 new records (45 lines, 90 records"
+    ), r
     ((path, lines, first, last, rows),) = _sources(db)
     assert (path, lines, rows) == (str(log), 45, 45)
     assert (first, last) == (
@@ -195,7 +197,9 @@ def test_a_rotated_file_still_written_to_is_appended(cli: Any, tmp_path: Path) -
     _journal(logs / "app.log.1", 30, 5)
     _journal(logs / "app.log", 100, 20)
     r = cli("ingest", logs, "--db", db)
-    assert f"{logs / 'app.log.1'}: appended as journal-short: 35 lines" in r.out, r
+    assert (
+        f"{logs / 'app.log.1'}: appended as journal-short: 5 new lines, 10 new records (35 lines" in r.out
+    ), r
     assert sorted((row[0], row[4]) for row in _sources(db)) == [
         (str(logs / "app.log"), 20),
         (str(logs / "app.log.1"), 35),
@@ -224,7 +228,7 @@ def test_a_store_with_relative_source_paths(
     monkeypatch.chdir(tmp_path / "a")
     _journal(tmp_path / "a" / "journal.log", 10, 5)
     assert cli("ingest", "journal.log", "--db", db).out.startswith(
-        "journal.log: appended as journal-short: 15 lines"
+        "journal.log: appended as journal-short: 5 new lines, 10 new records (15 lines"
     )
     assert [(r[0], r[1], r[4]) for r in _sources(db)] == [
         (str(tmp_path / "a" / "journal.log"), 15, 15),
