@@ -397,6 +397,12 @@ def test_sources_and_incidents(cli: Any, tmp_path: Path) -> None:
     assert "1 incident(s)" in r.out
     src = cli("sources", "--db", db)
     assert "journal-export" in src.out and "(7 rows)" in src.out
+    # the line accounting on screen: parsed + ignored + unparsed = lines (issues may be warnings)
+    head, *rows = [ln.split() for ln in src.out.splitlines()[:-1] if not ln.startswith("-")]
+    at = {name: head.index(name) for name in ("lines", "parsed", "ignored", "unparsed")}
+    for row in rows:
+        n = {k: int(row[i]) for k, i in at.items()}
+        assert n["parsed"] + n["ignored"] + n["unparsed"] == n["lines"], row
     inc = cli("incidents", "--db", db, "--format", "json")
     (row,) = json.loads(inc.out)
     assert row["unit"] == "sglang-k26-eagle3.service" and row["cause"] == "cgroup_oom"
