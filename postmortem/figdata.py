@@ -70,6 +70,7 @@ class LoadsData:
     """The load-times figure: each start's load split into phases."""
 
     bars: list[LoadBar]
+    zone_name: str = "UTC"  # the zone of the start times in the labels
 
 
 PHASE_COLORS = (
@@ -186,4 +187,4 @@ def loads_data(loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = ()) 
         phases = [(v, name, color) for attr, name, color in PHASE_COLORS if (v := getattr(ld, attr))]
         label = f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
-    return LoadsData(bars) if bars else None
+    return LoadsData(bars, str(getattr(zone, "key", "UTC"))) if bars else None

@@ -237,7 +237,7 @@ def loads_figure(data: LoadsData, path: Path) -> Path:
     )
     ax.grid(axis="x", alpha=0.25)
     ax.set_title(
-        "Service loads and their phases (framed: the killed instance and the recovery)",
+        f"Service loads and their phases (starts in {data.zone_name}; framed: the killed instance and the recovery)",
         loc="left",
         fontsize=10,
     )
@@ -281,8 +281,9 @@ def trend_figure(
     if all(float(v).is_integer() for v in ys):
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
+    ax.set_xlabel(f"date ({getattr(zone, 'key', None) or zone.tzname(None) or 'UTC'})", fontsize=8)
     ax.set_title(title, loc="left", fontsize=10, y=1.0)
     ax.grid(alpha=0.25)
     ax.legend(fontsize=7)
-    fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.15)
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.2)
     return _save(fig, path, key)
