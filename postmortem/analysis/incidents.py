@@ -34,6 +34,8 @@ MERGE_S = 120.0  # evidence of one unit within this many seconds is one incident
 
 #: cgroup path components systemd names after units
 _UNIT_SUFFIXES = (".service", ".scope", ".slice", ".socket", ".mount", ".swap")
+#: scopes container runtimes create under systemd's cgroup driver: their limit is the container's
+_CONTAINER_SCOPES = ("docker-", "cri-containerd-", "crio-", "libpod-")
 
 
 def limit_setting(memcg: str | None) -> str:
@@ -45,9 +47,15 @@ def limit_setting(memcg: str | None) -> str:
     "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
     >>> limit_setting("/docker/0123abcd")
     'MemoryMax= or a container limit'
+    >>> limit_setting("/system.slice/docker-0123abcd.scope")
+    'MemoryMax= or a container limit'
     """
     leaf = (memcg or "").rstrip("/").rsplit("/", 1)[-1]
-    if leaf.endswith(_UNIT_SUFFIXES) and not leaf.startswith("docker-"):
+    if (
+        leaf.endswith(_UNIT_SUFFIXES)
+        and not leaf.startswith(_CONTAINER_SCOPES)
+        and "kubepods" not in (memcg or "")
+    ):
         return "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
     return "MemoryMax= or a container limit"
 
