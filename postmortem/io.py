@@ -183,9 +183,18 @@ def shown(name: str) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         name = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    if any(c < " " or c == "\x7f" for c in name):
-        name = "".join(f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c for c in name)
-    return name
+    return escape_controls(name)
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with its control characters written as ``\xNN`` (for a terminal or a table).
+
+    >>> print(escape_controls("a\tb\x1b[2J"))
+    a\x09b\x1b[2J
+    """
+    if not any(c < " " or c == "\x7f" for c in text):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c for c in text)
 
 
 @dataclass

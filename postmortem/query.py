@@ -25,6 +25,7 @@ from typing import Any, TextIO
 import duckdb
 
 from .errors import QueryError
+from .io import escape_controls
 from .store.db import Store
 
 _ALLOWED = {"SELECT", "EXPLAIN"}
@@ -220,9 +221,7 @@ def format_csv(result: QueryResult) -> str:
 def _table_cell(value: Any, max_width: int = 60) -> str:
     """A value as one table cell: newlines as ``\\n``, other control characters as ``\\xNN``
     (log text may hold escape sequences, which would drive the terminal), cut at ``max_width``."""
-    c = _cell(value).replace("\n", "\\n")
-    if any(ch < " " or ch == "\x7f" for ch in c):
-        c = "".join(f"\\x{ord(ch):02x}" if ch < " " or ch == "\x7f" else ch for ch in c)
+    c = escape_controls(_cell(value).replace("\n", "\\n"))
     return c if len(c) <= max_width else c[: max_width - 1] + "…"
 
 

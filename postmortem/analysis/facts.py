@@ -72,6 +72,8 @@ class IncidentFacts:
     host_queue_split: tuple[float, float, float, float] | None = None
     #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the kill
     host_rate_mib_min: float | None = None
+    #: host RAM in use (total − available, MiB) at each sample up to the kill
+    host_used: list[tuple[datetime, float]] = field(default_factory=list)
     retractions: int = 0
     retracted_reqs: int = 0
     first_retraction: tuple[datetime, int, int] | None = None  # time, source_id, line_no
@@ -259,9 +261,7 @@ RATE_SPAN_S = 600.0
 def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:
     """How host RAM in use grew before the kill: before the queue started, and its rate over the
     last :data:`RATE_SPAN_S` (at least two samples two minutes apart)."""
-    if len(host) < 2:
-        return
-    used = [(t, tot - a) for t, a, tot in host if tot]
+    used = facts.host_used = [(t, tot - a) for t, a, tot in host if tot]
     if len(used) < 2:
         return
     end_t, end_used = used[-1]

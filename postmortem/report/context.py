@@ -666,7 +666,7 @@ def _memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
 def _growth_words(facts: IncidentFacts) -> str | None:
     """What grew before the kill, in one sentence: host RAM in use from the first sample to the
     last, its rate at the end, and the running requests meanwhile."""
-    pts = [(t, tot - a) for t, a, tot in facts.timeline.host_points if t <= facts.timeline.kill_ts and tot]
+    pts = facts.host_used
     if len(pts) < 2:
         return None
     (t0, u0), (t1, u1) = pts[0], pts[-1]
