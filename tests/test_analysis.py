@@ -681,3 +681,77 @@ def test_a_second_interrupt_while_the_threads_finish_stops_their_queries(
     assert time.monotonic() - started < 10
     assert not [t for t in threading.enumerate() if t.name.startswith("postmortem-gather")]
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("scope", "memcg", "flagged"),
+    [
+        # a memcg OOM of the unit's own cgroup: its task table is the unit's processes
+        ("memcg", "/system.slice/a.service", [4242, 5151]),
+        # a global OOM's task table lists the whole host: a survivor's GPU memory is not left behind
+        ("global", None, [4242]),
+        # the limit of a parent slice: its table holds other units' processes too
+        ("memcg", "/system.slice", [4242]),
+    ],
+)
+def test_gpu_memory_left_behind_is_looked_for_only_in_the_killed_units_processes(
+    scope: str, memcg: str | None, flagged: list[int]
+) -> None:
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.model import Incident, Victim
+    from postmortem.analysis.timeline import Timeline
+
+    store = Store.memory()
+    for line, pid in ((1, 4242), (2, 5151)):
+        store.execute(
+            "INSERT INTO gpu_processes (source_id, line_no, ts, pid, process_name, gpu_uuid, used_mib, truncated) "
+            "VALUES (1, ?, ?, ?, 'python3', 'GPU-1', 70000, false)",
+            [line, T + timedelta(seconds=60), pid],
+        )
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.9, victims=[Victim(4242, "x", T, 1, 1, 1, True)])
+    facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
+    facts.oom = {"scope": scope, "oom_memcg": memcg, "cgroup": "/system.slice/a.service"}
+    facts.tasks = [{"pid": 4242}, {"pid": 5151}]
+    _gpu_release(store, facts)
+    store.close()
+    assert sorted(r["pid"] for r in facts.gpu_procs_after) == flagged
+
+
+def test_a_killed_session_is_no_service_to_restart() -> None:
+    """A host OOM that killed a login session's process: no Restart= advice, no GPU advice for a
+    host whose GPUs stayed busy with another server, and no downtime of a service."""
+    from postmortem.analysis.facts import GpuRelease, IncidentFacts
+    from postmortem.analysis.model import Incident, Victim
+    from postmortem.analysis.rules import gpu_workload, restart_policy, verify_gpu_freed
+    from postmortem.analysis.summary import downtime_text, summarise
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(
+        1, "h", T, "session-12.scope", "host_oom", 0.97, victims=[Victim(90211, "python3", T, 1, 1, 1, True)]
+    )
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_release = [GpuRelease("GPU 0", 129431, 129431, None, False, None)]
+    assert restart_policy(facts) is None
+    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    assert downtime_text(None, inc.unit) == "— (not a service)"
+    assert downtime_text(None, "a.service") == "not restored"
+    assert "not a service" in summarise(facts)
+    # the same GPUs emptied at the kill: then the killed process was using them
+    facts.gpu_release = [GpuRelease("GPU 0", 129431, 0, 5.0, True, None)]
+    assert gpu_workload(facts)
+
+
+def test_a_gpu_oom_is_not_given_the_host_ram_action() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import _action, host_ram_not_gpu
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.9)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    rec = host_ram_not_gpu(facts)
+    assert rec is not None
+    action = _action(rec, facts)
+    assert action is not None and "GPU memory settings" in action and "host memory" not in action

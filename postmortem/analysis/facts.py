@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
 from .load_stats import LoadStats, stats_for
@@ -236,8 +237,7 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
             else None
         )
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
-    pids = sorted({int(t["pid"]) for t in facts.tasks if t.get("pid") is not None})
-    pids += [v.pid for v in inc.victims if v.pid is not None and v.pid not in pids]
+    pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(_unit_tasks(facts)))
     if pids:
         # sightings until the service is back, and for an hour at least: a pid seen later may
         # have been given to another process since
@@ -252,6 +252,18 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
         inc.gpu_memory_freed = False
     elif known:
         inc.gpu_memory_freed = all(known)
+
+
+def _unit_tasks(facts: IncidentFacts) -> list[int]:
+    """Pids of the kernel's task table when it lists only the killed unit's processes: a
+    memory-cgroup OOM of the unit's own cgroup. A global OOM's table lists every process of the
+    host, most of them alive and not the unit's."""
+    oom, unit = facts.oom, facts.incident.unit
+    if not oom or oom.get("scope") != "memcg" or unit is None:
+        return []
+    if unit_of(oom.get("oom_memcg") or oom.get("cgroup")) != unit:
+        return []
+    return [int(t["pid"]) for t in facts.tasks if t.get("pid") is not None]
 
 
 #: the span over which the growth rate at the kill is measured

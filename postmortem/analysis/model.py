@@ -134,3 +134,13 @@ class Recommendation:
     detail: str
     evidence: list[SourceRef] = field(default_factory=list)
     action: str | None = None  # the checkbox for the action items, when there is something to do
+
+
+def is_service(unit: str | None) -> bool:
+    """Whether ``unit`` is a service, which systemd starts and may restart: a login session's or
+    a container's scope, a slice or a bare cgroup path is not.
+
+    >>> is_service("sglang-k26.service"), is_service("session-12.scope"), is_service(None)
+    (True, False, False)
+    """
+    return unit is not None and unit.endswith(".service")

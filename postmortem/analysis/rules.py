@@ -17,7 +17,7 @@ from ..parsers.sglang.args import parse_server_args
 from .facts import IncidentFacts
 from .incidents import limit_setting
 from .load_stats import is_regression
-from .model import Recommendation, SourceRef
+from .model import Recommendation, SourceRef, is_service
 from .summary import retraction_words
 
 Rule = Callable[[IncidentFacts], Recommendation | None]
@@ -79,10 +79,11 @@ _GPU_COMMS = ("sglang", "vllm", "tritonserver", "text-generation", "ray::")
 
 def gpu_workload(f: IncidentFacts) -> bool:
     """Whether the killed service used GPUs, as far as the data tells: an SGLang configuration
-    or load of it, GPU samples around the kill, or a victim named like an inference server.
-    GPU advice is not given for a database or a web server killed on a host without GPUs."""
+    or load of it, GPU memory that fell when it died, or a victim named like an inference
+    server. GPU samples alone say only that the host has GPUs: GPU advice is not given for a
+    data loader, a database or a web server killed beside a server that keeps its GPUs."""
     inc = f.incident
-    if f.config or f.unit_loads is not None or f.gpu_release or f.timeline.per_gpu:
+    if f.config or f.unit_loads is not None or any(g.freed for g in f.gpu_release):
         return True
     names = [inc.unit or ""] + [v.comm or "" for v in inc.victims]
     return any(n.lower().startswith(_GPU_COMMS) or "sglang" in n.lower() for n in names)
@@ -371,8 +372,8 @@ def _restart_versus_fallback(f: IncidentFacts) -> str:
 @rule("restart_policy")
 def restart_policy(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
-    if inc.unit is None:
-        return None
+    if not is_service(inc.unit):
+        return None  # a session's scope or a slice: nothing systemd starts, so nothing it restarts
     if inc.restart_count:
         after = ""
         if inc.fallback_unit:
@@ -439,7 +440,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "or reboot the GPU if they persist.",
         )
     held = [g for g in f.gpu_release if g.freed is False]
-    if held:
+    if held and gpu_workload(f):
         return Recommendation(
             "verify_gpu_freed",
             "high",
@@ -616,6 +617,8 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
     }
     if rec.severity == "info":
         return None
+    if rec.rule == "host_ram_not_gpu" and f.incident.cause == "gpu_oom":
+        return actions["speculative_gpu_settings"]
     return actions.get(rec.rule)
 
 

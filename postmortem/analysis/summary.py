@@ -7,6 +7,7 @@ from datetime import datetime, tzinfo
 
 from ..timeutil import UTC, zone_name
 from .facts import IncidentFacts
+from .model import is_service
 
 CAUSE_WORDS = {
     "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
@@ -127,6 +128,21 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
             f"{clock(inc.recovered_ts, zone)}{took}."
         )
+    elif inc.unit is not None and not is_service(inc.unit):
+        parts.append(
+            f"{inc.unit} is not a service (a session's or a container's scope, or a slice): "
+            "systemd does not start it again."
+        )
     else:
         parts.append("No source shows the service coming back.")
     return " ".join(p for p in parts if p)
+
+
+def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
+    """A kill's downtime in words: ``missing`` when the service is not seen back, a dash for a
+    unit that is no service (a scope or a slice: nothing to be down)."""
+    if downtime_s is not None:
+        return human(downtime_s)
+    if unit is not None and not is_service(unit):
+        return "— (not a service)"
+    return missing

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..analysis import Analysis
 from ..analysis.model import Incident, Load
-from ..analysis.summary import human
+from ..analysis.summary import downtime_text
 from ..drawing import Drawer, Drawn, FigureJob
 from ..store.db import Store
 from ..timeutil import UTC
@@ -226,7 +226,7 @@ def write_reports(
                 host=clean.host(inc.host) or "—",
                 unit=clean(inc.unit or "—"),
                 cause=ctx.cause_label,
-                downtime=human(inc.downtime_s) if inc.downtime_s is not None else "not restored",
+                downtime=downtime_text(inc.downtime_s, inc.unit),
                 recovery=clean(inc.recovery_unit or "—"),
             )
         )

@@ -20,7 +20,7 @@ from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim
-from ..analysis.summary import CAUSE_WORDS, human, retraction_words, size_kb
+from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -843,7 +843,7 @@ def incident_report(
         tput = sum(before) / len(before)
     impact = Impact(
         downtime_s=inc.downtime_s,
-        downtime=human(inc.downtime_s) if inc.downtime_s is not None else "not restored in the data",
+        downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data"),
         kill_utc=utc_text(inc.ts),
         recovered_utc=utc_text(inc.recovered_ts),
         recovery_unit=inc.recovery_unit or "—",

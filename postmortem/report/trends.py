@@ -9,7 +9,7 @@ from pathlib import Path
 from statistics import median
 
 from .. import __version__
-from ..analysis.summary import human
+from ..analysis.summary import downtime_text, human
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC
@@ -126,7 +126,7 @@ def trends(
                 str(r["unit"]),
                 str(r["cause"]),
                 r["downtime_s"],
-                human(r["downtime_s"]) if r["downtime_s"] is not None else "not restored",
+                downtime_text(r["downtime_s"], r["unit"]),
                 str(r["fallback_unit"] or r["recovery_unit"] or "—"),
             )
         )
