@@ -216,6 +216,26 @@ def test_load_statistics_and_regression() -> None:
     assert percentile([566, 584, 570], 90) == pytest.approx(581.2)
 
 
+def test_a_fleet_stores_loads_are_counted_per_host() -> None:
+    """Two hosts running the same unit: each incident reads its own host's loads."""
+    from dataclasses import replace
+
+    from postmortem.analysis.incidents import load_before
+    from postmortem.analysis.load_stats import stats_for
+
+    here = [load("b.service", i * 1000, i * 1000 + 570) for i in range(3)]
+    there = [
+        replace(load("b.service", i * 1000 + 5, i * 1000 + 5 + 900), host="g", load_id=100 + i)
+        for i in range(5)
+    ]
+    stats = load_statistics(here + there)
+    mine, theirs = stats_for("b.service", stats, "h"), stats_for("b.service", stats, "g")
+    assert mine is not None and mine.count == 3 and mine.median_load_s == pytest.approx(570)
+    assert theirs is not None and theirs.count == 5 and theirs.median_load_s == pytest.approx(900)
+    killed = load_before("b.service", T + timedelta(seconds=2500), here + there, "h")
+    assert killed is not None and killed.host == "h" and killed.start_ts == T + timedelta(seconds=2000)
+
+
 # ----------------------------------------------------------------------------- several sources, skewed clocks
 
 JOURNAL = """\
@@ -755,3 +775,59 @@ def test_a_gpu_oom_is_not_given_the_host_ram_action() -> None:
     assert rec is not None
     action = _action(rec, facts)
     assert action is not None and "GPU memory settings" in action and "host memory" not in action
+
+
+def test_clock_pairs_and_window_queries_keep_to_the_incidents_host() -> None:
+    """A fleet store: another host's start of the same unit is no clock reference, and its
+    lines are not this host's last sign of life or restarts."""
+    from postmortem.analysis.facts import _last_activity
+    from postmortem.query import run_named_dicts
+
+    store = Store.memory()
+    store.execute(
+        "INSERT INTO sglang_events (source_id, line_no, ts, host, unit, kind) VALUES "
+        "(1, 1, ?, 'la', 'a.service', 'server_args'), (1, 2, ?, 'la', 'a.service', 'ready'), "
+        "(3, 1, ?, 'utc', 'a.service', 'ready')",
+        [T, T + timedelta(minutes=1), T + timedelta(minutes=2)],
+    )
+    store.execute(
+        "INSERT INTO unit_events (source_id, line_no, ts, host, unit, action, restart_count) VALUES "
+        "(2, 1, ?, 'utc', 'a.service', 'starting', NULL), (2, 2, ?, 'utc', 'a.service', 'restart_scheduled', 1)",
+        [T - timedelta(minutes=90), T + timedelta(minutes=5)],
+    )
+    assert run_named_dicts(store, "unit_start_pairs") == []
+    kill = T + timedelta(minutes=3)
+    assert _last_activity(store, "a.service", kill, "la") == T + timedelta(minutes=1)
+    assert _last_activity(store, "a.service", kill, None) == T + timedelta(minutes=2)
+    args = {"unit": "a.service", "since": kill, "until": kill + timedelta(hours=1)}
+    assert run_named_dicts(store, "unit_restarts", {**args, "host": "la"}) == []
+    assert len(run_named_dicts(store, "unit_restarts", {**args, "host": "utc"})) == 1
+    store.close()
+
+
+def test_each_host_of_a_fleet_store_has_its_own_local_zone() -> None:
+    from zoneinfo import ZoneInfo
+
+    from postmortem.analysis import Analysis, host_zones
+
+    store = Store.memory()
+    rows = [
+        (1, "la", "America/Los_Angeles"),
+        (2, "la", "America/Los_Angeles"),
+        (3, "la", "UTC"),  # one file read otherwise: the host's zone is its sources' usual one
+        (4, "utc", "UTC"),
+        (5, "odd", "Mars/Olympus"),  # a zone this machine does not know: the default applies
+    ]
+    for sid, host, tz in rows:
+        store.execute(
+            "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, parse_issues, "
+            "parsed_lines, ignored_lines, host, tz, ingested_at) VALUES (?, ?, 'journal-short', ?, 0, 0, 0, 0, 0, 0, ?, ?, ?)",
+            [sid, f"/f{sid}", f"{sid:064d}", host, tz, T],
+        )
+    analysis = Analysis(zones=host_zones(store))
+    store.close()
+    berlin = ZoneInfo("Europe/Berlin")
+    assert analysis.zone_of("la", berlin) == ZoneInfo("America/Los_Angeles")
+    assert analysis.zone_of("utc", berlin) == ZoneInfo("UTC")
+    assert analysis.zone_of("odd", berlin) == berlin
+    assert analysis.zone_of(None, berlin) == berlin

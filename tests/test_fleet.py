@@ -168,3 +168,51 @@ def test_merge_skips_an_interrupted_load_in_an_export(cli: Any, tmp_path: Path) 
         assert dst.count("kernel_messages") == 0 and dst.count("gpu_processes") > 0
     finally:
         dst.close()
+
+
+def test_trends_count_each_host_apart(tmp_path: Path) -> None:
+    """Two hosts' incidents on the same unit: counted per host, days without incidents between
+    two with are zero in the figure's series, and each host's loads make their own trend."""
+    from datetime import UTC, datetime, timedelta
+
+    from postmortem.report.trends import _per_day, trends
+    from postmortem.store.db import Store
+
+    day = datetime(2025, 3, 9, 10, tzinfo=UTC)
+    store = Store.memory()
+    incidents = [
+        (1, "a", day, 600.0),
+        (2, "b", day + timedelta(hours=1), None),
+        (3, "b", day + timedelta(days=2), 900.0),
+    ]
+    for iid, host, ts, down in incidents:
+        store.execute(
+            "INSERT INTO incidents (incident_id, host, ts, unit, cause, confidence, downtime_s) "
+            "VALUES (?, ?, ?, 'u.service', 'cgroup_oom', 0.9, ?)",
+            [iid, host, ts, down],
+        )
+    for lid, host, secs in ((1, "a", 500.0), (2, "a", 520.0), (3, "b", 900.0)):
+        store.execute(
+            "INSERT INTO service_loads (load_id, host, unit, start_ts, ready_ts, load_s, outcome, model_path) "
+            "VALUES (?, ?, 'u.service', ?, ?, ?, 'ready', '/m')",
+            [
+                lid,
+                host,
+                day - timedelta(hours=lid),
+                day - timedelta(hours=lid) + timedelta(seconds=secs),
+                secs,
+            ],
+        )
+    path = trends(store, tmp_path)
+    text = path.read_text()
+    assert "| 2025-03-09 | a | `u.service` | cgroup_oom | 1 |" in text
+    assert "| 2025-03-09 | b | `u.service` | cgroup_oom | 1 |" in text
+    assert "| 2025-03-11 | b | `u.service` | cgroup_oom | 1 |" in text
+    assert "| a | `u.service` | `/m` | — | 2 |" in text and "| b | `u.service` | `/m` | — | 1 |" in text
+    from postmortem.query import run_named_dicts
+
+    series = _per_day(run_named_dicts(store, "trends_kills", {"since": None, "until": None}), {"a", "b"})
+    store.close()
+    assert [v for _, v in series["b · u.service"]] == [1.0, 0.0, 1.0]
+    assert [v for _, v in series["a · u.service"]] == [1.0]
+    assert (tmp_path / "trends-kills.png").exists() and (tmp_path / "trends-downtime.png").exists()

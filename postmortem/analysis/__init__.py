@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from ..errors import PostmortemError
 from ..machine import usable_cpus
 from ..query import named_sql, run_named_dicts
 from ..store.db import Store, ident
@@ -51,6 +52,11 @@ class Analysis:
     offsets: dict[int, ClockOffset] = field(default_factory=dict)
     loads: list[Load] = field(default_factory=list)
     load_stats: list[LoadStats] = field(default_factory=list)
+    #: each host's zone (see :func:`host_zones`): its local time in its reports
+    zones: dict[str, tzinfo] = field(default_factory=dict)
+
+    def zone_of(self, host: str | None, default: tzinfo) -> tzinfo:
+        return self.zones.get(host or "", default)
 
 
 def read_loads(store: Store) -> list[Load]:
@@ -153,6 +159,23 @@ def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Loa
     return kept, sorted(dropped)
 
 
+def host_zones(store: Store) -> dict[str, tzinfo]:
+    """Each host's zone: the one most of its sources were read in (a fleet store holds hosts
+    in several zones; a report shows a host's local time in its own). A zone this Python
+    does not know is left out (the report's default applies)."""
+    from ..timeutil import get_zone
+
+    zones: dict[str, tzinfo] = {}
+    for r in run_named_dicts(store, "host_zones"):
+        if r["host"] in zones:
+            continue
+        try:
+            zones[r["host"]] = get_zone(r["tz"])
+        except PostmortemError:
+            continue
+    return zones
+
+
 def rebuild(
     store: Store,
     *,
@@ -198,6 +221,7 @@ def rebuild(
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
+        result.zones = host_zones(store)
         timed = [inc for inc in incidents if inc.ts is not None]
         gathering = _gather_all(store, timed, window_s=window_s, stats=stats, offsets=list(offsets.values()))
         # closed on the way out, also on an error: its threads and connections end before the
@@ -206,7 +230,7 @@ def rebuild(
             for inc, facts in zip(timed, gathering, strict=True):
                 result.facts[inc.incident_id] = facts
                 result.recommendations[inc.incident_id] = recommend(facts)
-                inc.summary = summarise(facts, zone)
+                inc.summary = summarise(facts, result.zone_of(inc.host, zone))
                 if on_facts is not None:
                     on_facts(result, inc)
         _persist(store, result)

@@ -140,7 +140,9 @@ def gather(
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
         facts.consumers = top_consumers(facts.tasks)
     if incident.unit:
-        cfg = run_named_dicts(store, "server_config_of", {"unit": incident.unit, "before": kill})
+        cfg = run_named_dicts(
+            store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
+        )
         facts.config = cfg[0] if cfg else None
         batch = run_named_dicts(
             store, "last_batch_before", {"unit": incident.unit, "before": kill, "host": incident.host}
@@ -154,13 +156,15 @@ def gather(
         if queued:
             facts.queue_start_ts = queued[0]["ts"]
             facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
-        incident.last_activity_ts = _last_activity(store, incident.unit, kill)
+        incident.last_activity_ts = _last_activity(store, incident.unit, kill, incident.host)
         until = incident.recovered_ts or kill + timedelta(hours=1)
         facts.restarts = run_named_dicts(
-            store, "unit_restarts", {"unit": incident.unit, "since": kill, "until": until}
+            store,
+            "unit_restarts",
+            {"unit": incident.unit, "since": kill, "until": until, "host": incident.host},
         )
         facts.earlier_peaks = run_named_dicts(
-            store, "unit_memory_peaks", {"unit": incident.unit, "before": kill}
+            store, "unit_memory_peaks", {"unit": incident.unit, "before": kill, "host": incident.host}
         )
         killed = incident.killed_load
         if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
@@ -175,18 +179,22 @@ def gather(
     if facts.restarts:
         counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
         incident.restart_count = max(counts) if counts else len(facts.restarts)
-    facts.unit_loads = stats_for(incident.unit, all_loads)
+    facts.unit_loads = stats_for(incident.unit, all_loads, incident.host)
     if incident.recovery_unit:
-        facts.recovery_loads = stats_for(incident.recovery_unit, all_loads)
+        facts.recovery_loads = stats_for(incident.recovery_unit, all_loads, incident.host)
         rec = incident.recovery_load
         if rec is not None and rec.ready_ts is not None:
             cfg = run_named_dicts(
-                store, "server_config_of", {"unit": incident.recovery_unit, "before": rec.ready_ts}
+                store,
+                "server_config_of",
+                {"unit": incident.recovery_unit, "before": rec.ready_ts, "host": incident.host},
             )
             facts.recovery_config = cfg[0] if cfg else None
             start = rec.start_ts or kill
             facts.polls = run_named_dicts(
-                store, "health_polls", {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts}
+                store,
+                "health_polls",
+                {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
     _gpu_release(store, facts)
     _summarise_timeline(facts)
@@ -199,11 +207,13 @@ ACTIVITY_LOOK_S = 7200.0
 PROCESS_LOOK_S = 3600.0
 
 
-def _last_activity(store: Store, unit: str, kill: datetime) -> datetime | None:
+def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = None) -> datetime | None:
     """The unit's last SGLang line before ``kill``: within the last two hours (a scan of those
     rows only), else however long before."""
     for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
-        rows = run_named_dicts(store, "last_activity_before", {"unit": unit, "before": kill, "since": since})
+        rows = run_named_dicts(
+            store, "last_activity_before", {"unit": unit, "before": kill, "since": since, "host": host}
+        )
         if rows and rows[0]["ts"] is not None:
             ts: datetime = rows[0]["ts"]
             return ts

@@ -340,11 +340,13 @@ def find_recovery(
     return best, best.unit != incident_unit
 
 
-def load_before(unit: str | None, kill_ts: datetime, loads: Sequence[Load]) -> Load | None:
-    """The load of ``unit`` that was serving (or starting) when it was killed."""
+def load_before(
+    unit: str | None, kill_ts: datetime, loads: Sequence[Load], host: str | None = None
+) -> Load | None:
+    """The load of ``unit`` on ``host`` that was serving (or starting) when it was killed."""
     best = None
     for ld in loads:
-        if ld.unit != unit or ld.start_ts is None or ld.start_ts > kill_ts:
+        if ld.unit != unit or ld.start_ts is None or ld.start_ts > kill_ts or not _host_match(host, ld.host):
             continue
         if best is None or (best.start_ts is not None and ld.start_ts > best.start_ts):
             best = ld
@@ -389,7 +391,7 @@ def build_incidents(
                     inc.memcg_limit_kb = ev.raw.get("memcg_limit_kb")
                     break
         if ts is not None:
-            inc.killed_load = load_before(unit, ts, loads)
+            inc.killed_load = load_before(unit, ts, loads, inc.host)
             recovery, is_other_unit = find_recovery(unit, inc.host, ts, loads, inc.killed_load)
             if recovery is not None and recovery.ready_ts is not None:
                 inc.recovered_ts = recovery.ready_ts
@@ -413,6 +415,7 @@ def _count_repeats(incidents: list[Incident]) -> None:
             for other in incidents
             if other is not inc
             and other.unit == inc.unit
+            and _host_match(other.host, inc.host)
             and other.ts is not None
             and timedelta(0) <= inc.ts - other.ts <= timedelta(hours=1)
         )

@@ -55,6 +55,7 @@ class LoadStats:
     speculative_algorithm: str | None
     loads: list[Load]
     phases: dict[str, PhaseStats] = field(default_factory=dict)
+    host: str | None = None
 
     @property
     def ready(self) -> list[Load]:
@@ -81,7 +82,8 @@ def _stats(phase: str, values: list[float]) -> PhaseStats:
 
 
 def load_statistics(loads: Sequence[Load]) -> list[LoadStats]:
-    """Group loads by (unit, model) and summarise the ones that reached ready.
+    """Group loads by (host, unit, model) and summarise the ones that reached ready: a host's
+    loads are its own (its disks, page cache and GPUs), not its fleet's.
 
     >>> from datetime import UTC, datetime
     >>> mk = lambda s: Load(1, "h", "u.service", datetime(2025, 1, 1, tzinfo=UTC), None, s, "ready", "/m", None, 1)
@@ -89,14 +91,14 @@ def load_statistics(loads: Sequence[Load]) -> list[LoadStats]:
     >>> st.count, st.phases["load_s"].median, st.phases["load_s"].max
     (3, 570.0, 600.0)
     """
-    groups: dict[tuple[str | None, str | None], list[Load]] = {}
+    groups: dict[tuple[str | None, str | None, str | None], list[Load]] = {}
     for ld in loads:
-        groups.setdefault((ld.unit, ld.model_path), []).append(ld)
+        groups.setdefault((ld.host, ld.unit, ld.model_path), []).append(ld)
     out = []
-    for (unit, model), group in sorted(groups.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or "")):
+    for (host, unit, model), group in sorted(groups.items(), key=lambda kv: tuple(k or "" for k in kv[0])):
         group.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         algos = [ld.speculative_algorithm for ld in group if ld.speculative_algorithm]
-        st = LoadStats(unit, model, algos[-1] if algos else None, group)
+        st = LoadStats(unit, model, algos[-1] if algos else None, group, host=host)
         ready = st.ready
         for phase in PHASES:
             values = [float(v) for ld in ready if (v := getattr(ld, phase)) is not None]
@@ -118,9 +120,13 @@ def is_regression(load: Load, stats: LoadStats) -> bool:
     return load.load_s > med * REGRESSION_RATIO and load.load_s - med >= REGRESSION_MIN_S
 
 
-def stats_for(unit: str | None, all_stats: Sequence[LoadStats]) -> LoadStats | None:
+def stats_for(unit: str | None, all_stats: Sequence[LoadStats], host: str | None = None) -> LoadStats | None:
+    """The loads of ``unit`` on ``host`` (any host when it is None; a host-less load counts for
+    every host): the model it loaded most often."""
     best = None
     for st in all_stats:
-        if st.unit == unit and (best is None or len(st.loads) > len(best.loads)):
+        if st.unit != unit or (host is not None and st.host is not None and st.host != host):
+            continue
+        if best is None or len(st.loads) > len(best.loads):
             best = st
     return best

@@ -124,7 +124,9 @@ def memory_timeline(
             b.queue_req = r["queue_req"]
             b.gen_throughput = r["gen_throughput"]
         for r in run_named_dicts(
-            store, "timeline_retractions", {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s}
+            store,
+            "timeline_retractions",
+            {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s, "host": host},
         ):
             b = at(r["bucket"])
             b.retractions = int(r["retractions"])

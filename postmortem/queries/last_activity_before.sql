@@ -1,8 +1,8 @@
 -- The last line any SGLang table holds for a unit before a time (its last sign of life), at or
 -- after $since (NULL: however long before; a bound lets the scan skip the store's older rows).
--- Parameters: $unit, $before, $since.
+-- Parameters: $unit, $before, $since, $host.
 SELECT max(ts) AS ts FROM (
-    SELECT max(ts) AS ts FROM sglang_batches WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
-    UNION ALL SELECT max(ts) FROM sglang_events WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
-    UNION ALL SELECT max(ts) FROM http_requests WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
+    SELECT max(ts) AS ts FROM sglang_batches WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
+    UNION ALL SELECT max(ts) FROM sglang_events WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
+    UNION ALL SELECT max(ts) FROM http_requests WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
 ) t

@@ -1,6 +1,6 @@
 -- KV-cache retractions of one unit in time buckets: how many retraction events, how many
 -- requests they retracted, and the first one (its time and line) in each bucket.
--- Parameters: $unit, $from, $to, $bucket_s.
+-- Parameters: $unit, $from, $to, $bucket_s, $host.
 SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
        count(*) AS retractions,
        sum(TRY_CAST(detail ->> '$.retracted_reqs' AS BIGINT)) AS retracted_reqs,
@@ -9,5 +9,6 @@ SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS 
        arg_min(line_no, ts) AS first_line_no
 FROM sglang_events
 WHERE unit = $unit AND kind = 'retract' AND ts >= $from AND ts <= $to
+  AND ($host IS NULL OR host IS NULL OR host = $host)
 GROUP BY ALL
 ORDER BY bucket

@@ -144,7 +144,7 @@ class FigurePlan:
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         framed = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
-        zone = self.options.zone
+        zone = analysis.zone_of(inc.host, self.options.zone)
         job = FigureJob(
             stem,
             memory_data(facts, zone, f"{inc.unit} — {utc_text(inc.ts)} UTC"),
@@ -197,7 +197,7 @@ def write_reports(
             analysis,
             inc,
             sources=sources,
-            zone=zone,
+            zone=analysis.zone_of(inc.host, zone),
             clean=clean,
             window_s=options.window_s,
             generated_at=generated,

@@ -4,7 +4,7 @@ model, downtime (time to recovery) per incident — across every incident in the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from statistics import median
 
@@ -20,6 +20,7 @@ from .render import render
 @dataclass
 class KillCount:
     period: str
+    host: str
     unit: str
     cause: str
     incidents: int
@@ -27,6 +28,7 @@ class KillCount:
 
 @dataclass
 class LoadTrend:
+    host: str
     unit: str
     model: str
     speculative: str
@@ -41,6 +43,7 @@ class LoadTrend:
 class DowntimeRow:
     incident_id: int
     kill_utc: str
+    host: str
     unit: str
     cause: str
     downtime_s: float | None
@@ -80,31 +83,33 @@ def trends(
         window=window_text(since, until),
     )
     kills = run_named_dicts(store, "trends_kills", p)
-    daily: dict[tuple[str, str, str], int] = {}
-    weekly: dict[tuple[str, str, str], int] = {}
+    daily: dict[tuple[str, str, str, str], int] = {}
+    weekly: dict[tuple[str, str, str, str], int] = {}
     for r in kills:
-        daily[(str(r["day"]), r["unit"], r["cause"])] = daily.get(
-            (str(r["day"]), r["unit"], r["cause"]), 0
-        ) + int(r["incidents"])
+        key = (str(r["day"]), r["host"], r["unit"], r["cause"])
+        daily[key] = daily.get(key, 0) + int(r["incidents"])
         wk = r["week"].isocalendar()
-        key = (f"{wk[0]}-W{wk[1]:02d}", r["unit"], r["cause"])
+        key = (f"{wk[0]}-W{wk[1]:02d}", r["host"], r["unit"], r["cause"])
         weekly[key] = weekly.get(key, 0) + int(r["incidents"])
-    rep.kills_per_day = [KillCount(k[0], k[1], k[2], v) for k, v in sorted(daily.items())]
-    rep.kills_per_week = [KillCount(k[0], k[1], k[2], v) for k, v in sorted(weekly.items())]
+    rep.kills_per_day = [KillCount(*k, v) for k, v in sorted(daily.items())]
+    rep.kills_per_week = [KillCount(*k, v) for k, v in sorted(weekly.items())]
+    hosts = {str(r["host"]) for r in kills}
 
     loads = run_named_dicts(store, "trends_loads", p)
-    groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+    groups: dict[tuple[str, str, str], list[dict[str, object]]] = {}
     for r in loads:
         if r["outcome"] != "ready" or r["load_s"] is None:
             continue
-        groups.setdefault((str(r["unit"]), str(r["model_path"])), []).append(r)
+        groups.setdefault((str(r["host"]), str(r["unit"]), str(r["model_path"])), []).append(r)
+    hosts |= {g[0] for g in groups}
     series: dict[str, list[tuple[datetime, float]]] = {}
-    for (unit, model), rows in sorted(groups.items()):
+    for (host, unit, model), rows in sorted(groups.items()):
         values = [float(r["load_s"]) for r in rows]  # type: ignore[arg-type]
         spec = next((str(r["speculative_algorithm"]) for r in rows if r["speculative_algorithm"]), "—")
         first, last = values[0], values[-1]
         rep.load_trends.append(
             LoadTrend(
+                host,
                 unit,
                 model,
                 spec,
@@ -115,7 +120,8 @@ def trends(
                 round(100 * (last - first) / first, 1) if first else None,
             )
         )
-        series[unit] = [(r["start_ts"], float(r["load_s"])) for r in rows]  # type: ignore[misc,arg-type]
+        name = _series_name(host, unit, hosts)
+        series[name] = series.get(name, []) + [(r["start_ts"], float(r["load_s"])) for r in rows]  # type: ignore[misc,arg-type]
 
     downs = run_named_dicts(store, "trends_downtime", p)
     for r in downs:
@@ -123,6 +129,7 @@ def trends(
             DowntimeRow(
                 int(r["incident_id"]),
                 utc_text(r["ts"]),
+                str(r["host"] or "—"),
                 str(r["unit"]),
                 str(r["cause"]),
                 r["downtime_s"],
@@ -135,21 +142,49 @@ def trends(
         rep.mttr_s = sum(restored) / len(restored)
         rep.mttr = human(rep.mttr_s)
     out.mkdir(parents=True, exist_ok=True)
-    kseries: dict[str, list[tuple[datetime, float]]] = {}
-    for r in kills:
-        day = datetime(r["day"].year, r["day"].month, r["day"].day, tzinfo=UTC)
-        kseries.setdefault(str(r["unit"]), []).append((day, float(r["incidents"])))
+    kseries = _per_day(kills, hosts)
     from ..plots import trend_figure  # matplotlib: only when figures are drawn
 
     f1 = trend_figure(
         kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day"
     )
     f2 = trend_figure(series, out / "trends-loads.png", "load time (s)", "Load time per unit")
-    dseries = {"downtime": [(r["ts"], float(r["downtime_s"])) for r in downs if r["downtime_s"] is not None]}
-    f3 = trend_figure(dseries, out / "trends-downtime.png", "seconds", "Downtime per incident")
+    dseries: dict[str, list[tuple[datetime, float]]] = {}
+    for r in downs:
+        if r["downtime_s"] is not None:
+            name = str(r["host"] or "—") if len(hosts) > 1 else "downtime"
+            dseries.setdefault(name, []).append((r["ts"], float(r["downtime_s"])))
+    missing = len(downs) - sum(len(v) for v in dseries.values())
+    title = "Downtime per incident" + (f" ({missing} not restored: not drawn)" if missing else "")
+    f3 = trend_figure(dseries, out / "trends-downtime.png", "seconds", title)
     rep.kills_figure = f1.name if f1 else None
     rep.loads_figure = f2.name if f2 else None
     rep.downtime_figure = f3.name if f3 else None
     path = out / "trends.md"
     path.write_text(render("trends.md.j2", rep, templates or []), encoding="utf-8")
     return path
+
+
+def _series_name(host: str, unit: str, hosts: set[str]) -> str:
+    """A figure's series: the unit, with its host when the store holds several."""
+    return f"{host} · {unit}" if len(hosts) > 1 else unit
+
+
+def _per_day(kills: list[dict[str, object]], hosts: set[str]) -> dict[str, list[tuple[datetime, float]]]:
+    """Incidents per day of each series, with the days between its first and last that had none
+    drawn as 0 (a line from 2 to 1 would say 1.5 on the day between)."""
+    counts: dict[str, dict[date, float]] = {}
+    for r in kills:
+        day = r["day"]
+        assert isinstance(day, date)
+        per = counts.setdefault(_series_name(str(r["host"]), str(r["unit"]), hosts), {})
+        per[day] = per.get(day, 0.0) + float(r["incidents"])  # type: ignore[arg-type]
+    out: dict[str, list[tuple[datetime, float]]] = {}
+    for name, per in counts.items():
+        day, last = min(per), max(per)
+        points = []
+        while day <= last:
+            points.append((datetime(day.year, day.month, day.day, tzinfo=UTC), per.get(day, 0.0)))
+            day += timedelta(days=1)
+        out[name] = points
+    return out
