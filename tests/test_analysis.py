@@ -385,7 +385,7 @@ def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: st
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.restarts = [{"ts": T + timedelta(seconds=60), "source_id": 1, "line_no": 9, "restart_count": 1}]
-    facts.unit_loads = SimpleNamespace(median_load_s=600.0)  # type: ignore[assignment]
+    facts.unit_loads = SimpleNamespace(median_load_s=600.0, loads=[])  # type: ignore[assignment]
     rec = restart_policy(facts)
     assert rec is not None and words in rec.detail
 
@@ -831,3 +831,63 @@ def test_each_host_of_a_fleet_store_has_its_own_local_zone() -> None:
     assert analysis.zone_of("utc", berlin) == ZoneInfo("UTC")
     assert analysis.zone_of("odd", berlin) == berlin
     assert analysis.zone_of(None, berlin) == berlin
+
+
+def test_each_kernel_record_chooses_its_own_victim() -> None:
+    """A record that killed the unit with memory.oom.group, then a record of its own 50 s later
+    for the restart: the second is chosen by its record, not one of the first's group."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.summary import summarise
+    from postmortem.analysis.timeline import Timeline
+
+    items = [
+        ev("oom_kill", 0, line=5, killer="kernel", scope="memcg", pid=10, comm="sched", oom_id=1),
+        ev("oom_kill", 0, line=6, killer="kernel", scope="memcg", pid=11, comm="detok", oom_id=1),
+        ev("oom_kill", 50, line=30, killer="kernel", scope="memcg", pid=20, comm="sched", oom_id=2),
+    ]
+    (inc,) = build_incidents(items, [])
+    assert [(v.pid, v.chosen) for v in inc.victims] == [(10, True), (11, False), (20, True)]
+    assert [v.pid for v in inc.killed_with] == [11] and [v.pid for v in inc.later_kills] == [20]
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    text = summarise(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
+    assert "and 1 more process of the unit" in text
+    assert "50 s later it killed sched (pid 20) of the same unit again, in a record of its own" in text
+
+
+def test_a_kill_of_another_process_just_before_is_said() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.summary import summarise
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    (inc,) = build_incidents([ev("oom_kill", 0, killer="kernel", scope="global", pid=10, comm="sched")], [])
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    loader = "Out of memory: Killed process 90211 (python3) total-vm:1kB, anon-rss:1kB"
+    tl.events = [
+        TimelineEvent(T - timedelta(seconds=25), "kernel", "session-12.scope", "oom_kill", loader, 1, 3),
+        TimelineEvent(T, "kernel", "a.service", "oom_kill", "Out of memory: Killed process 10 (sched)", 1, 9),
+    ]
+    text = summarise(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
+    assert "25 s before, the kernel had killed python3 (pid 90211) of session-12.scope" in text
+    tl.events[0] = TimelineEvent(T - timedelta(hours=1), "kernel", "x.scope", "oom_kill", loader, 1, 3)
+    assert "before, the kernel had killed" not in summarise(
+        IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    )
+
+
+def test_a_restart_killed_again_is_not_weighed_against_the_fallback() -> None:
+    from types import SimpleNamespace
+
+    from postmortem.analysis.rules import restart_policy
+
+    facts: Any = _facts_with_recovery(840.0)
+    facts.incident.restart_count = 1
+    facts.restarts = [{"ts": T + timedelta(seconds=3), "source_id": 1, "line_no": 9, "restart_count": 1}]
+    again = load("a.service", 5, None)  # killed before ready
+    facts.unit_loads = SimpleNamespace(median_load_s=585.0, loads=[again])
+    rec = restart_policy(facts)
+    assert rec is not None
+    assert "was killed again before it was ready" in rec.detail and "would have been ready" not in rec.detail
+    assert "did not come back and the operator started b.service" in rec.detail
+    again.outcome, again.ready_ts, again.load_s = "ready", T + timedelta(seconds=590), 585.0
+    rec = restart_policy(facts)
+    assert rec is not None and "would have been ready" in rec.detail and "operator stopped" in rec.detail

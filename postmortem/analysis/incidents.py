@@ -169,9 +169,17 @@ def cluster_evidence(
 
 
 def victims_of(items: Sequence[Evidence]) -> list[Victim]:
-    """Killed processes, the same pid reported by two sources counted once; the first kill of
-    the earliest record is the chosen victim."""
+    """Killed processes, the same pid reported by two sources counted once. The first kill of
+    each kernel record is the one the kernel chose (the others of a record are killed with it,
+    ``memory.oom.group``); a kill without a record (systemd-oomd) is chosen when it is first."""
     seen: dict[tuple[int | None, str | None], Victim] = {}
+    first_of: dict[tuple[int, object], tuple[int, int | None, str | None]] = {}
+    for ev in items:
+        if ev.kind == "oom_kill" and ev.raw.get("oom_id") is not None:
+            rec = (ev.source_id, ev.raw["oom_id"])
+            if rec not in first_of or ev.line_no < first_of[rec][0]:
+                first_of[rec] = (ev.line_no, ev.raw.get("pid"), ev.raw.get("comm"))
+    chosen = {(pid, comm) for _, pid, comm in first_of.values()}
     for ev in items:
         if ev.kind != "oom_kill":
             continue
@@ -186,11 +194,11 @@ def victims_of(items: Sequence[Evidence]) -> list[Victim]:
             anon_rss_kb=r.get("anon_rss_kb"),
             source_id=ev.source_id,
             line_no=ev.line_no,
-            chosen=False,
+            chosen=key in chosen,
             oom_id=r.get("oom_id"),
         )
     victims = list(seen.values())
-    if victims:
+    if victims and not any(v.chosen for v in victims):
         victims[0].chosen = True
     return victims
 

@@ -3,6 +3,7 @@ incidents built from them, and the facts the rules and the report read."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -125,6 +126,21 @@ class Incident:
                 return v
         return self.victims[0] if self.victims else None
 
+    @property
+    def killed_with(self) -> list[Victim]:
+        """The processes killed with the chosen victim, in its record (``memory.oom.group``)."""
+        chosen = self.victim
+        if chosen is None or chosen.oom_id is None:
+            return [v for v in self.victims if v is not chosen and v.oom_id is None]
+        return [v for v in self.victims if not v.chosen and v.oom_id == chosen.oom_id]
+
+    @property
+    def later_kills(self) -> list[Victim]:
+        """Processes of the unit the kernel chose in later records of the same incident (a restart
+        killed again within seconds)."""
+        chosen = self.victim
+        return [v for v in self.victims if v.chosen and v is not chosen]
+
 
 @dataclass
 class Recommendation:
@@ -144,3 +160,16 @@ def is_service(unit: str | None) -> bool:
     (True, False, False)
     """
     return unit is not None and unit.endswith(".service")
+
+
+_KILLED = re.compile(r"[Kk]illed process (\d+) \(([^)]*)\)")
+
+
+def killed_process(message: str) -> tuple[int, str] | None:
+    """The pid and name of a kernel kill line.
+
+    >>> killed_process("Out of memory: Killed process 90211 (python3) total-vm:64kB, anon-rss:0kB")
+    (90211, 'python3')
+    """
+    m = _KILLED.search(message)
+    return (int(m.group(1)), m.group(2)) if m else None

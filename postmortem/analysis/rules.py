@@ -294,7 +294,7 @@ def _earlier_peak(f: IncidentFacts) -> str:
 def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if inc.cause == "cgroup_oom":
-        group = len(inc.victims)
+        group = 1 + len(inc.killed_with)
         setting = limit_setting((f.oom or {}).get("oom_memcg"))
         rate = f.host_rate_mib_min
         detail = (
@@ -350,6 +350,9 @@ def _restart_versus_fallback(f: IncidentFacts) -> str:
     restart_ts = f.restarts[0]["ts"]
     if not isinstance(restart_ts, datetime):
         return ""
+    ended = _restart_ended(f, restart_ts)
+    if ended is not None:
+        return ended
     expected = restart_ts + timedelta(seconds=med)
     gain = (expected - inc.recovered_ts).total_seconds()
     verdict = (
@@ -369,6 +372,25 @@ def _restart_versus_fallback(f: IncidentFacts) -> str:
     )
 
 
+def _restart_ended(f: IncidentFacts, restart_ts: datetime) -> str | None:
+    """How the automatic restart ended when it did not reach ready before the operator's
+    fallback did (killed again, failed, stopped): then there is nothing to weigh it against."""
+    inc = f.incident
+    for ld in sorted(f.unit_loads.loads if f.unit_loads else [], key=lambda x: x.start_ts or restart_ts):
+        if ld.start_ts is None or ld.start_ts < restart_ts - timedelta(seconds=5):
+            continue
+        if inc.recovered_ts is not None and ld.start_ts > inc.recovered_ts:
+            break
+        if ld.outcome in ("killed", "failed"):
+            how = "killed again" if ld.outcome == "killed" else "failed"
+            return (
+                f" The automatic restart begun at {ld.start_ts.astimezone(UTC):%H:%M:%S} was {how} before "
+                "it was ready: restarting the same configuration did not bring the service back."
+            )
+        return None
+    return None
+
+
 @rule("restart_policy")
 def restart_policy(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
@@ -377,10 +399,15 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
     if inc.restart_count:
         after = ""
         if inc.fallback_unit:
+            ended = _restart_ended(f, f.restarts[0]["ts"]) if f.restarts else None
+            what = (
+                f" The automatic restart did not come back and the operator started {inc.fallback_unit}"
+                if ended
+                else f" The operator stopped the automatic restart and started {inc.fallback_unit} instead"
+            )
             after = (
-                f" The operator stopped the automatic restart and started {inc.fallback_unit} instead; "
-                f"with a fallback, Restart=no plus OnFailure= starting {inc.fallback_unit} avoids a "
-                "second load of a configuration that just failed." + _restart_versus_fallback(f)
+                f"{what}; with a fallback, Restart=no plus OnFailure= starting {inc.fallback_unit} "
+                "avoids a second load of a configuration that just failed." + _restart_versus_fallback(f)
             )
         return Recommendation(
             "restart_policy",

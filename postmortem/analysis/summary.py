@@ -3,11 +3,11 @@ brought service back."""
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
 from ..timeutil import UTC, zone_name
 from .facts import IncidentFacts
-from .model import is_service
+from .model import is_service, killed_process
 
 CAUSE_WORDS = {
     "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
@@ -105,12 +105,21 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     v = inc.victim
     if v is not None:
         rss = f", {size_kb(v.anon_rss_kb)} anonymous RSS" if v.anon_rss_kb else ""
-        others = len(inc.victims) - 1
+        others = len(inc.killed_with)
         parts.append(
             f"The kernel killed {v.comm} (pid {v.pid}{rss})"
             + (f" and {others} more process{'es' if others > 1 else ''} of the unit" if others else "")
             + "."
         )
+        for later in inc.later_kills:
+            if later.ts is not None and v.ts is not None:
+                parts.append(
+                    f"{_secs(later.ts - v.ts)} later it killed {later.comm} (pid {later.pid}) of the same "
+                    "unit again, in a record of its own."
+                )
+    earlier = _earlier_kill(facts)
+    if earlier is not None:
+        parts.append(earlier)
     if inc.recovered_ts is not None and inc.recovery_unit:
         load = inc.recovery_load
         how = (
@@ -146,3 +155,38 @@ def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "no
     if unit is not None and not is_service(unit):
         return "— (not a service)"
     return missing
+
+
+def _secs(delta: timedelta) -> str:
+    return human(delta.total_seconds())
+
+
+#: how long before a kill another process's kill counts as the same shortage
+EARLIER_KILL_S = 600.0
+
+
+def _earlier_kill(facts: IncidentFacts) -> str | None:
+    """The kernel's last kill of another process shortly before this one: a shortage that
+    killed something else first (a data loader), then this unit."""
+    inc = facts.incident
+    if inc.ts is None:
+        return None
+    mine = {v.pid for v in inc.victims}
+    last = None
+    for ev in facts.timeline.events:
+        if ev.origin != "kernel" or ev.kind != "oom_kill" or ev.ts >= inc.ts:
+            continue
+        if (inc.ts - ev.ts).total_seconds() > EARLIER_KILL_S:
+            continue
+        proc = killed_process(ev.message)
+        if proc is None or proc[0] in mine:
+            continue
+        last = (ev, proc)
+    if last is None:
+        return None
+    ev, (pid, comm) = last
+    where = f" of {ev.unit}" if ev.unit and ev.unit != inc.unit else ""
+    return (
+        f"{_secs(inc.ts - ev.ts)} before, the kernel had killed {comm} (pid {pid}){where}: "
+        "the same shortage took another process first."
+    )

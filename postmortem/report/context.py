@@ -19,7 +19,7 @@ from .. import __version__
 from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
-from ..analysis.model import Incident, Load, Victim
+from ..analysis.model import Incident, Load, Victim, killed_process
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..query import run_named_dicts
 from ..store.db import Store
@@ -462,7 +462,13 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
                 f"{killed.unit} ready after {human(killed.load_s)}",
                 sources.cite(killed.source_id, killed.ready_line_no),
             )
-    kills_seen = 0
+    # the kernel's kill lines: the processes killed with the chosen one in its record are one row
+    # (memory.oom.group); another record, or another process's kill, is a row of its own; the
+    # same kill printed by two sources (dmesg and the journal) is shown once
+    chosen = inc.victim
+    grouped = inc.killed_with
+    grouped_pids = {v.pid for v in grouped}
+    kills_shown: set[tuple[int | None, int]] = set()
     retract_first = None
     retract_n = 0
     end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
@@ -482,9 +488,14 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
                 continue
             seen_kinds.add(key)
         if ev.origin == "kernel" and ev.kind == "oom_kill":
-            kills_seen += 1
-            if kills_seen > 1:
+            proc = killed_process(ev.message)
+            pid = proc[0] if proc else None
+            if pid is not None and pid in grouped_pids:
                 continue
+            kill = (pid, int(ev.ts.timestamp()) // 5)
+            if pid is not None and kill in kills_shown:
+                continue
+            kills_shown.add(kill)
         if ev.origin == "sglang" and ev.kind == "retract":
             retract_n += 1
             retract_first = retract_first or ev
@@ -495,13 +506,13 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
             sources.cite(ev.source_id, ev.line_no),
         )
-    if kills_seen > 1:
-        first = min((ts for ts, r in rows if r.origin == "kernel"), default=tl.kill_ts)
+    if grouped and chosen is not None and chosen.ts is not None:
+        n = len(grouped)
         add(
-            first + timedelta(microseconds=1),
+            chosen.ts + timedelta(microseconds=1),
             "kernel",
-            f"… and {len(inc.victims) - 1} more processes of {inc.unit} killed in the same record",
-            _cite_others(inc.victims, sources),
+            f"… and {n} more process{'es' if n > 1 else ''} of {inc.unit} killed in the same record",
+            _cite_others(grouped, sources),
         )
     if facts.retractions and facts.first_retraction is not None:
         first_ts, first_sid, first_line = facts.first_retraction
