@@ -891,3 +891,27 @@ def test_a_restart_killed_again_is_not_weighed_against_the_fallback() -> None:
     again.outcome, again.ready_ts, again.load_s = "ready", T + timedelta(seconds=590), 585.0
     rec = restart_policy(facts)
     assert rec is not None and "would have been ready" in rec.detail and "operator stopped" in rec.detail
+
+
+def test_a_failure_on_any_rank_is_in_the_timeline_a_milestone_only_from_tp0() -> None:
+    from postmortem.query import run_named_dicts
+
+    store = Store.memory()
+    rows = [
+        (1, "TP0", "load_weight_begin"),
+        (2, "TP3", "load_weight_begin"),  # the same milestone on another rank: TP0's stands for it
+        (3, "TP3", "cuda_oom"),  # the only rank that ran out
+        (4, "TP5", "memory_unbalanced"),
+    ]
+    for line, ranks, kind in rows:
+        store.execute(
+            "INSERT INTO sglang_events (source_id, line_no, ts, unit, ranks, kind, message) VALUES (1, ?, ?, 'a.service', ?, ?, 'x')",
+            [line, T + timedelta(seconds=line), ranks, kind],
+        )
+    got = run_named_dicts(store, "timeline_events", {"host": None, "from": T, "to": T + timedelta(minutes=1)})
+    store.close()
+    assert [(r["line_no"], r["kind"]) for r in got] == [
+        (1, "load_weight_begin"),
+        (3, "cuda_oom"),
+        (4, "memory_unbalanced"),
+    ]

@@ -399,6 +399,24 @@ _SGLANG_KINDS = {
     "ready": "server ready",
     "startup_timings": "startup timings",
 }
+#: SGLang lines that say something failed: shown from any rank, once per burst
+_FAILURE_KINDS = frozenset(
+    {
+        "exception",
+        "cuda_oom",
+        "not_enough_memory",
+        "kv_oom",
+        "kv_leak",
+        "memory_unbalanced",
+        "scheduler_killed",
+        "scheduler_dead",
+        "subprocess_crashed",
+        "initialization_failed",
+        "watchdog",
+        "health_check_failed",
+        "cuda_graph_failed",
+    }
+)
 _SKIP_SGLANG = {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
 
 
@@ -473,6 +491,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     retract_n = 0
     end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
     seen_kinds: set[tuple[str | None, str, str]] = set()
+    failures_shown: dict[tuple[str | None, str, str], datetime] = {}
     for ev in tl.events:
         if ev.ts > end:
             continue
@@ -487,6 +506,13 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             if key in seen_kinds:
                 continue
             seen_kinds.add(key)
+        elif ev.origin == "sglang" and ev.kind in _FAILURE_KINDS:
+            # the same failure on several ranks at once: its first line stands for them
+            key = (ev.unit, ev.kind, ev.message[:40])
+            shown = failures_shown.get(key)
+            if shown is not None and (ev.ts - shown).total_seconds() < 10:
+                continue
+            failures_shown[key] = ev.ts
         if ev.origin == "kernel" and ev.kind == "oom_kill":
             proc = killed_process(ev.message)
             pid = proc[0] if proc else None
