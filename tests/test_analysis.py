@@ -51,6 +51,10 @@ def ev(
         ([ev("oom_kill", killer="earlyoom")], "earlyoom"),
         ([ev("cuda_oom"), ev("unit_main_exited", 2, code="exited")], "gpu_oom"),
         ([ev("unit_main_exited", code="killed", status="9")], "signal"),
+        (
+            [ev("unit_main_exited", code="killed", status="9"), ev("unit_failed_other", result="timeout")],
+            "timeout",
+        ),
         ([ev("unit_oom_killed")], "unknown"),
         ([ev("unit_failed", result="watchdog")], "unknown"),
     ],
@@ -915,3 +919,38 @@ def test_a_failure_on_any_rank_is_in_the_timeline_a_milestone_only_from_tp0() ->
         (3, "cuda_oom"),
         (4, "memory_unbalanced"),
     ]
+
+
+def test_a_stop_timeout_is_told_with_its_drain_and_an_operators_restart_needs_no_restart_policy() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import restart_policy, stop_timeout
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    inc = Incident(1, "h", T, "a.service", "timeout", 0.9)
+    back = load("a.service", 0, 649)
+    inc.recovered_ts, inc.recovery_unit, inc.recovery_load = back.ready_ts, "a.service", back
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    tl.events = [
+        TimelineEvent(
+            T - timedelta(seconds=91),
+            "operator",
+            None,
+            "command",
+            "/usr/bin/systemctl restart a.service",
+            1,
+            33,
+        ),
+        TimelineEvent(
+            T - timedelta(seconds=90), "systemd", "a.service", "stopping", "Stopping a.service - A...", 1, 34
+        ),
+    ]
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.last_batch = {"running_req": 37}
+    rec = stop_timeout(facts)
+    assert rec is not None and rec.evidence[0].line_no == 34
+    assert "killed it 90 s later" in rec.detail and "37 requests still running" in rec.detail
+    assert restart_policy(facts) is None  # the operator's restart brought it back
+    tl.events = tl.events[1:]
+    rec = restart_policy(facts)
+    assert rec is not None and rec.title.startswith("Set Restart=")

@@ -289,6 +289,20 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "a CUDA out-of-memory error in the server, with no kernel OOM kill: GPU memory ran "
             "out, not host RAM",
         )
+    timeout = [
+        e
+        for e in items
+        if e.kind in ("unit_failed", "unit_failed_other") and e.raw.get("result") == "timeout"
+    ]
+    if timeout:
+        return (
+            "timeout",
+            0.9,
+            "systemd",
+            None,
+            "systemd killed the unit because it did not stop (or start) within its timeout "
+            "(TimeoutStopSec= / TimeoutStartSec=, 90 s by default) — not an OOM kill",
+        )
     if signal:
         return (
             "signal",
@@ -351,14 +365,19 @@ def find_recovery(
 def load_before(
     unit: str | None, kill_ts: datetime, loads: Sequence[Load], host: str | None = None
 ) -> Load | None:
-    """The load of ``unit`` on ``host`` that was serving (or starting) when it was killed."""
-    best = None
+    """The load of ``unit`` on ``host`` that was serving (or starting) when it was killed: the
+    last to start before the kill. One that starts in the kill's very second is the restart
+    (systemd's default RestartSec=100ms, and stamps in whole seconds) unless no load started
+    before."""
+    best = same_second = None
     for ld in loads:
         if ld.unit != unit or ld.start_ts is None or ld.start_ts > kill_ts or not _host_match(host, ld.host):
             continue
-        if best is None or (best.start_ts is not None and ld.start_ts > best.start_ts):
+        if ld.start_ts == kill_ts:
+            same_second = same_second or ld
+        elif best is None or (best.start_ts is not None and ld.start_ts > best.start_ts):
             best = ld
-    return best
+    return best or same_second
 
 
 def build_incidents(

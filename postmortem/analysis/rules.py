@@ -417,7 +417,7 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             f"configuration, under the same load.{after}",
             [SourceRef(int(r["source_id"]), int(r["line_no"])) for r in f.restarts[:1]],
         )
-    if inc.recovered_ts is None or inc.recovery_unit == inc.unit:
+    if inc.recovered_ts is None or (inc.recovery_unit == inc.unit and not _operator_started(f)):
         return Recommendation(
             "restart_policy",
             "medium",
@@ -426,6 +426,23 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             f"{inc.unit} back without an operator.",
         )
     return None
+
+
+def _operator_started(f: IncidentFacts) -> bool:
+    """Whether an operator's ``systemctl start|restart`` of the unit came between the kill's
+    run-up and the recovery's start: then it was brought back on purpose, not left down."""
+    inc = f.incident
+    rec = inc.recovery_load
+    if inc.ts is None or inc.unit is None:
+        return False
+    until = rec.start_ts if rec is not None and rec.start_ts is not None else inc.recovered_ts or inc.ts
+    for ev in f.timeline.events:
+        if ev.origin != "operator" or not (inc.ts - timedelta(minutes=15) <= ev.ts <= until):
+            continue
+        words = ev.message.split()
+        if inc.unit in words and ("start" in words or "restart" in words):
+            return True
+    return False
 
 
 @rule("reset_failed")
@@ -610,6 +627,46 @@ def restart_loop(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+@rule("stop_timeout")
+def stop_timeout(f: IncidentFacts) -> Recommendation | None:
+    inc = f.incident
+    if inc.cause != "timeout" or inc.ts is None:
+        return None
+    stopping = [
+        ev
+        for ev in f.timeline.events
+        if ev.origin == "systemd" and ev.unit == inc.unit and ev.kind == "stopping" and ev.ts <= inc.ts
+    ]
+    lb = f.last_batch
+    running = (
+        f", {lb['running_req']} requests still running at its last batch line,"
+        if lb and lb.get("running_req")
+        else ""
+    )
+    if stopping:
+        stop = stopping[-1]
+        waited = (inc.ts - stop.ts).total_seconds()
+        detail = (
+            f"systemd began stopping {inc.unit} at {stop.ts.astimezone(UTC):%H:%M:%S} UTC (SIGTERM: the server "
+            f"stopped taking requests then and drained){running} and killed it {dur(waited)} later, when "
+            "TimeoutStopSec= ran out. The outage began at the SIGTERM, not at the kill. Raise "
+            "TimeoutStopSec= above the longest drain you accept, or bound the drain (shorter requests, "
+            "a smaller --max-running-requests) so a stop ends by itself."
+        )
+        refs = [SourceRef(stop.source_id, stop.line_no)]
+    else:
+        detail = (
+            f"systemd killed {inc.unit} when a start or stop timeout ran out (TimeoutStartSec= / "
+            "TimeoutStopSec=). A model load takes minutes: TimeoutStartSec= must exceed the longest "
+            "load (or use Type=exec / notify with EXTEND_TIMEOUT_USEC), and TimeoutStopSec= the "
+            "longest drain."
+        )
+        refs = []
+    return Recommendation(
+        "stop_timeout", "high", "systemd's timeout ended the service, not a crash", detail, refs
+    )
+
+
 @rule("find_the_signal")
 def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     if f.incident.cause != "signal":
@@ -641,6 +698,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "load_regression": "Find why the load was slower than usual",
         "restart_loop": f"Stop the restart loop of {unit}",
         "find_the_signal": "Find the process or person that sent the signal",
+        "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
     }
     if rec.severity == "info":
         return None

@@ -16,6 +16,7 @@ CAUSE_WORDS = {
     "oomd": "systemd-oomd (memory pressure on the host)",
     "earlyoom": "earlyoom (host RAM below its threshold)",
     "signal": "a signal, with no OOM record",
+    "timeout": "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
     "unknown": "an unknown cause",
 }
 

@@ -33,6 +33,7 @@ CAUSE_LABELS = {
     "oomd": "systemd-oomd kill (memory pressure)",
     "earlyoom": "earlyoom kill (low host RAM)",
     "signal": "killed by a signal (no OOM record)",
+    "timeout": "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
     "unknown": "unknown",
 }
 
