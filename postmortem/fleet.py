@@ -41,10 +41,33 @@ class ExportResult:
 
 
 def _date_expr(cols: set[str]) -> str:
+    """A row's day: its own time; else its OOM record's (a kill's task table), its incident's
+    (recommendations), else its source's first time."""
     for c in ("ts", "start_ts", "boot_ts", "first_ts"):
         if c in cols:
             return f"CAST(t.{c} AS DATE)"
-    return "CAST((SELECT s.first_ts FROM sources s WHERE s.source_id = t.source_id) AS DATE)"
+    if "oom_id" in cols:
+        return "CAST((SELECT min(k.ts) FROM oom_kills k WHERE k.oom_id = t.oom_id) AS DATE)"
+    if "incident_id" in cols:
+        return "CAST((SELECT i.ts FROM incidents i WHERE i.incident_id = t.incident_id) AS DATE)"
+    if "source_id" in cols:
+        return "CAST((SELECT s.first_ts FROM sources s WHERE s.source_id = t.source_id) AS DATE)"
+    return "NULL::DATE"
+
+
+def _host_expr(cols: set[str]) -> str:
+    """A row's host, for a table without its own: its incident's, its OOM record's, else its
+    source's (NULL when none says)."""
+    if "host" in cols:
+        return ""
+    found = []
+    if "incident_id" in cols:
+        found.append("(SELECT i.host FROM incidents i WHERE i.incident_id = t.incident_id)")
+    if "oom_id" in cols:
+        found.append("(SELECT max(k.host) FROM oom_kills k WHERE k.oom_id = t.oom_id)")
+    if "source_id" in cols:
+        found.append("(SELECT s.host FROM sources s WHERE s.source_id = t.source_id)")
+    return f", coalesce({', '.join(found)}, NULL::VARCHAR) AS host" if found else ", NULL::VARCHAR AS host"
 
 
 def export_parquet(store: Store, directory: Path) -> ExportResult:
@@ -68,18 +91,7 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
         if table == "schema_migrations":
             continue
         cols = {c for c, _ in store.columns(table)}
-        if "host" in cols:
-            host = ""
-        elif "source_id" in cols:
-            host = ", (SELECT s.host FROM sources s WHERE s.source_id = t.source_id) AS host"
-        else:
-            host = ", NULL::VARCHAR AS host"
-        date = (
-            _date_expr(cols)
-            if (cols & {"ts", "start_ts", "boot_ts", "first_ts", "source_id"})
-            else "NULL::DATE"
-        )
-        sql = f"SELECT t.*{host}, {date} AS date FROM {ident(table)} t"  # noqa: S608 - catalog names
+        sql = f"SELECT t.*{_host_expr(cols)}, {_date_expr(cols)} AS date FROM {ident(table)} t"  # noqa: S608 - catalog names
         rel = store.con.sql(sql)
         # DuckDB 2.x: Relation.to_arrow_reader; 1.x: Relation.fetch_arrow_reader
         make_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader

@@ -27,6 +27,18 @@ def test_export_merge_round_trip(cli: Any, tmp_path: Path) -> None:
         [str(exp / "journal_entries" / "**" / "*.parquet")],
     ).fetchone()
     assert n is not None and n[0] == 319
+    # rows without a time or host of their own sit with their kill's day, their incident's host
+    parts = con.execute(
+        "SELECT DISTINCT host, date FROM read_parquet(?, hive_partitioning = true) ORDER BY host",
+        [str(exp / "oom_tasks" / "**" / "*.parquet")],
+    ).fetchall()
+    # the journal's record names the host; dmesg's does not (no host in the file or the source)
+    assert [(h, str(d)) for h, d in parts] == [("dflash-train", "2025-05-25"), (None, "2025-05-25")]
+    hosts = con.execute(
+        "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
+        [str(exp / "recommendations" / "**" / "*.parquet")],
+    ).fetchall()
+    assert hosts == [("dflash-train",)]
     fleet = tmp_path / "fleet.duckdb"
     first = cli("ingest", "--from-parquet", exp, "--db", fleet)
     assert first.out.startswith(f"{exp}: 7 sources merged, 0 already present")
