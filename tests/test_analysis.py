@@ -954,3 +954,18 @@ def test_a_stop_timeout_is_told_with_its_drain_and_an_operators_restart_needs_no
     tl.events = tl.events[1:]
     rec = restart_policy(facts)
     assert rec is not None and rec.title.startswith("Set Restart=")
+
+
+def test_a_windowed_build_keeps_the_other_incidents_as_the_last_build_found_them(tmp_path: Path) -> None:
+    store = _many_incidents(tmp_path)
+    full = rebuild(store)
+    before = _derived(store)
+    assert len(full.incidents) > 3 and all(r[-1] for r in store.fetchall("SELECT summary FROM incidents"))
+    one = full.incidents[2]
+    assert one.ts is not None
+    window = rebuild(store, since=one.ts - timedelta(seconds=1), until=one.ts + timedelta(seconds=1))
+    # only that incident was analysed again; the table still holds every incident, numbered the same,
+    # with what the full build found for the others
+    assert list(window.facts) == [one.incident_id]
+    assert _rounded(_derived(store)) == _rounded(before)
+    store.close()

@@ -52,6 +52,8 @@ class Analysis:
     offsets: dict[int, ClockOffset] = field(default_factory=dict)
     loads: list[Load] = field(default_factory=list)
     load_stats: list[LoadStats] = field(default_factory=list)
+    #: recommendations of incidents outside the window, as the last build stored them
+    carried: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
     #: each host's zone (see :func:`host_zones`): its local time in its reports
     zones: dict[str, tzinfo] = field(default_factory=dict)
 
@@ -203,6 +205,7 @@ def rebuild(
     with store.transaction():
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
         derive_service_loads(store)
+        earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
         for r in run_named_dicts(store, "source_shifts"):
@@ -217,12 +220,19 @@ def rebuild(
         if dropped:
             store.execute("DELETE FROM service_loads WHERE list_contains(?, load_id)", [dropped])
         stats = load_statistics(loads)
-        rows = run_named_dicts(store, "kill_evidence", {"since": since, "until": until})
+        # the incidents of the whole store (the table keeps them all, numbered the same whatever
+        # the window); the window's are analysed, the others keep what an earlier build found
+        rows = run_named_dicts(store, "kill_evidence", {"since": None, "until": None})
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         result.zones = host_zones(store)
-        timed = [inc for inc in incidents if inc.ts is not None]
+        timed = [
+            inc
+            for inc in incidents
+            if inc.ts is not None and not (since and inc.ts < since) and not (until and inc.ts > until)
+        ]
+        _carry_over(result, earlier, {inc.incident_id for inc in timed})
         gathering = _gather_all(store, timed, window_s=window_s, stats=stats, offsets=list(offsets.values()))
         # closed on the way out, also on an error: its threads and connections end before the
         # transaction does
@@ -298,6 +308,52 @@ def _gather_all(
                 reader.close()
 
 
+#: the incident columns an analysis fills from its facts (the rest come from the evidence)
+_FACT_COLUMNS = (
+    "restart_count",
+    "running_at_kill",
+    "queued_at_kill",
+    "last_activity_ts",
+    "gpu_memory_freed",
+    "summary",
+)
+
+
+@dataclass
+class _Earlier:
+    """An incident as an earlier build stored it: its facts' columns and recommendations."""
+
+    columns: dict[str, Any]
+    recommendations: list[tuple[Any, ...]]
+
+
+def _earlier_facts(store: Store) -> dict[tuple[Any, ...], _Earlier]:
+    """The derived rows of the last build, by (host, unit, time) of the incident."""
+    found: dict[int, tuple[tuple[Any, ...], _Earlier]] = {}
+    for r in run_named_dicts(store, "earlier_incidents"):
+        columns = {c: r[c] for c in _FACT_COLUMNS}
+        found[int(r["incident_id"])] = ((r["host"], r["unit"], r["ts"]), _Earlier(columns, []))
+    for r in run_named_dicts(store, "earlier_recommendations"):
+        if int(r["incident_id"]) in found:
+            row = (r["rule"], r["severity"], r["title"], r["detail"], r["evidence"])
+            found[int(r["incident_id"])][1].recommendations.append(row)
+    return dict(found.values())
+
+
+def _carry_over(result: Analysis, earlier: dict[tuple[Any, ...], _Earlier], analysed: set[int]) -> None:
+    """Incidents outside the window keep what the last build found for them (the same host,
+    unit and time): a build of one incident's window leaves the others' rows as they were."""
+    for inc in result.incidents:
+        if inc.incident_id in analysed:
+            continue
+        old = earlier.get((inc.host, inc.unit, inc.ts))
+        if old is None:
+            continue
+        for name, value in old.columns.items():
+            setattr(inc, name, value)
+        result.carried[inc.incident_id] = old.recommendations
+
+
 def _persist(store: Store, result: Analysis) -> None:
     paths = {int(r["source_id"]): str(r["path"]) for r in run_named_dicts(store, "source_formats")}
     offsets = [
@@ -358,6 +414,7 @@ def _persist(store: Store, result: Analysis) -> None:
             ]
             for r in result.recommendations.get(inc.incident_id, [])
         )
+        recommendations.extend([inc.incident_id, *row] for row in result.carried.get(inc.incident_id, []))
     _insert(store, "clock_offsets", _DERIVED_COLUMNS["clock_offsets"], offsets)
     _insert(store, "incidents", _DERIVED_COLUMNS["incidents"], incidents)
     _insert(store, "incident_victims", _DERIVED_COLUMNS["incident_victims"], victims)

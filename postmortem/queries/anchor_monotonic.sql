@@ -10,7 +10,8 @@
 --     later than the file's modification time minus the largest monotonic stamp pending in that
 --     source -- a capture cannot predate its own records -- or simply the latest boot of the
 --     host when the file has no modification time (stdin).
--- A boot's time is the median over its boots rows, as Store.boot_anchors computes it.
+-- A boot's time is the median over its boots rows, as Store.boot_anchors computes it. A source
+-- no boot row anchors may be anchored by the same kernel lines in another, dated source (below).
 -- Rows that already have a ts (printed wall time, an earlier anchor) are never changed.
 -- No parameters; idempotent. The selecting subquery orders its candidates (ORDER BY … LIMIT 1).
 
@@ -49,6 +50,27 @@ SELECT
     ) AS boot_ts
 FROM pending AS p
 JOIN sources AS s ON s.source_id = p.source_id;
+
+-- A source no boot row anchors: the same kernel line with a wall-clock time in another source
+-- (a journal in a short mode, which has no boot rows, holding the same OOM or Xid lines) gives
+-- its boot as that time minus the line's seconds since boot (the median over the pairs; only
+-- lines that carry a pid or an Xid, which no other boot repeats).
+UPDATE anchor_source_boots AS a
+SET boot_ts = m.boot_ts
+FROM (
+    SELECT k.source_id, k.host,
+           make_timestamptz(CAST(median(epoch_us(r.ts) - CAST(round(k.monotonic_s * 1000000) AS BIGINT)) AS BIGINT))
+               AS boot_ts
+    FROM kernel_messages AS k
+    JOIN kernel_messages AS r
+      ON r.message = k.message AND r.source_id <> k.source_id
+     AND (k.host IS NULL OR r.host IS NULL OR k.host = r.host)
+    WHERE k.ts IS NULL AND k.monotonic_s IS NOT NULL AND k.boot_id IS NULL AND r.ts IS NOT NULL
+      AND (k.message LIKE '%invoked oom-killer%' OR k.message LIKE '%Killed process%'
+           OR k.message LIKE 'oom-kill:%' OR k.message LIKE '%NVRM: Xid%')
+    GROUP BY k.source_id, k.host
+) AS m
+WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
 
 UPDATE kernel_messages AS k
 SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),

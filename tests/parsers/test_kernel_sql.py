@@ -136,3 +136,31 @@ def test_idempotent_and_harmless_without_boots() -> None:
     assert _ts(s, "kernel_messages", 1) == [(1, None, None)]
     assert "anchor_boot_times" not in s.table_names()
     s.close()
+
+
+def test_a_source_without_a_boot_is_anchored_by_the_same_kill_lines_in_a_dated_source() -> None:
+    """dmesg (seconds since boot) beside a short-iso journal (wall time, no boot rows): the
+    journal's copy of the OOM lines dates the whole dmesg file; a line without a pid does not."""
+    from datetime import timedelta
+
+    s = Store.memory()
+    _source(s, 1, MTIME)  # the dmesg file
+    _source(s, 2, MTIME)  # the journal
+    kill = "Memory cgroup out of memory: Killed process 4242 (python3) total-vm:1kB"
+    for line_no, mono, msg in ((1, 100.0, "usb 1-1: new device"), (2, 5000.25, kill)):
+        s.execute(
+            "INSERT INTO kernel_messages (source_id, line_no, monotonic_s, host, message) VALUES (1, ?, ?, NULL, ?)",
+            [line_no, mono, msg],
+        )
+    at = datetime(2026, 12, 2, 13, 30, 0, tzinfo=UTC)
+    s.execute(
+        "INSERT INTO kernel_messages (source_id, line_no, ts, host, message) VALUES (2, 7, ?, 'h', ?), (2, 8, ?, 'h', ?)",
+        [at, kill, at - timedelta(hours=5), "usb 1-1: new device"],
+    )
+    _run(s)
+    boot = at - timedelta(seconds=5000.25)
+    assert _ts(s, "kernel_messages", 1) == [
+        (1, boot + timedelta(seconds=100), "boot"),
+        (2, at, "boot"),
+    ]
+    s.close()

@@ -1,0 +1,4 @@
+-- The recommendations the last build stored, in the order it wrote them.
+SELECT incident_id, rule, severity, title, detail, evidence
+FROM recommendations
+ORDER BY rowid
