@@ -114,6 +114,40 @@ def test_short_year_from_the_journal_header_beats_the_mtime() -> None:
     assert [r["ts"] for r in rows(out)] == [utc(2024, 12, 31, 23), utc(2025, 1, 1, 1)]
 
 
+@pytest.mark.parametrize(
+    ("first", "dated", "years"),
+    [
+        # a later line's SGLang prefix names the year
+        (
+            "Mar 14 08:59:00",
+            "Mar 14 09:00:02 h python3[5150]: [2023-03-14 09:00:02] server_args=x",
+            (2023, 2023),
+        ),
+        # the file began in December: the dated January line is the year after the first line
+        (
+            "Dec 31 23:00:00",
+            "Jan 01 00:10:00 h python3[5150]: [2024-01-01 00:10:00 TP0] Decode batch",
+            (2023, 2024),
+        ),
+        # a Python logging stamp, one day off (the host's zone against the logger's)
+        ("Mar 14 08:59:00", "Mar 14 23:59:59 h app[9]: 2022-03-15 00:00:00,001 INFO up", (2022, 2022)),
+        # short-precise stamps
+        (
+            "Mar 14 02:00:00.120000",
+            "Mar 14 02:00:02.120000 h python3[5150]: [2021-03-14 09:00:02] up",
+            (2021, 2021),
+        ),
+    ],
+)
+def test_short_year_from_a_full_date_in_the_messages_beats_the_mtime(
+    first: str, dated: str, years: tuple[int, int]
+) -> None:
+    text = f"{first} h app[1]: before\n{dated}\n"
+    out, ctx = run("journal-short", text, mtime="2030-06-01T00:00:00+00:00")
+    assert tuple(r["ts"].year for r in rows(out)) == years
+    assert any("from the full date line 2 carries" in n for n in ctx.notes)
+
+
 def test_short_year_from_mtime_when_nothing_else() -> None:
     text = "Dec 31 23:00:00 h app[1]: a\nJan 01 01:00:00 h app[1]: b\n"
     out, _ = run("journal-short", text, mtime="2026-01-01T05:00:00+00:00")

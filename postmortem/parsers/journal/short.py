@@ -102,11 +102,30 @@ class StampParser:
         self._months: dict[str, int | None] = {}
         self._years: YearInference | None = None
         self.header_date: tuple[int, int, int] | None = None
+        #: a full date a year-less line carries in its message (SGLang's ``[2025-03-14 09:00:02]``):
+        #: (year, month, day, line_no), found in the first chunk by :meth:`find_embedded_date`
+        self.embedded_date: tuple[int, int, int, int] | None = None
+        self.looked_for_dates = False
         self.boot_id: str | None = None
         #: boots seen after the first entry (``--boot-time`` describes the first one only)
         self.segment = 0
         self.seen_entry = False
         self._anchor_cache: dict[tuple[str | None, str | None], datetime | None] = {}
+
+    def find_embedded_date(self, chunk: LineChunk) -> None:
+        """Look once, in the first chunk, for a year-less line whose message starts with a full
+        date of the same month and day (an SGLang prefix ``[2025-03-14 09:00:02]``, a Python
+        logging stamp): a better witness of the year than the file's mtime."""
+        if self.looked_for_dates:
+            return
+        self.looked_for_dates = True
+        for m in _EMBEDDED_DATE.finditer(chunk.data[: 1 << 20]):
+            month = month_number(m.group(1).decode())
+            y, mm, dd = int(m.group(3)), int(m.group(4)), int(m.group(5))
+            if month == mm and abs(int(m.group(2)) - dd) <= 1 and 1970 <= y <= 9999:
+                line_no = chunk.first_line_no + chunk.data.count(b"\n", 0, m.start())
+                self.embedded_date = (y, mm, dd, line_no)
+                return
 
     # ------------------------------------------------------------------ dispatch
 
@@ -188,6 +207,15 @@ class StampParser:
                 ctx.note(
                     f"year-less stamps: the first line's year, {self._years.base_year}, is from the "
                     "journal's header"
+                )
+            elif ctx.year is None and ctx.since is None and self.embedded_date is not None:
+                # that line came at or after the first: a first month-day later than its own
+                # means the file began before New Year
+                y, m, d, line_no = self.embedded_date
+                self._years = YearInference(y if (month, day) <= (m, d) else y - 1)
+                ctx.note(
+                    f"year-less stamps: the first line's year, {self._years.base_year}, is from the full "
+                    f"date line {line_no} carries in its message"
                 )
             else:
                 self._years = ctx.year_inference(month)
@@ -463,7 +491,13 @@ class JournalShortParser(Parser):
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         state = ShortState(ctx)
-        for group in entry_groups(chunks):
+
+        def looked_at(src: Iterable[LineChunk]) -> Iterator[LineChunk]:
+            for chunk in src:
+                state.stamps.find_embedded_date(chunk)  # the first chunk as read, whole
+                yield chunk
+
+        for group in entry_groups(looked_at(chunks)):
             yield from state.chunk(group)
         yield from state.close()
 
@@ -483,6 +517,14 @@ def meta_line(line: str, stamps: StampParser, sink: JournalSink) -> None:
         if m:
             stamps.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
+
+#: a syslog-stamped line (``Mar 14 09:00:02 host ident[pid]: …``) whose message starts with a
+#: dated stamp (``[2025-03-14 09:00:02]``, ``2025-03-14 09:00:02,123``): month name, day, then year,
+#: month, day of the inner stamp
+_EMBEDDED_DATE = re.compile(
+    rb"^([A-Z][a-z]{2}) +(\d{1,2}) \d\d:\d\d:\d\d(?:\.\d+)? [^\n]{1,200}?: \[?(\d{4})-(\d\d)-(\d\d)[ T]\d\d:\d\d",
+    re.MULTILINE,
+)
 
 #: an entry group (a stamped line and its continuation lines) longer than this is not carried
 #: to the next chunk whole: its later continuation lines are counted but not appended
