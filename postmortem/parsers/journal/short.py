@@ -208,7 +208,7 @@ class StampParser:
                     f"year-less stamps: the first line's year, {self._years.base_year}, is from the "
                     "journal's header"
                 )
-            elif ctx.year is None and ctx.since is None and self.embedded_date is not None:
+            elif ctx.year is None and self.embedded_date is not None:  # the file's own word beats --since
                 # that line came at or after the first: a first month-day later than its own
                 # means the file began before New Year
                 y, m, d, line_no = self.embedded_date
