@@ -11,6 +11,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,25 @@ READY_COLOR = "#2e7d32"
 def _xs(times: Sequence[datetime]) -> Any:
     """Matplotlib's date numbers of naive local times (one conversion for the whole series)."""
     return mdates.date2num(list(times))  # type: ignore[no-untyped-call]
+
+
+def _gapped(times: Sequence[datetime], values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Plot coordinates with a break (NaN) where the samples stop for a while — a dead server
+    writes no batch lines: a line drawn across its outage would show values nobody measured."""
+    xs = [float(v) for v in _xs(times)]
+    ys = [float(v) for v in values]
+    if len(xs) < 3:
+        return xs, ys
+    steps = sorted(b - a for a, b in pairwise(xs))
+    gap = max(4 * steps[len(steps) // 2], 90 / 86400)  # matplotlib dates are days
+    out_x, out_y = [xs[0]], [ys[0]]
+    for (x0, x1), y in zip(pairwise(xs), ys[1:], strict=True):
+        if x1 - x0 > gap:
+            out_x.append((x0 + x1) / 2)
+            out_y.append(float("nan"))
+        out_x.append(x1)
+        out_y.append(y)
+    return out_x, out_y
 
 
 def _mark(ax: Any, ts: datetime | None, color: str, label: str | None) -> None:
@@ -102,7 +122,9 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
             if data.host_used is not None:
                 times, used = data.host_used
                 ax.plot(
-                    _xs(times), used, color="#1565c0", label="host RAM in use (earlyoom: total − available)"
+                    *_gapped(times, used),
+                    color="#1565c0",
+                    label="host RAM in use (earlyoom: total − available)",
                 )
             if data.host_total_gib is not None:
                 ax.axhline(
@@ -118,8 +140,7 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                     if data.unit_est is not None:
                         times, est = data.unit_est
                         ax.plot(
-                            _xs(times),
-                            est,
+                            *_gapped(times, est),
                             color="#c62828",
                             linewidth=1.2,
                             label=f"unit memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
@@ -149,20 +170,20 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
             ax.set_title(title, loc="left", fontsize=10, y=1.0)
         elif panel == "gpu":
             for label, (times, used) in data.gpus:
-                ax.plot(_xs(times), used, linewidth=1, label=label)
+                ax.plot(*_gapped(times, used), linewidth=1, label=label)
             if data.gpu_total_gib is not None:
                 ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
             ax.set_ylabel("GiB used")
             ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10, y=1.0)
         else:
             times, kv = data.kv_usage or ([], [])
-            ax.plot(_xs(times), kv, color="#6a1b9a", label="KV token usage")
+            ax.plot(*_gapped(times, kv), color="#6a1b9a", label="KV token usage")
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("KV usage")
             if data.queued is not None:
                 ax2 = ax.twinx()
                 times, queued = data.queued
-                ax2.plot(_xs(times), queued, color="#ef6c00", linewidth=1, label="queued requests")
+                ax2.plot(*_gapped(times, queued), color="#ef6c00", linewidth=1, label="queued requests")
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
             ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
