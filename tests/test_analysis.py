@@ -969,3 +969,39 @@ def test_a_windowed_build_keeps_the_other_incidents_as_the_last_build_found_them
     assert list(window.facts) == [one.incident_id]
     assert _rounded(_derived(store)) == _rounded(before)
     store.close()
+
+
+def test_a_gpu_oom_beside_another_process_says_to_free_the_gpu_not_to_lower_the_settings() -> None:
+    from postmortem.analysis.facts import GpuHolder, IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import recommend
+    from postmortem.analysis.summary import summarise
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    oom = ev(
+        "cuda_oom", 0, line=40, message="CUDA out of memory. Process 88001 has 118.20 GiB memory in use."
+    )
+    inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.8, evidence=[oom])
+    inc.killed_load = load("a.service", -20, None)
+    inc.killed_load.outcome = "failed"
+    inc.restart_count = 5
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    tl.events = [
+        TimelineEvent(
+            T + timedelta(seconds=98),
+            "systemd",
+            "a.service",
+            "start_limit_hit",
+            "Start request repeated too quickly.",
+            2,
+            49,
+        )
+    ]
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_holders = [GpuHolder(88001, 118.2, "python3", 8, T - timedelta(minutes=10), (3, 2))]
+    recs = {r.rule: r for r in recommend(facts)}
+    held = recs["gpu_held_by_another_process"]
+    assert "pid 88001 (python3) held 118.2 GiB" in held.detail and "before a.service started" in held.detail
+    assert recs["host_ram_not_gpu"].action is None  # not "lower the GPU settings"
+    assert "systemd gave up" in recs["restart_loop"].title
+    assert summarise(facts).startswith("a.service failed while loading on h at ")

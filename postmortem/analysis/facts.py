@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,6 +38,36 @@ class GpuRelease:
 
 
 @dataclass
+class GpuHolder:
+    pid: int
+    gib: float
+    name: str | None = None
+    gpus: int | None = None
+    first_ts: datetime | None = None
+    at: tuple[int, int] | None = None  # the first nvidia-smi row listing it (source_id, line_no)
+
+
+_HOLDER = re.compile(r"Process (\d+) has ([\d.]+) (GiB|MiB|KiB) memory in use")
+
+
+def gpu_holders(messages: list[str]) -> list[GpuHolder]:
+    """Other processes a PyTorch OOM message says held memory on the GPU, the largest share
+    each pid was named with.
+
+    >>> gpu_holders(["CUDA out of memory. GPU 0 has … Process 88001 has 118.20 GiB memory in use. "
+    ...              "Including non-PyTorch memory, this process has 20.57 GiB memory in use."])
+    [GpuHolder(pid=88001, gib=118.2, name=None, gpus=None, first_ts=None, at=None)]
+    """
+    scale = {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024**2}
+    found: dict[int, float] = {}
+    for text in messages:
+        for m in _HOLDER.finditer(text):
+            gib = float(m.group(2)) * scale[m.group(3)]
+            found[int(m.group(1))] = max(found.get(int(m.group(1)), 0.0), gib)
+    return [GpuHolder(pid, round(gib, 2)) for pid, gib in sorted(found.items())]
+
+
+@dataclass
 class IncidentFacts:
     incident: Incident
     timeline: Timeline
@@ -49,6 +80,9 @@ class IncidentFacts:
     recovery_loads: LoadStats | None = None
     gpu_release: list[GpuRelease] = field(default_factory=list)
     gpu_procs_after: list[dict[str, Any]] = field(default_factory=list)
+    #: other processes a CUDA OOM named as holding GPU memory (``Process 88001 has 118.20 GiB
+    #: memory in use``): pid, GiB, and what nvidia-smi showed of them (name, GPUs, first seen)
+    gpu_holders: list[GpuHolder] = field(default_factory=list)
     polls: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
     offsets: list[ClockOffset] = field(default_factory=list)
@@ -197,8 +231,38 @@ def gather(
                 {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
     _gpu_release(store, facts)
+    if incident.cause == "gpu_oom":
+        _gpu_holders(store, facts)
     _summarise_timeline(facts)
     return facts
+
+
+def _gpu_holders(store: Store, facts: IncidentFacts) -> None:
+    """The processes the CUDA OOM named as holding GPU memory, with nvidia-smi's view of them
+    from an hour before the kill to the end of the window."""
+    inc = facts.incident
+    assert inc.ts is not None
+    messages = [e.detail for e in inc.evidence if e.kind in ("cuda_oom", "sglang_cuda_oom")]
+    holders = gpu_holders(messages)
+    if not holders:
+        return
+    rows = run_named_dicts(
+        store,
+        "gpu_processes_of",
+        {
+            "pids": [h.pid for h in holders],
+            "from": inc.ts - timedelta(hours=1),
+            "to": facts.timeline.end,
+            "host": inc.host,
+        },
+    )
+    seen = {int(r["pid"]): r for r in rows}
+    for h in holders:
+        r = seen.get(h.pid)
+        if r is not None:
+            h.name, h.gpus, h.first_ts = r["process_name"], int(r["gpus"]), r["first_ts"]
+            h.at = (int(r["source_id"]), int(r["line_no"]))
+    facts.gpu_holders = holders
 
 
 #: how far before a kill the unit's last SGLang line is looked for first (then, if none, further)

@@ -100,8 +100,9 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             "high",
             "GPU memory ran out, not host RAM",
             "A CUDA out-of-memory error ended the server and no OOM killer fired: the GPU's memory "
-            "was exhausted. Host-RAM limits (MemoryMax=, swap) would not have helped; the GPU "
-            "settings in the next recommendation decide how much the server allocates.",
+            "was exhausted. Host-RAM limits (MemoryMax=, swap) would not have helped; what the server "
+            "allocates (--mem-fraction-static, CUDA graphs, a draft model) and what else holds the "
+            "GPUs decide it.",
             _ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom"),
         )
     parts = []
@@ -218,6 +219,37 @@ def _field(raw: str, name: str) -> str | None:
     parsed = parse_server_args(raw)
     value = parsed[0].get(name) if parsed else None
     return value.strip("'") if value is not None else None
+
+
+@rule("gpu_held_by_another_process")
+def gpu_held_by_another_process(f: IncidentFacts) -> Recommendation | None:
+    """A CUDA OOM whose message names another process holding the GPU: free the GPU first."""
+    if not f.gpu_holders:
+        return None
+    inc = f.incident
+    parts = []
+    for h in f.gpu_holders[:4]:
+        seen = ""
+        if h.first_ts is not None:
+            where = f" on {h.gpus} GPU{'s' if h.gpus != 1 else ''}" if h.gpus else ""
+            before = ""
+            load = inc.killed_load
+            if load is not None and load.start_ts is not None and h.first_ts < load.start_ts:
+                before = f", before {inc.unit} started"
+            seen = f"; nvidia-smi listed it{where} from {h.first_ts.astimezone(UTC):%H:%M:%S} UTC{before}"
+        parts.append(f"pid {h.pid}{f' ({h.name})' if h.name else ''} held {h.gib:,.1f} GiB{seen}")
+    refs = [SourceRef(*h.at) for h in f.gpu_holders if h.at is not None][:2]
+    return Recommendation(
+        "gpu_held_by_another_process",
+        "high",
+        "Another process held the GPU memory",
+        "The CUDA out-of-memory error names other processes on the GPU: "
+        + "; ".join(parts)
+        + f". {inc.unit or 'The server'} cannot fit beside them: stop them or move them to other GPUs "
+        "before starting it (check `nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+        "--format=csv`); lowering --mem-fraction-static would only shrink the server's KV cache.",
+        (_ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom")) + refs,
+    )
 
 
 @rule("speculative_gpu_settings")
@@ -485,13 +517,23 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
         )
     held = [g for g in f.gpu_release if g.freed is False]
     if held and gpu_workload(f):
+        on = ", ".join(f"{g.gpu} ({g.min_after_mib} MiB)" for g in held[:8])
+        others = [h for h in f.gpu_holders if h.first_ts is not None]
+        if others:
+            names = ", ".join(f"pid {h.pid}{f' ({h.name})' if h.name else ''}" for h in others)
+            return Recommendation(
+                "verify_gpu_freed",
+                "medium",
+                "GPU memory stayed in use after the kill — by another process",
+                f"Used memory stayed up on {on} after the server died: {names} held it (see above), "
+                "not the server's own processes.",
+            )
         return Recommendation(
             "verify_gpu_freed",
             "high",
             "GPU memory did not drop after the kill",
-            "Used memory stayed up on "
-            + ", ".join(f"{g.gpu} ({g.min_after_mib} MiB)" for g in held[:8])
-            + " after the processes died. Verify with nvidia-smi before starting a replacement.",
+            f"Used memory stayed up on {on} after the processes died. Verify with nvidia-smi before "
+            "starting a replacement.",
         )
     freed = [g for g in f.gpu_release if g.freed]
     if freed:
@@ -616,6 +658,26 @@ def load_regression(f: IncidentFacts) -> Recommendation | None:
 @rule("restart_loop")
 def restart_loop(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
+    limit = [
+        ev
+        for ev in f.timeline.events
+        if ev.unit == inc.unit
+        and ev.origin == "systemd"
+        and ev.kind == "start_limit_hit"
+        and ev.ts >= f.timeline.kill_ts
+    ]
+    if limit and inc.recovered_ts is None:
+        first = limit[0]
+        return Recommendation(
+            "restart_loop",
+            "high",
+            f"{inc.unit} failed every restart until systemd gave up",
+            f"After {inc.restart_count or 'several'} automatic restart(s) systemd stopped trying at "
+            f"{first.ts.astimezone(UTC):%H:%M:%S} UTC (start request repeated too quickly: the start "
+            "limit, StartLimitBurst=/StartLimitIntervalSec=). Every attempt failed the same way: "
+            "restarting cannot fix it — remove the cause (the first failure above) before the next start.",
+            [SourceRef(first.source_id, first.line_no)],
+        )
     if inc.kills_last_hour < 1:
         return None
     return Recommendation(
@@ -698,12 +760,16 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "load_regression": "Find why the load was slower than usual",
         "restart_loop": f"Stop the restart loop of {unit}",
         "find_the_signal": "Find the process or person that sent the signal",
+        "gpu_held_by_another_process": "Free the GPUs of other processes before starting the server",
         "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
     }
     if rec.severity == "info":
         return None
     if rec.rule == "host_ram_not_gpu" and f.incident.cause == "gpu_oom":
-        return actions["speculative_gpu_settings"]
+        # another process's memory is freed, not the server's settings lowered
+        return None if f.gpu_holders else actions["speculative_gpu_settings"]
+    if rec.rule == "verify_gpu_freed" and f.gpu_holders:
+        return None  # the holders' own action says it
     return actions.get(rec.rule)
 
 

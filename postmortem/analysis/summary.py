@@ -12,7 +12,7 @@ from .model import is_service, killed_process
 CAUSE_WORDS = {
     "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
     "host_oom": "the kernel OOM killer (the host ran out of RAM)",
-    "gpu_oom": "a CUDA out-of-memory error (GPU memory ran out)",
+    "gpu_oom": "a CUDA out-of-memory error",
     "oomd": "systemd-oomd (memory pressure on the host)",
     "earlyoom": "earlyoom (host RAM below its threshold)",
     "signal": "a signal, with no OOM record",
@@ -83,9 +83,16 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     algo = (facts.config or {}).get("speculative_algorithm")
     model = (facts.config or {}).get("model_path")
     desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
+    load = inc.killed_load
+    # a start that never became ready was not killed in service: it failed while loading
+    verb, by = (
+        ("failed while loading", ", ended by")
+        if load is not None and load.ready_ts is None and load.outcome != "ready"
+        else ("was killed", " by")
+    )
     parts = [
-        f"{what}{f' ({desc})' if desc else ''} was killed on {inc.host or 'the host'} at "
-        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)} by {CAUSE_WORDS.get(inc.cause, inc.cause)}."
+        f"{what}{f' ({desc})' if desc else ''} {verb} on {inc.host or 'the host'} at "
+        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)}{by} {CAUSE_WORDS.get(inc.cause, inc.cause)}."
         if inc.ts
         else f"{what} died."
     ]

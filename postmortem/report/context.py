@@ -400,6 +400,11 @@ _SGLANG_KINDS = {
     "ready": "server ready",
     "startup_timings": "startup timings",
 }
+#: systemd events of a unit that end or retry it: shown past the kill when it did not come back
+_UNIT_ENDINGS = frozenset(
+    {"main_exited", "failed", "start_failed", "start_limit_hit", "restart_scheduled", "starting", "stopped"}
+)
+
 #: SGLang lines that say something failed: shown from any rank, once per burst
 _FAILURE_KINDS = frozenset(
     {
@@ -491,6 +496,18 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     retract_first = None
     retract_n = 0
     end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
+    if inc.recovered_ts is None:
+        # not back: the unit's later attempts and how they ended (a restart loop, the start
+        # limit) belong to the story, up to half an hour on
+        later = [
+            ev.ts
+            for ev in tl.events
+            if ev.unit == inc.unit
+            and ev.origin == "systemd"
+            and ev.kind in _UNIT_ENDINGS
+            and tl.kill_ts < ev.ts <= tl.kill_ts + timedelta(minutes=30)
+        ]
+        end = max([end, *(t + timedelta(seconds=1) for t in later)])
     seen_kinds: set[tuple[str | None, str, str]] = set()
     failures_shown: dict[tuple[str | None, str, str], datetime] = {}
     for ev in tl.events:
