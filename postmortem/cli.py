@@ -498,7 +498,9 @@ def incidents(
         if lo is not None or hi is not None:
             typer.echo("No incidents in that window (without --since/--until: all of them).")
         else:
-            typer.echo("No incidents (run 'postmortem build' after ingesting the logs).")
+            typer.echo(
+                "No incidents in the store (logs ingested since the last build count once 'postmortem build' runs)."
+            )
         return
     keep = [
         "incident_id",

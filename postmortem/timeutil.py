@@ -123,6 +123,40 @@ def localize(naive: datetime, zone: tzinfo) -> datetime:
     return aware.astimezone(UTC)
 
 
+class ForwardLocalizer:
+    """:func:`localize` for a log whose times only move forward: in the hour that repeats when
+    clocks go back, a time that read as its first occurrence would fall well before the log's
+    last ambiguous time is its second occurrence.
+
+    >>> z = get_zone("America/Los_Angeles")
+    >>> f = ForwardLocalizer(z)
+    >>> [f.localize(datetime(2025, 11, 2, h, m)).strftime("%H:%M") for h, m in ((1, 10), (1, 59), (1, 5), (1, 30), (2, 0))]
+    ['08:10', '08:59', '09:05', '09:30', '10:00']
+    """
+
+    #: lines of several processes interleave a little out of order: a time this much before the
+    #: last is still read as the first occurrence
+    SLACK = timedelta(minutes=2)
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self._last: datetime | None = None
+
+    def localize(self, naive: datetime) -> datetime:
+        first = localize(naive, self.zone)
+        second = naive.replace(tzinfo=self.zone, fold=1).astimezone(UTC)
+        if second == first:
+            return first  # not in the repeated hour
+        last = self._last
+        ts = (
+            second
+            if last is not None and first < last - self.SLACK and second >= last - self.SLACK
+            else first
+        )
+        self._last = ts if last is None else max(last, ts)
+        return ts
+
+
 # zone abbreviations that name one offset wherever they are used (hours east of UTC); others
 # (IST, CST in China, BST, …) are resolved only through the zone the viewer used (--tz)
 _ABBREV_HOURS: dict[str, float] = {

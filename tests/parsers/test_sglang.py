@@ -1299,3 +1299,26 @@ def test_a_garbled_stamp_is_a_parse_issue_not_another_logger() -> None:
     batches = records_of(out, SglangBatch)
     assert [(b.line_no, b.ts is None) for b in batches] == [(1, False), (4, True)]
     assert ctx.ignored_lines == 1  # the Gloo line: another logger's
+
+
+def test_the_hour_that_repeats_when_clocks_go_back_is_read_in_the_logs_order() -> None:
+    """Los Angeles, 2025-11-02: 01:00–01:59 happens twice (PDT, then PST). A forward-moving log
+    keeps its order in UTC, on the vectorised path (which leaves the repeated hour to the per-line
+    one) as on the per-line path."""
+    from postmortem.parsers.base import LineChunk
+    from postmortem.records import SglangBatch
+
+    zone = get_zone("America/Los_Angeles")
+    utc = datetime(2025, 11, 2, 7, 30, tzinfo=UTC)
+    want = [utc + timedelta(seconds=30 * i) for i in range(240)]  # two hours, a line every 30 s
+    lines = [
+        f"[{t.astimezone(zone):%Y-%m-%d %H:%M:%S} TP0] Decode batch, #running-req: 1, #token: 10, "
+        "token usage: 0.10, cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0"
+        for t in want
+    ]
+    parser = get_parser("sglang")
+    assert parser is not None
+    for fast in ("1", "0"):
+        ctx = ParseContext(zone=zone, zone_given=True, options={"sglang_fast": fast})
+        out = list(parser.parse([LineChunk.from_lines(1, lines)], ctx))
+        assert [b.ts for b in records_of(out, SglangBatch)] == want, fast

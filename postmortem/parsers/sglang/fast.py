@@ -120,12 +120,15 @@ def _np(a: Any) -> Any:
 
 
 def _localise(naive: Any, zone_key: str | None) -> tuple[Any, Any | None]:
-    """UTC timestamps, and a mask of the values in a DST gap (left to the Python path)."""
+    """UTC timestamps, and a mask of the values in a DST gap or in the hour that repeats when
+    clocks go back (left to the Python path, which reads the repeat by the log's order)."""
     if zone_key in (None, "UTC", "Etc/UTC"):
         return pc.assume_timezone(naive, "UTC"), None
     early = pc.assume_timezone(naive, zone_key, ambiguous="earliest", nonexistent="earliest")
     late = pc.assume_timezone(naive, zone_key, ambiguous="earliest", nonexistent="latest")
-    return pc.cast(early, pa.timestamp("us", tz="UTC")), pc.not_equal(early, late)
+    second = pc.assume_timezone(naive, zone_key, ambiguous="latest", nonexistent="earliest")
+    odd = pc.or_(pc.not_equal(early, late), pc.not_equal(early, second))
+    return pc.cast(early, pa.timestamp("us", tz="UTC")), odd
 
 
 def fast_rows(

@@ -25,7 +25,7 @@ from datetime import date, datetime, tzinfo
 from typing import Any
 
 from ...records import CudaOom, HttpRequest, ServerConfig, SglangBatch, SglangEvent
-from ...timeutil import UTC, DayInference, Inferred, YearInference, localize, parse_iso
+from ...timeutil import UTC, DayInference, ForwardLocalizer, Inferred, YearInference, parse_iso
 from ..base import Output, ParseContext, ParseIssue, excerpt
 from . import messages as M
 from .args import (
@@ -241,6 +241,7 @@ class SglangStream:
         zone: tzinfo = ctx.zone
         self._zone = zone
         self._utc = getattr(zone, "key", None) == "UTC" or zone is UTC
+        self._forward = ForwardLocalizer(zone)
         self._zone_flag: str | None = None if ctx.zone_given else Inferred.ZONE
         # current line
         self._ts: datetime | None = None
@@ -466,7 +467,7 @@ class SglangStream:
         self._last_sod = local.hour * 3600 + local.minute * 60 + local.second
 
     def _localize(self, naive: datetime) -> datetime:
-        return naive.replace(tzinfo=UTC) if self._utc else localize(naive, self._zone)
+        return naive.replace(tzinfo=UTC) if self._utc else self._forward.localize(naive)
 
     def _parse_prefix_time(self, text: str) -> tuple[datetime | None, str | None]:
         n = len(text)
