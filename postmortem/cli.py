@@ -362,7 +362,14 @@ def export(
         result = export_parquet(store, Path(parquet))
     finally:
         store.close()
-    typer.echo(f"{parquet}: {len(result.tables)} tables, {sum(result.tables.values())} rows")
+    typer.echo(
+        f"{parquet}: {len(result.tables)} tables, {sum(result.tables.values())} rows"
+        + (
+            f"; rows without a host filed under {result.host}, the only host the store names"
+            if result.host
+            else ""
+        )
+    )
 
 
 @app.command()

@@ -38,6 +38,8 @@ BATCH_ROWS = 200_000
 class ExportResult:
     directory: Path
     tables: dict[str, int] = field(default_factory=dict)
+    #: the store's only host, given to its host-less rows (None: it names none, or several)
+    host: str | None = None
 
 
 def _date_expr(cols: set[str]) -> str:
@@ -55,9 +57,27 @@ def _date_expr(cols: set[str]) -> str:
     return "NULL::DATE"
 
 
-def _host_expr(cols: set[str]) -> str:
+def _sole_host(store: Store) -> str | None:
+    """The host a store names, when it names exactly one (a per-host store): its host-less
+    rows — an SGLang log, an nvidia-smi loop, a dmesg file ingested without ``--host`` — are
+    that host's."""
+    hosts: set[str] = set()
+    for table in store.table_names():
+        if "host" in {c for c, _ in store.columns(table)}:
+            sql = f"SELECT DISTINCT host FROM {ident(table)} WHERE host IS NOT NULL LIMIT 2"  # noqa: S608
+            hosts |= {str(r[0]) for r in store.fetchall(sql)}
+            if len(hosts) > 1:
+                return None
+    return hosts.pop() if hosts else None
+
+
+def _literal(value: str | None) -> str:
+    return "NULL::VARCHAR" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def _host_expr(cols: set[str], sole: str | None = None) -> str:
     """A row's host, for a table without its own: its incident's, its OOM record's, else its
-    source's (NULL when none says)."""
+    source's, else the store's only host (NULL when none says)."""
     if "host" in cols:
         return ""
     found = []
@@ -67,7 +87,7 @@ def _host_expr(cols: set[str]) -> str:
         found.append("(SELECT max(k.host) FROM oom_kills k WHERE k.oom_id = t.oom_id)")
     if "source_id" in cols:
         found.append("(SELECT s.host FROM sources s WHERE s.source_id = t.source_id)")
-    return f", coalesce({', '.join(found)}, NULL::VARCHAR) AS host" if found else ", NULL::VARCHAR AS host"
+    return f", coalesce({', '.join([*found, _literal(sole)])}) AS host"
 
 
 def export_parquet(store: Store, directory: Path) -> ExportResult:
@@ -87,11 +107,15 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
         )
     directory.mkdir(parents=True, exist_ok=True)
     result = ExportResult(directory)
+    sole = result.host = _sole_host(store)
     for table in store.table_names():
         if table == "schema_migrations":
             continue
         cols = {c for c, _ in store.columns(table)}
-        sql = f"SELECT t.*{_host_expr(cols)}, {_date_expr(cols)} AS date FROM {ident(table)} t"  # noqa: S608 - catalog names
+        star = (
+            f"t.* REPLACE (coalesce(t.host, {_literal(sole)}) AS host)" if "host" in cols and sole else "t.*"
+        )
+        sql = f"SELECT {star}{_host_expr(cols, sole)}, {_date_expr(cols)} AS date FROM {ident(table)} t"  # noqa: S608 - catalog names
         rel = store.con.sql(sql)
         # DuckDB 2.x: Relation.to_arrow_reader; 1.x: Relation.fetch_arrow_reader
         make_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader

@@ -32,8 +32,15 @@ def test_export_merge_round_trip(cli: Any, tmp_path: Path) -> None:
         "SELECT DISTINCT host, date FROM read_parquet(?, hive_partitioning = true) ORDER BY host",
         [str(exp / "oom_tasks" / "**" / "*.parquet")],
     ).fetchall()
-    # the journal's record names the host; dmesg's does not (no host in the file or the source)
-    assert [(h, str(d)) for h, d in parts] == [("dflash-train", "2025-05-25"), (None, "2025-05-25")]
+    # dmesg names no host, nor does an SGLang log: the store names one, dflash-train, so theirs
+    assert [(h, str(d)) for h, d in parts] == [("dflash-train", "2025-05-25")]
+    for table in ("sglang_batches", "gpu_samples", "sources"):
+        got = con.execute(
+            "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
+            [str(exp / table / "**" / "*.parquet")],
+        ).fetchall()
+        assert got == [("dflash-train",)], table
+    assert "rows without a host filed under dflash-train" in r.out
     hosts = con.execute(
         "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
         [str(exp / "recommendations" / "**" / "*.parquet")],

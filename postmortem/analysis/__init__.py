@@ -144,6 +144,10 @@ def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Loa
         for k in kept:
             if (
                 k.unit == ld.unit
+                # one source does not log one start twice: two loads of it are two attempts
+                # (restarts seconds apart); a fleet's hosts start the same unit apart
+                and k.source_id != ld.source_id
+                and (k.host is None or ld.host is None or k.host == ld.host)
                 and k.start_ts
                 and ld.start_ts
                 and abs((k.start_ts - ld.start_ts).total_seconds()) <= 60

@@ -58,16 +58,34 @@ JOIN sources AS s ON s.source_id = p.source_id;
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
+    -- pairs of a line printed once in each source (a header line repeated by two records is
+    -- no witness); stamps in whole seconds (short-iso) are truncated, half a second early on
+    -- average, so their median is moved half a second on
+    WITH pending AS (
+        SELECT source_id, host, message, any_value(monotonic_s) AS monotonic_s
+        FROM kernel_messages
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL AND boot_id IS NULL
+          AND (message LIKE '%invoked oom-killer%' OR message LIKE '%Killed process%'
+               OR message LIKE 'oom-kill:%' OR message LIKE '%NVRM: Xid%')
+        GROUP BY source_id, host, message
+        HAVING count(*) = 1
+    ),
+    dated AS (
+        SELECT source_id, host, message, any_value(ts) AS ts
+        FROM kernel_messages
+        WHERE ts IS NOT NULL
+        GROUP BY source_id, host, message
+        HAVING count(*) = 1
+    )
     SELECT k.source_id, k.host,
-           make_timestamptz(CAST(median(epoch_us(r.ts) - CAST(round(k.monotonic_s * 1000000) AS BIGINT)) AS BIGINT))
-               AS boot_ts
-    FROM kernel_messages AS k
-    JOIN kernel_messages AS r
+           make_timestamptz(CAST(
+               median(epoch_us(r.ts) - CAST(round(k.monotonic_s * 1000000) AS BIGINT))
+               + CASE WHEN bool_and(epoch_us(r.ts) % 1000000 = 0) THEN 500000 ELSE 0 END
+               AS BIGINT)) AS boot_ts
+    FROM pending AS k
+    JOIN dated AS r
       ON r.message = k.message AND r.source_id <> k.source_id
      AND (k.host IS NULL OR r.host IS NULL OR k.host = r.host)
-    WHERE k.ts IS NULL AND k.monotonic_s IS NOT NULL AND k.boot_id IS NULL AND r.ts IS NOT NULL
-      AND (k.message LIKE '%invoked oom-killer%' OR k.message LIKE '%Killed process%'
-           OR k.message LIKE 'oom-kill:%' OR k.message LIKE '%NVRM: Xid%')
     GROUP BY k.source_id, k.host
 ) AS m
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
@@ -98,6 +116,19 @@ SET ts = a.boot_ts + to_microseconds(CAST(round(x.monotonic_s * 1000000) AS BIGI
 FROM anchor_source_boots AS a
 WHERE x.ts IS NULL AND x.monotonic_s IS NOT NULL
   AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host AND a.boot_ts IS NOT NULL;
+
+-- a source whose rows all have a time now: its span, and no more "no boot time known" note
+UPDATE sources AS s
+SET first_ts = k.first_ts, last_ts = k.last_ts,
+    notes = nullif(trim(regexp_replace(coalesce(s.notes, ''),
+                   'boot-relative kernel stamps and no boot time known[^;]*(; )?', ''), '; '), '')
+FROM (
+    SELECT source_id, min(ts) AS first_ts, max(ts) AS last_ts, bool_and(ts IS NOT NULL) AS all_dated
+    FROM kernel_messages
+    GROUP BY source_id
+) AS k
+WHERE s.source_id = k.source_id AND s.first_ts IS NULL AND k.all_dated
+  AND s.source_id IN (SELECT source_id FROM anchor_source_boots);
 
 DROP TABLE anchor_source_boots;
 DROP TABLE anchor_boot_times;
