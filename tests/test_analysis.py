@@ -1005,3 +1005,22 @@ def test_a_gpu_oom_beside_another_process_says_to_free_the_gpu_not_to_lower_the_
     assert recs["host_ram_not_gpu"].action is None  # not "lower the GPU settings"
     assert "systemd gave up" in recs["restart_loop"].title
     assert summarise(facts).startswith("a.service failed while loading on h at ")
+
+
+def test_no_bucket_before_the_kill_holds_a_value_measured_after_it() -> None:
+    """Buckets start at the kill: a batch line 5 s after it does not land in the last bucket
+    'before the kill' (it did when buckets were aligned on whole minutes)."""
+    from postmortem.analysis.timeline import memory_timeline
+
+    store = Store.memory()
+    for line, dt, usage in ((1, -10, 0.5), (2, 5, 0.9)):
+        store.execute(
+            "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, token_usage, running_req, queue_req) "
+            "VALUES (1, ?, ?, 'a.service', 'decode', ?, 1, 0)",
+            [line, T + timedelta(seconds=dt), usage],
+        )
+    tl = memory_timeline(store, kill_ts=T, unit="a.service", host=None, window_s=1800, after_s=600)
+    store.close()
+    before = [b for b in tl.before_kill() if b.token_usage is not None]
+    assert [b.token_usage for b in before] == [0.5] and before[-1].ts == T - timedelta(seconds=tl.bucket_s)
+    assert [b.token_usage for b in tl.buckets if b.ts >= T and b.token_usage is not None] == [0.9]

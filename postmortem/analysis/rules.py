@@ -775,10 +775,15 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
 
 def recommend(facts: IncidentFacts) -> list[Recommendation]:
     out = []
+    actions: set[str] = set()
     for _name, fn in RULES:
         rec = fn(facts)
         if rec is not None:
             rec.action = rec.action or _action(rec, facts)
+            if rec.action in actions:
+                rec.action = None  # two findings, one thing to do: listed once
+            elif rec.action:
+                actions.add(rec.action)
             out.append(rec)
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     out.sort(key=lambda r: order.get(r.severity, 9))

@@ -61,7 +61,8 @@ class Timeline:
     coverage: list[dict[str, Any]] = field(default_factory=list)
 
     def before_kill(self) -> list[Bucket]:
-        return [b for b in self.buckets if b.ts <= self.kill_ts]
+        """The buckets that end at the kill or before (buckets start at the kill)."""
+        return [b for b in self.buckets if b.ts < self.kill_ts]
 
 
 def _bucket_seconds(window_s: float) -> float:
@@ -94,7 +95,9 @@ def memory_timeline(
     end = kill_ts + timedelta(seconds=after_s)
     bucket_s = _bucket_seconds(window_s + after_s)
     tl = Timeline(kill_ts=kill_ts, start=start, end=end, bucket_s=bucket_s)
-    p = {"host": host, "from": start, "to": end, "bucket_s": bucket_s}
+    # buckets start at the kill (and every bucket_s before and after it): no bucket mixes what
+    # was measured before the kill with what came after
+    p = {"host": host, "from": start, "to": end, "bucket_s": bucket_s, "origin": kill_ts}
     buckets: dict[datetime, Bucket] = {}
 
     def at(ts: datetime) -> Bucket:
@@ -126,7 +129,7 @@ def memory_timeline(
         for r in run_named_dicts(
             store,
             "timeline_retractions",
-            {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s, "host": host},
+            {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s, "host": host, "origin": kill_ts},
         ):
             b = at(r["bucket"])
             b.retractions = int(r["retractions"])
@@ -136,7 +139,7 @@ def memory_timeline(
         if r["avail_mib"] is None:
             continue
         tl.host_points.append((r["ts"], float(r["avail_mib"]), float(r["total_mib"] or 0)))
-        b = at(_floor(r["ts"], bucket_s))
+        b = at(_floor(r["ts"], bucket_s, kill_ts))
         b.host_avail_mib = float(r["avail_mib"])
         b.host_total_mib = float(r["total_mib"]) if r["total_mib"] else None
     tl.buckets = [buckets[k] for k in sorted(buckets)]
@@ -162,10 +165,10 @@ def memory_timeline(
     return tl
 
 
-def _floor(ts: datetime, bucket_s: float) -> datetime:
-    """The bucket a time falls in, aligned like DuckDB's ``time_bucket`` (on whole multiples)."""
-    epoch = ts.timestamp()
-    return datetime.fromtimestamp(epoch - epoch % bucket_s, ts.tzinfo)
+def _floor(ts: datetime, bucket_s: float, origin: datetime) -> datetime:
+    """The bucket a time falls in, aligned like DuckDB's ``time_bucket`` with ``origin``."""
+    step = timedelta(seconds=bucket_s)
+    return origin + ((ts - origin) // step) * step
 
 
 def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:

@@ -1,6 +1,6 @@
 -- SGLang serving signals of one unit in time buckets.
--- Parameters: $unit, $host, $from, $to, $bucket_s (seconds).
-SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
+-- Parameters: $unit, $host, $from, $to, $bucket_s (seconds), $origin (a bucket starts there: the kill).
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $origin) AS bucket,
        avg(token_usage) AS token_usage,
        max(token_usage) AS token_usage_max,
        max(running_req) AS running_req,

@@ -1,5 +1,6 @@
--- GPU memory per GPU in time buckets. Parameters: $host, $from, $to, $bucket_s (seconds).
-SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
+-- GPU memory per GPU in time buckets. Parameters: $host, $from, $to, $bucket_s (seconds),
+-- $origin (a bucket starts there: the kill).
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $origin) AS bucket,
        coalesce(bus_id, gpu_uuid, CAST(gpu_index AS VARCHAR)) AS gpu,
        min(gpu_index) AS gpu_index,
        max(mem_used_mib) AS used_mib,

@@ -1,7 +1,7 @@
 -- KV-cache retractions of one unit in time buckets: how many retraction events, how many
 -- requests they retracted, and the first one (its time and line) in each bucket.
--- Parameters: $unit, $from, $to, $bucket_s, $host.
-SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts) AS bucket,
+-- Parameters: $unit, $from, $to, $bucket_s, $host, $origin (a bucket starts there: the kill).
+SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $origin) AS bucket,
        count(*) AS retractions,
        sum(TRY_CAST(detail ->> '$.retracted_reqs' AS BIGINT)) AS retracted_reqs,
        min(ts) AS first_ts,

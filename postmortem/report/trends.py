@@ -146,7 +146,10 @@ def trends(
     from ..plots import trend_figure  # matplotlib: only when figures are drawn
 
     f1 = trend_figure(
-        kseries, out / "trends-kills.png", "incidents per day", "OOM kills and deaths per unit per day"
+        kseries,
+        out / "trends-kills.png",
+        "incidents per day",
+        "Incidents (OOM kills and service deaths) per day",
     )
     f2 = trend_figure(series, out / "trends-loads.png", "load time (s)", "Load time per unit")
     dseries: dict[str, list[tuple[datetime, float]]] = {}
