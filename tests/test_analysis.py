@@ -1024,3 +1024,31 @@ def test_no_bucket_before_the_kill_holds_a_value_measured_after_it() -> None:
     before = [b for b in tl.before_kill() if b.token_usage is not None]
     assert [b.token_usage for b in before] == [0.5] and before[-1].ts == T - timedelta(seconds=tl.bucket_s)
     assert [b.token_usage for b in tl.buckets if b.ts >= T and b.token_usage is not None] == [0.9]
+
+
+def test_gpu_memory_left_behind_by_a_server_no_kernel_record_names() -> None:
+    """A CUDA OOM names no victims: the GPU processes that appeared with the killed load are the
+    server's; one listed before the load started (another job) is not."""
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Timeline
+
+    store = Store.memory()
+    rows = [
+        (1, 88001, -900),  # another job, there before the load
+        (2, 71210, -540),  # the server's TP3 scheduler, from its load on
+        (3, 88001, 60),
+        (4, 71210, 60),  # still listed a minute after the server died
+    ]
+    for line, pid, dt in rows:
+        store.execute(
+            "INSERT INTO gpu_processes (source_id, line_no, ts, pid, process_name, gpu_uuid, used_mib, truncated) "
+            "VALUES (1, ?, ?, ?, 'python3', 'GPU-3', 120000, false)",
+            [line, T + timedelta(seconds=dt), pid],
+        )
+    inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.8)
+    inc.killed_load = load("a.service", -600, -20)
+    facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
+    _gpu_release(store, facts)
+    store.close()
+    assert [r["pid"] for r in facts.gpu_procs_after] == [71210] and inc.gpu_memory_freed is False

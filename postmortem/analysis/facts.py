@@ -312,6 +312,14 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
         )
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
     pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(_unit_tasks(facts)))
+    load = inc.killed_load
+    if not pids and load is not None and load.start_ts is not None:
+        # no kernel record names the server's processes (a CUDA OOM, a signal, a timeout): the
+        # GPU processes that appeared with its load are its own
+        rows = run_named_dicts(
+            store, "gpu_pids_of_load", {"started": load.start_ts, "kill": inc.ts, "host": inc.host}
+        )
+        pids = [int(r["pid"]) for r in rows]
     if pids:
         # sightings until the service is back, and for an hour at least: a pid seen later may
         # have been given to another process since

@@ -506,14 +506,19 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if f.gpu_procs_after:
         pids = sorted({int(r["pid"]) for r in f.gpu_procs_after})
+        last = max(r["last_ts"] for r in f.gpu_procs_after)
+        until = ""
+        if inc.ts is not None and isinstance(last, datetime):
+            until = f", the last of them until {last.astimezone(UTC):%H:%M:%S} UTC, {dur((last - inc.ts).total_seconds())} after the kill"
         return Recommendation(
             "verify_gpu_freed",
             "high",
             "GPU memory was left behind by dead processes",
             f"nvidia-smi still listed {len(pids)} process(es) of the killed unit after the kill "
-            f"(pids {', '.join(map(str, pids[:8]))}); their memory is not available to the next "
-            "server. Check `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` and reset "
-            "or reboot the GPU if they persist.",
+            f"(pids {', '.join(map(str, pids[:8]))}{until}); their memory is not available to the next "
+            "server (a restart in that time fails, e.g. SGLang's 'memory capacity is unbalanced'). "
+            "Check `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` and kill them, or "
+            "reset or reboot the GPU if they persist.",
         )
     held = [g for g in f.gpu_release if g.freed is False]
     if held and gpu_workload(f):
