@@ -934,7 +934,13 @@ def incident_report(
             elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
                 tag = "fallback load" if inc.fallback_unit else "recovery load"
             elif inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
-                tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
+                # a start between the kill and the recovery (or within the hour, when it never
+                # came back) is an attempt at this incident; a later one is a later run
+                back = inc.recovered_ts or inc.ts + timedelta(hours=1)
+                if ld.start_ts > back:
+                    tag = "later"
+                else:
+                    tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
             loads.append(_load_row(ld, tag, st, sources))
     cfg = facts.config or {}
     config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
