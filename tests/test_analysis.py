@@ -947,6 +947,7 @@ def test_a_stop_timeout_is_told_with_its_drain_and_an_operators_restart_needs_no
     ]
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.last_batch = {"running_req": 37}
+    facts.stop_ts, facts.stop_at = T - timedelta(seconds=90), (1, 34)  # as gather() finds it
     rec = stop_timeout(facts)
     assert rec is not None and rec.evidence[0].line_no == 34
     assert "killed it 90 s later" in rec.detail and "37 requests still running" in rec.detail

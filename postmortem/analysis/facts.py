@@ -83,6 +83,10 @@ class IncidentFacts:
     #: other processes a CUDA OOM named as holding GPU memory (``Process 88001 has 118.20 GiB
     #: memory in use``): pid, GiB, and what nvidia-smi showed of them (name, GPUs, first seen)
     gpu_holders: list[GpuHolder] = field(default_factory=list)
+    #: a stop timeout: when systemd began stopping the unit (SIGTERM; the server stopped taking
+    #: requests then) and that line (source_id, line_no)
+    stop_ts: datetime | None = None
+    stop_at: tuple[int, int] | None = None
     polls: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
     offsets: list[ClockOffset] = field(default_factory=list)
@@ -233,6 +237,14 @@ def gather(
     _gpu_release(store, facts)
     if incident.cause == "gpu_oom":
         _gpu_holders(store, facts)
+    if incident.cause == "timeout":
+        stops = [
+            ev
+            for ev in tl.events
+            if ev.origin == "systemd" and ev.unit == incident.unit and ev.kind == "stopping" and ev.ts <= kill
+        ]
+        if stops:
+            facts.stop_ts, facts.stop_at = stops[-1].ts, (stops[-1].source_id, stops[-1].line_no)
     _summarise_timeline(facts)
     return facts
 

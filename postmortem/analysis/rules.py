@@ -699,28 +699,22 @@ def stop_timeout(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if inc.cause != "timeout" or inc.ts is None:
         return None
-    stopping = [
-        ev
-        for ev in f.timeline.events
-        if ev.origin == "systemd" and ev.unit == inc.unit and ev.kind == "stopping" and ev.ts <= inc.ts
-    ]
     lb = f.last_batch
     running = (
         f", {lb['running_req']} requests still running at its last batch line,"
         if lb and lb.get("running_req")
         else ""
     )
-    if stopping:
-        stop = stopping[-1]
-        waited = (inc.ts - stop.ts).total_seconds()
+    if f.stop_ts is not None and f.stop_at is not None:
+        waited = (inc.ts - f.stop_ts).total_seconds()
         detail = (
-            f"systemd began stopping {inc.unit} at {stop.ts.astimezone(UTC):%H:%M:%S} UTC (SIGTERM: the server "
+            f"systemd began stopping {inc.unit} at {f.stop_ts.astimezone(UTC):%H:%M:%S} UTC (SIGTERM: the server "
             f"stopped taking requests then and drained){running} and killed it {dur(waited)} later, when "
             "TimeoutStopSec= ran out. The outage began at the SIGTERM, not at the kill. Raise "
             "TimeoutStopSec= above the longest drain you accept, or bound the drain (shorter requests, "
             "a smaller --max-running-requests) so a stop ends by itself."
         )
-        refs = [SourceRef(stop.source_id, stop.line_no)]
+        refs = [SourceRef(*f.stop_at)]
     else:
         detail = (
             f"systemd killed {inc.unit} when a start or stop timeout ran out (TimeoutStartSec= / "

@@ -184,6 +184,10 @@ class Impact:
     until_start: str = "—"
     recovery_load_s: float | None = None
     recovery_load: str = "—"
+    #: a stop timeout: out of service from the stop's SIGTERM (the drain) to ready again
+    out_of_service_s: float | None = None
+    out_of_service: str = "—"
+    stop_utc: str = "—"
 
 
 @dataclass
@@ -921,6 +925,10 @@ def incident_report(
         if rl.load_s is not None:
             impact.recovery_load_s = rl.load_s
             impact.recovery_load = human(rl.load_s)
+    if facts.stop_ts is not None and inc.recovered_ts is not None:
+        impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
+        impact.out_of_service = human(impact.out_of_service_s)
+        impact.stop_utc = utc_text(facts.stop_ts)
     loads: list[LoadRow] = []
     sums: list[LoadSummary] = []
     for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
