@@ -1053,3 +1053,29 @@ def test_gpu_memory_left_behind_by_a_server_no_kernel_record_names() -> None:
     _gpu_release(store, facts)
     store.close()
     assert [r["pid"] for r in facts.gpu_procs_after] == [71210] and inc.gpu_memory_freed is False
+
+
+def test_a_host_oom_names_a_bigger_consumer_than_its_victim() -> None:
+    from postmortem.analysis.facts import Consumer, IncidentFacts
+    from postmortem.analysis.model import Incident, Victim
+    from postmortem.analysis.rules import recommend
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(
+        1, "h", T, "a.service", "host_oom", 0.97, victims=[Victim(61207, "sglang::schedul", T, 1, 1, 1, True)]
+    )
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.consumers = [
+        Consumer("pt_data_worker", 16, 801 << 20, 0.56),
+        Consumer("sglang::schedul", 8, 619 << 20, 0.43),
+    ]
+    rec = {r.rule: r for r in recommend(facts)}["host_ram_not_gpu"]
+    assert (
+        "The kernel chose sglang::schedul, but pt_data_worker held more (801 GiB in 16 processes)"
+        in rec.detail
+    )
+    assert rec.action is not None and rec.action.startswith("Cap or move pt_data_worker")
+    facts.consumers.reverse()  # the victim's program is the biggest: nothing more to say
+    rec = {r.rule: r for r in recommend(facts)}["host_ram_not_gpu"]
+    assert "held more" not in rec.detail

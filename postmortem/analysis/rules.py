@@ -14,7 +14,7 @@ from itertools import pairwise
 from statistics import median
 
 from ..parsers.sglang.args import parse_server_args
-from .facts import IncidentFacts
+from .facts import Consumer, IncidentFacts
 from .incidents import limit_setting
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef, is_service
@@ -140,6 +140,14 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             )
             + "."
         )
+    other = _bigger_consumer(f)
+    if other is not None:
+        parts.append(
+            f"The kernel chose {inc.victim.comm if inc.victim else 'this unit'}, but {other.name} held more "
+            f"({gib(other.rss_kb)} in {other.processes} process{'es' if other.processes > 1 else ''}): the "
+            f"host ran out for everything together — cap {other.name}'s job too (MemoryMax= on its unit or "
+            "scope), or move it off this host."
+        )
     gpu = gpu_workload(f)
     if gpu:
         parts.append(
@@ -155,6 +163,16 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
         " ".join(parts),
         _ref(f, "oom_kill"),
     )
+
+
+def _bigger_consumer(f: IncidentFacts) -> Consumer | None:
+    """In a host-wide OOM, the largest consumer of the task table when it is another program
+    than the chosen victim (a data loader beside the server)."""
+    victim = f.incident.victim
+    if f.incident.cause != "host_oom" or victim is None or not f.consumers:
+        return None
+    top = f.consumers[0]
+    return top if top.name != victim.comm else None
 
 
 @rule("bound_queue")
@@ -764,6 +782,9 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
     }
     if rec.severity == "info":
         return None
+    other = _bigger_consumer(f)
+    if rec.rule == "host_ram_not_gpu" and other is not None:
+        return f"Cap or move {other.name}, the host's largest memory user, and find what grows in {unit}"
     if rec.rule == "host_ram_not_gpu" and f.incident.cause == "gpu_oom":
         # another process's memory is freed, not the server's settings lowered
         return None if f.gpu_holders else actions["speculative_gpu_settings"]
