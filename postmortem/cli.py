@@ -645,7 +645,8 @@ def trends(
     ] = None,
     wait: WaitOpt = 0.0,
 ) -> None:
-    """OOM kills per unit per day and week, load-time trends, downtime per incident."""
+    """Incidents (OOM kills and service deaths) per host and unit per day and week, load-time trends
+    per host, unit and model, downtime per incident."""
     from .config import DEFAULT_OUT, load_config
     from .report.trends import trends as run_trends
     from .timeutil import check_range

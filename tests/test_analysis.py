@@ -1079,3 +1079,17 @@ def test_a_host_oom_names_a_bigger_consumer_than_its_victim() -> None:
     facts.consumers.reverse()  # the victim's program is the biggest: nothing more to say
     rec = {r.rule: r for r in recommend(facts)}["host_ram_not_gpu"]
     assert "held more" not in rec.detail
+
+
+def test_a_restart_stamped_in_the_kills_second_is_not_the_killed_load() -> None:
+    """dmesg dates the kill to the µs (…:03.600), the short-iso journal the restart to the second
+    (…:03): the restart is not the load that was killed."""
+    from dataclasses import replace
+
+    from postmortem.analysis.incidents import load_before
+
+    kill = T.replace(microsecond=600000)
+    serving = load("a.service", -3600, -3000)
+    restart = replace(load("a.service", 0, None), start_ts=kill.replace(microsecond=0), load_id=99)
+    assert load_before("a.service", kill, [serving, restart]) is serving
+    assert load_before("a.service", kill, [restart]) is restart  # nothing else started before

@@ -168,7 +168,8 @@ def dedupe_loads(loads: list[Load], offsets: dict[int, float]) -> tuple[list[Loa
 def host_zones(store: Store) -> dict[str, tzinfo]:
     """Each host's zone: the one most of its sources were read in (a fleet store holds hosts
     in several zones; a report shows a host's local time in its own). A zone this Python
-    does not know is left out (the report's default applies)."""
+    does not know is passed over for the host's next most common one (the report's default
+    applies when none is left)."""
     from ..timeutil import get_zone
 
     zones: dict[str, tzinfo] = {}
@@ -191,7 +192,9 @@ def rebuild(
     zone: tzinfo = UTC,
     on_facts: Callable[[Analysis, Incident], None] | None = None,
 ) -> Analysis:
-    """Recompute every derived table; return the incidents with their facts. ``on_facts`` is
+    """Recompute every derived table; return the store's incidents, those from ``since`` to
+    ``until`` with their facts (the others keep the columns and recommendations the last build
+    that analysed them stored). ``on_facts`` is
     called with the analysis so far (every incident, the facts gathered yet) and an incident as
     soon as its facts are gathered (``build`` starts drawing its figures then, while the next
     incidents are analysed)."""
@@ -354,7 +357,7 @@ def _carry_over(result: Analysis, earlier: dict[tuple[Any, ...], _Earlier], anal
         if old is None:
             continue
         for name, value in old.columns.items():
-            setattr(inc, name, value)
+            setattr(inc, name, value if value is not None or name != "summary" else "")
         result.carried[inc.incident_id] = old.recommendations
 
 
@@ -397,7 +400,7 @@ def _persist(store: Store, result: Analysis) -> None:
                 inc.queued_at_kill,
                 inc.last_activity_ts,
                 inc.gpu_memory_freed,
-                inc.summary,
+                inc.summary or None,
             ]
         )
         victims.extend(

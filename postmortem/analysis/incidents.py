@@ -370,10 +370,11 @@ def load_before(
     (systemd's default RestartSec=100ms, and stamps in whole seconds) unless no load started
     before."""
     best = same_second = None
+    second = kill_ts.replace(microsecond=0)
     for ld in loads:
         if ld.unit != unit or ld.start_ts is None or ld.start_ts > kill_ts or not _host_match(host, ld.host):
             continue
-        if ld.start_ts == kill_ts:
+        if ld.start_ts >= second:
             same_second = same_second or ld
         elif best is None or (best.start_ts is not None and ld.start_ts > best.start_ts):
             best = ld

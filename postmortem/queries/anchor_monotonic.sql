@@ -53,8 +53,8 @@ JOIN sources AS s ON s.source_id = p.source_id;
 
 -- A source no boot row anchors: the same kernel line with a wall-clock time in another source
 -- (a journal in a short mode, which has no boot rows, holding the same OOM or Xid lines) gives
--- its boot as that time minus the line's seconds since boot (the median over the pairs; only
--- lines that carry a pid or an Xid, which no other boot repeats).
+-- its boot as that time minus the line's seconds since boot (the median over the pairs of
+-- OOM-killer and Xid lines printed once in each source).
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (

@@ -1,5 +1,6 @@
--- The processes a load ran on the GPUs: pids nvidia-smi first listed after the load started
--- (up to the kill); one listed before it (another job's) is not the server's.
+-- The processes a load ran on the GPUs: pids nvidia-smi first listed no earlier than 30 s
+-- before the load started (up to the kill); one listed before that (another job's) is not the
+-- server's.
 -- Parameters: $started, $kill, $host.
 SELECT pid
 FROM gpu_processes

@@ -1,5 +1,6 @@
-"""``postmortem trends``: OOM kills per unit per day and week, load-time trend per unit and
-model, downtime (time to recovery) per incident — across every incident in the store."""
+"""``postmortem trends``: incidents (OOM kills and service deaths) per host and unit per day and
+week, load-time trend per host, unit and model, downtime (time to recovery) per incident — across
+every incident in the store."""
 
 from __future__ import annotations
 

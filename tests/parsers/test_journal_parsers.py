@@ -637,3 +637,15 @@ def test_candidate_that_turns_sglang_gets_every_later_line(
     if vector_on:
         assert state.vector is not None
         assert state.vector.layout == (1, -1)
+
+
+def test_short_year_from_the_files_own_word_beats_since() -> None:
+    """A header, then a dated message, are the file's own statement of its year; --since is only
+    the window asked for."""
+    header = "-- Logs begin at Mon 2024-03-11 10:00:00 UTC, end at Thu 2024-03-14 10:00:00 UTC. --\n"
+    dated = "Mar 14 09:00:02 h python3[5]: [2023-03-14 09:00:02] up\n"
+    line = "Mar 14 09:00:00 h app[1]: a\n"
+    out, _ = run("journal-short", header + line, since="2026-01-01T00:00:00+00:00")
+    assert [r["ts"].year for r in rows(out)] == [2024]
+    out, _ = run("journal-short", line + dated, since="2026-01-01T00:00:00+00:00")
+    assert [r["ts"].year for r in rows(out)] == [2023, 2023]

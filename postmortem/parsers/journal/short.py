@@ -114,7 +114,7 @@ class StampParser:
 
     def find_embedded_date(self, chunk: LineChunk) -> None:
         """Look once, in the first chunk, for a year-less line whose message starts with a full
-        date of the same month and day (an SGLang prefix ``[2025-03-14 09:00:02]``, a Python
+        date of the same month and day (±1: the logger's zone against the host's) (an SGLang prefix ``[2025-03-14 09:00:02]``, a Python
         logging stamp): a better witness of the year than the file's mtime."""
         if self.looked_for_dates:
             return
@@ -201,14 +201,16 @@ class StampParser:
     def _year_for(self, month: int, day: int) -> int:
         if self._years is None:
             ctx = self.ctx
-            if ctx.year is None and ctx.since is None and self.header_date is not None:
+            # the file's own word (its header, a dated message) beats --since, a guess from the
+            # window asked for
+            if ctx.year is None and self.header_date is not None:
                 y, m, d = self.header_date
                 self._years = YearInference(y if (month, day) >= (m, d) else y + 1)
                 ctx.note(
                     f"year-less stamps: the first line's year, {self._years.base_year}, is from the "
                     "journal's header"
                 )
-            elif ctx.year is None and self.embedded_date is not None:  # the file's own word beats --since
+            elif ctx.year is None and self.embedded_date is not None:
                 # that line came at or after the first: a first month-day later than its own
                 # means the file began before New Year
                 y, m, d, line_no = self.embedded_date
