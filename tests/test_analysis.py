@@ -761,8 +761,11 @@ def test_a_killed_session_is_no_service_to_restart() -> None:
     assert downtime_text(None, inc.unit) == "— (not a service)"
     assert downtime_text(None, "a.service") == "not restored"
     assert "not a service" in summarise(facts)
-    # the same GPUs emptied at the kill: then the killed process was using them
-    facts.gpu_release = [GpuRelease("GPU 0", 129431, 0, 5.0, True, None)]
+    # the GPUs emptied a moment later, when a server beside it died: not the session's doing
+    facts.gpu_release = [GpuRelease("GPU 0", 129431, 0, 25.0, True, None)]
+    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    # the same for a service: then the killed service was using them
+    inc.unit = "a.service"
     assert gpu_workload(facts)
 
 

@@ -83,7 +83,11 @@ def gpu_workload(f: IncidentFacts) -> bool:
     server. GPU samples alone say only that the host has GPUs: GPU advice is not given for a
     data loader, a database or a web server killed beside a server that keeps its GPUs."""
     inc = f.incident
-    if f.config or f.unit_loads is not None or any(g.freed for g in f.gpu_release):
+    if f.config or f.unit_loads is not None:
+        return True
+    # GPUs emptied at the kill of a service: it was using them (a session's process killed
+    # beside a server that died a moment later is not)
+    if is_service(inc.unit) and any(g.freed for g in f.gpu_release):
         return True
     names = [inc.unit or ""] + [v.comm or "" for v in inc.victims]
     return any(n.lower().startswith(_GPU_COMMS) or "sglang" in n.lower() for n in names)
@@ -559,7 +563,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "starting a replacement.",
         )
     freed = [g for g in f.gpu_release if g.freed]
-    if freed:
+    if freed and gpu_workload(f):
         worst = max((g.freed_after_s or 0.0) for g in freed)
         return Recommendation(
             "verify_gpu_freed",
