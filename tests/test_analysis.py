@@ -1096,3 +1096,41 @@ def test_a_restart_stamped_in_the_kills_second_is_not_the_killed_load() -> None:
     restart = replace(load("a.service", 0, None), start_ts=kill.replace(microsecond=0), load_id=99)
     assert load_before("a.service", kill, [serving, restart]) is serving
     assert load_before("a.service", kill, [restart]) is restart  # nothing else started before
+
+
+def test_a_record_cut_by_a_rotation_adds_no_phantom_victim_and_keeps_its_limit() -> None:
+    """The header part of a record in the older file (no kill line: no pid), its kill lines in
+    the newer one (no memory figures), and the whole record in dmesg: one victim, the richest
+    record, the cgroup's usage and limit."""
+    gib = 1 << 20
+    head = ev(
+        "oom_kill",
+        0,
+        source=1,
+        line=161,
+        killer="kernel",
+        scope="memcg",
+        oom_id=7,
+        memcg_usage_kb=640 * gib,
+        memcg_limit_kb=640 * gib,
+    )
+    cut = ev("oom_kill", 0, source=2, line=5, killer="kernel", scope=None, pid=48213, comm="sched", oom_id=8)
+    (inc,) = build_incidents([head, cut], [])
+    assert [(v.pid, v.chosen) for v in inc.victims] == [(48213, True)]
+    assert inc.memcg_limit_kb == 640 * gib
+    whole = ev(
+        "oom_kill",
+        0.002,
+        source=3,
+        line=134,
+        killer="kernel",
+        scope="memcg",
+        pid=48213,
+        comm="sched",
+        oom_id=9,
+        memcg_usage_kb=640 * gib,
+        memcg_limit_kb=640 * gib,
+        anon_rss_kb=1,
+    )
+    (inc,) = build_incidents([head, cut, whole], [])
+    assert len(inc.victims) == 1 and inc.oom_id == 9 and inc.victim is not None and inc.victim.line_no == 134

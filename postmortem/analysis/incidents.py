@@ -180,12 +180,28 @@ def victims_of(items: Sequence[Evidence]) -> list[Victim]:
             if rec not in first_of or ev.line_no < first_of[rec][0]:
                 first_of[rec] = (ev.line_no, ev.raw.get("pid"), ev.raw.get("comm"))
     chosen = {(pid, comm) for _, pid, comm in first_of.values()}
+    richness: dict[tuple[int | None, str | None], int] = {}
     for ev in items:
         if ev.kind != "oom_kill":
             continue
         r = ev.raw
         key = (r.get("pid"), r.get("comm"))
+        if key == (None, None) and r.get("killer") == "kernel":
+            continue  # a record whose kill line is elsewhere (cut by a rotation): no victim here
+        # the same kill in several sources: the most complete record stands for it (a record
+        # cut by a rotation lacks its header's memory figures)
+        rich = sum(r.get(c) is not None for c in ("memcg_usage_kb", "memcg_limit_kb", "scope", "anon_rss_kb"))
+        if key in seen and rich <= richness[key]:
+            continue
+        richness[key] = rich
         if key in seen:
+            v = seen[key]
+            v.source_id, v.line_no, v.oom_id, v.anon_rss_kb = (
+                ev.source_id,
+                ev.line_no,
+                r.get("oom_id"),
+                r.get("anon_rss_kb"),
+            )
             continue
         seen[key] = Victim(
             pid=r.get("pid"),
@@ -418,6 +434,14 @@ def build_incidents(
                     inc.memcg_usage_kb = ev.raw.get("memcg_usage_kb")
                     inc.memcg_limit_kb = ev.raw.get("memcg_limit_kb")
                     break
+            if inc.memcg_usage_kb is None:
+                # a record cut by a rotation: its header part (the cgroup's usage and limit)
+                # was read from the other file
+                for ev in items:
+                    if ev.kind == "oom_kill" and ev.raw.get("memcg_usage_kb") is not None:
+                        inc.memcg_usage_kb = ev.raw.get("memcg_usage_kb")
+                        inc.memcg_limit_kb = ev.raw.get("memcg_limit_kb")
+                        break
         if ts is not None:
             inc.killed_load = load_before(unit, ts, loads, inc.host)
             recovery, is_other_unit = find_recovery(unit, inc.host, ts, loads, inc.killed_load)
