@@ -31,6 +31,7 @@ from .io import (
     iter_lines,
     journalctl_export,
     read_head,
+    without_bom,
 )
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
@@ -541,11 +542,14 @@ def ingest_file(
             last_byte = [b"\n"]
 
             def counting(src: Iterator[bytes]) -> Iterator[bytes]:
+                first = first_line == 1
                 for block in src:
                     counted[0] += block.count(b"\n")
                     last_byte[0] = block[-1:]
                     if progress:
                         progress(display, state.raw_bytes, total)
+                    if first:
+                        block, first = without_bom(block), False
                     yield block
 
             writer.add_all(parser.parse_bytes(counting(blocks), ctx))

@@ -452,7 +452,10 @@ def iter_lines(
     buf = b""
     skipping: OverlongLine | None = None
     skip_size = 0
+    first = first_line_no == 1
     for block in blocks:
+        if first:
+            block, first = without_bom(block), False
         if skipping is not None:
             nl = block.find(b"\n")
             if nl < 0:
@@ -540,6 +543,20 @@ def _decode(data: bytes) -> str:
     return text
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte-order mark in front (an editor on Windows, PowerShell's
+    ``Out-File``): the first line is read as if it were not there; the file's bytes, hash and
+    offsets keep it.
+
+    >>> without_bom(b"\xef\xbb\xbf__CURSOR=s=1"), without_bom(b"x")
+    (b'__CURSOR=s=1', b'x')
+    """
+    return data[3:] if data.startswith(BOM) else data
+
+
 def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
     """The first bytes and lines of ``inp`` (decompressed) for format detection."""
     state = StreamState()
@@ -550,7 +567,7 @@ def read_head(inp: InputFile, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Head:
             break
     if not data and state.error is not None:
         raise state.error  # nothing readable before the damage (or over --max-bytes): say so
-    data = data[:HEAD_BYTES]
+    data = without_bom(data[:HEAD_BYTES])
     if data.startswith(JOURNAL_MAGIC):
         return Head(inp.display, data, [])
     text = data.decode("utf-8", "replace")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO
@@ -164,3 +165,19 @@ def test_decompression_bomb_is_refused(tmp_path: Path, cli: object) -> None:
     r = cli("ingest", path, "--db", tmp_path / "pm.duckdb", "--max-bytes", str(50 << 20))  # type: ignore[operator]
     assert r.code == 1
     assert "exceeds --max-bytes" in r.err
+
+
+@pytest.mark.parametrize("name", ["journal.export", "nvidia-smi-apps.csv", "dmesg.txt", "sglang-k26.log"])
+def test_a_byte_order_mark_in_front_changes_nothing(cli: Any, tmp_path: Path, name: str) -> None:
+    """A file saved with a UTF-8 BOM (a Windows editor, PowerShell) was not recognised (export,
+    CSV) or lost its first line to a parse issue: it is read as without it."""
+    plain, bom = tmp_path / "plain", tmp_path / "bom"
+    plain.mkdir()
+    bom.mkdir()
+    data = (SAMPLE / name).read_bytes()
+    (plain / name).write_bytes(data)
+    (bom / name).write_bytes(b"\xef\xbb\xbf" + data)
+    a = cli("ingest", plain / name, "--db", tmp_path / "a.duckdb", "--tz", "UTC")
+    b = cli("ingest", bom / name, "--db", tmp_path / "b.duckdb", "--tz", "UTC")
+    assert a.code == 0 and b.code == 0, (a, b)
+    assert a.out.split(": ", 1)[1] == b.out.split(": ", 1)[1]  # the same format, lines, records, issues
