@@ -124,6 +124,7 @@ class _Planned:
     score: int
     binary_journal: bool
     error: str | None = None  # unreadable from its first byte (corrupt archive, over --max-bytes)
+    skip: str | None = None  # found by a walk and gone or unreadable since: listed as skipped
 
 
 def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
@@ -134,6 +135,13 @@ def _plan(inputs: list[InputFile], options: IngestOptions) -> list[_Planned]:
         except ArchiveError as exc:
             reason = str(exc).removeprefix(f"{inp.display}: ")
             planned.append(_Planned(inp, Head(inp.display, b"", []), None, 0, False, reason))
+            continue
+        except InputError as exc:
+            if inp.explicit:
+                raise
+            # found by walking a directory and gone or unreadable since: the others are read
+            reason = str(exc).removeprefix(f"{inp.display}: ")
+            planned.append(_Planned(inp, Head(inp.display, b"", []), None, 0, False, None, skip=reason))
             continue
         binary = head.data.startswith(JOURNAL_MAGIC)
         forced = _forced(inp, options)
@@ -249,6 +257,9 @@ def _ingest_inputs(
                 "one with --format NAME)"
             )
     for item in planned:
+        if item.skip is not None:
+            summary.files.append(FileResult(item.inp.display, "undetected", error=item.skip))
+            continue
         if item.parser is None:
             empty = not item.head.data
             reason = item.error or (
@@ -260,9 +271,16 @@ def _ingest_inputs(
             if item.error is None:  # not recognised (no format forced): by content alone
                 summary.skipped.append((item.inp, reason))
             continue
-        summary.files.append(
-            ingest_file(store, item.inp, item.parser, bundle_options(item.inp, options), item)
-        )
+        try:
+            result = ingest_file(store, item.inp, item.parser, bundle_options(item.inp, options), item)
+        except InputError as exc:
+            if item.inp.explicit:
+                raise
+            # gone (a rotation renamed it) or unreadable between the listing and its read
+            result = FileResult(
+                item.inp.display, "undetected", error=str(exc).removeprefix(f"{item.inp.display}: ")
+            )
+        summary.files.append(result)
     return summary
 
 

@@ -596,7 +596,12 @@ def expand_paths(paths: list[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Iterat
                 if why is not None:
                     yield InputFile(shown(str(sub)), sub, explicit=False, root=raw, special=why)
                     continue
-                found = InputFile.from_path(sub)
+                try:
+                    found = InputFile.from_path(sub)
+                except InputError as exc:  # gone since the listing (a rotation moved it)
+                    why = str(exc).removeprefix(f"{sub}: ")
+                    yield InputFile(shown(str(sub)), sub, explicit=False, root=raw, special=why)
+                    continue
                 found.explicit = False
                 found.root = raw
                 yield found
@@ -612,7 +617,11 @@ def _walk(root: Path) -> Iterator[tuple[Path, str | None]]:
     """The files under ``root``, each with None, or with why it is not read: a dangling symlink,
     a FIFO or socket or device (reading one could block or never end), a symlink to a directory
     (not followed: it may loop)."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    unreadable: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
+        while unreadable:  # a subdirectory os.walk could not list
+            err = unreadable.pop()
+            yield Path(err.filename), f"a directory that could not be read ({err.strerror or err})"
         for d in dirnames:
             if not d.startswith(".") and os.path.islink(os.path.join(dirpath, d)):
                 yield Path(dirpath) / d, "a symlink to a directory, not followed (name it to read it)"
@@ -622,11 +631,25 @@ def _walk(root: Path) -> Iterator[tuple[Path, str | None]]:
                 continue
             full = Path(dirpath) / name
             if full.is_file():
-                yield full, None
+                yield full, (None if os.access(full, os.R_OK) else "permission denied")
             elif full.is_symlink() and not full.exists():
-                yield full, "a dangling symlink"
+                yield full, _broken_link(full)
             else:
                 yield full, "not a regular file (a FIFO, socket or device: name it to read a pipe)"
+    for err in unreadable:
+        yield Path(err.filename), f"a directory that could not be read ({err.strerror or err})"
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symlink leads nowhere: a loop, or a target that does not exist."""
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:
+        return "a symlink loop"
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            return "a symlink loop"
+    return "a dangling symlink"
 
 
 def journalctl_export(

@@ -948,3 +948,48 @@ def test_a_template_that_includes_itself_is_a_usage_error(cli: Any, tmp_path: Pa
     db, out = tmp_path / "pm.duckdb", tmp_path / "r"
     r = cli("build", "--logs", SAMPLE, "--db", db, "--out", out, "--tz", "UTC", "--templates", tpl)
     assert r.code == 2 and r.err.strip().endswith("includes or extends itself (endless recursion)"), r
+
+
+def test_a_walk_skips_what_it_cannot_read_or_what_went_away_and_reads_the_rest(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One unreadable file, an unlistable subdirectory, a symlink loop, or a file a rotation
+    moved away between the listing and its read stopped the whole ingest (or went unsaid): each
+    is listed as skipped with its reason and the other files are read."""
+    import os
+
+    import postmortem.ingest as ingest_mod
+    import postmortem.io as io_mod
+
+    logs = tmp_path / "logs"
+    (logs / "secret").mkdir(parents=True)
+    for name in ("a-dmesg.txt", "b-locked.txt", "c-rotated.txt", "secret/x.txt"):
+        (logs / name).write_bytes(DMESG.read_bytes())
+    (logs / "loop").symlink_to(logs / "loop")
+    real_access, real_walk, real_head = os.access, os.walk, ingest_mod.read_head
+
+    def access(path: Any, mode: int) -> bool:  # root reads whatever the mode: pretend otherwise
+        return not str(path).endswith("b-locked.txt") and real_access(path, mode)
+
+    def walk(top: Any, **kw: Any) -> Any:
+        for entry in real_walk(top, **kw):
+            if entry[0].endswith("secret"):
+                kw["onerror"](PermissionError(13, "Permission denied", entry[0]))
+                continue
+            yield entry
+
+    def head(inp: Any, **kw: Any) -> Any:
+        if inp.display.endswith("c-rotated.txt"):
+            os.remove(inp.display)  # logrotate moved it away just now
+        return real_head(inp, **kw)
+
+    monkeypatch.setattr(io_mod.os, "access", access)
+    monkeypatch.setattr(io_mod.os, "walk", walk)
+    monkeypatch.setattr(ingest_mod, "read_head", head)
+    r = cli("ingest", logs, "--db", tmp_path / "pm.duckdb")
+    assert r.code == 0, r
+    assert f"{logs / 'a-dmesg.txt'}: ingested as dmesg" in r.out
+    assert f"{logs / 'b-locked.txt'}: skipped — permission denied" in r.out
+    assert f"{logs / 'c-rotated.txt'}: skipped — no such file or directory" in r.out.lower()
+    assert f"{logs / 'loop'}: skipped — a symlink loop" in r.out
+    assert f"{logs / 'secret'}: skipped — a directory that could not be read (Permission denied)" in r.out
