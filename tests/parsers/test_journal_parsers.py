@@ -649,3 +649,16 @@ def test_short_year_from_the_files_own_word_beats_since() -> None:
     assert [r["ts"].year for r in rows(out)] == [2024]
     out, _ = run("journal-short", line + dated, since="2026-01-01T00:00:00+00:00")
     assert [r["ts"].year for r in rows(out)] == [2023, 2023]
+
+
+def test_export_saved_with_crlf_line_ends_reads_the_same() -> None:
+    """An export passed through a Windows tool ends its lines with CRLF: every entry ran into the
+    next (one record for the whole file). Text fields never hold a CR, so it is read past."""
+    text = (
+        "__REALTIME_TIMESTAMP=1741943205120000\n_HOSTNAME=h\nSYSLOG_IDENTIFIER=app\n_PID=7\nMESSAGE=one\n\n"
+        "__REALTIME_TIMESTAMP=1741943206120000\n_HOSTNAME=h\nSYSLOG_IDENTIFIER=app\n_PID=7\nMESSAGE=two\n\n"
+    )
+    lf, _ = run("journal-export", text.encode())
+    crlf, _ = run("journal-export", text.replace("\n", "\r\n").encode())
+    assert [r["message"] for r in rows(crlf)] == ["one", "two"] == [r["message"] for r in rows(lf)]
+    assert rows(crlf) == rows(lf)

@@ -150,7 +150,10 @@ class JournalExportParser(BytesParser):
                 if not final:
                     return pos
                 nl = n  # last line without a newline
-            if nl == pos:  # blank line: the entry ends
+            # a line ending "\r\n" (an export saved through a Windows tool): "\r" is never part
+            # of a text field (journald writes a value with control bytes as a binary field)
+            cr = 1 if data[nl - 1 : nl] == b"\r" and nl > pos else 0
+            if nl - cr == pos:  # blank line: the entry ends
                 self._end_entry(st, mapper)
                 fields = st.fields
                 st.ignored += 1
@@ -158,13 +161,13 @@ class JournalExportParser(BytesParser):
                 st.open = False
                 pos = nl + 1
                 continue
-            eq = data.find(b"=", pos, nl)
+            eq = data.find(b"=", pos, nl - cr)
             if eq > pos:
                 if not st.entry_lines and not st.open:
                     st.entry_line = st.line_no
                 name = data[pos:eq]
                 if name in wanted:
-                    fields[name.decode()] = data[eq + 1 : nl].decode("utf-8", "replace")
+                    fields[name.decode()] = data[eq + 1 : nl - cr].decode("utf-8", "replace")
                     if name == b"MESSAGE":
                         st.message_line = st.line_no
                 if nl < n:
@@ -175,7 +178,7 @@ class JournalExportParser(BytesParser):
                     st.open = True
                 pos = nl + 1
                 continue
-            name = data[pos:nl]
+            name = data[pos : nl - cr]
             if not _NAME.fullmatch(name):
                 st.issues.append(
                     ctx.issue(st.line_no, "not an export field", name.decode("utf-8", "replace"))
