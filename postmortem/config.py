@@ -84,6 +84,13 @@ def _str(table: dict[str, Any], key: str, where: str) -> str | None:
     return value
 
 
+def _known(table: dict[str, Any], keys: tuple[str, ...], place: str, where: str) -> None:
+    """A mistyped key (``timezone =`` for ``tz =``) was ignored without a word: it is an error."""
+    for key in table:
+        if key not in keys:
+            raise UsageError(f"{where}: unknown key '{key}' {place} (known: {', '.join(keys)})")
+
+
 def load_config(directory: Path | None = None) -> Config:
     """Read ``postmortem.toml`` from ``directory`` (default: the working directory)."""
     path = (directory or Path.cwd()) / CONFIG_NAME
@@ -96,9 +103,11 @@ def load_config(directory: Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: invalid TOML: {exc}") from exc
     where = str(path)
+    _known(data, ("defaults", "sources", "collect"), "at the top level", where)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise UsageError(f"{where}: [defaults] must be a table")
+    _known(defaults, ("db", "tz", "host", "logs", "out"), "in [defaults]", where)
     logs = defaults.get("logs", [])
     if isinstance(logs, str):
         logs = [logs]
@@ -109,6 +118,7 @@ def load_config(directory: Path | None = None) -> Config:
     for i, item in enumerate(data.get("sources", [])):
         if not isinstance(item, dict) or "path" not in item:
             raise UsageError(f"{where}: [[sources]] entry {i + 1} needs a 'path'")
+        _known(item, ("path", "unit", "format", "host", "tz"), f"in [[sources]] entry {i + 1}", where)
         hints.append(
             SourceHint(
                 pattern=str(item["path"]),
@@ -119,6 +129,8 @@ def load_config(directory: Path | None = None) -> Config:
             )
         )
     collect = data.get("collect", {})
+    if isinstance(collect, dict):
+        _known(collect, ("sglang_logs",), "in [collect]", where)
     collect_logs = collect.get("sglang_logs", []) if isinstance(collect, dict) else []
     return Config(
         path=path,

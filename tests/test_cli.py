@@ -993,3 +993,22 @@ def test_a_walk_skips_what_it_cannot_read_or_what_went_away_and_reads_the_rest(
     assert f"{logs / 'c-rotated.txt'}: skipped — no such file or directory" in r.out.lower()
     assert f"{logs / 'loop'}: skipped — a symlink loop" in r.out
     assert f"{logs / 'secret'}: skipped — a directory that could not be read (Permission denied)" in r.out
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ('[[sources]]\npath = "*.log"\ntimezone = "UTC"\n', "unknown key 'timezone' in [[sources]] entry 1"),
+        ('[defaults]\ndatabase = "x.duckdb"\n', "unknown key 'database' in [defaults]"),
+        ('[default]\ndb = "x.duckdb"\n', "unknown key 'default' at the top level"),
+    ],
+)
+def test_a_mistyped_configuration_key_is_an_error(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, words: str
+) -> None:
+    """A key postmortem does not know (a typo of tz, db, defaults) was ignored without a word,
+    so the setting silently did not apply."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "postmortem.toml").write_text(toml)
+    r = cli("sources", "--db", tmp_path / "pm.duckdb")
+    assert r.code == 2 and words in r.err and r.err.count("\n") == 1, r
