@@ -189,3 +189,30 @@ def test_json_and_bundle(tmp_path: Path) -> None:
         names = tar.getnames()
     assert all("/" not in n and not n.startswith(".") for n in names)
     assert any(n.endswith(".json") for n in names) and any(n.endswith("memory.png") for n in names)
+
+
+def test_the_same_journal_twice_quotes_systemd_from_one_file(tmp_path: Path) -> None:
+    """Two files holding the same journal (a rotated copy, another rendering): systemd's lines
+    were quoted from both under the first file's name, each twice; they come from one file."""
+    import shutil
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE, logs)
+    data = (SAMPLE / "journal.export").read_bytes()
+    # the same journal with one more entry at its end: another file, not a duplicate
+    (logs / "journal.export.1").write_bytes(
+        data + b"__REALTIME_TIMESTAMP=1748206800000000\n_HOSTNAME=dflash-train\nMESSAGE=later\n\n"
+    )
+    opts = BuildOptions(
+        db=str(tmp_path / "pm.duckdb"),
+        logs=[str(logs)],
+        out=tmp_path / "reports",
+        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
+        zone=get_zone("UTC"),
+        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
+        now=FROZEN,
+    )
+    build(opts)
+    (report,) = (tmp_path / "reports").glob("*.service.md")
+    block = report.read_text().split("**systemd**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert len(block.splitlines()) == 3 and "Failed with result 'oom-kill'" in block, block

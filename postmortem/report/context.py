@@ -657,8 +657,14 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
         text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
         if text:
             quotes.append(Quote("The kernel's OOM record", sources.cite(sid, first), text))
-    sysd = [e for e in inc.evidence if e.kind.startswith("unit_")]
-    if sysd:
+    # systemd's lines from one source (the line numbers are that file's): the source with the
+    # most of them; the same journal in a second file or rendering adds nothing
+    units = [e for e in inc.evidence if e.kind.startswith("unit_")]
+    if units:
+        best = max(
+            {e.source_id for e in units}, key=lambda sid: (sum(e.source_id == sid for e in units), -sid)
+        )
+        sysd = [e for e in units if e.source_id == best]
         text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sysd[:8])
         quotes.append(Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text))
     sg = []
