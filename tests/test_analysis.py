@@ -1134,3 +1134,16 @@ def test_a_record_cut_by_a_rotation_adds_no_phantom_victim_and_keeps_its_limit()
     )
     (inc,) = build_incidents([head, cut, whole], [])
     assert len(inc.victims) == 1 and inc.oom_id == 9 and inc.victim is not None and inc.victim.line_no == 134
+
+
+def test_the_kill_time_is_the_finest_stamp_of_its_second() -> None:
+    """A short-iso journal stamps the kill 20:17:19, the export or dmesg 20:17:19.604: the
+    incident is at .604 (the downtime and the restart delay are not a second off)."""
+    whole = T.replace(microsecond=0)
+    items = [
+        ev("oom_kill", 0, source=1, line=5, killer="kernel", scope="global", pid=1, comm="x"),
+        ev("oom_kill", 0, source=2, line=9, killer="kernel", scope="global", pid=1, comm="x"),
+    ]
+    items[0].ts = whole
+    (inc,) = build_incidents(items, [])
+    assert inc.ts == T

@@ -343,7 +343,16 @@ def kill_time(items: Sequence[Evidence], offsets: dict[int, float]) -> datetime 
     for kinds in (("oom_kill",), ("unit_oom_killed", "unit_main_exited"), tuple(PRIMARY_KINDS)):
         times = [t for e in items if e.kind in kinds and (t := _adj(e, offsets)) is not None]
         if times:
-            return min(times)
+            first = min(times)
+            if first.microsecond == 0:
+                # a stamp in whole seconds (short-iso) is truncated: the same line stamped to the
+                # microsecond by another source (export, dmesg) within that second is the time
+                finer = [
+                    t for t in times if t.microsecond and timedelta(0) < t - first < timedelta(seconds=1)
+                ]
+                if finer:
+                    return min(finer)
+            return first
     return None
 
 
