@@ -1147,3 +1147,15 @@ def test_the_kill_time_is_the_finest_stamp_of_its_second() -> None:
     items[0].ts = whole
     (inc,) = build_incidents(items, [])
     assert inc.ts == T
+
+
+def test_an_offset_within_whole_second_stamps_is_no_offset() -> None:
+    from postmortem.analysis.clock import message_pair_offsets
+
+    formats = {1: "journal-short", 2: "dmesg"}
+    row = {"source_id": 2, "reference_source_id": 1, "pairs": 3, "offset_s": 0.5}
+    assert message_pair_offsets([{**row, "coarse": True}], formats) == []
+    assert [o.offset_s for o in message_pair_offsets([{**row, "coarse": False}], formats)] == [0.5]
+    assert [
+        o.offset_s for o in message_pair_offsets([{**row, "coarse": True, "offset_s": 42.0}], formats)
+    ] == [42.0]

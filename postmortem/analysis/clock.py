@@ -46,6 +46,8 @@ def message_pair_offsets(rows: Iterable[dict[str, Any]], formats: dict[int, str]
         if is_reference(formats.get(sid)) or not is_reference(formats.get(ref)):
             continue
         off = float(r["offset_s"])
+        if r.get("coarse") and abs(off) < 1.0:
+            continue  # within the reference's whole-second stamps: no offset to tell
         out.append(
             ClockOffset(
                 source_id=sid,

@@ -2,7 +2,9 @@
 -- difference measures the clock offset between the two sources.
 SELECT a.source_id AS source_id, b.source_id AS reference_source_id,
        count(*) AS pairs,
-       median(epoch_us(a.ts) - epoch_us(b.ts)) / 1e6 AS offset_s
+       median(epoch_us(a.ts) - epoch_us(b.ts)) / 1e6 AS offset_s,
+       -- the reference stamps whole seconds (short-iso): an offset under a second is its rounding
+       bool_and(epoch_us(b.ts) % 1000000 = 0) AS coarse
 FROM kernel_messages a
 JOIN kernel_messages b
   ON a.message = b.message AND a.source_id <> b.source_id
