@@ -551,7 +551,7 @@ def without_bom(data: bytes) -> bytes:
     ``Out-File``): the first line is read as if it were not there; the file's bytes, hash and
     offsets keep it.
 
-    >>> without_bom(b"\xef\xbb\xbf__CURSOR=s=1"), without_bom(b"x")
+    >>> without_bom(b"\\xef\\xbb\\xbf__CURSOR=s=1"), without_bom(b"x")
     (b'__CURSOR=s=1', b'x')
     """
     return data[3:] if data.startswith(BOM) else data
