@@ -216,3 +216,41 @@ def test_the_same_journal_twice_quotes_systemd_from_one_file(tmp_path: Path) -> 
     (report,) = (tmp_path / "reports").glob("*.service.md")
     block = report.read_text().split("**systemd**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     assert len(block.splitlines()) == 3 and "Failed with result 'oom-kill'" in block, block
+
+
+def test_an_sglang_log_in_another_zone_does_not_move_the_hosts_nvidia_smi(tmp_path: Path) -> None:
+    """The SGLang logs written in New York time (a container's zone), the rest of the host in
+    UTC, all read with --tz UTC: the SGLang logs are put on the journal's clock; the nvidia-smi
+    files, whose GPUs emptied at the kill as stamped, stay where they are."""
+    import shutil
+    from datetime import timedelta
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE, logs)
+    stamp = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", re.M)
+    for name in ("sglang-k26-eagle3.log", "sglang-k26.log"):
+        text = (SAMPLE / name).read_text()
+        moved = stamp.sub(
+            lambda m: (
+                "[" + (datetime.fromisoformat(m.group(1)) - timedelta(hours=4)).strftime("%Y-%m-%d %H:%M:%S")
+            ),
+            text,
+        )
+        (logs / name).write_text(moved)
+    opts = BuildOptions(
+        db=str(tmp_path / "pm.duckdb"),
+        logs=[str(logs)],
+        out=tmp_path / "reports",
+        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
+        zone=get_zone("UTC"),
+        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
+        now=FROZEN,
+    )
+    build(opts)
+    store = Store.open_readonly(tmp_path / "pm.duckdb")
+    shifts = dict(store.fetchall("SELECT regexp_extract(path, '[^/]+$'), shift_s FROM sources"))
+    store.close()
+    assert shifts["sglang-k26.log"] == shifts["sglang-k26-eagle3.log"] == pytest.approx(-14400)
+    assert shifts["nvidia-smi-gpu.csv"] is None and shifts["nvidia-smi-apps.csv"] is None
+    (report,) = (tmp_path / "reports").glob("*.service.md")
+    assert "GPU memory released on all 8 GPUs" in report.read_text()

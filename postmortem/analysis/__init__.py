@@ -78,7 +78,32 @@ def _offsets(store: Store) -> dict[int, ClockOffset]:
         run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
     )
     offsets = merge_offsets(exact, zones)
-    return merge_offsets(offsets.values(), same_zone_offsets(run_named_dicts(store, "zone_sources"), offsets))
+    same = _not_contradicted(store, same_zone_offsets(run_named_dicts(store, "zone_sources"), offsets))
+    return merge_offsets(offsets.values(), same)
+
+
+def _not_contradicted(store: Store, offsets: list[ClockOffset]) -> list[ClockOffset]:
+    """Offsets given to sources because another one read in the same zone was off, less those
+    the data contradicts: nvidia-smi samples whose GPUs emptied at a death as stamped, and not
+    once the offset is applied, say the host's nvidia-smi ran in the zone it was read in (an
+    SGLang container logging in another zone): none of the nvidia-smi files take the offset."""
+    if not offsets:
+        return offsets
+    formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}
+    nvidia = [o for o in offsets if formats.get(o.source_id, "").startswith("nvidia")]
+    for off in nvidia:
+        counts = [
+            {
+                int(r["source_id"]): int(r["at_deaths"])
+                for r in run_named_dicts(
+                    store, "gpu_drops_at_deaths", {"sources": [off.source_id], "shift_s": shift}
+                )
+            }.get(off.source_id, 0)
+            for shift in (0.0, off.offset_s)
+        ]
+        if counts[0] > 0 and counts[1] == 0:
+            return [o for o in offsets if o not in nvidia]
+    return offsets
 
 
 def apply_shifts(store: Store, shifts: dict[int, ClockOffset]) -> None:
