@@ -24,10 +24,10 @@ FROZEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 KILL = datetime(2025, 5, 25, 20, 17, 19, 604211, tzinfo=UTC)
 
 
-def _build(tmp: Path, **kw: object) -> tuple[BuildOptions, object]:
+def _build(tmp: Path, logs: Path = SAMPLE, **kw: object) -> tuple[BuildOptions, object]:
     opts = BuildOptions(
         db=str(tmp / "pm.duckdb"),
-        logs=[str(SAMPLE)],
+        logs=[str(logs)],
         out=tmp / "reports",
         since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
         zone=get_zone("UTC"),
@@ -203,16 +203,7 @@ def test_the_same_journal_twice_quotes_systemd_from_one_file(tmp_path: Path) -> 
     (logs / "journal.export.1").write_bytes(
         data + b"__REALTIME_TIMESTAMP=1748206800000000\n_HOSTNAME=dflash-train\nMESSAGE=later\n\n"
     )
-    opts = BuildOptions(
-        db=str(tmp_path / "pm.duckdb"),
-        logs=[str(logs)],
-        out=tmp_path / "reports",
-        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
-        zone=get_zone("UTC"),
-        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
-        now=FROZEN,
-    )
-    build(opts)
+    _build(tmp_path, logs)
     (report,) = (tmp_path / "reports").glob("*.service.md")
     block = report.read_text().split("**systemd**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     assert len(block.splitlines()) == 3 and "Failed with result 'oom-kill'" in block, block
@@ -237,16 +228,7 @@ def test_an_sglang_log_in_another_zone_does_not_move_the_hosts_nvidia_smi(tmp_pa
             text,
         )
         (logs / name).write_text(moved)
-    opts = BuildOptions(
-        db=str(tmp_path / "pm.duckdb"),
-        logs=[str(logs)],
-        out=tmp_path / "reports",
-        since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
-        zone=get_zone("UTC"),
-        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
-        now=FROZEN,
-    )
-    build(opts)
+    _build(tmp_path, logs)
     store = Store.open_readonly(tmp_path / "pm.duckdb")
     shifts = dict(store.fetchall("SELECT regexp_extract(path, '[^/]+$'), shift_s FROM sources"))
     store.close()
