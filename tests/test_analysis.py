@@ -1159,3 +1159,24 @@ def test_an_offset_within_whole_second_stamps_is_no_offset() -> None:
     assert [
         o.offset_s for o in message_pair_offsets([{**row, "coarse": True, "offset_s": 42.0}], formats)
     ] == [42.0]
+
+
+def test_a_restart_the_start_limit_refused_is_not_counted() -> None:
+    from postmortem.analysis.facts import gather
+    from postmortem.analysis.model import Incident
+
+    store = Store.memory()
+    rows = [(i, "restart_scheduled", i, T + timedelta(seconds=10 * i)) for i in (1, 2, 3)]
+    for line, action, count, ts in rows:
+        store.execute(
+            "INSERT INTO unit_events (source_id, line_no, ts, unit, action, restart_count) VALUES (1, ?, ?, 'a.service', ?, ?)",
+            [line, ts, action, count],
+        )
+    store.execute(
+        "INSERT INTO unit_events (source_id, line_no, ts, unit, action) VALUES (1, 9, ?, 'a.service', 'start_limit_hit')",
+        [T + timedelta(seconds=30)],
+    )
+    inc = Incident(1, None, T, "a.service", "gpu_oom", 0.8)
+    gather(store, inc, window_s=1800, all_loads=[], offsets=[])
+    store.close()
+    assert inc.restart_count == 2  # the third restart job ran into the start limit

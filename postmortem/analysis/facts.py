@@ -217,6 +217,16 @@ def gather(
     if facts.restarts:
         counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
         incident.restart_count = max(counts) if counts else len(facts.restarts)
+        last = max(r["ts"] for r in facts.restarts)
+        if any(
+            ev.origin == "systemd"
+            and ev.unit == incident.unit
+            and ev.kind == "start_limit_hit"
+            and ev.ts >= last
+            for ev in tl.events
+        ):
+            # the last restart job ran into the start limit: that start never happened
+            incident.restart_count -= 1
     facts.unit_loads = stats_for(incident.unit, all_loads, incident.host)
     if incident.recovery_unit:
         facts.recovery_loads = stats_for(incident.recovery_unit, all_loads, incident.host)
