@@ -915,7 +915,10 @@ def test_a_failure_on_any_rank_is_in_the_timeline_a_milestone_only_from_tp0() ->
             "INSERT INTO sglang_events (source_id, line_no, ts, unit, ranks, kind, message) VALUES (1, ?, ?, 'a.service', ?, ?, 'x')",
             [line, T + timedelta(seconds=line), ranks, kind],
         )
-    got = run_named_dicts(store, "timeline_events", {"host": None, "from": T, "to": T + timedelta(minutes=1)})
+    from postmortem.analysis.timeline import FAILURE_KINDS
+
+    params = {"host": None, "from": T, "to": T + timedelta(minutes=1), "failure_kinds": sorted(FAILURE_KINDS)}
+    got = run_named_dicts(store, "timeline_events", params)
     store.close()
     assert [(r["line_no"], r["kind"]) for r in got] == [
         (1, "load_weight_begin"),

@@ -91,17 +91,13 @@ def _not_contradicted(store: Store, offsets: list[ClockOffset]) -> list[ClockOff
         return offsets
     formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}
     nvidia = [o for o in offsets if formats.get(o.source_id, "").startswith("nvidia")]
+
+    def at_deaths(source_id: int, shift_s: float) -> int:
+        rows = run_named_dicts(store, "gpu_drops_at_deaths", {"sources": [source_id], "shift_s": shift_s})
+        return int(rows[0]["at_deaths"]) if rows else 0
+
     for off in nvidia:
-        counts = [
-            {
-                int(r["source_id"]): int(r["at_deaths"])
-                for r in run_named_dicts(
-                    store, "gpu_drops_at_deaths", {"sources": [off.source_id], "shift_s": shift}
-                )
-            }.get(off.source_id, 0)
-            for shift in (0.0, off.offset_s)
-        ]
-        if counts[0] > 0 and counts[1] == 0:
+        if at_deaths(off.source_id, 0.0) > 0 and at_deaths(off.source_id, off.offset_s) == 0:
             return [o for o in offsets if o not in nvidia]
     return offsets
 

@@ -395,8 +395,9 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     return None
 
 
-def _restart_versus_fallback(f: IncidentFacts) -> str:
-    """When the restart, left alone, would have been ready against when the fallback was."""
+def _restart_versus_fallback(f: IncidentFacts, ended: str | None) -> str:
+    """When the restart, left alone, would have been ready against when the fallback was
+    (``ended``: how that restart ended, when it did not reach ready, from :func:`_restart_ended`)."""
     inc = f.incident
     med = f.unit_loads.median_load_s if f.unit_loads is not None else None
     if not f.restarts or med is None or inc.recovered_ts is None:
@@ -404,7 +405,6 @@ def _restart_versus_fallback(f: IncidentFacts) -> str:
     restart_ts = f.restarts[0]["ts"]
     if not isinstance(restart_ts, datetime):
         return ""
-    ended = _restart_ended(f, restart_ts)
     if ended is not None:
         return ended
     expected = restart_ts + timedelta(seconds=med)
@@ -461,7 +461,8 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             )
             after = (
                 f"{what}; with a fallback, Restart=no plus OnFailure= starting {inc.fallback_unit} "
-                "avoids a second load of a configuration that just failed." + _restart_versus_fallback(f)
+                "avoids a second load of a configuration that just failed."
+                + _restart_versus_fallback(f, ended)
             )
         return Recommendation(
             "restart_policy",

@@ -65,6 +65,27 @@ class Timeline:
         return [b for b in self.buckets if b.ts < self.kill_ts]
 
 
+#: SGLang lines that say something failed: in the timeline from any rank (every rank logs the
+#: same milestones, TP0's stand for them; an OOM on TP3 is often the only one), once per burst
+FAILURE_KINDS = frozenset(
+    {
+        "exception",
+        "cuda_oom",
+        "not_enough_memory",
+        "kv_oom",
+        "kv_leak",
+        "memory_unbalanced",
+        "scheduler_killed",
+        "scheduler_dead",
+        "subprocess_crashed",
+        "initialization_failed",
+        "watchdog",
+        "health_check_failed",
+        "cuda_graph_failed",
+    }
+)
+
+
 def _bucket_seconds(window_s: float) -> float:
     for step in (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
         if window_s / step <= 90:
@@ -144,7 +165,8 @@ def memory_timeline(
         b.host_total_mib = float(r["total_mib"]) if r["total_mib"] else None
     tl.buckets = [buckets[k] for k in sorted(buckets)]
 
-    for r in run_named_dicts(store, "timeline_events", {"host": host, "from": start, "to": end}):
+    events = {"host": host, "from": start, "to": end, "failure_kinds": sorted(FAILURE_KINDS)}
+    for r in run_named_dicts(store, "timeline_events", events):
         tl.events.append(
             TimelineEvent(
                 r["ts"],

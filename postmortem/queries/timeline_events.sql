@@ -1,5 +1,5 @@
 -- Everything that happened to the services in a window, merged in time order.
--- Parameters: $host, $from, $to.
+-- Parameters: $host, $from, $to, $failure_kinds (postmortem.analysis.timeline.FAILURE_KINDS).
 SELECT ts, 'systemd' AS origin, unit, action AS kind, message, source_id, line_no
 FROM unit_events
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
@@ -12,9 +12,7 @@ WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $ho
   -- every rank logs the same milestones: TP0's stand for all; a failure is shown from any rank
   -- (an OOM on TP3 is often the only one)
   AND (ranks IS NULL OR ranks = '' OR ranks LIKE '%TP0%' OR ranks NOT LIKE '%TP%'
-       OR kind IN ('exception', 'cuda_oom', 'not_enough_memory', 'kv_oom', 'kv_leak', 'memory_unbalanced',
-                   'scheduler_killed', 'scheduler_dead', 'subprocess_crashed', 'initialization_failed',
-                   'watchdog', 'health_check_failed', 'cuda_graph_failed'))
+       OR list_contains($failure_kinds, kind))
 UNION ALL
 SELECT ts, 'kernel', unit, 'oom_kill', message, source_id, line_no
 FROM oom_kills

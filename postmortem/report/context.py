@@ -21,6 +21,7 @@ from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, killed_process
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
+from ..analysis.timeline import FAILURE_KINDS
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -409,24 +410,6 @@ _UNIT_ENDINGS = frozenset(
     {"main_exited", "failed", "start_failed", "start_limit_hit", "restart_scheduled", "starting", "stopped"}
 )
 
-#: SGLang lines that say something failed: shown from any rank, once per burst
-_FAILURE_KINDS = frozenset(
-    {
-        "exception",
-        "cuda_oom",
-        "not_enough_memory",
-        "kv_oom",
-        "kv_leak",
-        "memory_unbalanced",
-        "scheduler_killed",
-        "scheduler_dead",
-        "subprocess_crashed",
-        "initialization_failed",
-        "watchdog",
-        "health_check_failed",
-        "cuda_graph_failed",
-    }
-)
 _SKIP_SGLANG = {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
 
 
@@ -528,7 +511,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             if key in seen_kinds:
                 continue
             seen_kinds.add(key)
-        elif ev.origin == "sglang" and ev.kind in _FAILURE_KINDS:
+        elif ev.origin == "sglang" and ev.kind in FAILURE_KINDS:
             # the same failure on several ranks at once: its first line stands for them
             key = (ev.unit, ev.kind, ev.message[:40])
             shown = failures_shown.get(key)
