@@ -140,20 +140,24 @@ class ForwardLocalizer:
 
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone
-        self._last: datetime | None = None
+        #: the latest time read in the repeated hour (None before the first)
+        self.last: datetime | None = None
+        #: whether the last :meth:`localize` call read a time of the repeated hour
+        self.folded = False
 
     def localize(self, naive: datetime) -> datetime:
         first = localize(naive, self.zone)
         second = naive.replace(tzinfo=self.zone, fold=1).astimezone(UTC)
-        if second == first:
+        self.folded = second != first
+        if not self.folded:
             return first  # not in the repeated hour
-        last = self._last
+        last = self.last
         ts = (
             second
             if last is not None and first < last - self.SLACK and second >= last - self.SLACK
             else first
         )
-        self._last = ts if last is None else max(last, ts)
+        self.last = ts if last is None else max(last, ts)
         return ts
 
 

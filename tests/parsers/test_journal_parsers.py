@@ -662,3 +662,30 @@ def test_export_saved_with_crlf_line_ends_reads_the_same() -> None:
     crlf, _ = run("journal-export", text.replace("\n", "\r\n").encode())
     assert [r["message"] for r in rows(crlf)] == ["one", "two"] == [r["message"] for r in rows(lf)]
     assert rows(crlf) == rows(lf)
+
+
+@pytest.mark.parametrize(
+    "fmt", ["%b %d %H:%M:%S", "%b %d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"], ids=["short", "precise", "iso"]
+)
+def test_short_the_hour_that_repeats_when_clocks_go_back_is_read_in_line_order(fmt: str) -> None:
+    """Los Angeles, 2025-11-02: 01:00–01:59 is printed twice (PDT, then PST) by ``journalctl -o
+    short`` and by syslog files with zone-less stamps. Lines in order keep their order in UTC:
+    the vectorised path hands a chunk holding that hour to the per-line one, which reads it in
+    line order; the hour before it and the one after stay on the vectorised path."""
+    from datetime import timedelta
+
+    from postmortem.parsers.base import LineChunk
+    from postmortem.timeutil import get_zone
+
+    zone = get_zone("America/Los_Angeles")
+    start = utc(2025, 11, 2, 7, 0)  # 00:00 PDT
+    want = [start + timedelta(seconds=20 * i) for i in range(4 * 180)]  # four hours, every 20 s
+    lines = [f"{t.astimezone(zone):{fmt}} gpu1 app[42]: tick {i}" for i, t in enumerate(want)]
+    parser = get_parser("journal-short")
+    assert parser is not None
+    # one chunk an hour: before, first 01:xx, second 01:xx, after
+    chunks = [LineChunk.from_lines(1 + h * 180, lines[h * 180 : (h + 1) * 180]) for h in range(4)]
+    ctx = make_context(tz="America/Los_Angeles", year=2025)
+    out = list(parser.parse(chunks, ctx))
+    assert [r["ts"] for r in rows(out)] == want
+    assert ctx.parsed_lines == len(lines)

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, tzinfo
 from typing import ClassVar
 
-from ...timeutil import Inferred, YearInference, localize, localize_abbrev, month_number, parse_iso
+from ...timeutil import ForwardLocalizer, Inferred, YearInference, localize_abbrev, month_number, parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from .sink import EPOCH, JournalSink
@@ -111,6 +111,9 @@ class StampParser:
         self.segment = 0
         self.seen_entry = False
         self._anchor_cache: dict[tuple[str | None, str | None], datetime | None] = {}
+        #: zone-less wall-clock stamps, read in line order: the hour that repeats when clocks
+        #: go back is told apart by its order (its times are never cached)
+        self.forward = ForwardLocalizer(self.zone)
 
     def find_embedded_date(self, chunk: LineChunk) -> None:
         """Look once, in the first chunk, for a year-less line whose message starts with a full
@@ -175,15 +178,18 @@ class StampParser:
         if hit is None:
             if len(self._iso) > _CACHE_MAX:
                 self._iso.clear()
+            folded = False
             if len(key) == 19:
                 try:
-                    hit = (localize(datetime.fromisoformat(key), self.zone), Inferred.ZONE)
+                    hit = (self.forward.localize(datetime.fromisoformat(key)), Inferred.ZONE)
+                    folded = self.forward.folded
                 except ValueError:
                     hit = (None, None)
             else:
                 ts = parse_iso(key)
                 hit = (ts, None)
-            self._iso[key] = hit
+            if not folded:
+                self._iso[key] = hit
         ts, inferred = hit
         if ts is None:
             return None
@@ -263,12 +269,13 @@ class StampParser:
                         int(clock[3:5]),
                         int(clock[6:8]),
                     )
-                    ts = localize(naive, self.zone)
+                    ts = self.forward.localize(naive)
                 except ValueError:
                     ts = None
             if len(self._month) > _CACHE_MAX:
                 self._month.clear()
-            self._month[key] = ts
+            if ts is None or not self.forward.folded:
+                self._month[key] = ts
         if ts is None:
             return None
         if us >= 0:

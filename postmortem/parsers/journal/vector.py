@@ -189,10 +189,17 @@ class VectorShort:
             us_np = np.zeros(nu, dtype=np.int64)
             known = np.zeros(nu, dtype=bool)
             inf_list: list[str | None] = [None] * nu
+            last_folded = stamps.forward.last
             for q, u in enumerate(d.dictionary.to_pylist()):
                 hit = cache.get(u)
                 if hit is None:
+                    stamps.forward.folded = False
                     ts, inferred, _kind = stamps.stamp(u)
+                    if stamps.forward.folded:
+                        # the hour that repeats when clocks go back: one value can be two
+                        # instants, told apart only in line order
+                        stamps.forward.last = last_folded
+                        return None
                     hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inferred)
                 if hit[0] is not None:
                     us_np[q] = hit[0]
