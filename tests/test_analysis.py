@@ -1183,3 +1183,67 @@ def test_a_restart_the_start_limit_refused_is_not_counted() -> None:
     gather(store, inc, window_s=1800, all_loads=[], offsets=[])
     store.close()
     assert inc.restart_count == 2  # the third restart job ran into the start limit
+
+
+def test_systemds_late_failed_line_belongs_to_the_death_it_ends() -> None:
+    """A process stuck in the driver keeps the stop going through final-sigterm and final-sigkill:
+    ``Failed with result 'signal'`` comes minutes after the kill, and is that death's — not a
+    second incident. A later death logs its own kill line first, and its own result."""
+    from postmortem.analysis.incidents import cluster_evidence
+
+    first = [ev("unit_main_exited", 0, code="killed"), ev("unit_failed", 180, result="signal")]
+    assert [len(c) for c in cluster_evidence(first)] == [2]
+    again = [*first, ev("unit_main_exited", 600, code="killed"), ev("unit_failed", 601, result="signal")]
+    assert [len(c) for c in cluster_evidence(again)] == [2, 2]
+    # a second result for a death that already has one, or one long after, starts its own
+    assert [len(c) for c in cluster_evidence([*first, ev("unit_failed", 400, result="signal")])] == [2, 1]
+    assert [len(c) for c in cluster_evidence([first[0], ev("unit_failed", 3600, result="signal")])] == [1, 1]
+
+
+def test_a_gpu_fault_before_an_unexplained_death_is_its_cause() -> None:
+    from postmortem.analysis.incidents import attribute_gpu_fault, build_incidents
+
+    xid = {
+        "ts": T - timedelta(minutes=5),
+        "source_id": 2,
+        "line_no": 69,
+        "host": "h",
+        "bus_id": "0000:9a:00",
+        "xid": 79,
+        "pid": 31880,
+        "process_name": "sglang::schedul",
+        "message": "GPU has fallen off the bus.",
+    }
+    (inc,) = build_incidents([ev("unit_main_exited", 0, code="killed")], [])
+    assert inc.cause == "signal"
+    assert attribute_gpu_fault(inc, [xid])
+    assert (inc.cause, inc.confidence) == ("gpu_fault", 0.85)
+    assert "Xid 79 (GPU has fallen off the bus) on GPU 0000:9a:00" in inc.cause_explanation
+    assert "5 min before" in inc.cause_explanation and inc.evidence[0].kind == "xid"
+    # an OOM kill explains itself: the Xid does not replace it
+    (oom,) = build_incidents([ev("oom_kill", 0, killer="kernel", scope="global")], [])
+    assert not attribute_gpu_fault(oom, [xid]) and oom.cause == "host_oom"
+
+
+def test_a_gpu_fault_incident_is_drained_and_reset_not_restarted(tmp_path: Path) -> None:
+    """End to end: an Xid 79, the watchdog's SIGKILL five minutes later; the report names the
+    GPU fault, quotes the driver's line, advises draining and a reset, and no Restart=."""
+    from postmortem.analysis import rebuild
+
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "2025-06-11T03:12:44+0000 gpu1 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=31880, "
+        "name=sglang::schedul, GPU has fallen off the bus.\n"
+        "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL\n"
+        "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.\n"
+    )
+    store = Store.open(tmp_path / "pm.duckdb")
+    ingest_paths(store, [str(journal)], IngestOptions(zone=get_zone("UTC"), strict=True))
+    result = rebuild(store)
+    (inc,) = result.incidents
+    assert inc.cause == "gpu_fault"
+    rules = {r.rule: r for r in result.recommendations[inc.incident_id]}
+    assert "gpu_fault" in rules and "restart_policy" not in rules and "find_the_signal" not in rules
+    assert rules["gpu_fault"].evidence[0].line_no == 1
+    assert "Xid 79 (GPU has fallen off the bus)" in (inc.summary or "")
+    store.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from ..errors import PostmortemError
@@ -28,7 +28,13 @@ from .clock import (
     start_pair_offsets,
 )
 from .facts import IncidentFacts, gather
-from .incidents import build_incidents, evidence_from_rows
+from .incidents import (
+    GPU_FAULT_LOOK_S,
+    GPU_FAULT_XIDS,
+    attribute_gpu_fault,
+    build_incidents,
+    evidence_from_rows,
+)
 from .load_stats import LoadStats, load_statistics
 from .loads import derive_service_loads
 from .model import ClockOffset, Incident, Load, Recommendation
@@ -253,6 +259,7 @@ def rebuild(
         rows = run_named_dicts(store, "kill_evidence", {"since": None, "until": None})
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
+        _gpu_faults(store, incidents)
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         result.zones = host_zones(store)
         timed = [
@@ -273,6 +280,25 @@ def rebuild(
                     on_facts(result, inc)
         _persist(store, result)
     return result
+
+
+def _gpu_faults(store: Store, incidents: list[Incident]) -> None:
+    """A GPU that failed (an NVIDIA Xid of the hardware, driver or firmware) on the incident's
+    host in the minutes before a death no OOM record explains is its cause."""
+    for inc in incidents:
+        if inc.ts is None or inc.cause not in ("signal", "unknown", "timeout", "crash"):
+            continue
+        rows = run_named_dicts(
+            store,
+            "gpu_faults_before",
+            {
+                "host": inc.host,
+                "from": inc.ts - timedelta(seconds=GPU_FAULT_LOOK_S),
+                "to": inc.ts + timedelta(seconds=5),
+                "xids": sorted(GPU_FAULT_XIDS),
+            },
+        )
+        attribute_gpu_fault(inc, rows)
 
 
 #: incidents analysed at once, each by a thread with its connection (the queries run in DuckDB

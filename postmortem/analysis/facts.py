@@ -284,7 +284,43 @@ def _gpu_holders(store: Store, facts: IncidentFacts) -> None:
         if r is not None:
             h.name, h.gpus, h.first_ts = r["process_name"], int(r["gpus"]), r["first_ts"]
             h.at = (int(r["source_id"]), int(r["line_no"]))
-    facts.gpu_holders = holders
+    load = inc.killed_load
+    own = {v.pid for v in inc.victims if v.pid is not None}
+    if load is not None and load.pid is not None:
+        own.add(load.pid)
+    facts.gpu_holders = others_on_the_gpu(holders, messages, load.start_ts if load is not None else None, own)
+
+
+def others_on_the_gpu(
+    holders: list[GpuHolder], messages: list[str], load_start: datetime | None, own: set[int]
+) -> list[GpuHolder]:
+    """The named processes that are not the server itself. PyTorch names the process that ran out
+    as ``this process``, and every other one on the GPU as ``Process N`` — but in a container
+    (another pid namespace) it does not recognise itself, and the server's own worker is then a
+    ``Process N`` too. So a named pid is another process only if it is none of the server's
+    known pids, and either the message named the server apart (``this process has``) or
+    nvidia-smi listed the pid before the server's load began.
+
+    >>> from datetime import UTC
+    >>> t = datetime(2025, 6, 1, 14, 0, tzinfo=UTC)
+    >>> h = [GpuHolder(55142, 78.2, first_ts=t + timedelta(minutes=1))]
+    >>> others_on_the_gpu(h, ["… Process 55142 has 78.16 GiB memory in use. …"], t, set())
+    []
+    >>> len(others_on_the_gpu(h, ["… this process has 1.0 GiB memory in use."], t, set()))
+    1
+    >>> h[0].first_ts = t - timedelta(minutes=1)
+    >>> len(others_on_the_gpu(h, ["… Process 55142 has 78.16 GiB …"], t, set())), others_on_the_gpu(h, [], t, {55142})
+    (1, [])
+    """
+    apart = any("this process has" in m for m in messages)
+    out = []
+    for h in holders:
+        if h.pid in own:
+            continue
+        earlier = h.first_ts is not None and load_start is not None and h.first_ts < load_start
+        if apart or earlier:
+            out.append(h)
+    return out
 
 
 #: how far before a kill the unit's last SGLang line is looked for first (then, if none, further)

@@ -30,6 +30,9 @@ PRIMARY_KINDS = {
 _DEATH_RESULTS = {"oom-kill", "signal", "core-dump", "watchdog"}
 
 MERGE_S = 120.0  # evidence of one unit within this many seconds is one incident
+#: systemd's ``Failed with result`` of a death comes after the stop's timeouts (final-sigterm,
+#: final-sigkill: TimeoutStopSec= each) — as long as this after the kill, it is that death's
+LATE_FAILED_S = 900.0
 
 
 #: cgroup path components systemd names after units
@@ -109,6 +112,17 @@ def _host_match(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
+def _death_without_result(clusters: list[_Cluster], ev: Evidence, t: datetime) -> _Cluster | None:
+    """The unit's last death, if systemd has not yet said how it ended: one ``Failed with
+    result`` per failed activation, logged once the stop's timeouts ran out (a process stuck in
+    the kernel keeps it minutes after the kill). A later death logs its own kill line first."""
+    for c in reversed(clusters):
+        if c.unit == ev.unit and _host_match(c.host, ev.host):
+            settled = any(i.kind in ("unit_failed", "unit_failed_other") for i in c.items)
+            return c if not settled and t - c.last <= timedelta(seconds=LATE_FAILED_S) else None
+    return None
+
+
 def cluster_evidence(
     evidence: Sequence[Evidence], offsets: dict[int, float] | None = None, merge_s: float = MERGE_S
 ) -> list[list[Evidence]]:
@@ -140,6 +154,8 @@ def cluster_evidence(
             if c.unit == ev.unit and _host_match(c.host, ev.host) and t - c.last <= window:
                 target = c
                 break
+        if target is None and ev.kind == "unit_failed":
+            target = _death_without_result(clusters, ev, t)
         if target is None:
             clusters.append(_Cluster(ev.host, ev.unit, t, t, [ev]))
         else:
@@ -329,6 +345,63 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "a watchdog or another process sent it)",
         )
     return ("unknown", 0.3, None, None, "the service died and no source says why")
+
+
+#: NVIDIA Xids that mean the GPU itself failed — hardware, driver or firmware — and what they
+#: say; an application's own faults (13, 31, 43) and the cleanup after a death (45) are not
+GPU_FAULT_XIDS: dict[int, str] = {
+    48: "double-bit ECC error",
+    61: "GPU micro-controller breakpoint",
+    62: "GPU micro-controller halt",
+    63: "ECC page retirement / row remapping event",
+    64: "ECC page retirement / row remapping failure",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+    140: "unrecovered ECC error",
+}
+#: how long before a death a GPU fault is looked for (a hung collective waits out NCCL's and
+#: SGLang's watchdogs: 5–10 min by default)
+GPU_FAULT_LOOK_S = 1800.0
+#: causes a GPU fault before the death explains better (an OOM kill explains itself)
+_FAULT_OVERRIDES = ("signal", "unknown", "timeout", "crash")
+
+
+def attribute_gpu_fault(inc: Incident, xids: Sequence[dict[str, Any]]) -> bool:
+    """Make a GPU fault (rows of ``gpu_faults_before.sql``, the earliest first) the incident's
+    cause when nothing better explains the death; its first line joins the evidence."""
+    if not xids or inc.cause not in _FAULT_OVERRIDES or inc.ts is None:
+        return False
+    first = xids[0]
+    codes = sorted({int(x["xid"]) for x in xids})
+    gpus = sorted({str(x["bus_id"]) for x in xids if x["bus_id"]})
+    before = (inc.ts - first["ts"]).total_seconds()
+    when = f"{before / 60:.0f} min" if before >= 90 else f"{before:.0f} s"
+    named = "; ".join(f"Xid {c} ({GPU_FAULT_XIDS.get(c, 'GPU fault')})" for c in codes)
+    on = f" on GPU {', '.join(gpus)}" if gpus else ""
+    inc.cause, inc.confidence, inc.killer, inc.scope = "gpu_fault", 0.85, None, None
+    inc.cause_explanation = (
+        f"the NVIDIA driver reported {named}{on}, the first {when} before the death: a GPU failed "
+        "(hardware, driver or firmware) and the server died of it — not a memory shortage"
+    )
+    inc.evidence.insert(
+        0,
+        Evidence(
+            kind="xid",
+            ts=first["ts"],
+            source_id=int(first["source_id"]),
+            line_no=int(first["line_no"]),
+            detail=str(first["message"] or ""),
+            host=first["host"],
+            unit=None,
+            raw=dict(first),
+        ),
+    )
+    return True
 
 
 def _gib(kb: int | None) -> str:

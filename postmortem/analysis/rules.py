@@ -15,7 +15,7 @@ from statistics import median
 
 from ..parsers.sglang.args import parse_server_args
 from .facts import Consumer, IncidentFacts
-from .incidents import limit_setting
+from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef, is_service
 from .summary import retraction_words
@@ -450,6 +450,8 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if not is_service(inc.unit):
         return None  # a session's scope or a slice: nothing systemd starts, so nothing it restarts
+    if inc.cause == "gpu_fault":
+        return None  # a restart loads onto the failed GPU: the gpu_fault advice says what to do
     if inc.restart_count:
         after = ""
         if inc.fallback_unit:
@@ -751,6 +753,41 @@ def stop_timeout(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+@rule("gpu_fault")
+def gpu_fault(f: IncidentFacts) -> Recommendation | None:
+    """A GPU failed before the death (cause ``gpu_fault``): drain, reset, check — no restart."""
+    inc = f.incident
+    if inc.cause != "gpu_fault":
+        return None
+    xid = next((e for e in inc.evidence if e.kind == "xid"), None)
+    if xid is None:
+        return None
+    code = int(xid.raw.get("xid") or 0)
+    bus = xid.raw.get("bus_id")
+    where = f"GPU {bus}" if bus else "the GPU"
+    stuck = [g for g in f.gpu_release if g.freed is False]
+    held = (
+        f" Memory stayed in use on {', '.join(g.gpu for g in stuck[:4])} after the death: a "
+        "process stuck in the driver holds it, and only a GPU reset or a reboot frees it."
+        if stuck
+        else ""
+    )
+    at = xid.ts.astimezone(UTC).strftime("%H:%M:%S") if xid.ts else "an unknown time"
+    return Recommendation(
+        "gpu_fault",
+        "high",
+        f"A GPU failed: take {where} out of service before serving from it again",
+        f"The NVIDIA driver reported Xid {code} ({GPU_FAULT_XIDS.get(code, 'a GPU fault')}) on {where} "
+        f"at {at} UTC. A restart on this host loads onto the same GPU and fails the same way (an "
+        f"automatic one is not advised here).{held} Drain the host, then reset the GPU (`nvidia-smi -r`, "
+        "with no process on it) or reboot, and check it (`nvidia-smi -q -d ECC,PAGE_RETIREMENT,"
+        "ROW_REMAPPER`, the kernel log's Xid lines) before serving from it again; an Xid 79, 48, "
+        "94/95 or 119 that comes back after a reset is for the vendor. Meanwhile serve from another "
+        "host, or from GPUs of this one that nvidia-smi lists healthy and with no stuck process.",
+        [xid.ref],
+    )
+
+
 @rule("find_the_signal")
 def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     if f.incident.cause != "signal":
@@ -784,6 +821,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "find_the_signal": "Find the process or person that sent the signal",
         "gpu_held_by_another_process": "Free the GPUs of other processes before starting the server",
         "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
+        "gpu_fault": "Drain the host, then reset and check the failed GPU before it serves again",
     }
     if rec.severity == "info":
         return None

@@ -17,6 +17,8 @@ CAUSE_WORDS = {
     "earlyoom": "earlyoom (host RAM below its threshold)",
     "signal": "a signal, with no OOM record",
     "timeout": "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
+    "gpu_fault": "a GPU fault (an NVIDIA Xid error before it)",
+    "crash": "an error in the server (it crashed, nothing killed it)",
     "unknown": "an unknown cause",
 }
 
@@ -110,6 +112,8 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         parts.append("Host RAM ran out, not GPU memory.")
     elif inc.cause == "gpu_oom":
         parts.append("GPU memory ran out, not host RAM.")
+    elif inc.cause in ("gpu_fault", "crash"):
+        parts.append(inc.cause_explanation[:1].upper() + inc.cause_explanation[1:] + ".")
     v = inc.victim
     if v is not None:
         rss = f", {size_kb(v.anon_rss_kb)} anonymous RSS" if v.anon_rss_kb else ""

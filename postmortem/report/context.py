@@ -35,6 +35,8 @@ CAUSE_LABELS = {
     "earlyoom": "earlyoom kill (low host RAM)",
     "signal": "killed by a signal (no OOM record)",
     "timeout": "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
+    "gpu_fault": "GPU fault (NVIDIA Xid before the death)",
+    "crash": "server crash (an error, not a kill)",
     "unknown": "unknown",
 }
 
@@ -640,6 +642,14 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
         text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
         if text:
             quotes.append(Quote("The kernel's OOM record", sources.cite(sid, first), text))
+    for e in inc.evidence:
+        if e.kind == "xid":  # the GPU fault that made this a gpu_fault incident
+            rows = run_named_dicts(
+                store, "record_lines", {"source_id": e.source_id, "first": e.line_no, "last": e.line_no}
+            )
+            if rows:
+                text = f"{e.line_no:>6}  {clean(str(rows[0]['message']))}"
+                quotes.append(Quote("The NVIDIA driver", sources.cite(e.source_id, e.line_no), text))
     # systemd's lines from one source (the line numbers are that file's): the source with the
     # most of them; the same journal in a second file or rendering adds nothing
     units = [e for e in inc.evidence if e.kind.startswith("unit_")]
