@@ -1247,3 +1247,25 @@ def test_a_gpu_fault_incident_is_drained_and_reset_not_restarted(tmp_path: Path)
     assert rules["gpu_fault"].evidence[0].line_no == 1
     assert "Xid 79 (GPU has fallen off the bus)" in (inc.summary or "")
     store.close()
+
+
+def test_an_earlier_kill_of_the_units_previous_run_is_not_the_same_shortage() -> None:
+    """A kernel kill of another process minutes before is the same shortage taking it first; a
+    kill of this unit's previous run (before systemd restarted it) is a death of its own."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.summary import _earlier_kill
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    def kill(dt: float, unit: str | None, pid: int, comm: str) -> TimelineEvent:
+        msg = f"Out of memory: Killed process {pid} ({comm}) total-vm:1kB, anon-rss:1kB"
+        return TimelineEvent(T + timedelta(seconds=dt), "kernel", unit, "oom_kill", msg, 1, pid)
+
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.9)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    tl.events = [kill(-257, "a.service", 41239, "sglang::schedul")]
+    assert _earlier_kill(facts) is None
+    tl.events.append(kill(-30, "loader.service", 777, "python3"))
+    said = _earlier_kill(facts)
+    assert said is not None and "python3 (pid 777) of loader.service" in said

@@ -235,3 +235,28 @@ def test_trends_count_each_host_apart(tmp_path: Path) -> None:
     assert [v for _, v in series["b · u.service"]] == [1.0, 0.0, 1.0]
     assert [v for _, v in series["a · u.service"]] == [1.0]
     assert (tmp_path / "trends-kills.png").exists() and (tmp_path / "trends-downtime.png").exists()
+
+
+def test_kills_during_one_outage_count_once_in_the_mean_time_to_recovery(tmp_path: Path) -> None:
+    """A restart loop: three kills, one ready ends them all. The mean is over outages (timed from
+    the first kill), and the later kills say whose outage they came in."""
+    from datetime import UTC, datetime, timedelta
+
+    from postmortem.report.trends import trends
+    from postmortem.store.db import Store
+
+    t0 = datetime(2025, 6, 10, 9, 3, 41, tzinfo=UTC)
+    ready = t0 + timedelta(seconds=911)
+    store = Store.memory()
+    rows = [(1, t0, ready), (2, t0 + timedelta(seconds=257), ready), (3, t0 + timedelta(seconds=510), ready)]
+    rows.append((4, t0 + timedelta(days=1), t0 + timedelta(days=1, seconds=89)))  # another outage
+    for iid, ts, rec in rows:
+        store.execute(
+            "INSERT INTO incidents (incident_id, host, ts, unit, cause, confidence, downtime_s, recovered_ts, "
+            "recovery_unit) VALUES (?, 'h', ?, 'u.service', 'host_oom', 0.9, ?, ?, 'v.service')",
+            [iid, ts, (rec - ts).total_seconds(), rec],
+        )
+    text = trends(store, tmp_path).read_text()
+    store.close()
+    assert "Mean time to recovery: **8 min 20 s** over 2 restored outage(s)" in text  # (911 + 89) / 2
+    assert "(within incident 1's outage)" in text and "(within incident 2's" not in text

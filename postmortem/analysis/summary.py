@@ -145,9 +145,15 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             if load and load.load_s is not None
             else ""
         )
+        killed_model = inc.killed_load.model_path if inc.killed_load is not None else None
+        other_model = (
+            f" It serves another model ({load.model_path}, not {killed_model})."
+            if load is not None and load.model_path and killed_model and load.model_path != killed_model
+            else ""
+        )
         parts.append(
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
-            f"{clock(inc.recovered_ts, zone)}{took}."
+            f"{clock(inc.recovered_ts, zone)}{took}.{other_model}"
         )
     elif inc.unit is not None and not is_service(inc.unit):
         parts.append(
@@ -190,6 +196,8 @@ def _earlier_kill(facts: IncidentFacts) -> str | None:
             continue
         if (inc.ts - ev.ts).total_seconds() > EARLIER_KILL_S:
             continue
+        if inc.unit is not None and ev.unit == inc.unit:
+            continue  # the unit's previous run, killed before it restarted: an incident of its own
         proc = killed_process(ev.message)
         if proc is None or proc[0] in mine:
             continue

@@ -50,6 +50,8 @@ class DowntimeRow:
     downtime_s: float | None
     downtime: str
     recovery: str
+    #: the incident whose outage this kill came in (an earlier kill the same ready ended)
+    outage_of: int | None = None
 
 
 @dataclass
@@ -62,6 +64,8 @@ class TrendsReport:
     load_trends: list[LoadTrend] = field(default_factory=list)
     downtimes: list[DowntimeRow] = field(default_factory=list)
     mttr_s: float | None = None
+    #: restored outages the mean is over (kills within one outage count once)
+    outages: int = 0
     mttr: str = "—"
     kills_figure: str | None = None
     loads_figure: str | None = None
@@ -125,7 +129,12 @@ def trends(
         series[name] = series.get(name, []) + [(r["start_ts"], float(r["load_s"])) for r in rows]  # type: ignore[misc,arg-type]
 
     downs = run_named_dicts(store, "trends_downtime", p)
+    # kills during an outage already under way (a restart loop, a failed fallback) end with
+    # the same ready: one outage, timed from its first kill
+    first_of: dict[tuple[object, object], int] = {}
     for r in downs:
+        key = (r["host"], r["recovered_ts"])
+        outage_of = first_of.setdefault(key, int(r["incident_id"])) if r["recovered_ts"] else None
         rep.downtimes.append(
             DowntimeRow(
                 int(r["incident_id"]),
@@ -136,9 +145,11 @@ def trends(
                 r["downtime_s"],
                 downtime_text(r["downtime_s"], r["unit"]),
                 str(r["fallback_unit"] or r["recovery_unit"] or "—"),
+                outage_of if outage_of != int(r["incident_id"]) else None,
             )
         )
-    restored = [d.downtime_s for d in rep.downtimes if d.downtime_s is not None]
+    restored = [d.downtime_s for d in rep.downtimes if d.downtime_s is not None and d.outage_of is None]
+    rep.outages = len(restored)
     if restored:
         rep.mttr_s = sum(restored) / len(restored)
         rep.mttr = human(rep.mttr_s)
