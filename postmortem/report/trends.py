@@ -133,8 +133,8 @@ def trends(
     # the same ready: one outage, timed from its first kill
     first_of: dict[tuple[object, object], int] = {}
     for r in downs:
-        key = (r["host"], r["recovered_ts"])
-        outage_of = first_of.setdefault(key, int(r["incident_id"])) if r["recovered_ts"] else None
+        outage = (r["host"], r["recovered_ts"])
+        outage_of = first_of.setdefault(outage, int(r["incident_id"])) if r["recovered_ts"] else None
         rep.downtimes.append(
             DowntimeRow(
                 int(r["incident_id"]),
