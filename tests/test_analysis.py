@@ -1269,3 +1269,48 @@ def test_an_earlier_kill_of_the_units_previous_run_is_not_the_same_shortage() ->
     tl.events.append(kill(-30, "loader.service", 777, "python3"))
     said = _earlier_kill(facts)
     assert said is not None and "python3 (pid 777) of loader.service" in said
+
+
+CRASH_LOG = """\
+[2025-11-03 18:40:00] server_args=ServerArgs(model_path='/models/m', tp_size=2, port=30000)
+[2025-11-03 18:41:00 TP0] Load weight begin. avail mem=77.43 GB
+[2025-11-03 18:42:00] The server is fired up and ready to roll!
+[2025-11-03 18:48:30 TP0] Decode batch, #running-req: 3, #token: 100, token usage: 0.10, cuda graph: True, gen throughput (token/s): 90.00, #queue-req: 0
+[2025-11-03 18:48:34 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2000, in event_loop_overlap
+    self.run_batch(batch)
+AssertionError: draft token count mismatch
+[2025-11-03 18:48:34] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+@pytest.mark.parametrize("with_journal", [False, True], ids=["sglang-log", "with-journal"])
+def test_a_server_that_stops_on_its_own_error_is_a_crash_incident(tmp_path: Path, with_journal: bool) -> None:
+    """A scheduler's traceback and SGLang's SIGQUIT: the server died of its own error. It is an
+    incident (it was none: only kills and OOMs were), cause crash, quoting the exception, with
+    advice to fix the error rather than memory settings; under systemd the SIGKILL SGLang sends
+    its own tree is that crash, not an unexplained signal."""
+    from postmortem.analysis import rebuild
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "llm.log").write_text(CRASH_LOG)  # the unit's log: llm.service
+    paths = [str(logs / "llm.log")]
+    if with_journal:
+        (logs / "journal.txt").write_text(
+            "2025-11-03T18:48:35+0000 h systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL\n"
+            "2025-11-03T18:48:35+0000 h systemd[1]: llm.service: Failed with result 'signal'.\n"
+        )
+        paths.append(str(logs / "journal.txt"))
+    store = Store.open(tmp_path / "pm.duckdb")
+    ingest_paths(store, paths, IngestOptions(zone=get_zone("UTC"), strict=True))
+    result = rebuild(store)
+    (inc,) = result.incidents
+    assert inc.cause == "crash"
+    assert inc.confidence == (0.8 if with_journal else 0.7)
+    assert "AssertionError: draft token count mismatch" in inc.cause_explanation
+    assert "during serving" in inc.cause_explanation
+    assert "crashed on" in (inc.summary or "")
+    rules = {r.rule for r in result.recommendations[inc.incident_id]}
+    assert "server_error" in rules and "find_the_signal" not in rules
+    store.close()

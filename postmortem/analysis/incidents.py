@@ -26,7 +26,20 @@ PRIMARY_KINDS = {
     "sglang_subprocess_crashed",
     "sglang_cuda_oom",
     "cuda_oom",
+    # the server stopping on its own error (a crash): a server process's traceback, a scheduler
+    # that exited (not killed), SGLang's watchdog, a failed initialisation
+    "sglang_exception",
+    "sglang_scheduler_dead",
+    "sglang_watchdog",
+    "sglang_initialization_failed",
 }
+#: the crash evidence above, by how firmly it says why
+CRASH_KINDS = (
+    "sglang_exception",
+    "sglang_watchdog",
+    "sglang_scheduler_dead",
+    "sglang_initialization_failed",
+)
 _DEATH_RESULTS = {"oom-kill", "signal", "core-dump", "watchdog"}
 
 MERGE_S = 120.0  # evidence of one unit within this many seconds is one incident
@@ -335,6 +348,9 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "systemd killed the unit because it did not stop (or start) within its timeout "
             "(TimeoutStopSec= / TimeoutStartSec=, 90 s by default) — not an OOM kill",
         )
+    crash = [e for e in items if e.kind in CRASH_KINDS]
+    if crash:
+        return ("crash", 0.8 if signal or len(crash) > 1 else 0.7, None, None, crash_words(crash))
     if signal:
         return (
             "signal",
@@ -345,6 +361,55 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "a watchdog or another process sent it)",
         )
     return ("unknown", 0.3, None, None, "the service died and no source says why")
+
+
+def crash_words(crash: Sequence[Evidence]) -> str:
+    """What the server's own lines say stopped it (the firmest kind of evidence first)."""
+    import json
+
+    first = min(crash, key=lambda e: CRASH_KINDS.index(e.kind))
+    raw = first.raw
+    try:
+        detail = json.loads(raw.get("sglang_detail") or "{}")
+    except ValueError:
+        detail = {}
+    who = detail.get("who") or "a server process"
+    if first.kind == "sglang_exception":
+        phase = raw.get("phase")
+        during = f" during {_PHASE_WORDS.get(phase, phase)}" if phase else ""
+        text = first.detail.strip()
+        if text.startswith("Traceback (incomplete"):
+            text = "its traceback is cut before the exception line"
+        if len(text) > 200:
+            text = text[:197] + "…"
+        return (
+            f"SGLang's {who} stopped on an error{during} — {text} — and the server shut itself down: "
+            "a crash, not a kill by an OOM killer"
+        )
+    if first.kind == "sglang_watchdog":
+        return (
+            f"SGLang's watchdog found the {who.lower()} stuck (no step within --watchdog-timeout) and "
+            "killed the server: a hang — a stuck collective (NCCL), a GPU fault or a step slower than "
+            "the timeout — not an OOM kill"
+        )
+    if first.kind == "sglang_scheduler_dead":
+        code = raw.get("status")  # kill_evidence.sql carries SGLang's exit code there
+        how = f" with exit code {code}" if code not in (None, "") else ""
+        return (
+            f"a scheduler process of the server exited{how} and the server shut itself down: a crash "
+            "(its own error, or a signal it raised: -6 is an abort, -11 a segfault), not an OOM kill"
+        )
+    return "the server's initialisation failed and it shut itself down: an error, not an OOM kill"
+
+
+_PHASE_WORDS = {
+    "weights": "weight loading",
+    "kv_pool": "the KV-cache allocation",
+    "cuda_graph": "CUDA-graph capture",
+    "init": "initialisation",
+    "warmup": "warm-up",
+    "runtime": "serving",
+}
 
 
 #: NVIDIA Xids that mean the GPU itself failed — hardware, driver or firmware — and what they

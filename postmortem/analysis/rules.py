@@ -788,6 +788,40 @@ def gpu_fault(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+@rule("server_error")
+def server_error(f: IncidentFacts) -> Recommendation | None:
+    """The server stopped on its own error (cause ``crash``): the traceback is the lead, not
+    memory settings."""
+    inc = f.incident
+    if inc.cause != "crash":
+        return None
+    lines = [e for e in inc.evidence if e.kind.startswith("sglang_") and e.kind != "sglang_sigquit"]
+    if any(e.kind == "sglang_watchdog" for e in lines):
+        return Recommendation(
+            "server_error",
+            "high",
+            "The server hung until SGLang's watchdog ended it",
+            "No step finished within --watchdog-timeout, so SGLang killed its own processes. A hang "
+            "like this is a collective waiting on a rank that stopped (NCCL: run with NCCL_DEBUG=INFO; "
+            "look for one rank's error before the others'), a GPU that stopped answering (the kernel "
+            "log's Xid lines) or a step legitimately slower than the timeout (then raise it). "
+            "Restarting helps only once the stuck rank's cause is gone.",
+            [e.ref for e in lines[:2]],
+        )
+    return Recommendation(
+        "server_error",
+        "high",
+        "The server stopped on its own error: fix the error, not the memory settings",
+        "Nothing killed it and no memory ran out, so memory limits and --mem-fraction-static are "
+        "not the fix. The exception and the frames of the traceback quoted above name what failed "
+        "(a model, a kernel, a feature such as speculative decoding or the overlap scheduler); if "
+        "the same traceback comes at every start it is deterministic — turn that feature off or "
+        "change the version (search SGLang's issues for the exception line) — and a restart only "
+        "repeats it; a one-off (a network or NCCL blip) is what Restart= is for.",
+        [e.ref for e in lines[:2]],
+    )
+
+
 @rule("find_the_signal")
 def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     if f.incident.cause != "signal":
@@ -822,6 +856,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "gpu_held_by_another_process": "Free the GPUs of other processes before starting the server",
         "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
         "gpu_fault": "Drain the host, then reset and check the failed GPU before it serves again",
+        "server_error": f"Find the error that stopped {unit} in its traceback and fix it before the next start",
     }
     if rec.severity == "info":
         return None

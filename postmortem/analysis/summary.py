@@ -18,7 +18,7 @@ CAUSE_WORDS = {
     "signal": "a signal, with no OOM record",
     "timeout": "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
     "gpu_fault": "a GPU fault (an NVIDIA Xid error before it)",
-    "crash": "an error in the server (it crashed, nothing killed it)",
+    "crash": "an error in the server itself (nothing killed it)",
     "unknown": "an unknown cause",
 }
 
@@ -87,11 +87,10 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
     load = inc.killed_load
     # a start that never became ready was not killed in service: it failed while loading
-    verb, by = (
-        ("failed while loading", ", ended by")
-        if load is not None and load.ready_ts is None and load.outcome != "ready"
-        else ("was killed", " by")
-    )
+    loading = load is not None and load.ready_ts is None and load.outcome != "ready"
+    verb, by = ("failed while loading", ", ended by") if loading else ("was killed", " by")
+    if inc.cause == "crash":
+        verb, by = ("failed while loading" if loading else "crashed"), ", stopped by"
     parts = [
         f"{what}{f' ({desc})' if desc else ''} {verb} on {inc.host or 'the host'} at "
         f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)}{by} {CAUSE_WORDS.get(inc.cause, inc.cause)}."

@@ -955,7 +955,7 @@ def incident_report(
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
         tool_version=__version__,
-        title=f"{clean(inc.unit or 'process')} killed on {host} at {utc_text(inc.ts)} UTC",
+        title=f"{clean(inc.unit or 'process')} {'crashed' if inc.cause == 'crash' else 'killed'} on {host} at {utc_text(inc.ts)} UTC",
         file_stem=file_stem,
         incident_id=inc.incident_id,
         host=host,

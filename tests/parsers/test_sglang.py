@@ -1322,3 +1322,26 @@ def test_the_hour_that_repeats_when_clocks_go_back_is_read_in_the_logs_order() -
         ctx = ParseContext(zone=zone, zone_given=True, options={"sglang_fast": fast})
         out = list(parser.parse([LineChunk.from_lines(1, lines)], ctx))
         assert [b.ts for b in records_of(out, SglangBatch)] == want, fast
+
+
+def test_a_crash_tail_without_prefixes_is_recognised_and_its_phase_read() -> None:
+    """What people save of a dead server is often its last lines: a traceback through SGLang's
+    server code (``docker logs``, a terminal). It is SGLang's log; the 0.4.x overlap thread's
+    frames say the error came while serving."""
+    from postmortem.parsers import detect
+
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.12/site-packages/sglang/srt/managers/tp_worker_overlap_thread.py", '
+        "line 111, in forward_thread_func\n"
+        "    with torch.get_device_module(self.device).stream(self.forward_stream):\n"
+        '  File "/env/lib/python3.12/site-packages/torch/cuda/__init__.py", line 595, in __exit__\n'
+        "    torch.cuda.set_stream(self.src_prev_stream)\n"
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    data = text.encode()
+    parser, _score = detect(Head("x.log", data, text.split("\n")))
+    assert parser is not None and parser.name == "sglang"
+    out, ctx = parse_text("sglang", text)
+    (exc,) = [e for e in records_of(out, SglangEvent) if e.kind == "exception"]
+    assert exc.phase == "runtime"

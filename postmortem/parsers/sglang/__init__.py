@@ -47,6 +47,10 @@ _STRONG = (
     "The server is fired up",
     "Engine startup timings",
     "Scheduler hit an exception",
+    "TpModelWorkerClient hit an exception",
+    "DataParallelController hit an exception",
+    "DetokenizerManager hit an exception",
+    "TokenizerManager hit an exception",
     "Received sigquit",
     "SIGQUIT received",
 )
@@ -107,6 +111,10 @@ class SglangParser(Parser):
                 prefixed += 1
             else:
                 other += 1
+                # a crash tail (a traceback through SGLang's server code, ``docker logs`` of a
+                # dead container): SGLang's, whatever the prefixes that survived
+                if text.lstrip().startswith('File "') and "/sglang/srt/" in text:
+                    strong += 1
         if strong and prefixed * 4 >= other:
             return 90 if strong >= 2 else 80
         if strong:

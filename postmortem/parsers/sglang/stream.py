@@ -106,6 +106,8 @@ _RUNTIME_FUNCS = frozenset(
         "forward_batch_generation",
         "process_batch_result",
         "forward_batch_speculative_generation",
+        "forward_thread_func",  # the overlap scheduler's forward thread (0.4.x)
+        "forward_thread_func_",
     }
 )
 
