@@ -1342,6 +1342,6 @@ def test_a_crash_tail_without_prefixes_is_recognised_and_its_phase_read() -> Non
     data = text.encode()
     parser, _score = detect(Head("x.log", data, text.split("\n")))
     assert parser is not None and parser.name == "sglang"
-    out, ctx = parse_text("sglang", text)
+    out, _ctx = parse_text("sglang", text)
     (exc,) = [e for e in records_of(out, SglangEvent) if e.kind == "exception"]
     assert exc.phase == "runtime"
