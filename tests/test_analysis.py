@@ -1314,3 +1314,19 @@ def test_a_server_that_stops_on_its_own_error_is_a_crash_incident(tmp_path: Path
     rules = {r.rule for r in result.recommendations[inc.incident_id]}
     assert "server_error" in rules and "find_the_signal" not in rules
     store.close()
+
+
+def test_gpus_with_room_are_not_called_nearly_full() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import host_ram_not_gpu
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.9, killer="kernel")
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_total_mib = 81_559
+    for used, words in ((38_912, "still had room"), (78_000, "nearly-full GPUs are normal")):
+        facts.gpu_used_end_mib = used
+        rec = host_ram_not_gpu(facts)
+        assert rec is not None and words in rec.detail

@@ -128,9 +128,15 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
         )
     if f.gpu_used_end_mib is not None and f.gpu_total_mib:
         flat = "flat" if f.gpu_flat else "changing"
+        full = f.gpu_used_end_mib >= 0.8 * f.gpu_total_mib
+        why = (
+            "SGLang pre-allocates its KV pool, so nearly-full GPUs are normal and not the cause"
+            if full
+            else "the GPUs still had room: they were not the cause"
+        )
         parts.append(
             f"GPU memory was {flat} at {gib_mib(f.gpu_used_end_mib)} of {gib_mib(f.gpu_total_mib)} per "
-            "GPU — SGLang pre-allocates its KV pool, so nearly-full GPUs are normal and not the cause."
+            f"GPU — {why}."
         )
     if f.consumers:
         top = f.consumers[0]
