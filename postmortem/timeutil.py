@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
+from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import UsageError
@@ -62,15 +63,44 @@ class Inferred:
 
 def _local_zone_name() -> str | None:
     tz = os.environ.get("TZ")
-    if tz:
+    if tz and not tz.lstrip(":").startswith("/"):
         return tz.lstrip(":")
+    return zone_name_of_file(tz.lstrip(":") if tz else "/etc/localtime")
+
+
+def zone_name_of_file(path: str, zoneinfo_dir: str = "/usr/share/zoneinfo") -> str | None:
+    """The IANA name of a zone file (``/etc/localtime``, ``TZ=:/path``): the zoneinfo file a
+    symlink points to; for a copied file, Debian's ``/etc/timezone`` (when the file is
+    ``/etc/localtime``), else the zoneinfo file with the same bytes; None when none says."""
     try:
-        target = os.readlink("/etc/localtime")
+        target = os.readlink(path)
     except OSError:
-        return None
+        target = ""
     marker = "zoneinfo/"
     if marker in target:
         return target.split(marker, 1)[1]
+    if path == "/etc/localtime":
+        try:
+            named = Path("/etc/timezone").read_text(encoding="utf-8").strip()
+        except OSError:
+            named = ""
+        if named:
+            return named
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    for root, dirs, files in os.walk(zoneinfo_dir):
+        dirs[:] = sorted(d for d in dirs if d not in ("posix", "right"))
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            try:
+                if os.path.getsize(full) == len(data) and Path(full).read_bytes() == data:
+                    rel = os.path.relpath(full, zoneinfo_dir)
+                    if "/" in rel or rel in ("UTC", "GMT", "UCT", "Zulu"):
+                        return rel
+            except OSError:
+                continue
     return None
 
 

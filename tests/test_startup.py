@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def _run(code: str) -> str:
@@ -145,3 +146,23 @@ def test_the_drawing_process_loads_neither_the_analysis_nor_duckdb_nor_the_templ
         "[]",
         "[]",
     ]
+
+
+def test_the_machines_zone_from_a_copied_or_pointed_to_zone_file(tmp_path: Path) -> None:
+    """/etc/localtime copied rather than linked (container images, some installers), and
+    TZ=:/path: the zone is the zoneinfo file with the same bytes, or the one it links to. It
+    was read as UTC, with no word said (zone-less times 9 h off on a Tokyo host)."""
+    import pytest
+
+    from postmortem.timeutil import zone_name_of_file
+
+    tokyo = Path("/usr/share/zoneinfo/Asia/Tokyo")
+    if not tokyo.exists():
+        pytest.skip("no tzdata here")
+    copied = tmp_path / "localtime"
+    copied.write_bytes(tokyo.read_bytes())
+    linked = tmp_path / "linked"
+    linked.symlink_to(tokyo)
+    assert zone_name_of_file(str(linked)) == "Asia/Tokyo"
+    assert zone_name_of_file(str(copied)) in ("Asia/Tokyo", "Japan")  # the same bytes, both names
+    assert zone_name_of_file(str(tmp_path / "missing")) is None
