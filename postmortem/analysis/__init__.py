@@ -29,6 +29,7 @@ from .clock import (
 )
 from .facts import IncidentFacts, gather
 from .incidents import (
+    FAULT_OVERRIDES,
     GPU_FAULT_LOOK_S,
     GPU_FAULT_XIDS,
     attribute_gpu_fault,
@@ -286,7 +287,7 @@ def _gpu_faults(store: Store, incidents: list[Incident]) -> None:
     """A GPU that failed (an NVIDIA Xid of the hardware, driver or firmware) on the incident's
     host in the minutes before a death no OOM record explains is its cause."""
     for inc in incidents:
-        if inc.ts is None or inc.cause not in ("signal", "unknown", "timeout", "crash"):
+        if inc.ts is None or inc.cause not in FAULT_OVERRIDES:
             continue
         rows = run_named_dicts(
             store,

@@ -8,6 +8,7 @@ victims; a unit's systemd words and SGLang's last words attach to the kill they 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -365,8 +366,6 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
 
 def crash_words(crash: Sequence[Evidence]) -> str:
     """What the server's own lines say stopped it (the firmest kind of evidence first)."""
-    import json
-
     first = min(crash, key=lambda e: CRASH_KINDS.index(e.kind))
     raw = first.raw
     try:
@@ -433,13 +432,13 @@ GPU_FAULT_XIDS: dict[int, str] = {
 #: SGLang's watchdogs: 5–10 min by default)
 GPU_FAULT_LOOK_S = 1800.0
 #: causes a GPU fault before the death explains better (an OOM kill explains itself)
-_FAULT_OVERRIDES = ("signal", "unknown", "timeout", "crash")
+FAULT_OVERRIDES = ("signal", "unknown", "timeout", "crash")
 
 
 def attribute_gpu_fault(inc: Incident, xids: Sequence[dict[str, Any]]) -> bool:
     """Make a GPU fault (rows of ``gpu_faults_before.sql``, the earliest first) the incident's
     cause when nothing better explains the death; its first line joins the evidence."""
-    if not xids or inc.cause not in _FAULT_OVERRIDES or inc.ts is None:
+    if not xids or inc.cause not in FAULT_OVERRIDES or inc.ts is None:
         return False
     first = xids[0]
     codes = sorted({int(x["xid"]) for x in xids})
