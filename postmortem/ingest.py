@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bundle import bundle_options, expand_bundles
@@ -292,7 +293,7 @@ def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int |
     existing, _legacy = _stored(store, inp)
     if existing is None:
         return None
-    sid, _sha, _bytes, _lines, size, mtime = existing
+    sid, _sha, _bytes, _lines, size, mtime, _id = existing
     if not (size == inp.size and _same_mtime(mtime, inp.mtime)):
         return None
     return None if _other_format(store, sid, forced) else sid
@@ -344,7 +345,9 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
 
 
 # a stored source: id, sha256, bytes, lines, file size, file mtime
-_Stored = tuple[int, str, int, int, int | None, datetime | None]
+_Stored = tuple[int, str, int, int, int | None, datetime | None, str | None]
+#: what a stored file's path becomes when a new file took its place (log rotation)
+ROTATED = " (rotated away)"
 
 
 def _stored(store: Store, inp: InputFile) -> tuple[_Stored | None, bool]:
@@ -360,14 +363,14 @@ def _stored(store: Store, inp: InputFile) -> tuple[_Stored | None, bool]:
 
 def _find_source(store: Store, path: str) -> _Stored | None:
     rows = store.fetchall(
-        "SELECT source_id, sha256, bytes, lines, file_size, file_mtime FROM sources "
+        "SELECT source_id, sha256, bytes, lines, file_size, file_mtime, file_id FROM sources "
         "WHERE path = ? AND status = 'complete' ORDER BY source_id DESC LIMIT 1",
         [path],
     )
     if not rows:
         return None
     r = rows[0]
-    return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5]
+    return int(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4], r[5], r[6]
 
 
 def _follow_rotations(store: Store, fresh: list[InputFile], options: IngestOptions) -> None:
@@ -392,16 +395,51 @@ def _follow_rotations(store: Store, fresh: list[InputFile], options: IngestOptio
         cands = [c for c in unknown if c.size is not None and c.size >= size]
         if not cands or _grew_from(inp, sha, size, options):
             continue  # the file at the stored path still starts with what was stored
-        for cand in cands:
-            if compression_of(cand.first_bytes()) is not None:
-                continue
-            if _digest(cand) == sha if cand.size == size else _grew_from(cand, sha, size, options):
-                store.execute(
-                    "UPDATE sources SET path = ?, file_mtime = ? WHERE source_id = ?",
-                    [cand.key, cand.mtime, sid],
-                )
-                unknown.remove(cand)
-                break
+        _move_to_rotated(store, sid, sha, size, cands, unknown, options)
+    # a file an earlier ingest saw replaced by a new one ("… (rotated away)"), now found under
+    # its rotated name beside the old path (``app.log.1``, ``app-20250525.log``)
+    if unknown:
+        for sid, path, sha, size in store.fetchall(
+            "SELECT source_id, path, sha256, bytes FROM sources WHERE status = 'complete' "
+            "AND compression IS NULL AND bytes = file_size AND ends_with(path, ?)",
+            [ROTATED],
+        ):
+            was = Path(str(path).removesuffix(ROTATED))
+            stem = was.name.split(".", 1)[0]
+            cands = [
+                c
+                for c in unknown
+                if c.path is not None
+                and c.size is not None
+                and c.size >= size
+                and Path(c.key).parent == was.parent
+                and Path(c.key).name.startswith(stem)
+            ]
+            if cands:
+                _move_to_rotated(store, int(sid), str(sha), int(size), cands, unknown, options)
+
+
+def _move_to_rotated(
+    store: Store,
+    sid: int,
+    sha: str,
+    size: int,
+    cands: list[InputFile],
+    unknown: list[InputFile],
+    options: IngestOptions,
+) -> None:
+    """Give source ``sid`` the path of the candidate that holds its content (exactly, or
+    followed by more lines): ingesting that file then appends its growth, not a second copy."""
+    for cand in cands:
+        if compression_of(cand.first_bytes()) is not None:
+            continue
+        if _digest(cand) == sha if cand.size == size else _grew_from(cand, sha, size, options):
+            store.execute(
+                "UPDATE sources SET path = ?, file_mtime = ?, file_id = ? WHERE source_id = ?",
+                [cand.key, cand.mtime, cand.file_id, sid],
+            )
+            unknown.remove(cand)
+            return
 
 
 def _digest(inp: InputFile) -> str:
@@ -461,8 +499,9 @@ def ingest_file(
     first_line = 1
     mode = "ingested"
     reuse_id: int | None = None
+    rotated: int | None = None  # the stored source of the file this one took the place of
     if existing is not None:
-        sid, sha, old_bytes, old_lines, old_size, old_mtime = existing
+        sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
         reformat = _other_format(store, sid, _forced(inp, options))
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
@@ -470,6 +509,9 @@ def ingest_file(
             mode, reuse_id = "replaced", sid
         elif not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
+        elif not legacy and old_id is not None and inp.file_id is not None and old_id != inp.file_id:
+            # another file under the old name (the old one rotated away): its rows stay
+            rotated = sid
         elif not legacy:
             mode, reuse_id = "replaced", sid
         # a legacy row that is neither: perhaps another file of that name; this one is new
@@ -488,6 +530,12 @@ def ingest_file(
     overlong = 0
     # claim the source: a row with status 'loading' (removed again if the load does not finish)
     with store.transaction():
+        if rotated is not None:
+            store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [inp.key + ROTATED, rotated])
+            result.notes.append(
+                f"a new file under this name (log rotation): the rows of the one before are kept, "
+                f"as {inp.display + ROTATED!r}"
+            )
         if reuse_id is None:
             row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
             assert row is not None
@@ -630,7 +678,8 @@ def ingest_file(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
             "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "
             "file_size = ?, file_mtime = ?, first_ts = ?, last_ts = ?, notes = ?, "
-            "format = ?, status = 'complete', resume_line = NULL, ingested_at = ? WHERE source_id = ?",
+            "format = ?, status = 'complete', resume_line = NULL, ingested_at = ?, file_id = ? "
+            "WHERE source_id = ?",
             [
                 sha,
                 state.bytes + skip_bytes if not binary else state.raw_bytes,
@@ -649,6 +698,7 @@ def ingest_file(
                 "; ".join(ctx.notes) or None,
                 fmt,
                 datetime.now(UTC),
+                inp.file_id,
                 source_id,
             ],
         )
@@ -683,7 +733,7 @@ def ingest_file(
     result.records = writer.records
     result.parse_issues = writer.issue_count
     result.bytes = state.bytes if not binary else state.raw_bytes
-    result.notes = list(ctx.notes)
+    result.notes += ctx.notes
     result.per_table = dict(writer.per_table)
     if mode == "appended":
         result.new_lines = lines - (first_line - 1)

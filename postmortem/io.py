@@ -213,6 +213,8 @@ class InputFile:
     #: why a directory entry is not read at all (a FIFO, a dangling symlink): reported as skipped
     special: str | None = None
     root: str | None = None  # the directory argument it was found under
+    #: the file's identity on its filesystem, ``device:inode`` (None for a stream)
+    file_id: str | None = None
 
     @classmethod
     def from_path(cls, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> InputFile:
@@ -240,6 +242,7 @@ class InputFile:
             path=path,
             size=st.st_size,
             mtime=datetime.fromtimestamp(st.st_mtime, UTC),
+            file_id=f"{st.st_dev}:{st.st_ino}",
         )
 
     @classmethod

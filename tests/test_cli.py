@@ -758,13 +758,13 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     db = tmp_path / "pm.duckdb"
     assert cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC").code == 0
     con = duckdb.connect(str(db))
-    con.execute("ALTER TABLE service_loads DROP COLUMN start_source_id")
-    con.execute("DELETE FROM schema_migrations WHERE version = 3")
+    con.execute("ALTER TABLE sources DROP COLUMN file_id")
+    con.execute("DELETE FROM schema_migrations WHERE version = 4")
     con.close()
     r = cli("trends", "--db", db, "--out", tmp_path / "t")
     assert r.code == 0, r
     con = duckdb.connect(str(db), read_only=True)
-    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (3,)
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (4,)
     con.close()
 
 
@@ -1012,3 +1012,40 @@ def test_a_mistyped_configuration_key_is_an_error(
     (tmp_path / "postmortem.toml").write_text(toml)
     r = cli("sources", "--db", tmp_path / "pm.duckdb")
     assert r.code == 2 and words in r.err and r.err.count("\n") == 1, r
+
+
+def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, tmp_path: Path) -> None:
+    """logrotate renames server.log away and the service opens a new one: ingesting the live
+    path keeps the old file's rows (they were replaced, and a cron ingest of one file lost the
+    log's history at every rotation). When the rotated file turns up later — grown by a last
+    line — its growth is appended to the kept rows, not stored twice. A file rewritten in place
+    (the same inode: copytruncate, ``dmesg > file``) is still replaced."""
+    db = tmp_path / "pm.duckdb"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    live = logs / "server.log"
+    sglang = (SAMPLE / "sglang-k26.log").read_text().splitlines(keepends=True)
+    live.write_text("".join(sglang[:3000]))
+    assert cli("ingest", live, "--db", db, "--tz", "UTC").code == 0
+    live.rename(logs / "server.log.1")
+    live.write_text("".join(sglang[3000:]))
+    r = cli("ingest", live, "--db", db, "--tz", "UTC")
+    assert r.code == 0 and r.out.startswith(f"{live}: ingested as sglang: {len(sglang) - 3000} lines"), r
+    assert f"as '{live} (rotated away)'" in r.out
+    with Store.open(db) as store:
+        rows = store.fetchall("SELECT path, lines FROM sources ORDER BY source_id")
+        assert rows == [(f"{live} (rotated away)", 3000), (str(live), len(sglang) - 3000)]
+    with (logs / "server.log.1").open("a") as fh:
+        fh.write(sglang[3000])
+    r = cli("ingest", logs, "--db", db, "--tz", "UTC")
+    assert f"{logs / 'server.log.1'}: appended as sglang: 1 new lines" in r.out, r
+    with Store.open(db) as store:
+        rows = store.fetchall("SELECT path, lines FROM sources ORDER BY source_id")
+        assert rows == [(str(logs / "server.log.1"), 3001), (str(live), len(sglang) - 3000)]
+        assert store.fetchall("SELECT sum(lines) FROM sources") == [(len(sglang) + 1,)]
+    # rewritten in place, shorter: the same file, read again
+    with live.open("r+") as fh:
+        fh.truncate(0)
+        fh.write("".join(sglang[:10]))
+    r = cli("ingest", live, "--db", db, "--tz", "UTC")
+    assert r.out.startswith(f"{live}: replaced as sglang: 10 lines"), r
