@@ -1049,3 +1049,26 @@ def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, 
         fh.write("".join(sglang[:10]))
     r = cli("ingest", live, "--db", db, "--tz", "UTC")
     assert r.out.startswith(f"{live}: replaced as sglang: 10 lines"), r
+
+
+def test_a_build_for_another_window_keeps_the_reports_of_the_stores_other_incidents(
+    cli: Any, tmp_path: Path
+) -> None:
+    """`build --since -6h` tonight must not delete last week's report (hand-edited, attached to a
+    ticket): an incident outside the window still exists. A report of an incident the store no
+    longer has is still removed."""
+    db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
+    assert cli("build", "--logs", SAMPLE, "--db", db, "--out", out, "--tz", "UTC").code == 0
+    (report,) = out.glob("*eagle3.service.md")
+    report.write_text(report.read_text() + "\nEdited by on-call: INC-123\n")
+    figures = sorted(p.name for p in out.glob("*.png"))
+    assert figures
+    gone = out / "dflash-train-20250101T000000Z-old.service.md"
+    gone.write_text("an incident re-analysis no longer finds\n")
+    manifest = out / ".postmortem-reports"
+    manifest.write_text(manifest.read_text() + gone.name + "\n")
+    r = cli("build", "--no-ingest", "--db", db, "--out", out, "--tz", "UTC", "--since", "2025-05-26")
+    assert r.code == 0 and "0 incident(s)" in r.out, r
+    assert report.read_text().endswith("Edited by on-call: INC-123\n")
+    assert sorted(p.name for p in out.glob("*.png")) == figures
+    assert not gone.exists()

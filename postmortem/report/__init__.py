@@ -254,22 +254,29 @@ def write_reports(
     else:
         written.index = out / "index.md"
         written.index.write_text(render("index.md.j2", index, options.templates), encoding="utf-8")
-    _forget_stale(out, written)
+    # the store's other incidents (outside this window) keep the reports an earlier build wrote
+    kept = {
+        report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)
+        for inc in analysis.incidents
+    }
+    _forget_stale(out, written, kept)
     return written
 
 
 MANIFEST = ".postmortem-reports"
 
 
-def _forget_stale(out: Path, written: Written) -> None:
-    """Remove the files an earlier build wrote that this one did not (incidents that no longer
-    exist after re-analysis), and only those: the manifest lists what postmortem wrote."""
+def _forget_stale(out: Path, written: Written, kept: set[str]) -> None:
+    """Remove the files an earlier build wrote that this one did not, of incidents that no
+    longer exist after re-analysis, and only those: the manifest lists what postmortem wrote;
+    ``kept`` names the report stems of the store's incidents (an incident outside this build's
+    window keeps its report)."""
     current = {p.name for p in [*written.reports, *written.bundles]}
     if written.index is not None:
         current.add(written.index.name)
-    for p in written.reports:
-        stem = p.name.rsplit(".", 1)[0]
-        current.update(f"{stem}-{kind}.png" for kind in ("memory", "loads"))
+    stems = kept | {p.name.rsplit(".", 1)[0] for p in written.reports}
+    for stem in stems:
+        current.update(f"{stem}{end}" for end in (".md", ".json", ".tar.gz", "-memory.png", "-loads.png"))
     manifest = out / MANIFEST
     if manifest.exists():
         for name in manifest.read_text(encoding="utf-8").split():
