@@ -303,6 +303,10 @@ def _fail_on_errors(summary: IngestSummary) -> None:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         msg = first.error or "failed"
+        if _state["debug"]:
+            for r in errors:
+                if r.trace:
+                    typer.echo(f"{r.path}:\n{r.trace}", err=True, nl=False)
         if not msg.startswith(first.path):
             msg = f"{first.path}: {msg}"
         raise PostmortemError(f"{msg}{more}")
@@ -717,8 +721,16 @@ def _environmental(exc: Exception) -> bool:
         return False
     name = type(exc).__name__
     text = str(exc)
-    return name in ("IOException", "OutOfMemoryException", "PermissionException") or (
-        "Corrupt database file" in text
+    return name in ("IOException", "OutOfMemoryException", "PermissionException") or any(
+        words in text
+        for words in (
+            "Corrupt database file",
+            # a commit or checkpoint the filesystem refused (then DuckDB invalidates the store)
+            "No space left on device",
+            "Disk quota exceeded",
+            "Read-only file system",
+            "Could not write file",
+        )
     )
 
 

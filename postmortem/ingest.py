@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -95,6 +97,8 @@ class FileResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    #: the traceback of an internal error (shown with --debug)
+    trace: str | None = None
     per_table: dict[str, int] = field(default_factory=dict)
     #: appended: the lines and records this ingest added (the counts above are the file's)
     new_lines: int | None = None
@@ -718,6 +722,16 @@ def ingest_file(
             # error (numba: "SystemError: … returned a result with an exception set"): an
             # interrupt, not a parser bug
             raise KeyboardInterrupt from exc
+        jit = sys.modules.get("postmortem.parsers.jit")
+        if jit is not None and not jit.cache_off and jit.cache_broke(exc):
+            jit.without_cache()
+            again = ingest_file(store, inp, parser, options, planned)
+            again.notes.append(
+                f"numba's cache of compiled parsers is unusable ({type(exc).__name__}: "
+                f"{str(exc)[:120]}): compiled without it — free space where it lives, or set "
+                "NUMBA_CACHE_DIR to a writable directory"
+            )
+            return again
         return FileResult(
             display,
             "error",
@@ -725,6 +739,7 @@ def ingest_file(
             error=f"internal error while parsing ({type(exc).__name__}: {exc}); "
             "please report it with the file (rerun with --debug for the traceback)",
             seconds=time.monotonic() - started,
+            trace="".join(traceback.format_exception(exc)),
         )
     result.source_id = source_id
     result.lines = lines

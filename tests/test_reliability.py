@@ -181,3 +181,72 @@ def test_a_byte_order_mark_in_front_changes_nothing(cli: Any, tmp_path: Path, na
     b = cli("ingest", bom / name, "--db", tmp_path / "b.duckdb", "--tz", "UTC")
     assert a.code == 0 and b.code == 0, (a, b)
     assert a.out.split(": ", 1)[1] == b.out.split(": ", 1)[1]  # the same format, lines, records, issues
+
+
+def _raise_in_numbas_cache(message: str) -> None:
+    """Raise as numba's cache code does when its index file is damaged (a frame of a file
+    under ``numba/core/caching.py``)."""
+    code = compile(f"raise ValueError({message!r})", "/site-packages/numba/core/caching.py", "exec")
+    exec(code)  # a fixed statement, to get a frame of that file name
+
+
+def test_a_damaged_or_full_numba_cache_is_compiled_around_not_a_failed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled parsers' on-disk cache failing (a full disk — often the incident itself —
+    or a damaged index file) made every large ingest fail with 'report this file'. The file is
+    read again with the kernels compiled in memory, and a note says why."""
+    from postmortem.ingest import IngestOptions, ingest_paths
+    from postmortem.parsers import jit
+    from postmortem.parsers.journal import short
+    from postmortem.store.db import Store
+    from postmortem.timeutil import get_zone
+
+    with pytest.raises(ValueError, match="arbage") as caught:
+        _raise_in_numbas_cache("invalid literal for int() with base 10: 'arbage'")
+    assert jit.cache_broke(caught.value)
+    assert not jit.cache_broke(ValueError("a parser's own bug"))
+
+    calls: list[bool] = []
+    real = short.JournalShortParser.parse
+
+    def parse(self: Any, chunks: Any, ctx: Any) -> Any:
+        calls.append(jit.cache_off)
+        if not jit.cache_off:
+            _raise_in_numbas_cache("damaged index")
+        return real(self, chunks, ctx)
+
+    switched: list[bool] = []
+    monkeypatch.setattr(short.JournalShortParser, "parse", parse)
+    monkeypatch.setattr(
+        jit, "without_cache", lambda: switched.append(True) or setattr(jit, "cache_off", True)
+    )
+    monkeypatch.setattr(jit, "cache_off", False)
+    log = tmp_path / "journal.log"
+    log.write_text("2025-05-25T20:00:00+0000 h app[1]: hello\n" * 10)
+    store = Store.open(tmp_path / "pm.duckdb")
+    summary = ingest_paths(store, [str(log)], IngestOptions(zone=get_zone("UTC")))
+    (r,) = summary.files
+    assert (r.status, r.lines, calls, switched) == ("ingested", 10, [False, True], [True]), r
+    assert any("numba's cache of compiled parsers is unusable" in n for n in r.notes)
+    assert store.fetchall("SELECT count(*) FROM journal_entries") == [(10,)]
+    store.close()
+
+
+def test_a_full_disk_under_the_store_is_the_machines_answer_not_a_bug() -> None:
+    """A commit or checkpoint DuckDB cannot write (no space, quota, read-only) exits 1 with
+    DuckDB's line, not 70 'internal error … report it'."""
+    import duckdb
+
+    from postmortem.cli import _environmental
+
+    full = duckdb.TransactionException(
+        'TransactionContext Error: Failed to commit: Could not write file "s.duckdb.wal": No space left on device'
+    )
+    invalidated = duckdb.FatalException(
+        "FATAL Error: Failed: database has been invalidated because of a previous fatal error. "
+        "Original error: 'Failed to create checkpoint because of error: Could not write file: "
+        "No space left on device'"
+    )
+    assert _environmental(full) and _environmental(invalidated)
+    assert not _environmental(duckdb.BinderException('Referenced column "x" not found'))

@@ -33,6 +33,11 @@ I64 = np.ndarray[Any, np.dtype[np.int64]]
 U = np.uint64
 
 
+_KERNELS: list[Any] = []
+#: set once the on-disk cache failed: the kernels compile in memory from then on
+cache_off = False
+
+
 def kernel(fn: F) -> F:
     """``numba.njit`` with the on-disk cache, no GIL and no bounds checks (typed for mypy).
 
@@ -41,7 +46,34 @@ def kernel(fn: F) -> F:
     per block of a large ingest add up to seconds."""
     if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
         raise TypeError(f"kernel {fn.__name__} must not have default arguments")
-    return cast(F, numba.njit(cache=True, nogil=True, boundscheck=False)(fn))
+    compiled = numba.njit(cache=not cache_off, nogil=True, boundscheck=False)(fn)
+    _KERNELS.append(compiled)
+    return cast(F, compiled)
+
+
+def cache_broke(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of numba's on-disk cache — a full or read-only disk, a damaged
+    index file — rather than out of a kernel (which does no I/O)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        where = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if "/numba/" in where and ("caching" in where or "serialize" in where):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def without_cache() -> None:
+    """Compile every kernel in memory from now on (this process): the cache is an optimisation,
+    and a full disk is often the very incident being looked into."""
+    from numba.core.caching import NullCache
+
+    global cache_off  # one switch for the process
+    cache_off = True
+    for compiled in _KERNELS:
+        compiled._cache = NullCache()
+        # a failed compile is remembered and raised again for the same types: forget it
+        getattr(getattr(compiled, "_compiler", None), "_failed_cache", {}).clear()
 
 
 @kernel
