@@ -741,6 +741,8 @@ def main(argv: list[str] | None = None) -> None:
     probe_after_pyarrow()
     try:
         rv = app(args=argv, standalone_mode=False)
+        if rv == 130:  # typer's answer to Ctrl-C (no command returns it)
+            typer.echo("Error: interrupted", err=True)
         sys.exit(rv if isinstance(rv, int) else 0)
     except PostmortemError as exc:
         if _state["debug"]:

@@ -116,7 +116,18 @@ def get_zone(name: str | None = None) -> tzinfo:
     postmortem.errors.UsageError: unknown time zone 'Mars/Olympus' (use an IANA name such as UTC or Europe/Berlin)
     """
     if name is None:
+        tz = os.environ.get("TZ", "")
         name = _local_zone_name() or "UTC"
+        if name in ("UTC0", "GMT0", "UTC+0", "GMT+0"):  # POSIX spellings of UTC
+            name = "UTC"
+        if tz and name == tz.lstrip(":"):
+            try:
+                return get_zone(name)
+            except UsageError:
+                raise UsageError(
+                    f"TZ={tz!r} (the environment) is not an IANA time zone; pass --tz with one "
+                    "(such as UTC or Europe/Berlin)"
+                ) from None
     if name in ("Z", "utc"):
         name = "UTC"
     try:

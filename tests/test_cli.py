@@ -618,6 +618,7 @@ def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt_not_a_parser_bug(
     assert r.code == 130, r
     assert "internal error" not in r.err
     assert "nvidia-smi-gpu.csv: ingested" not in r.out
+    assert r.err.endswith("Error: interrupted\n"), r.err  # it was silent
 
 
 @pytest.mark.parametrize(
@@ -746,6 +747,13 @@ def test_store_problems_are_one_line_errors(cli: Any, tmp_path: Path) -> None:
         1,
         f"Error: {foreign}: not a postmortem store (it holds other tables); give another --db\n",
     )
+    # a SQLite file: named as such (DuckDB would fetch its SQLite extension from the network)
+    import sqlite3
+
+    lite = tmp_path / "lite.db"
+    sqlite3.connect(lite).execute("CREATE TABLE t (x)").connection.commit()
+    r = cli("sources", "--db", lite)
+    assert (r.code, r.err) == (1, f"Error: {lite}: a SQLite database, not a postmortem store\n")
     # an output path that is a file: the OS's answer, one line
     assert cli("ingest", DMESG, "--db", tmp_path / "pm.duckdb").code == 0
     r = cli("export", "--parquet", DMESG, "--db", tmp_path / "pm.duckdb")

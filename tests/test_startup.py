@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 
 def _run(code: str) -> str:
     out = subprocess.run(
@@ -152,8 +154,6 @@ def test_the_machines_zone_from_a_copied_or_pointed_to_zone_file(tmp_path: Path)
     """/etc/localtime copied rather than linked (container images, some installers), and
     TZ=:/path: the zone is the zoneinfo file with the same bytes, or the one it links to. It
     was read as UTC, with no word said (zone-less times 9 h off on a Tokyo host)."""
-    import pytest
-
     from postmortem.timeutil import zone_name_of_file
 
     tokyo = Path("/usr/share/zoneinfo/Asia/Tokyo")
@@ -166,3 +166,20 @@ def test_the_machines_zone_from_a_copied_or_pointed_to_zone_file(tmp_path: Path)
     assert zone_name_of_file(str(linked)) == "Asia/Tokyo"
     assert zone_name_of_file(str(copied)) in ("Asia/Tokyo", "Japan")  # the same bytes, both names
     assert zone_name_of_file(str(tmp_path / "missing")) is None
+
+
+def test_a_tz_the_zone_database_cannot_name_says_it_came_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from postmortem.errors import UsageError
+    from postmortem.timeutil import get_zone
+
+    for tz, key in ((":Asia/Tokyo", "Asia/Tokyo"), ("UTC0", "UTC")):
+        monkeypatch.setenv("TZ", tz)
+        get_zone.cache_clear()
+        assert getattr(get_zone(), "key", None) == key
+    monkeypatch.setenv("TZ", "EST5EDT,M3.2.0,M11.1.0")
+    get_zone.cache_clear()
+    with pytest.raises(UsageError, match=r"TZ='EST5EDT,M3.2.0,M11.1.0' \(the environment\)"):
+        get_zone()
+    get_zone.cache_clear()

@@ -252,11 +252,28 @@ class Store:
         return anchors
 
 
+#: DuckDB fetches and loads extensions it knows of when a file or a function needs one (a
+#: SQLite file given as the store: sqlite_scanner, from the network); the store needs none
+#: beyond those built in (json, parquet, icu)
+_NO_AUTOLOAD: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
 def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + max(wait, 0.0)
+    if path != ":memory:":
+        try:
+            with open(path, "rb") as fh:
+                magic = fh.read(16)
+        except OSError:
+            magic = b""
+        if magic == b"SQLite format 3\x00":
+            raise StoreError(f"{path}: a SQLite database, not a postmortem store")
     while True:
         try:
-            con = duckdb.connect(path, read_only=read_only)
+            con = duckdb.connect(path, read_only=read_only, config=_NO_AUTOLOAD)
             break
         except duckdb.IOException as exc:
             msg = str(exc)
