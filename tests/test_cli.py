@@ -1080,3 +1080,29 @@ def test_a_build_for_another_window_keeps_the_reports_of_the_stores_other_incide
     assert report.read_text().endswith("Edited by on-call: INC-123\n")
     assert sorted(p.name for p in out.glob("*.png")) == figures
     assert not gone.exists()
+
+
+def test_a_report_is_written_whole_or_not_at_all(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk while writing a report left it cut off under its real name, over the good one;
+    now the earlier report stays and the error names the file."""
+    import errno
+
+    db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
+    assert cli("build", "--logs", SAMPLE, "--db", db, "--out", out, "--tz", "UTC").code == 0
+    (report,) = out.glob("*eagle3.service.md")
+    before = report.read_text()
+    real = Path.write_text
+
+    def full(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        if self.name.endswith(".md.part"):
+            real(self, text[:4096], *args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    r = cli("build", "--no-ingest", "--db", db, "--out", out, "--tz", "UTC")
+    assert (r.code, r.err) == (1, f"Error: {report}: No space left on device\n"), r
+    assert report.read_text() == before
+    assert not list(out.glob(".*.part"))

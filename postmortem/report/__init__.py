@@ -37,7 +37,7 @@ from .context import (
     xid_rows,
 )
 from .redact import Redactor
-from .render import render
+from .render import render, write_whole
 
 if TYPE_CHECKING:
     from ..build import BuildOptions
@@ -209,12 +209,10 @@ def write_reports(
         ctx = replace(ctx, memory_figure=fig.name if fig else None, loads_figure=lfig.name if lfig else None)
         if options.report_format == "json":
             path = out / f"{stem}.json"
-            path.write_text(
-                json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-            )
+            write_whole(path, json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n")
         else:
             path = out / f"{stem}.md"
-            path.write_text(render("incident.md.j2", ctx, options.templates), encoding="utf-8")
+            write_whole(path, render("incident.md.j2", ctx, options.templates))
         written.reports.append(path)
         if options.bundle:
             members = [path] + [p for p in (fig, lfig) if p is not None]
@@ -248,12 +246,10 @@ def write_reports(
     )
     if options.report_format == "json":
         written.index = out / "index.json"
-        written.index.write_text(
-            json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_whole(written.index, json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n")
     else:
         written.index = out / "index.md"
-        written.index.write_text(render("index.md.j2", index, options.templates), encoding="utf-8")
+        write_whole(written.index, render("index.md.j2", index, options.templates))
     # the store's other incidents (outside this window) keep the reports an earlier build wrote
     kept = {
         report_stem(clean.host(inc.host), inc.ts, clean(inc.unit) if inc.unit else None)

@@ -135,3 +135,18 @@ def _duration(seconds: float | None) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(h, 24)
     return f"{d} d {h} h"
+
+
+def write_whole(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` whole or not at all: aside, then renamed over it (a full disk or
+    a kill leaves the previous report, never a cut one under its name); an error names the file."""
+    import os
+
+    part = path.with_name(f".{path.name}.part")
+    try:
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, path)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    return path

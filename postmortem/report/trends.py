@@ -15,7 +15,7 @@ from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC
 from .context import utc_text, window_text
-from .render import render
+from .render import render, write_whole
 
 
 @dataclass
@@ -176,7 +176,7 @@ def trends(
     rep.loads_figure = f2.name if f2 else None
     rep.downtime_figure = f3.name if f3 else None
     path = out / "trends.md"
-    path.write_text(render("trends.md.j2", rep, templates or []), encoding="utf-8")
+    write_whole(path, render("trends.md.j2", rep, templates or []))
     return path
 
 
