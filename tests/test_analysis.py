@@ -1330,3 +1330,21 @@ def test_gpus_with_room_are_not_called_nearly_full() -> None:
         facts.gpu_used_end_mib = used
         rec = host_ram_not_gpu(facts)
         assert rec is not None and words in rec.detail
+
+
+def test_the_last_batch_before_a_kill_is_the_killed_runs_own() -> None:
+    """A run killed while loading served nothing: the requests 'running at the last batch line'
+    were the previous run's, stopped minutes before (reported as the killed server's state)."""
+    from postmortem.query import run_named_dicts
+
+    store = Store.memory()
+    store.execute(
+        "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, running_req, queue_req) "
+        "VALUES (1, 1, ?, 'a.service', 'decode', 62, 0)",
+        [T - timedelta(minutes=4)],
+    )
+    q = {"unit": "a.service", "before": T, "host": None}
+    (prev,) = run_named_dicts(store, "last_batch_before", {**q, "since": None})
+    assert prev["running_req"] == 62
+    assert run_named_dicts(store, "last_batch_before", {**q, "since": T - timedelta(minutes=3)}) == []
+    store.close()

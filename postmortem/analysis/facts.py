@@ -182,8 +182,11 @@ def gather(
             store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
         )
         facts.config = cfg[0] if cfg else None
+        run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
         batch = run_named_dicts(
-            store, "last_batch_before", {"unit": incident.unit, "before": kill, "host": incident.host}
+            store,
+            "last_batch_before",
+            {"unit": incident.unit, "before": kill, "host": incident.host, "since": run_start},
         )
         facts.last_batch = batch[0] if batch else None
         queued = run_named_dicts(

@@ -1,8 +1,9 @@
--- The last SGLang batch line of a unit before a time (requests in flight and queued).
--- Parameters: $unit, $before, $host.
+-- The last SGLang batch line of a unit before a time (requests in flight and queued), of the
+-- run that was killed (not of the one before it: a run that died loading served nothing).
+-- Parameters: $unit, $before, $host, $since (that run's start, or NULL).
 SELECT ts, running_req, queue_req, token_usage, gen_throughput, source_id, line_no
 FROM sglang_batches
 WHERE unit = $unit AND ts <= $before AND ts >= $before - INTERVAL 2 HOUR
-  AND ($host IS NULL OR host IS NULL OR host = $host)
+  AND ($host IS NULL OR host IS NULL OR host = $host) AND ($since IS NULL OR ts >= $since)
 ORDER BY ts DESC, line_no DESC
 LIMIT 1

@@ -896,7 +896,14 @@ def incident_report(
     ]
     last = inc.last_activity_ts
     tput = None
-    before = [b.gen_throughput for b in facts.timeline.before_kill()[-10:] if b.gen_throughput]
+    # the killed run's own throughput (a run that died loading served nothing; the run before
+    # it is another outage's)
+    run = inc.killed_load.start_ts if inc.killed_load is not None else None
+    before = [
+        b.gen_throughput
+        for b in facts.timeline.before_kill()[-10:]
+        if b.gen_throughput and (run is None or b.ts >= run)
+    ]
     if before:
         tput = sum(before) / len(before)
     impact = Impact(
