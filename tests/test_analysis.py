@@ -1348,3 +1348,22 @@ def test_the_last_batch_before_a_kill_is_the_killed_runs_own() -> None:
     assert prev["running_req"] == 62
     assert run_named_dicts(store, "last_batch_before", {**q, "since": T - timedelta(minutes=3)}) == []
     store.close()
+
+
+def test_an_xid_in_the_journal_and_in_dmesg_is_listed_once() -> None:
+    from postmortem.query import run_named_dicts
+
+    store = Store.memory()
+    for sid, host in ((1, "gpu1"), (2, None)):  # the journal's kernel line, a dmesg file's
+        store.execute(
+            "INSERT INTO gpu_xids (source_id, line_no, ts, host, bus_id, xid, pid, process_name, message) "
+            "VALUES (?, 69, ?, ?, '0000:9a:00', 79, 31880, 'sglang::schedul', 'GPU has fallen off the bus.')",
+            [sid, T + timedelta(microseconds=sid), host],
+        )
+    store.execute(
+        "INSERT INTO gpu_xids (source_id, line_no, ts, host, bus_id, xid, message) "
+        "VALUES (2, 70, NULL, NULL, '0000:9a:00', 79, 'undated')"
+    )
+    rows = run_named_dicts(store, "xids_in_window", {"since": None, "until": None})
+    assert [(r["source_id"], r["host"]) for r in rows] == [(1, "gpu1"), (2, None)]
+    store.close()
