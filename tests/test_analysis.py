@@ -1367,3 +1367,26 @@ def test_an_xid_in_the_journal_and_in_dmesg_is_listed_once() -> None:
     rows = run_named_dicts(store, "xids_in_window", {"since": None, "until": None})
     assert [(r["source_id"], r["host"]) for r in rows] == [(1, "gpu1"), (2, None)]
     store.close()
+
+
+def test_hicaches_host_pools_before_a_memory_kill_are_named_with_their_sizes() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import hicache_host_memory
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, killer="kernel")
+    inc.memcg_limit_kb = 256 * 1024 * 1024
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    assert hicache_host_memory(facts) is None  # no pools: nothing to say
+    facts.hicache = [
+        {"ts": T - timedelta(seconds=4), "ranks": f"TP{i}", "gb": 117.0, "source_id": 4, "line_no": 219 + i}
+        for i in range(8)
+    ]
+    rec = hicache_host_memory(facts)
+    assert rec is not None and rec.evidence[0].line_no == 219
+    assert "8 host-memory pools" in rec.detail and "117.00 GB each, 936 GB in all" in rec.detail
+    assert "limit of 256 GiB" in rec.detail and "4 s before the kill" in rec.detail
+    inc.cause = "gpu_oom"
+    assert hicache_host_memory(facts) is None  # GPU memory ran out: host pools are not the cause

@@ -83,6 +83,8 @@ class IncidentFacts:
     #: other processes a CUDA OOM named as holding GPU memory (``Process 88001 has 118.20 GiB
     #: memory in use``): pid, GiB, and what nvidia-smi showed of them (name, GPUs, first seen)
     gpu_holders: list[GpuHolder] = field(default_factory=list)
+    #: the killed run's HiCache host-memory pools (rows of hicache_allocs_before.sql)
+    hicache: list[dict[str, Any]] = field(default_factory=list)
     #: a stop timeout: when systemd began stopping the unit (SIGTERM; the server stopped taking
     #: requests then) and that line (source_id, line_no)
     stop_ts: datetime | None = None
@@ -189,6 +191,11 @@ def gather(
             {"unit": incident.unit, "before": kill, "host": incident.host, "since": run_start},
         )
         facts.last_batch = batch[0] if batch else None
+        facts.hicache = run_named_dicts(
+            store,
+            "hicache_allocs_before",
+            {"unit": incident.unit, "since": run_start, "before": kill, "host": incident.host},
+        )
         queued = run_named_dicts(
             store,
             "queue_start_before",

@@ -828,6 +828,36 @@ def server_error(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+@rule("hicache_host_memory")
+def hicache_host_memory(f: IncidentFacts) -> Recommendation | None:
+    """Host RAM ran out (or the unit's limit was reached) after the run's hierarchical KV cache
+    took its host pools: size them."""
+    inc = f.incident
+    if inc.cause not in HOST_CAUSES or not f.hicache or inc.ts is None:
+        return None
+    total = sum(float(r["gb"] or 0) for r in f.hicache)
+    sizes = sorted({float(r["gb"] or 0) for r in f.hicache})
+    each = f"{sizes[0]:,.2f} GB" if len(sizes) == 1 else f"{sizes[0]:,.2f}–{sizes[-1]:,.2f} GB"
+    first = f.hicache[0]
+    ago = dur((inc.ts - first["ts"]).total_seconds())
+    limit = (
+        f" against the unit's limit of {gib(inc.memcg_limit_kb)}"
+        if inc.cause == "cgroup_oom" and inc.memcg_limit_kb
+        else ""
+    )
+    return Recommendation(
+        "hicache_host_memory",
+        "high",
+        "The hierarchical KV cache took the host memory",
+        f"The killed run allocated {len(f.hicache)} host-memory pool{'s' if len(f.hicache) > 1 else ''} "
+        f"for SGLang's hierarchical KV cache ({each} each, {total:,.0f} GB in all{limit}), the first "
+        f"{ago} before the kill. --hicache-ratio sizes each rank's pool from its GPU KV pool; set "
+        "--hicache-size (GB per rank) so that the ranks' pools plus the server's own host memory "
+        "fit the host (or the unit's MemoryMax=), or start without --enable-hierarchical-cache.",
+        [SourceRef(int(first["source_id"]), int(first["line_no"]))],
+    )
+
+
 @rule("find_the_signal")
 def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     if f.incident.cause != "signal":
@@ -863,6 +893,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
         "gpu_fault": "Drain the host, then reset and check the failed GPU before it serves again",
         "server_error": f"Find the error that stopped {unit} in its traceback and fix it before the next start",
+        "hicache_host_memory": f"Set --hicache-size of {unit} so its host pools fit under the memory limit",
     }
     if rec.severity == "info":
         return None

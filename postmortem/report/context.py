@@ -839,6 +839,19 @@ _CONFIG_KEYS = (
 )
 
 
+def _hicache_args(raw: str | None) -> dict[str, str]:
+    """The hierarchical KV cache's settings, when the run had it on (its host pools are host
+    memory the other settings do not show)."""
+    from ..parsers.sglang.args import parse_server_args
+
+    parsed = parse_server_args(raw) if raw else None
+    args = parsed[0] if parsed else {}
+    if str(args.get("enable_hierarchical_cache", "")).strip("'") != "True":
+        return {}
+    keys = ("enable_hierarchical_cache", "hicache_ratio", "hicache_size", "hicache_storage_backend")
+    return {k: str(args[k]).strip("'") for k in keys if args.get(k) not in (None, "None", "0")}
+
+
 def source_rows(sources: Sources, kill: datetime | None, clean: Redactor) -> list[SourceRow]:
     out = []
     for sid, r in sorted(sources.by_id.items()):
@@ -958,6 +971,7 @@ def incident_report(
             loads.append(_load_row(ld, tag, st, sources))
     cfg = facts.config or {}
     config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
+    config.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw")).items()})
     host = clean.host(inc.host) or "unknown-host"
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",

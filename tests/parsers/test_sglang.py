@@ -1345,3 +1345,16 @@ def test_a_crash_tail_without_prefixes_is_recognised_and_its_phase_read() -> Non
     out, _ctx = parse_text("sglang", text)
     (exc,) = [e for e in records_of(out, SglangEvent) if e.kind == "exception"]
     assert exc.phase == "runtime"
+
+
+def test_hicaches_host_pool_is_an_event_with_its_size() -> None:
+    """``--enable-hierarchical-cache`` allocates a host-memory pool per rank — host RAM the other
+    lines do not show (it was an ignored line)."""
+    text = (
+        "[2025-06-12 11:34:13 TP0] Allocating 117.00 GB host memory for hierarchical KV cache.\n"
+        "[2025-06-12 11:34:13 TP1] Allocating 117.00 GB host memory for hierarchical KV cache.\n"
+    )
+    out, ctx = parse_text("sglang", text, tz="UTC")
+    events = [e for e in records_of(out, SglangEvent) if e.kind == "hicache_host_alloc"]
+    assert [(e.ranks, e.mem_usage_gb) for e in events] == [("TP0", 117.0), ("TP1", 117.0)]
+    assert ctx.parsed_lines == 2

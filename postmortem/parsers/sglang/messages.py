@@ -35,6 +35,8 @@ POST_CAPTURE_KV = re.compile(
     rf"Post-capture KV sizing: KV cache allocated\. dtype: (?P<dtype>[^,]+), #tokens: (?P<tokens>\d+), "
     rf"KV size: (?P<kv>{NUM}) GB, avail mem=(?P<avail>{NUM}) GB"
 )
+#: HiCache's host pool, one line per rank: ``Allocating 117.00 GB host memory for hierarchical KV cache.``
+HICACHE_ALLOC = re.compile(r"Allocating (?P<gb>\d+(?:\.\d+)?) GB host memory for hierarchical KV cache")
 MEM_POOL_END = re.compile(rf"Memory pool end\. avail mem=(?P<avail>{NUM}) GB")
 PROFILED = re.compile(
     r"max_total_tokens=(?P<req>\d+) is larger than the profiled value (?P<prof>-?\d+)\. "

@@ -591,6 +591,12 @@ class SglangStream:
             return self._kv_alloc(line_no, msg)
         if c == "C" and msg.startswith("Capture "):
             return self._graph(line_no, msg)
+        if c == "A" and msg.startswith("Allocating ") and "for hierarchical KV cache" in msg:
+            m = M.HICACHE_ALLOC.match(msg)
+            if m is None:
+                return self._malformed("Allocating … host memory for hierarchical KV cache")
+            self._ev(line_no, "hicache_host_alloc", msg, phase=self._phase_now(), usage=float(m["gb"]))
+            return PARSED
         if c == "M":
             if msg.startswith("Memory pool end"):
                 m = M.MEM_POOL_END.match(msg)
