@@ -1390,3 +1390,37 @@ def test_hicaches_host_pools_before_a_memory_kill_are_named_with_their_sizes() -
     assert "limit of 256 GiB" in rec.detail and "4 s before the kill" in rec.detail
     inc.cause = "gpu_oom"
     assert hicache_host_memory(facts) is None  # GPU memory ran out: host pools are not the cause
+
+
+def test_an_nccl_watchdog_abort_is_a_crash_that_names_the_hang(tmp_path: Path) -> None:
+    """PyTorch's NCCL watchdog aborts a rank in C++: ``terminate called after throwing …``, its
+    ``what():`` (the line that names the cause; it was ignored) and a C++ backtrace (its lines
+    were parse issues). One exception event; a crash incident whose advice is the hang's."""
+    from postmortem.analysis import rebuild
+
+    log = tmp_path / "llm.log"
+    log.write_text(
+        "[2025-11-03 18:40:00] server_args=ServerArgs(model_path='/models/m', tp_size=8, port=30000)\n"
+        "[2025-11-03 18:42:00] The server is fired up and ready to roll!\n"
+        "[2025-11-03 18:48:30 TP5] Decode batch, #running-req: 3, #token: 100, token usage: 0.10, "
+        "cuda graph: True, gen throughput (token/s): 90.00, #queue-req: 0\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, "
+        "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 "
+        "(most recent call first):\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3b6d41df86 in libc10.so)\n"
+        "frame #1: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in /usr/lib/x86_64-linux-gnu/libstdc++.so.6)\n"
+    )
+    store = Store.open(tmp_path / "pm.duckdb")
+    summary = ingest_paths(store, [str(log)], IngestOptions(zone=get_zone("UTC"), strict=True))
+    assert summary.files[0].parse_issues == 0
+    (exc,) = store.fetchall("SELECT message FROM sglang_events WHERE kind = 'exception'")
+    assert exc[0].startswith("c10::DistBackendError: [PG 3 Rank 5] Process group watchdog")
+    result = rebuild(store)
+    (inc,) = result.incidents
+    assert inc.cause == "crash" and "aborted in C++" in inc.cause_explanation
+    (rec,) = [r for r in result.recommendations[inc.incident_id] if r.rule == "server_error"]
+    assert rec.title == "The server hung until NCCL's watchdog ended it"
+    store.close()

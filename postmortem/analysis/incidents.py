@@ -381,9 +381,13 @@ def crash_words(crash: Sequence[Evidence]) -> str:
             text = "its traceback is cut before the exception line"
         if len(text) > 200:
             text = text[:197] + "…"
+        what = (
+            "a server process aborted in C++ (an exception nothing caught)"
+            if who == "C++ runtime"
+            else f"SGLang's {who} stopped on an error"
+        )
         return (
-            f"SGLang's {who} stopped on an error{during} — {text} — and the server shut itself down: "
-            "a crash, not a kill by an OOM killer"
+            f"{what}{during} — {text} — and the server shut itself down: a crash, not a kill by an OOM killer"
         )
     if first.kind == "sglang_watchdog":
         return (

@@ -802,12 +802,21 @@ def server_error(f: IncidentFacts) -> Recommendation | None:
     if inc.cause != "crash":
         return None
     lines = [e for e in inc.evidence if e.kind.startswith("sglang_") and e.kind != "sglang_sigquit"]
-    if any(e.kind == "sglang_watchdog" for e in lines):
+    if any(e.kind == "sglang_watchdog" or "collective operation timeout" in e.detail for e in lines):
+        nccl = not any(e.kind == "sglang_watchdog" for e in lines)
         return Recommendation(
             "server_error",
             "high",
-            "The server hung until SGLang's watchdog ended it",
-            "No step finished within --watchdog-timeout, so SGLang killed its own processes. A hang "
+            "The server hung until NCCL's watchdog ended it"
+            if nccl
+            else "The server hung until SGLang's watchdog ended it",
+            (
+                "A collective (all-gather, all-reduce) waited past NCCL's timeout, so PyTorch's "
+                "watchdog aborted the process. "
+                if nccl
+                else "No step finished within --watchdog-timeout, so SGLang killed its own processes. "
+            )
+            + "A hang "
             "like this is a collective waiting on a rank that stopped (NCCL: run with NCCL_DEBUG=INFO; "
             "look for one rank's error before the others'), a GPU that stopped answering (the kernel "
             "log's Xid lines) or a step legitimately slower than the timeout (then raise it). "

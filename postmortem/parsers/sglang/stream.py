@@ -93,6 +93,11 @@ _WEIGHT_FUNCS = frozenset(
         "_initialize_model",
     }
 )
+#: ``terminate called after throwing an instance of 'c10::DistBackendError'``, then ``  what():  …``
+_TERMINATE = "terminate called after throwing an instance of "
+#: the ``who`` of such an abort's exception event
+CPP_ABORT = "C++ runtime"
+
 _RUNTIME_FUNCS = frozenset(
     {
         "forward_extend",
@@ -549,8 +554,16 @@ class SglangStream:
 
     def _unprefixed(self, line_no: int, text: str) -> int:
         self._ranks = None
+        if text.startswith(_TERMINATE):
+            # a C++ exception nothing caught (PyTorch's NCCL watchdog): the process aborts;
+            # its ``what():`` line, next, says why
+            self._open_tb(line_no, CPP_ABORT)
+            self._tb_exception(line_no, text[len(_TERMINATE) :].strip().strip("'"))
+            return PARSED
         if self._tb is not None:
             return self._tb_line(line_no, text)
+        if text.startswith(("frame #", "Exception raised from ")):
+            return IGNORED  # a C++ backtrace (PyTorch's), with or before its exception
         if self._dead is not None:
             if text.startswith("Exit code: "):
                 return self._finish_dead(text)
@@ -1439,6 +1452,9 @@ class SglangStream:
     def _tb_line(self, line_no: int, text: str) -> int:
         tb = self._tb
         assert tb is not None
+        if tb.who == CPP_ABORT and tb.exc_text is not None and text.lstrip().startswith("what():"):
+            tb.exc_text = f"{tb.exc_text}: {text.lstrip()[7:].strip()}"
+            return PARSED
         tb.lines += 1
         if tb.lines > _MAX_TB_LINES:
             self._finish_tb()
