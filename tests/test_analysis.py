@@ -1424,3 +1424,35 @@ def test_an_nccl_watchdog_abort_is_a_crash_that_names_the_hang(tmp_path: Path) -
     (rec,) = [r for r in result.recommendations[inc.incident_id] if r.rule == "server_error"]
     assert rec.title == "The server hung until NCCL's watchdog ended it"
     store.close()
+
+
+def test_a_run_killed_while_loading_counts_the_outage_from_the_stop_that_started_it() -> None:
+    """`systemctl restart` stopped the serving run at -240 s; the new run died loading at 0. The
+    service was out from the stop, not from the kill — unless a death came between (then that
+    death began the outage: a restart loop's later runs)."""
+    from postmortem.analysis.facts import IncidentFacts, _stopped_to_start
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.97)
+    inc.killed_load = load("a.service", -235, None)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    stop = TimelineEvent(
+        T - timedelta(seconds=240), "systemd", "a.service", "stopping", "Stopping a.service...", 2, 7
+    )
+    tl.events = [stop]
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    _stopped_to_start(facts)
+    assert (facts.stop_ts, facts.stop_at, facts.stop_restarted) == (stop.ts, (2, 7), True)
+    died = TimelineEvent(
+        T - timedelta(seconds=238), "systemd", "a.service", "main_exited", "Main process exited", 2, 8
+    )
+    tl.events = [stop, died]
+    later = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    _stopped_to_start(later)
+    assert later.stop_ts is None
+    inc.killed_load = load("a.service", -235, -100)  # it was serving when killed: no such stop
+    served = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 30), offsets=[])
+    served.timeline.events = [stop]
+    _stopped_to_start(served)
+    assert served.stop_ts is None

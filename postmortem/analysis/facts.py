@@ -89,6 +89,8 @@ class IncidentFacts:
     #: requests then) and that line (source_id, line_no)
     stop_ts: datetime | None = None
     stop_at: tuple[int, int] | None = None
+    #: the stop was of the serving run, to start the run that was killed (not the killed one's)
+    stop_restarted: bool = False
     polls: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
     offsets: list[ClockOffset] = field(default_factory=list)
@@ -265,8 +267,33 @@ def gather(
         ]
         if stops:
             facts.stop_ts, facts.stop_at = stops[-1].ts, (stops[-1].source_id, stops[-1].line_no)
+    else:
+        _stopped_to_start(facts)
     _summarise_timeline(facts)
     return facts
+
+
+def _stopped_to_start(facts: IncidentFacts) -> None:
+    """A run killed while loading, started by stopping a serving one (``systemctl restart``, a
+    deploy): the service was out from that stop, not from the kill."""
+    inc, tl = facts.incident, facts.timeline
+    load = inc.killed_load
+    if load is None or load.start_ts is None or load.ready_ts is not None or load.outcome == "ready":
+        return
+    start = load.start_ts
+    stops = [
+        ev
+        for ev in tl.events
+        if ev.origin == "systemd" and ev.unit == inc.unit and ev.kind == "stopping" and ev.ts <= start
+    ]
+    if not stops:
+        return
+    stop = stops[-1]
+    died = {"oom_kill", "main_exited", "failed"}
+    if any(ev.unit == inc.unit and ev.kind in died and stop.ts < ev.ts < start for ev in tl.events):
+        return  # the run before died in between: that death is where this outage began
+    facts.stop_ts, facts.stop_at = stop.ts, (stop.source_id, stop.line_no)
+    facts.stop_restarted = True
 
 
 def _gpu_holders(store: Store, facts: IncidentFacts) -> None:

@@ -154,6 +154,12 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
             f"{clock(inc.recovered_ts, zone)}{took}.{other_model}"
         )
+        if facts.stop_restarted and facts.stop_ts is not None:
+            parts.append(
+                f"It was out of service from {clock(facts.stop_ts, zone)}, when the serving run was "
+                f"stopped to start the one that failed: {human((inc.recovered_ts - facts.stop_ts).total_seconds())} "
+                "in all."
+            )
     elif inc.unit is not None and not is_service(inc.unit):
         parts.append(
             f"{inc.unit} is not a service (a session's or a container's scope, or a slice): "

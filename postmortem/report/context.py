@@ -187,10 +187,13 @@ class Impact:
     until_start: str = "—"
     recovery_load_s: float | None = None
     recovery_load: str = "—"
-    #: a stop timeout: out of service from the stop's SIGTERM (the drain) to ready again
+    #: out of service from a stop to ready again: a stop timeout's SIGTERM (the drain), or the
+    #: stop of a serving run to start the one killed while loading
     out_of_service_s: float | None = None
     out_of_service: str = "—"
     stop_utc: str = "—"
+    #: that stop was of the serving run, to start the one that was killed (not its own drain)
+    stop_restarted: bool = False
 
 
 @dataclass
@@ -948,6 +951,7 @@ def incident_report(
         impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
         impact.out_of_service = human(impact.out_of_service_s)
         impact.stop_utc = utc_text(facts.stop_ts)
+        impact.stop_restarted = facts.stop_restarted
     loads: list[LoadRow] = []
     sums: list[LoadSummary] = []
     for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
