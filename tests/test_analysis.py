@@ -1456,3 +1456,29 @@ def test_a_run_killed_while_loading_counts_the_outage_from_the_stop_that_started
     served.timeline.events = [stop]
     _stopped_to_start(served)
     assert served.stop_ts is None
+
+
+def test_a_memory_kill_while_loading_is_not_advised_as_growth_under_load() -> None:
+    from postmortem.analysis.facts import GpuRelease, IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import _action, host_ram_not_gpu
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.97, killer="kernel")
+    inc.killed_load = load("a.service", -240, None)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_release = [GpuRelease("GPU 0", 38_000, 0, 4.0, True, None)]  # a GPU server
+    rec = host_ram_not_gpu(facts)
+    assert rec is not None and "still loading" in rec.detail and "queued and retracted" not in rec.detail
+    assert (
+        _action(rec, facts)
+        == "Find what a.service holds in host memory while it loads before starting it again"
+    )
+    inc.killed_load = load("a.service", -240, -100)  # serving when killed
+    rec = host_ram_not_gpu(facts)
+    assert rec is not None and "queued and retracted" in rec.detail
+    assert (
+        _action(rec, facts)
+        == "Find what grows in a.service's host memory under load before starting it again"
+    )

@@ -159,7 +159,15 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             "scope), or move it off this host."
         )
     gpu = gpu_workload(f)
-    if gpu:
+    if gpu and _while_loading(f):
+        parts.append(
+            "The run was still loading — it served nothing, so no request held that memory. "
+            "GPU-side settings (--mem-fraction-static, --cuda-graph-max-bs) do not change host RAM; "
+            "look at what a load holds in host memory: every rank reads its weight shards through "
+            "it (the page cache, pinned staging buffers), and host pools (the hierarchical KV "
+            "cache's) come at the end of the load — and at the unit's memory limit."
+        )
+    elif gpu:
         parts.append(
             "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
             "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
@@ -173,6 +181,12 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
         " ".join(parts),
         _ref(f, "oom_kill"),
     )
+
+
+def _while_loading(f: IncidentFacts) -> bool:
+    """Whether the killed run died before it was ready (it never served)."""
+    load = f.incident.killed_load
+    return load is not None and load.ready_ts is None and load.outcome != "ready"
 
 
 def _bigger_consumer(f: IncidentFacts) -> Consumer | None:
@@ -477,7 +491,12 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             "medium",
             "Decide what an automatic restart should do",
             f"systemd restarted {inc.unit} (restart counter {inc.restart_count}); it reloads the same "
-            f"configuration, under the same load.{after}",
+            + (
+                "configuration, which had just failed while loading."
+                if _while_loading(f)
+                else "configuration, under the same load."
+            )
+            + after,
             [SourceRef(int(r["source_id"]), int(r["line_no"])) for r in f.restarts[:1]],
         )
     if inc.recovered_ts is None or (inc.recovery_unit == inc.unit and not _operator_started(f)):
@@ -909,6 +928,8 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
     other = _bigger_consumer(f)
     if rec.rule == "host_ram_not_gpu" and other is not None:
         return f"Cap or move {other.name}, the host's largest memory user, and find what grows in {unit}"
+    if rec.rule == "host_ram_not_gpu" and f.incident.cause in HOST_CAUSES and _while_loading(f):
+        return f"Find what {unit} holds in host memory while it loads before starting it again"
     if rec.rule == "host_ram_not_gpu" and f.incident.cause == "gpu_oom":
         # another process's memory is freed, not the server's settings lowered
         return None if f.gpu_holders else actions["speculative_gpu_settings"]
