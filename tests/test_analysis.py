@@ -1482,3 +1482,19 @@ def test_a_memory_kill_while_loading_is_not_advised_as_growth_under_load() -> No
         _action(rec, facts)
         == "Find what grows in a.service's host memory under load before starting it again"
     )
+
+
+def test_the_limit_advice_points_at_a_queue_advice_only_when_there_is_one() -> None:
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import unit_memory_limits
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, killer="kernel")
+    inc.memcg_limit_kb = 256 * 1024 * 1024
+    inc.killed_load = load("a.service", -240, None)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.host_avail_end_mib = 1_800_000
+    rec = unit_memory_limits(facts)
+    assert rec is not None and "(above)" not in rec.detail and "still loading" in rec.detail

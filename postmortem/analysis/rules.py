@@ -382,12 +382,21 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
             )
             + (
                 f"The host still had {gib_mib(f.host_avail_end_mib)} available at the kill, so the limit "
-                "could be raised if the workload needs it — or keep it and bound the queue (above). "
+                "could be raised if the workload needs it — or keep it and "
+                + (
+                    "bound the queue (above). "
+                    if bound_queue(f) is not None
+                    else "make what the run holds in host memory smaller. "
+                )
                 if f.host_avail_end_mib
                 else ""
             )
             + (
-                f"But host RAM in use was still growing at {gib_mib(rate)} a minute over the last 10 "
+                "The run was still loading: the limit must cover a whole load (weights read through "
+                "host memory, and host pools such as the hierarchical KV cache's), or the load must "
+                "take less. "
+                if _while_loading(f)
+                else f"But host RAM in use was still growing at {gib_mib(rate)} a minute over the last 10 "
                 "minutes before the kill: a higher limit only delays the kill unless what grows is "
                 "bounded, and moves the risk to a host-wide OOM. "
                 if rate is not None and rate > 256
