@@ -1012,6 +1012,7 @@ def test_a_gpu_oom_beside_another_process_says_to_free_the_gpu_not_to_lower_the_
     assert recs["host_ram_not_gpu"].action is None  # not "lower the GPU settings"
     assert "systemd gave up" in recs["restart_loop"].title
     assert summarise(facts).startswith("a.service failed while loading on h at ")
+    assert "systemd gave up restarting it at 20:18:57 UTC: its start limit" in summarise(facts)
 
 
 def test_no_bucket_before_the_kill_holds_a_value_measured_after_it() -> None:

@@ -131,6 +131,19 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     earlier = _earlier_kill(facts)
     if earlier is not None:
         parts.append(earlier)
+    gave_up = next(
+        (
+            ev
+            for ev in facts.timeline.events
+            if ev.kind == "start_limit_hit" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
+        ),
+        None,
+    )
+    if gave_up is not None:
+        parts.append(
+            f"systemd gave up restarting it at {clock(gave_up.ts, zone)}: its start limit "
+            "(StartLimitBurst= starts within StartLimitIntervalSec=) was reached."
+        )
     if inc.recovered_ts is not None and inc.recovery_unit:
         load = inc.recovery_load
         how = (
