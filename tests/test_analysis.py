@@ -1499,3 +1499,26 @@ def test_the_limit_advice_points_at_a_queue_advice_only_when_there_is_one() -> N
     facts.host_avail_end_mib = 1_800_000
     rec = unit_memory_limits(facts)
     assert rec is not None and "(above)" not in rec.detail and "still loading" in rec.detail
+
+
+def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
+    """Hung five minutes after an Xid, the server's last words were its watchdog's: the last sign
+    of life is its last batch line, not the watchdog line in the second of the kill."""
+    from postmortem.query import run_named_dicts
+
+    store = Store.memory()
+    store.execute(
+        "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, running_req, queue_req) "
+        "VALUES (1, 1, ?, 'a.service', 'decode', 42, 0)",
+        [T - timedelta(seconds=302)],
+    )
+    for line, kind in ((2, "watchdog"), (3, "sigquit")):
+        store.execute(
+            "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind, message) VALUES (1, ?, ?, 'a.service', ?, 'x')",
+            [line, T, kind],
+        )
+    (row,) = run_named_dicts(
+        store, "last_activity_before", {"unit": "a.service", "before": T, "since": None, "host": None}
+    )
+    assert row["ts"] == T - timedelta(seconds=302)
+    store.close()
