@@ -56,6 +56,34 @@ class Inferred:
     PREVIOUS = "previous"  # the line has no stamp; it took the previous line's time
     DATE = "date"  # time of day only; the date came from an earlier line, --since or the mtime
     GIVEN = "given"  # given on the command line (--at)
+    FILENAME = "filename"  # no time in the record; the date and time in the file's name
+
+
+#: a date and time in a file name: ``nvidia-smi-20250611-032130.txt``, ``smi_2025-06-11T03-21-30Z.log``
+_NAME_STAMP = re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})[T_-]?(\d{2})[-_:]?(\d{2})[-_:]?(\d{2})(Z)?(?!\d)")
+
+
+def name_stamp(path: str, zone: tzinfo) -> datetime | None:
+    """The instant a file's name carries (its local time in ``zone``, or UTC with a ``Z``), or None.
+
+    >>> name_stamp("/logs/nvidia-smi-20250611-032130.txt", UTC).isoformat()
+    '2025-06-11T03:21:30+00:00'
+    >>> name_stamp("smi_2025-06-11T03-21-30Z.log", get_zone("Asia/Tokyo")).isoformat()
+    '2025-06-11T03:21:30+00:00'
+    >>> name_stamp("gpu-12345678901234.csv", UTC) is None, name_stamp("nvidia-smi.txt", UTC) is None
+    (True, True)
+    """
+    m = _NAME_STAMP.search(os.path.basename(path))
+    if m is None:
+        return None
+    try:
+        y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+        naive = datetime(y, mo, d, h, mi, sec)  # noqa: DTZ001 - localised below
+    except ValueError:
+        return None
+    if not 1990 <= naive.year <= 2200:
+        return None
+    return naive.replace(tzinfo=UTC) if m.group(7) else localize(naive, zone)
 
 
 # --------------------------------------------------------------------------- zones

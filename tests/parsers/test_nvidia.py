@@ -717,3 +717,15 @@ def test_table_old_process_row_without_gi_ci() -> None:
     assert procs(out) == [(1234, "python", 500, "C")]
     [s] = records_of(out, GpuSample)
     assert (s.name, s.temp_c, s.power_w, s.util_gpu_pct, s.pstate) == ("GeForce GTX 108...", 35, 10, 1, "P8")
+
+
+def test_a_snapshot_without_a_time_takes_the_one_in_its_file_name() -> None:
+    """``nvidia-smi > nvidia-smi-20250611-032130.txt`` after a GPU fell off the bus prints only
+    'Unable to determine the device handle …' — no date line. The time in the name (in --tz) is
+    the snapshot's; a copied file's mtime is the copy's (it fell outside every window)."""
+    text = "Unable to determine the device handle for GPU0000:9A:00.0: Unknown Error\n"
+    out, _ = parse("nvidia-smi-table", text, tz="UTC", path="/logs/nvidia-smi-20250611-032130.txt")
+    errors = [r for r in out if getattr(r, "ts_inferred", None) is not None]
+    assert errors and {(r.ts, r.ts_inferred) for r in errors} == {(utc(2025, 6, 11, 3, 21, 30), "filename")}
+    out, _ = parse("nvidia-smi-table", text, tz="UTC", path="/logs/nvidia-smi.txt")
+    assert {r.ts_inferred for r in out if getattr(r, "ts_inferred", None) is not None} == {"mtime"}

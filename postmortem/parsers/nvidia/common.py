@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from ...records import GpuEvent
-from ...timeutil import Inferred, epoch_seconds, localize, parse_ctime, parse_iso, zone_for_word
+from ...timeutil import Inferred, epoch_seconds, localize, name_stamp, parse_ctime, parse_iso, zone_for_word
 from ..base import ParseContext
 
 # --------------------------------------------------------------------------- bus ids
@@ -176,9 +176,14 @@ NO_STAMP = Stamp(None, None, None)
 
 
 def context_stamp(ctx: ParseContext) -> Stamp:
-    """The time of a snapshot that prints none: ``--at`` ('given'), else the file's mtime."""
+    """The time of a snapshot that prints none: ``--at`` ('given'), else a date and time in the
+    file's name (``nvidia-smi-20250611-032130.txt``, in ``--tz``: 'filename'), else the file's
+    mtime (a copied file's is the copy's)."""
     if ctx.at is not None:
         return Stamp(ctx.at, None, Inferred.GIVEN)
+    named = name_stamp(ctx.path, ctx.zone)
+    if named is not None:
+        return Stamp(named, None, Inferred.FILENAME)
     if ctx.mtime is not None:
         return Stamp(ctx.mtime, None, Inferred.MTIME)
     return NO_STAMP
