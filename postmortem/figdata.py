@@ -52,6 +52,8 @@ class MemoryData:
     #: automatic restart begun in between, if any (the memory after the kill comes from them)
     restart_start: datetime | None = None
     recovery_start: tuple[datetime, str] | None = None
+    #: the GPU fault (NVIDIA Xid) the incident's cause names, with its label
+    gpu_fault: tuple[datetime, str] | None = None
 
 
 @dataclass
@@ -118,8 +120,16 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
     if rec is not None and rec.start_ts is not None and inc.ts is not None and rec.start_ts > inc.ts:
         data.recovery_start = (local(rec.start_ts, zone), f"{rec.unit or 'service'} started")
     restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
-    if restart is not None and (rec is None or rec.start_ts is None or restart < rec.start_ts):
+    refused = restart is not None and any(
+        ev.kind == "start_limit_hit" and ev.unit == inc.unit and 0 <= (ev.ts - restart).total_seconds() <= 5
+        for ev in tl.events
+    )  # the start limit turned it down: nothing started
+    if restart is not None and not refused and (rec is None or rec.start_ts is None or restart < rec.start_ts):
         data.restart_start = local(restart, zone)
+    xid = next((e for e in inc.evidence if e.kind == "xid" and e.ts is not None), None)
+    if xid is not None and xid.ts is not None:
+        bus = xid.raw.get("bus_id")
+        data.gpu_fault = (local(xid.ts, zone), f"Xid {xid.raw.get('xid')}" + (f" (GPU {bus})" if bus else ""))
     if tl.host_points:
         data.host_used = _series([(t, (tot - a) / GIB) for t, a, tot in tl.host_points], zone)
         data.host_total_gib = max(tot for _, _, tot in tl.host_points) / GIB

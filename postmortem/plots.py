@@ -184,9 +184,15 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                 ax2 = ax.twinx()
                 times, queued = data.queued
                 ax2.plot(*_gapped(times, queued), color="#ef6c00", linewidth=1, label="queued requests")
+                if not any(queued):  # nothing queued: the line at the bottom, not mid-panel
+                    ax2.set_ylim(0, 1)
+                    ax2.set_yticks([0])
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
             ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
+        if data.gpu_fault is not None:
+            at, label = data.gpu_fault
+            ax.axvline(_xs([at])[0], color="#6a1b9a", linewidth=1.2, linestyle="-.", label=label)
         _mark(ax, data.kill, KILL_COLOR, "kill")
         if data.restart_start is not None:
             ax.axvline(

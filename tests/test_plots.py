@@ -133,3 +133,37 @@ def test_a_damaged_figure_is_drawn_again(tmp_path: Path) -> None:
     assert figkeys.recorded(path) is None
     plots.trend_figure({"a.service": [(day, 1.0)]}, path, "n", "Kills")
     assert path.read_bytes() == data
+
+
+def test_the_memory_figure_marks_the_gpu_fault_and_no_refused_restart() -> None:
+    """An Xid that became the cause is marked (it was not, and a GPU's line just stopped); a
+    restart the start limit refused started nothing and is not marked 'automatic restart'."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Evidence, Incident
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+    from postmortem.figdata import memory_data
+
+    kill = datetime(2025, 6, 11, 3, 17, 45, tzinfo=UTC)
+    xid = Evidence(
+        "xid", kill - timedelta(minutes=5), 2, 69, "GPU has fallen off the bus.", "h", None,
+        {"xid": 79, "bus_id": "0000:9a:00"},
+    )  # fmt: skip
+    inc = Incident(1, "h", kill, "a.service", "gpu_fault", 0.85, evidence=[xid])
+    tl = Timeline(
+        kill_ts=kill, start=kill - timedelta(minutes=30), end=kill + timedelta(minutes=10), bucket_s=30
+    )
+    tl.host_points = [(kill - timedelta(minutes=1), 100 * 2**30, 200 * 2**30)]
+    restart = kill + timedelta(seconds=30)
+    tl.events = [
+        TimelineEvent(restart + timedelta(seconds=1), "systemd", "a.service", "start_limit_hit", "x", 2, 90)
+    ]
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.restarts = [{"ts": restart, "source_id": 2, "line_no": 89, "restart_count": 3}]
+    data = memory_data(facts, UTC)
+    assert data is not None
+    # the figure's axis reads wall-clock times of the zone (naive)
+    assert data.gpu_fault == ((kill - timedelta(minutes=5)).replace(tzinfo=None), "Xid 79 (GPU 0000:9a:00)")
+    assert data.restart_start is None
+    tl.events = []
+    data = memory_data(facts, UTC)
+    assert data is not None and data.restart_start == restart.replace(tzinfo=None)
