@@ -124,7 +124,11 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         ev.kind == "start_limit_hit" and ev.unit == inc.unit and 0 <= (ev.ts - restart).total_seconds() <= 5
         for ev in tl.events
     )  # the start limit turned it down: nothing started
-    if restart is not None and not refused and (rec is None or rec.start_ts is None or restart < rec.start_ts):
+    if (
+        restart is not None
+        and not refused
+        and (rec is None or rec.start_ts is None or restart < rec.start_ts)
+    ):
         data.restart_start = local(restart, zone)
     xid = next((e for e in inc.evidence if e.kind == "xid" and e.ts is not None), None)
     if xid is not None and xid.ts is not None:

@@ -236,3 +236,12 @@ def test_an_sglang_log_in_another_zone_does_not_move_the_hosts_nvidia_smi(tmp_pa
     assert shifts["nvidia-smi-gpu.csv"] is None and shifts["nvidia-smi-apps.csv"] is None
     (report,) = (tmp_path / "reports").glob("*.service.md")
     assert "GPU memory released on all 8 GPUs" in report.read_text()
+
+
+def test_the_report_sets_the_killed_runs_settings_beside_the_recoverys(built: tuple[Path, object]) -> None:
+    """What changed between the run that died and the one that brought service back (a rolled
+    back setting, a fallback without speculative decoding) is the first question of a review."""
+    text = built[1].reports[0].read_text()  # type: ignore[attr-defined]
+    assert "| Setting | Killed run | `sglang-k26.service` | Changed |" in text
+    assert "| `speculative_algorithm` | `EAGLE3` | `—` | yes |" in text
+    assert "| `model_path` | `/models/Kimi-K2.6` | `/models/Kimi-K2.6` | |" in text

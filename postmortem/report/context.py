@@ -233,6 +233,10 @@ class IncidentReport:
     gaps: list[GapRow]
     offsets: list[OffsetRow]
     parse_issue_reasons: list[IssueReasonRow]
+    #: the run that brought service back, when its settings differ from the killed run's: the
+    #: value of each setting ``config`` shows (``—``: not set), and its unit
+    recovery_config: dict[str, str] = dataclasses.field(default_factory=dict)
+    recovery_config_unit: str = ""
 
 
 @dataclass
@@ -842,6 +846,14 @@ _CONFIG_KEYS = (
 )
 
 
+def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
+    """The settings a report shows of a run's ``server_configs`` row."""
+    cfg = cfg or {}
+    rows = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
+    rows.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw")).items()})
+    return rows
+
+
 def _hicache_args(raw: str | None) -> dict[str, str]:
     """The hierarchical KV cache's settings, when the run had it on (its host pools are host
     memory the other settings do not show)."""
@@ -974,8 +986,12 @@ def incident_report(
                     tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
             loads.append(_load_row(ld, tag, st, sources))
     cfg = facts.config or {}
-    config = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
-    config.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw")).items()})
+    config = _config_rows(facts.config, clean)
+    then = _config_rows(facts.recovery_config, clean)
+    recovery_config: dict[str, str] = {}
+    if facts.recovery_config is not None and then != config:
+        recovery_config = {k: then.get(k, "—") for k in [*config, *(k for k in then if k not in config)]}
+        config = {k: config.get(k, "—") for k in recovery_config}
     host = clean.host(inc.host) or "unknown-host"
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
@@ -1019,6 +1035,8 @@ def incident_report(
         load_summaries=sums,
         loads_figure=loads_figure,
         config=config,
+        recovery_config=recovery_config,
+        recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
         recommendations=recs,
         action_items=[clean(x) for x in action_items(inc, recs)],
         sources=source_rows(sources, inc.ts, clean),
