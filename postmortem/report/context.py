@@ -985,7 +985,6 @@ def incident_report(
                 else:
                     tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
             loads.append(_load_row(ld, tag, st, sources))
-    cfg = facts.config or {}
     config = _config_rows(facts.config, clean)
     then = _config_rows(facts.recovery_config, clean)
     recovery_config: dict[str, str] = {}
