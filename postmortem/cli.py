@@ -714,6 +714,27 @@ def collect(
         typer.echo(line)
 
 
+def _stop_on_signals() -> list[tuple[str, int]]:
+    """SIGTERM (systemctl stop, ``timeout``) and SIGHUP (a dropped ssh session) end a command
+    the way Ctrl-C does — the load under way rolled back — rather than at once, leaving it for
+    the next writer to clean up. Returns the list the handler puts (name, number) in."""
+    import signal
+
+    got: list[tuple[str, int]] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        if not got:
+            got.append((signal.Signals(signum).name, signum))
+        raise KeyboardInterrupt
+
+    import contextlib
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread, or not settable here
+            signal.signal(sig, stop)
+    return got
+
+
 def _environmental(exc: Exception) -> bool:
     """A DuckDB error about the store file itself (corrupt blocks, I/O), not about our SQL."""
     module = type(exc).__module__ or ""
@@ -739,9 +760,13 @@ def main(argv: list[str] | None = None) -> None:
     from .startup import probe_after_pyarrow
 
     probe_after_pyarrow()
+    stopped = _stop_on_signals()
     try:
         rv = app(args=argv, standalone_mode=False)
-        if rv == 130:  # typer's answer to Ctrl-C (no command returns it)
+        if rv == 130:  # typer's answer to Ctrl-C (no command returns it), or to our SIGTERM/SIGHUP
+            if stopped:
+                typer.echo(f"Error: stopped by {stopped[0][0]}", err=True)
+                sys.exit(128 + stopped[0][1])
             typer.echo("Error: interrupted", err=True)
         sys.exit(rv if isinstance(rv, int) else 0)
     except PostmortemError as exc:
@@ -757,6 +782,9 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("Error: aborted", err=True)
         sys.exit(int(ExitCode.ERROR))
     except KeyboardInterrupt:
+        if stopped:
+            typer.echo(f"Error: stopped by {stopped[0][0]}", err=True)
+            sys.exit(128 + stopped[0][1])
         typer.echo("Error: interrupted", err=True)
         sys.exit(130)
     except OSError as exc:

@@ -250,3 +250,28 @@ def test_a_full_disk_under_the_store_is_the_machines_answer_not_a_bug() -> None:
     )
     assert _environmental(full) and _environmental(invalidated)
     assert not _environmental(duckdb.BinderException('Referenced column "x" not found'))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_during_ingest_rolls_back_and_says_so(tmp_path: Path, sig: signal.Signals) -> None:
+    """systemctl stop, `timeout`, a dropped ssh session: the load under way is rolled back, as on
+    Ctrl-C, with one line and 128 + the signal's number — it died at once and silently, leaving
+    its partial rows for the next writer."""
+    log = tmp_path / "sglang-big.log"
+    _sglang_log(log, 600_000)
+    db = tmp_path / "pm.duckdb"
+    env = {**os.environ, "POSTMORTEM_COMMIT_ROWS": "20000"}
+    cmd = [sys.executable, "-m", "postmortem", "ingest", str(log), "--tz", "UTC", "--db", str(db)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        if db.exists() and db.stat().st_size > 2_000_000:
+            break
+    assert proc.poll() is None, "ingest finished before it could be stopped; make the file bigger"
+    os.kill(proc.pid, sig)
+    _out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (128 + sig, f"Error: stopped by {sig.name}\n"), err
+    store = Store.open_readonly(db)
+    assert store.interrupted() == [] and store.count("sources") == 0
+    store.close()
