@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error (one ``Error: …`` line on stderr), 2 usage. Tracebac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -727,8 +728,6 @@ def _stop_on_signals() -> list[tuple[str, int]]:
             got.append((signal.Signals(signum).name, signum))
         raise KeyboardInterrupt
 
-    import contextlib
-
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread, or not settable here
             signal.signal(sig, stop)
@@ -757,10 +756,21 @@ def _environmental(exc: Exception) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
+    import signal
+
     from .startup import probe_after_pyarrow
 
     probe_after_pyarrow()
-    stopped = _stop_on_signals()
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        _run(argv, _stop_on_signals())
+    finally:  # a caller's own handlers (a test run, a library use) come back
+        for sig, handler in before.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+
+
+def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
         if rv == 130:  # typer's answer to Ctrl-C (no command returns it), or to our SIGTERM/SIGHUP
