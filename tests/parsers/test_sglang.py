@@ -1358,3 +1358,16 @@ def test_hicaches_host_pool_is_an_event_with_its_size() -> None:
     events = [e for e in records_of(out, SglangEvent) if e.kind == "hicache_host_alloc"]
     assert [(e.ranks, e.mem_usage_gb) for e in events] == [("TP0", 117.0), ("TP1", 117.0)]
     assert ctx.parsed_lines == 2
+
+
+def test_a_lone_oom_exception_line_is_an_exception_and_a_cuda_oom() -> None:
+    """A pasted tail whose traceback frames were lost still ends in the exception line: it is an
+    ``exception`` event (as the schema says of a lone ``XxxError:`` line) as well as a CUDA OOM."""
+    text = (
+        "[2025-11-03 10:00:00 TP0] Load weight begin. avail mem=23.10 GB\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB. GPU 0 has a total "
+        "capacity of 23.52 GiB of which 13.00 MiB is free.\n"
+    )
+    out, _ = parse_text("sglang", text, tz="UTC")
+    kinds = [e.kind for e in records_of(out, SglangEvent)]
+    assert kinds == ["load_weight_begin", "exception", "cuda_oom"]

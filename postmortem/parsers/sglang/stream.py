@@ -719,6 +719,12 @@ class SglangStream:
         if st is not None:
             return st
         if has_oom(msg):
+            if self._tb is None and M.EXCEPTION_LINE.match(msg):
+                # a traceback's last line whose frames were lost (a cut excerpt, a pasted
+                # tail): the exception and its CUDA OOM, as for a whole traceback
+                self._open_tb(line_no, None)
+                self._tb_exception(line_no, msg)
+                return PARSED
             self._cuda_oom(line_no, msg, self._meta(), self._phase_now())
             return PARSED
         return None
