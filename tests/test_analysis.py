@@ -1522,3 +1522,24 @@ def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
     )
     assert row["ts"] == T - timedelta(seconds=302)
     store.close()
+
+
+def test_gpu_memory_held_by_processes_systemd_could_not_end_names_them() -> None:
+    from postmortem.analysis.facts import GpuRelease, IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import verify_gpu_freed
+    from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+    inc = Incident(1, "h", T, "sglang-a.service", "gpu_fault", 0.85)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    tl.events = [
+        TimelineEvent(
+            T + timedelta(seconds=180), "systemd", "sglang-a.service", "left_running",
+            "a.service: Unit process 31878 (sglang::schedul) remains running after unit stopped.", 2, 110,
+        )
+    ]  # fmt: skip
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_release = [GpuRelease("GPU 2", 76530, 76530, None, False, None)]
+    rec = verify_gpu_freed(facts)
+    assert rec is not None and "systemd could not end pid 31878 (sglang::schedul)" in rec.detail
+    assert [(r.source_id, r.line_no) for r in rec.evidence] == [(2, 110)]

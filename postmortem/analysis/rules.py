@@ -8,6 +8,7 @@ behaviour was not observed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -19,6 +20,7 @@ from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
 from .model import Recommendation, SourceRef, is_service
 from .summary import retraction_words
+from .timeline import TimelineEvent
 
 Rule = Callable[[IncidentFacts], Recommendation | None]
 RULES: list[tuple[str, Rule]] = []
@@ -592,12 +594,21 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
                 f"Used memory stayed up on {on} after the server died: {names} held it (see above), "
                 "not the server's own processes.",
             )
+        stuck = _left_running(f)
         return Recommendation(
             "verify_gpu_freed",
             "high",
             "GPU memory did not drop after the kill",
-            f"Used memory stayed up on {on} after the processes died. Verify with nvidia-smi before "
-            "starting a replacement.",
+            f"Used memory stayed up on {on} after the processes died. "
+            + (
+                f"systemd could not end {', '.join(name for name, _ in stuck[:6])}: they remain "
+                "running after the unit stopped — stuck in the kernel, usually in the GPU driver — and "
+                "hold that memory; only a GPU reset or a reboot frees it. "
+                if stuck
+                else ""
+            )
+            + "Verify with nvidia-smi before starting a replacement.",
+            [SourceRef(e.source_id, e.line_no) for _, e in stuck[:1]],
         )
     freed = [g for g in f.gpu_release if g.freed]
     if freed and gpu_workload(f):
@@ -621,6 +632,21 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "--format=csv` before starting a replacement, and keep a `--query-gpu … -l 5` loop running.",
         )
     return None
+
+
+def _left_running(f: IncidentFacts) -> list[tuple[str, TimelineEvent]]:
+    """The unit's processes systemd reported still running after it stopped: ``pid (name)``."""
+    inc = f.incident
+    out = []
+    for ev in f.timeline.events:
+        if ev.kind == "left_running" and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
+            m = _LEFT_RUNNING.search(ev.message)
+            if m is not None:
+                out.append((f"pid {m.group(1)} ({m.group(2)})", ev))
+    return out
+
+
+_LEFT_RUNNING = re.compile(r"Unit process (\d+) \((.*?)\) remains running")
 
 
 def _at_most(mib: float) -> str:

@@ -114,6 +114,15 @@ WORDING = [
         (U, "killing", None, "SIGKILL", None, None),
     ),
     (f"{U}: State 'stop-sigterm' timed out. Killing.", (U, "timeout", None, "stop-sigterm", "timeout", None)),
+    # a stop that could not end a process stuck in the kernel (v237+)
+    (
+        f"{U}: Unit process 31878 (sglang::schedul) remains running after unit stopped.",
+        (U, "left_running", None, "31878 (sglang::schedul)", None, None),
+    ),
+    (
+        f"{U}: Processes still around after final SIGKILL. Entering failed mode.",
+        (U, "left_running", None, None, None, None),
+    ),
     (f"{U}: Watchdog timeout (limit 3min)!", (U, "watchdog", None, None, "watchdog", None)),
     # job messages: plain description and the combined form (v249+)
     ("Starting SGLang demo server...", (None, "starting", None, None, None, None)),
