@@ -754,6 +754,9 @@ def test_store_problems_are_one_line_errors(cli: Any, tmp_path: Path) -> None:
     sqlite3.connect(lite).execute("CREATE TABLE t (x)").connection.commit()
     r = cli("sources", "--db", lite)
     assert (r.code, r.err) == (1, f"Error: {lite}: a SQLite database, not a postmortem store\n")
+    # a store path under a file
+    r = cli("ingest", DMESG, "--db", DMESG / "pm.duckdb")
+    assert (r.code, r.err) == (1, f"Error: {DMESG / 'pm.duckdb'}: {DMESG} is a file, not a directory\n")
     # an output path that is a file: the OS's answer, one line
     assert cli("ingest", DMESG, "--db", tmp_path / "pm.duckdb").code == 0
     r = cli("export", "--parquet", DMESG, "--db", tmp_path / "pm.duckdb")

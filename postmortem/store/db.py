@@ -71,6 +71,9 @@ class Store:
             parent = Path(path).parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError as exc:  # a file where a directory of the path should be
+                where = next((p for p in (parent, *parent.parents) if p.is_file()), parent)
+                raise StoreError(f"{path}: {where} is a file, not a directory") from exc
             except OSError as exc:
                 raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
