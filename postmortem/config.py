@@ -113,6 +113,11 @@ def load_config(directory: Path | None = None) -> Config:
         logs = [logs]
     if not isinstance(logs, list) or not all(isinstance(x, str) for x in logs):
         raise UsageError(f"{where}: 'logs' must be a list of paths")
+    if "logs" in defaults and not any(x.strip() for x in logs):
+        # it would fall back to sample_logs/: on a real host, 'no such file or directory'
+        raise UsageError(f"{where}: 'logs' is empty; list the log paths, or remove the key and pass --logs")
+    if "out" in defaults and not str(defaults["out"]).strip():
+        raise UsageError(f"{where}: 'out' is empty; name the reports' directory, or remove the key")
     base = path.parent
     hints = []
     for i, item in enumerate(data.get("sources", [])):

@@ -1012,6 +1012,9 @@ def test_a_walk_skips_what_it_cannot_read_or_what_went_away_and_reads_the_rest(
         ('[[sources]]\npath = "*.log"\ntimezone = "UTC"\n', "unknown key 'timezone' in [[sources]] entry 1"),
         ('[defaults]\ndatabase = "x.duckdb"\n', "unknown key 'database' in [defaults]"),
         ('[default]\ndb = "x.duckdb"\n', "unknown key 'default' at the top level"),
+        # empty values fell back to sample_logs/ and reports/ without a word
+        ("[defaults]\nlogs = []\n", "'logs' is empty; list the log paths"),
+        ('[defaults]\nout = ""\n', "'out' is empty"),
     ],
 )
 def test_a_mistyped_configuration_key_is_an_error(
