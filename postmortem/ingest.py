@@ -270,7 +270,7 @@ def _ingest_inputs(
             reason = item.error or (
                 "empty file, nothing to ingest"
                 if empty
-                else ("format not recognised (use --format NAME to force one)")
+                else _utf16_hint(item.head.data) or "format not recognised (use --format NAME to force one)"
             )
             summary.files.append(_not_ingested(item.inp, reason))
             if item.error is None:  # not recognised (no format forced): by content alone
@@ -287,6 +287,21 @@ def _ingest_inputs(
             )
         summary.files.append(result)
     return summary
+
+
+def _utf16_hint(data: bytes) -> str | None:
+    """UTF-16 text (PowerShell's ``>``, some Windows tools): not recognised, and why.
+
+    >>> _utf16_hint("Mar 14 h x: y".encode("utf-16")), _utf16_hint(b"plain")
+    ('UTF-16 text, not UTF-8: convert it first (iconv -f UTF-16 -t UTF-8 FILE > FILE.txt)', None)
+    """
+    head = data[:4096]
+    bom = head.startswith((b"\xff\xfe", b"\xfe\xff"))
+    half = len(head) // 2
+    text = sum(32 <= b < 127 or b in (9, 10, 13) for b in head[0::2])  # little-endian ASCII
+    if bom or (half >= 32 and head[1::2].count(0) > 0.9 * half and text > 0.9 * half):
+        return "UTF-16 text, not UTF-8: convert it first (iconv -f UTF-16 -t UTF-8 FILE > FILE.txt)"
+    return None
 
 
 def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int | None:

@@ -293,6 +293,13 @@ def test_random_bytes_and_empty_file(cli: Any, tmp_path: Path) -> None:
     assert r.err.startswith("Error: ")
     assert f"{rnd}: error — format not recognised" in r.out
     assert f"{empty}: error — empty file, nothing to ingest" in r.out
+    # UTF-16 (PowerShell's `>`): said so, with the conversion; zeros alone are not text
+    u16, zeros = tmp_path / "dmesg-u16.txt", tmp_path / "zeros.bin"
+    u16.write_bytes(DMESG.read_text().encode("utf-16"))
+    zeros.write_bytes(bytes(5000))
+    r = cli("ingest", u16, zeros, "--db", tmp_path / "pm.duckdb")
+    assert f"{u16}: error — UTF-16 text, not UTF-8: convert it first (iconv" in r.out, r
+    assert f"{zeros}: error — format not recognised" in r.out, r
 
 
 def test_directory_without_logs(cli: Any, tmp_path: Path) -> None:
