@@ -58,6 +58,7 @@ _BEGIN_KINDS = frozenset({"init_dist_begin", "load_weight_begin"})
 _STARTUP_KINDS = frozenset(
     {
         "init_dist_begin",
+        "init_dist_end",  # a log cut before its begin starts here
         "load_weight_begin",
         "load_weight_end",
         "kv_cache_allocated",

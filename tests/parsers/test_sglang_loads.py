@@ -273,3 +273,21 @@ def test_derive_inside_a_transaction_and_again() -> None:
 def test_no_sglang_no_loads() -> None:
     store = Store.memory()
     assert derive_service_loads(store) == 0
+
+
+def test_a_log_cut_after_init_begin_starts_its_load_at_its_first_startup_line(tmp_path: Path) -> None:
+    """A TP8 log whose first lines are the ranks' 'Init torch distributed ends': the load starts
+    there, not one second and nine lines later at 'Load weight begin'."""
+    log = tmp_path / "llm.log"
+    log.write_text(
+        "".join(
+            f"[2025-10-16 09:06:09 TP{r}] Init torch distributed ends. mem usage=0.94 GB\n" for r in range(8)
+        )
+        + "[2025-10-16 09:06:10 TP0] Load weight begin. avail mem=78.50 GB\n"
+        + "[2025-10-16 09:07:10 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=40.69 GB, mem usage=36.73 GB.\n"
+    )
+    store = _ingest([log])
+    (load,) = loads(store)
+    assert (load["start"], load["start_line"]) == ("2025-10-16 09:06:09.000000", 1), load
+    store.close()
