@@ -94,6 +94,12 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
     """Write the store under ``directory``: a new or empty directory, or an earlier export,
     whose table directories are replaced (rows of days no longer in the store included)."""
     if directory.is_dir() and any(directory.iterdir()) and not (directory / MANIFEST).is_file():
+        names = {p.name for p in directory.iterdir()}
+        if names <= set(store.table_names()):  # only table directories: an export cut short
+            raise InputError(
+                f"{directory}: an export that did not finish (its table directories, no {MANIFEST}); "
+                "remove it and export again"
+            )
         raise InputError(
             f"{directory}: not empty and not a postmortem export (no {MANIFEST}); export into a "
             "new or empty directory"

@@ -117,6 +117,12 @@ def test_export_refuses_a_directory_holding_something_else(cli: Any, tmp_path: P
     assert r.code == 1
     assert "not empty and not a postmortem export" in r.err
     assert (other / "cat.jpg").exists()
+    # an export killed before its manifest: table directories only — said so
+    cut = tmp_path / "cut"
+    (cut / "sources").mkdir(parents=True)
+    (cut / "kernel_messages").mkdir()
+    r = cli("export", "--parquet", cut, "--db", a)
+    assert r.code == 1 and "an export that did not finish" in r.err and "remove it and export again" in r.err
 
 
 def test_a_later_export_of_a_grown_file_replaces_the_merged_one(cli: Any, tmp_path: Path) -> None:
