@@ -278,7 +278,7 @@ def _stopped_to_start(facts: IncidentFacts) -> None:
     deploy): the service was out from that stop, not from the kill."""
     inc, tl = facts.incident, facts.timeline
     load = inc.killed_load
-    if load is None or load.start_ts is None or load.ready_ts is not None or load.outcome == "ready":
+    if load is None or load.start_ts is None or not load.never_ready:
         return
     start = load.start_ts
     stops = [

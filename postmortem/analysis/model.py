@@ -86,6 +86,11 @@ class Load:
     start_source: str | None = None
     ready_source: str | None = None
 
+    @property
+    def never_ready(self) -> bool:
+        """It died (or the data ends) before it was ready: it served nothing."""
+        return self.ready_ts is None and self.outcome != "ready"
+
 
 @dataclass
 class Incident:

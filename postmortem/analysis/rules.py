@@ -188,7 +188,7 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
 def _while_loading(f: IncidentFacts) -> bool:
     """Whether the killed run died before it was ready (it never served)."""
     load = f.incident.killed_load
-    return load is not None and load.ready_ts is None and load.outcome != "ready"
+    return load is not None and load.never_ready
 
 
 def _bigger_consumer(f: IncidentFacts) -> Consumer | None:

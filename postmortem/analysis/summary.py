@@ -87,7 +87,7 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
     load = inc.killed_load
     # a start that never became ready was not killed in service: it failed while loading
-    loading = load is not None and load.ready_ts is None and load.outcome != "ready"
+    loading = load is not None and load.never_ready
     verb, by = ("failed while loading", ", ended by") if loading else ("was killed", " by")
     if inc.cause == "crash":
         verb, by = ("failed while loading" if loading else "crashed"), ", stopped by"
