@@ -8,12 +8,12 @@ behaviour was not observed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
+from ..parsers.journal.systemd import LEFT_RUNNING
 from ..parsers.sglang.args import parse_server_args
 from .facts import Consumer, IncidentFacts
 from .incidents import GPU_FAULT_XIDS, limit_setting
@@ -640,13 +640,10 @@ def _left_running(f: IncidentFacts) -> list[tuple[str, TimelineEvent]]:
     out = []
     for ev in f.timeline.events:
         if ev.kind == "left_running" and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
-            m = _LEFT_RUNNING.search(ev.message)
+            m = LEFT_RUNNING.match(ev.message.partition(": ")[2])
             if m is not None:
                 out.append((f"pid {m.group(1)} ({m.group(2)})", ev))
     return out
-
-
-_LEFT_RUNNING = re.compile(r"Unit process (\d+) \((.*?)\) remains running")
 
 
 def _at_most(mib: float) -> str:

@@ -191,7 +191,7 @@ _RESTART_COUNTER = re.compile(
 _OOMD_UNIT = re.compile(r"^systemd-oomd killed (\d+|some) process\(es\) in this unit\.$")
 _KILLING = re.compile(r"^Killing process (\d+) \((.*)\) with signal (SIG\w+)\.$")
 #: a process the stop could not end (stuck in the kernel: a GPU driver call): v237+ wording
-_LEFT_RUNNING = re.compile(r"^Unit process (\d+) \((.*)\) remains running after unit stopped\.$")
+LEFT_RUNNING = re.compile(r"^Unit process (\d+) \((.*)\) remains running after unit stopped\.$")
 _STATE_TIMEOUT = re.compile(r"^State '([\w-]+)' timed out\. ?(.*)$")
 _WATCHDOG = re.compile(r"^Watchdog timeout \(limit (.+)\)!$")
 
@@ -276,7 +276,7 @@ def _unit_body(unit: str, body: str) -> Lifecycle | None:
         if m:
             return Lifecycle(unit, "killing", status=m.group(3))
     if body.startswith("Unit process "):
-        m = _LEFT_RUNNING.match(body)
+        m = LEFT_RUNNING.match(body)
         if m:
             return Lifecycle(unit, "left_running", status=f"{m.group(1)} ({m.group(2)})")
     if body.startswith("Processes still around after final SIGKILL"):
