@@ -285,3 +285,26 @@ def test_lines_after_a_dropped_overlong_line_keep_their_numbers() -> None:
         rows = [r for o in out if isinstance(o, TableBatch) for r in o.data.to_pylist()]
         assert {r["line_no"]: r["message"] for r in rows}[52] == "line 52"
         assert sorted(r["line_no"] for r in rows) == [*range(1, 51), *range(52, 102)]
+
+
+def test_a_host_less_line_that_starts_a_stream_is_seen_before_the_next_lines_are_counted() -> None:
+    """Found by the property test: a host-less SGLang line (per-line path) starts the stream and
+    the next line of the same process (vectorised, no '[') was counted against the check budget
+    in bulk before it — its 'Exit code: -9' was lost. The per-line path stores the event."""
+    text = "\n".join(
+        [
+            "Sat 2025-03-15 03:22:54 UTC h1 CRON[102]: (root) CMD (healthcheck)",
+            "Sat 2025-03-15 03:22:55 UTC python3[4242]: [2025-03-15 03:22:54 TP0] "
+            + _DECODE.format(a=1, b=2, c=3, d=4, e=5),
+            "Sat 2025-03-15 03:22:56 UTC h2 python3[4242]: Exit code: -9",
+            "Sat 2025-03-15 03:22:58 UTC h1 python3[4242]: [2025-03-15 03:22:58] INFO:     "
+            '10.0.0.5:673289 - "POST /generate HTTP/1.1" 200 OK',
+        ]
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vector, "MIN_LINES", 0)
+        fast, fast_counts, _ = _run(text, True, 2)
+        slow, slow_counts, _ = _run(text, False, 2)
+    assert fast_counts == slow_counts
+    assert fast == slow
+    assert any('"kind": "scheduler_killed"' in row for row in fast)

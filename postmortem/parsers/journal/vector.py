@@ -478,8 +478,9 @@ class VectorShort:
             light = None
             if tix_all is not None and any(lim > 0 for lim in limits):
                 light = _not_sglang(pa, pc, np, message, tix_ok, routed_pos, ids, units, limits)
-                if light is not None:
-                    # keys whose every routed line here is such a line: counted at once
+                # keys whose every routed line here is such a line: counted at once — unless a
+                # line of this chunk's per-line path (host-less, odd) may start a stream first
+                if light is not None and not any("[" in line for line in rest_lines):
                     bulk = _bulk_checks(sink, np, tix_ok[routed_pos], light, (ids, pids, units, limits))
                     if bulk is not None:
                         routed_pos, light = routed_pos[~bulk], light[~bulk]
