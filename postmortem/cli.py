@@ -1,12 +1,13 @@
 """The command line: options → one library call → exit code. No SQL, no parsing here.
 
-Exit codes: 0 ok, 1 error (one ``Error: …`` line on stderr), 2 usage. Tracebacks only with
-``--debug``.
+Exit codes: 0 ok, 1 error (one ``Error: …`` line on stderr), 2 usage, 141 the reader of the
+output went away (``| head``). Tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import traceback
@@ -37,6 +38,32 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+
+STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a C tool cut off by `| head`
+
+
+def _command(func: Callable[..., None]) -> Callable[..., None]:
+    """``app.command()``, and a reader that stops early (``| head``) ends the command quietly.
+
+    typer's own answer to a broken pipe is a silent exit 1, which a script cannot tell from a
+    failure; tools killed by SIGPIPE exit 141, and so does this one. stdout is pointed at
+    /dev/null first so the interpreter's last flush has nowhere to fail.
+    """
+
+    @functools.wraps(func)
+    def run(*args: object, **kwargs: object) -> None:
+        try:
+            func(*args, **kwargs)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, sys.stdout.fileno())
+                os.close(null)
+            raise typer.Exit(STDOUT_CLOSED) from None
+
+    app.command()(run)
+    return func
 
 
 def _not_empty(value: str | None) -> str | None:
@@ -209,7 +236,7 @@ def _progress_printer() -> Callable[[str, int, int | None], None]:
     return update
 
 
-@app.command()
+@_command
 def ingest(
     paths: Annotated[
         list[str] | None, typer.Argument(help="Files or directories (recursive); '-' reads stdin.")
@@ -313,7 +340,7 @@ def _fail_on_errors(summary: IngestSummary) -> None:
         raise PostmortemError(f"{msg}{more}")
 
 
-@app.command()
+@_command
 def query(
     sql: Annotated[str, typer.Argument(help="One SELECT statement.")],
     db: DbOpt = None,
@@ -336,7 +363,7 @@ def query(
         sys.stdout.write("\n")
 
 
-@app.command()
+@_command
 def sources(db: DbOpt = None, wait: WaitOpt = 0.0) -> None:
     """What was ingested, with counts."""
     from .config import load_config
@@ -350,7 +377,7 @@ def sources(db: DbOpt = None, wait: WaitOpt = 0.0) -> None:
     sys.stdout.write(format_table(result))
 
 
-@app.command()
+@_command
 def export(
     parquet: Annotated[
         str, typer.Option("--parquet", help="Directory for hive-partitioned Parquet (host=/date=).")
@@ -377,7 +404,7 @@ def export(
     )
 
 
-@app.command()
+@_command
 def formats() -> None:
     """List the input formats postmortem recognises."""
     from .parsers import all_parsers
@@ -386,7 +413,7 @@ def formats() -> None:
         typer.echo(f"{name:24} {parser.description}")
 
 
-@app.command()
+@_command
 def build(
     since: Annotated[
         str | None, typer.Option("--since", help="Start of the window (journalctl syntax).")
@@ -478,7 +505,7 @@ def build(
     _fail_on_errors(result.ingest)
 
 
-@app.command()
+@_command
 def incidents(
     since: Annotated[str | None, typer.Option("--since", help="Only incidents after this time.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Only incidents before this time.")] = None,
@@ -532,7 +559,7 @@ def incidents(
     sys.stdout.write(format_table(QueryResult(keep, [tuple(r[i] for i in idx) for r in result.rows])))
 
 
-@app.command()
+@_command
 def timeline(
     incident_id: Annotated[int, typer.Argument(help="Incident number from 'postmortem incidents'.")],
     window: Annotated[str, typer.Option("--window", help="How far before the kill to look.")] = "30min",
@@ -631,7 +658,7 @@ def timeline(
         typer.echo(f"gap: {g.series}: {g.detail}")
 
 
-@app.command()
+@_command
 def trends(
     since: Annotated[str | None, typer.Option("--since", help="Start of the window.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="End of the window.")] = None,
@@ -674,7 +701,7 @@ def trends(
     typer.echo(str(path))
 
 
-@app.command()
+@_command
 def collect(
     since: Annotated[
         str, typer.Option("--since", help="Start of the journal window (journalctl syntax).")

@@ -275,3 +275,19 @@ def test_sigterm_or_sighup_during_ingest_rolls_back_and_says_so(tmp_path: Path, 
     store = Store.open_readonly(db)
     assert store.interrupted() == [] and store.count("sources") == 0
     store.close()
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_a_reader_that_stops_early_ends_the_query_quietly_with_141(tmp_path: Path, fmt: str) -> None:
+    """`postmortem query … | head`: no traceback, no 'Error:' line, and exit 141 as a tool cut off
+    by SIGPIPE — typer's own answer was a silent 1 that a script cannot tell from a failure."""
+    db = tmp_path / "pm.duckdb"
+    Store.open(db).close()
+    cmd = [sys.executable, "-m", "postmortem", "query", "SELECT * FROM range(2000000)", "--db", str(db)]
+    with subprocess.Popen([*cmd, "--format", fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.read(64)
+        proc.stdout.close()  # the reader goes away, as `head -c 64` does
+        err = proc.stderr.read().decode()
+        rc = proc.wait(timeout=60)
+    assert (rc, err) == (141, "") and first
