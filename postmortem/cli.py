@@ -491,7 +491,7 @@ def build(
     )
     result = run_build(options)
     for r in result.ingest.files:
-        if r.status != "unchanged":
+        if r.status != "unchanged" or r.notes:  # a damaged archive says so at every run
             typer.echo(describe_result(r))
     typer.echo(f"{result.incidents} incident(s); reports in {options.out}")
     for p in result.reports:

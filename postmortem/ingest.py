@@ -23,6 +23,7 @@ from .bundle import bundle_options, expand_bundles
 from .config import Config
 from .errors import ArchiveError, InputError, PostmortemError, UsageError
 from .io import (
+    DAMAGE_KEPT,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_RATIO,
     JOURNAL_MAGIC,
@@ -30,6 +31,7 @@ from .io import (
     OverlongLine,
     StreamState,
     compression_of,
+    damage_in,
     iter_blocks,
     iter_lines,
     journalctl_export,
@@ -222,12 +224,19 @@ def _known_summary(known: fileindex.Known) -> IngestSummary:
     """What :func:`_ingest_inputs` reports for these files: the unchanged ones in order, then
     the skipped ones by name (as files without a parser are planned)."""
     summary = IngestSummary(
-        [FileResult(inp.display, "unchanged", source_id=sid) for inp, sid in known.unchanged]
+        [_unchanged_result(inp, sid, known.damaged.get(sid)) for inp, sid in known.unchanged]
     )
     for inp, reason in sorted(known.skipped, key=lambda s: s[0].display):
         summary.files.append(_not_ingested(inp, reason))
         summary.skipped.append((inp, reason))
     return summary
+
+
+def _unchanged_result(inp: InputFile, source_id: int, damage: str | None) -> FileResult:
+    """A stored file that has not changed; one whose archive ended in damage says so again (its
+    first ingest failed on it, and a re-run that only said "unchanged" hid it)."""
+    notes = [f"still {damage}"] if damage else []
+    return FileResult(inp.display, "unchanged", source_id=source_id, notes=notes)
 
 
 def _not_ingested(inp: InputFile, reason: str) -> FileResult:
@@ -244,14 +253,17 @@ def _ingest_inputs(
     # any parser imported: re-ingesting an unchanged tree costs a few queries
     fresh: list[InputFile] = []
     known_roots: set[str] = set()
+    unchanged: list[tuple[InputFile, int]] = []
     for inp in inputs:
         sid = _unchanged(store, inp, _forced(inp, options))
         if sid is None:
             fresh.append(inp)
             continue
-        summary.files.append(FileResult(inp.display, "unchanged", source_id=sid))
+        unchanged.append((inp, sid))
         if inp.root is not None:
             known_roots.add(inp.root)
+    damaged = _damaged(store, [sid for _inp, sid in unchanged])
+    summary.files += [_unchanged_result(inp, sid, damaged.get(sid)) for inp, sid in unchanged]
     _follow_rotations(store, fresh, options)
     planned = _plan(fresh, options)
     roots = {p.inp.root for p in planned if p.inp.root is not None} - known_roots
@@ -316,6 +328,18 @@ def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int |
     if not (size == inp.size and _same_mtime(mtime, inp.mtime)):
         return None
     return None if _other_format(store, sid, forced) else sid
+
+
+def _damaged(store: Store, source_ids: list[int]) -> dict[int, str]:
+    """Of these stored sources, the ones whose archive ended in damage, with that damage."""
+    if not source_ids:
+        return {}
+    rows = store.fetchall(
+        "SELECT source_id, notes FROM sources WHERE source_id IN (SELECT unnest(?)) "
+        "AND contains(notes, ?)",
+        [source_ids, DAMAGE_KEPT],
+    )
+    return {int(sid): d for sid, notes in rows if (d := damage_in(notes))}
 
 
 def _other_format(store: Store, source_id: int, forced: str | None) -> bool:

@@ -12,6 +12,7 @@ import bz2
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -426,13 +427,23 @@ def iter_blocks(
             state.error = _archive_error(inp, state, exc)
 
 
+DAMAGE_KEPT = "the lines before the damage were kept"
+_DAMAGE = re.compile(r"(?:truncated|corrupt) \S+ data after \d+ decompressed bytes \(.*?\); " + DAMAGE_KEPT)
+
+
 def _archive_error(inp: InputFile, state: StreamState, exc: BaseException) -> ArchiveError:
     kind = state.compression or "file"
     what = "truncated" if isinstance(exc, EOFError) else "corrupt"
     return ArchiveError(
-        f"{inp.display}: {what} {kind} data after {state.bytes} decompressed bytes ({exc}); "
-        "the lines before the damage were kept"
+        f"{inp.display}: {what} {kind} data after {state.bytes} decompressed bytes ({exc}); {DAMAGE_KEPT}"
     )
+
+
+def damage_in(notes: str | None) -> str | None:
+    """The sentence of a stored source's ``notes`` that says its archive ended in damage (only
+    the lines before it were read), without the file's name; None when it read to its end."""
+    m = _DAMAGE.search(notes or "")
+    return m.group(0) if m else None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ Files skipped as not a log are otherwise read again on every run, so a skipped v
 to more: the same inode and ctime as well as size and mtime (a copy that keeps the mtime is
 noticed), the same read limits (``--max-bytes``) and the same format detectors (the parsers'
 source files unchanged).
+
+An archive stored up to its damage (a truncated ``.gz``) is listed under ``damaged``, so that an
+unchanged re-run says again what its first ingest failed on.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..io import damage_in
 from .migrations import latest_version
 
 if TYPE_CHECKING:
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
     from .db import Store
 
 #: the index's own format (a file of another format is ignored)
-FORMAT = 2
+FORMAT = 3  # 3: "damaged" (archives stored up to their damage)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
@@ -110,6 +114,8 @@ class Known:
 
     unchanged: list[tuple[InputFile, int]] = field(default_factory=list)
     skipped: list[tuple[InputFile, str]] = field(default_factory=list)
+    #: source id → the damage its archive ended in (only the lines before it are stored)
+    damaged: dict[int, str] = field(default_factory=dict)
 
 
 def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: Limits | None = None) -> None:
@@ -127,7 +133,7 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: L
     try:
         store.execute("CHECKPOINT")
         rows = store.fetchall(
-            "SELECT path, source_id, file_size, epoch_us(file_mtime) FROM sources "
+            "SELECT path, source_id, file_size, epoch_us(file_mtime), notes FROM sources "
             "WHERE status = 'complete' "
             "QUALIFY row_number() OVER (PARTITION BY path ORDER BY source_id DESC) = 1"
         )
@@ -149,7 +155,9 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: L
             "store": ident,
             # the newest complete source of each path, as ingest looks it up (stdin and merged
             # sources have no file size or mtime: null, never unchanged)
-            "files": {str(p): [int(sid), size, us] for p, sid, size, us in rows},
+            "files": {str(p): [int(sid), size, us] for p, sid, size, us, _n in rows},
+            # a stored archive that ended in damage: "unchanged" says so again
+            "damaged": {str(p): d for p, _s, _z, _u, n in rows if (d := damage_in(n))},
             "skipped": skips,
             "skipped_under": {"limits": list(limits or ()), "detectors": _detectors() if skips else ""},
         }
@@ -205,6 +213,9 @@ def lookup(
     files: dict[str, Any] = doc["files"]
     skipped: dict[str, Any] = doc["skipped"]
     under: dict[str, Any] = doc["skipped_under"]
+    damaged = doc.get("damaged")
+    if not isinstance(damaged, dict):
+        damaged = {}
     detectors_checked = False
     known = Known()
     for inp in inputs:
@@ -222,6 +233,9 @@ def lookup(
                 # a format forced now may not be the one it was read in: the store says
                 return None
             known.unchanged.append((inp, entry[0]))
+            damage = damaged.get(inp.key) if entry is files.get(inp.key) else damaged.get(inp.display)
+            if isinstance(damage, str):
+                known.damaged[entry[0]] = damage
             continue
         entry = skipped.get(inp.key)
         if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[4], str):
