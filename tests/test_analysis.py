@@ -1543,3 +1543,38 @@ def test_gpu_memory_held_by_processes_systemd_could_not_end_names_them() -> None
     rec = verify_gpu_freed(facts)
     assert rec is not None and "systemd could not end pid 31878 (sglang::schedul)" in rec.detail
     assert [(r.source_id, r.line_no) for r in rec.evidence] == [(2, 110)]
+
+
+def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -> None:
+    """The kernel's hung-task watchdog is the evidence of a GPU hang: its first warning is a
+    timeline row, and the other tasks it names (eight ranks, warned every two minutes, in the
+    journal and in dmesg alike) are counted on that row rather than filling the table."""
+    lines = [
+        "2025-06-11T03:12:44+0000 gpu1 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=31880, "
+        "name=sglang::schedul, GPU has fallen off the bus."
+    ]
+    for minute in (15, 17):
+        for rank in range(3):
+            lines.append(
+                f"2025-06-11T03:{minute}:0{rank}+0000 gpu1 kernel: INFO: task python3:{31880 + rank} "
+                f"blocked for more than {122 if minute == 15 else 245} seconds."
+            )
+            lines.append(
+                f"2025-06-11T03:{minute}:0{rank}+0000 gpu1 kernel:       Tainted: P           OE      "
+                "6.8.0-45-generic #45-Ubuntu"
+            )
+    lines += [
+        "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL",
+        "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
+    ]
+    journal = tmp_path / "journal.txt"
+    journal.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    rows = [ln for ln in report.read_text().splitlines() if "blocked for more than" in ln]
+    assert len(rows) == 1, rows
+    assert "| 2025-06-11 03:15:00 | kernel | INFO: task python3:31880 blocked for more than 122 seconds." in rows[0]
+    assert "(2 more tasks reported blocked by 03:17:02 UTC)" in rows[0]
+    assert "journal.txt:2 " in rows[0] or rows[0].rstrip().endswith("journal.txt:2 |")

@@ -22,9 +22,18 @@ SELECT ts, 'gpu', NULL, kind, message, source_id, line_no
 FROM gpu_events
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
-SELECT ts, 'kernel', NULL, 'xid', message, source_id, line_no
+SELECT ts, 'kernel', NULL, 'xid',
+       'Xid ' || xid || coalesce(' on GPU ' || bus_id, '') || coalesce(': ' || message, ''),
+       source_id, line_no
 FROM gpu_xids
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+UNION ALL
+-- the kernel's hung-task watchdog: a process stuck in D state (a GPU or NCCL hang, a dying
+-- driver) — "INFO: task python3:1234 blocked for more than 122 seconds."
+SELECT ts, 'kernel', NULL, 'hung_task', trim(message), source_id, line_no
+FROM kernel_messages
+WHERE message LIKE '%task %:% blocked for more than % seconds%'
+  AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
 SELECT ts, 'operator', NULL, 'command',
        trim(regexp_extract(message, 'USER=(\S+) ; COMMAND=(.*)$', 2)) AS message, source_id, line_no

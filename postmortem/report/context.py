@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -21,7 +22,7 @@ from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, killed_process
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
-from ..analysis.timeline import FAILURE_KINDS
+from ..analysis.timeline import FAILURE_KINDS, TimelineEvent
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -440,7 +441,6 @@ _ARG_KEYS = ("model_path", "tp_size", "speculative_algorithm", "mem_fraction_sta
 
 def _args_digest(message: str) -> str:
     """The few server_args fields a timeline reader needs, instead of the whole repr."""
-    import re
 
     out = []
     for key in _ARG_KEYS:
@@ -448,6 +448,10 @@ def _args_digest(message: str) -> str:
         if m and m.group(1) != "None":
             out.append(f"{key}={m.group(1)}")
     return ", ".join(out) if out else message[:160]
+
+
+#: the task (``comm:pid``) a hung-task warning names
+_HUNG_TASK = re.compile(r"task (\S+:\d+) blocked for more than")
 
 
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
@@ -506,6 +510,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         end = max([end, *(t + timedelta(seconds=1) for t in later)])
     seen_kinds: set[tuple[str | None, str, str]] = set()
     failures_shown: dict[tuple[str | None, str, str], datetime] = {}
+    hung: list[TimelineEvent] = []
     for ev in tl.events:
         if ev.ts > end:
             continue
@@ -540,12 +545,25 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             retract_n += 1
             retract_first = retract_first or ev
             continue
+        if ev.origin == "kernel" and ev.kind == "hung_task":
+            hung.append(ev)
+            continue
         add(
             ev.ts,
             ev.origin,
             _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
             sources.cite(ev.source_id, ev.line_no),
         )
+    if hung:
+        first = hung[0]
+        text = _event_text(first.origin, first.kind, first.message, None, clean)
+        tasks = {m.group(1) for ev in hung if (m := _HUNG_TASK.search(ev.message))}
+        more = len(tasks) - 1 if tasks else 0
+        if more > 0:
+            text += f" ({more} more task{'s' if more > 1 else ''} reported blocked by {utc_text(hung[-1].ts)[11:]} UTC)"
+        elif len(hung) > 1:
+            text += f" (reported again by {utc_text(hung[-1].ts)[11:]} UTC)"
+        add(first.ts, "kernel", text, sources.cite(first.source_id, first.line_no))
     if grouped and chosen is not None and chosen.ts is not None:
         n = len(grouped)
         add(

@@ -26,6 +26,11 @@ _INLINE_SPECIAL = re.compile(r"([\\`*\[\]|~#])")
 # ``_`` opens or closes emphasis only next to a non-alphanumeric character; ``mem_fraction``
 # stays as it is.
 _EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+# A code span as CommonMark reads the simplest one: a lone backtick, text without one, a lone
+# backtick (a line break is already a space here); every other backtick is escaped, so a reader
+# pairs them as this does. Text with ``<``, ``>`` or ``&`` is not made a span: the report keeps
+# no raw HTML-like text at all, even where a renderer would show it literally.
+_CODE_SPAN = re.compile(r"(?<!`)`[^`<>&]+`(?!`)")
 # Block syntax that only matters at the start of the text (headings, lists, setext rules).
 _BLOCK_START = re.compile(r"^([+\-=]|\d+(?=[.)]))")
 
@@ -34,29 +39,58 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _spans(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into (is code, part): a pair of backticks around text without one is a code
+    span, whatever wrote it — inside one nothing is markup (no HTML, link, emphasis or mention
+    forms), so a span is kept as code rather than shown with escaped backticks."""
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _CODE_SPAN.finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group(0)))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
+    return out
+
+
 def md_inline(text: object) -> str:
-    """Plain text in running Markdown: HTML escaped, Markdown punctuation backslashed."""
+    """Plain text in running Markdown: HTML escaped, Markdown punctuation backslashed; a
+    `` `code span` `` stays one."""
     if text is None:
         return ""
-    s = str(text).replace("\r", " ").replace("\n", " ")
-    s = _html(s).lstrip()
-    s = _INLINE_SPECIAL.sub(r"\\\1", s)
-    s = _EDGE_UNDERSCORE.sub(r"\\_", s)
-    m = _BLOCK_START.match(s)
-    if m:
-        s = m.group(0) + "\\" + s[m.end() :] if m.group(0)[0].isdigit() else "\\" + s
-    return s
+    s = str(text).replace("\r", " ").replace("\n", " ").lstrip()
+    out = []
+    for i, (code, part) in enumerate(_spans(s)):
+        if code:
+            out.append(part)
+            continue
+        part = _INLINE_SPECIAL.sub(r"\\\1", _html(part))
+        part = _EDGE_UNDERSCORE.sub(r"\\_", part)
+        if i == 0:
+            m = _BLOCK_START.match(part)
+            if m:
+                part = m.group(0) + "\\" + part[m.end() :] if m.group(0)[0].isdigit() else "\\" + part
+        out.append(part)
+    return "".join(out)
 
 
 def md_cell(text: object) -> str:
-    """Text inside a table cell: one line, ``|`` escaped, HTML escaped, backticks neutral."""
+    """Text inside a table cell: one line, ``|`` escaped, HTML escaped, stray backticks
+    neutral; a `` `code span` `` stays one (with its ``|`` escaped, as GFM tables read it)."""
     if text is None:
         return ""
     s = str(text).replace("\r", " ").replace("\n", " ")
-    s = _html(s)
-    s = s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    s = s.replace("[", "\\[").replace("]", "\\]")
-    return s
+    out = []
+    for code, part in _spans(s):
+        if code:
+            out.append(part.replace("|", "\\|"))
+            continue
+        part = _html(part)
+        part = part.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+        out.append(part.replace("[", "\\[").replace("]", "\\]"))
+    return "".join(out)
 
 
 def md_code(text: object, lang: str = "text") -> str:
