@@ -335,8 +335,7 @@ def _damaged(store: Store, source_ids: list[int]) -> dict[int, str]:
     if not source_ids:
         return {}
     rows = store.fetchall(
-        "SELECT source_id, notes FROM sources WHERE source_id IN (SELECT unnest(?)) "
-        "AND contains(notes, ?)",
+        "SELECT source_id, notes FROM sources WHERE source_id IN (SELECT unnest(?)) AND contains(notes, ?)",
         [source_ids, DAMAGE_KEPT],
     )
     return {int(sid): d for sid, notes in rows if (d := damage_in(notes))}

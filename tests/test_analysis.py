@@ -1575,6 +1575,9 @@ def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -
     (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
     rows = [ln for ln in report.read_text().splitlines() if "blocked for more than" in ln]
     assert len(rows) == 1, rows
-    assert "| 2025-06-11 03:15:00 | kernel | INFO: task python3:31880 blocked for more than 122 seconds." in rows[0]
+    assert (
+        "| 2025-06-11 03:15:00 | kernel | INFO: task python3:31880 blocked for more than 122 seconds."
+        in rows[0]
+    )
     assert "(2 more tasks reported blocked by 03:17:02 UTC)" in rows[0]
     assert "journal.txt:2 " in rows[0] or rows[0].rstrip().endswith("journal.txt:2 |")
