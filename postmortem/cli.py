@@ -91,14 +91,16 @@ TzOpt = Annotated[
     str | None,
     typer.Option(
         "--tz",
-        help="IANA zone of zone-less timestamps and of --since/--until (default: this machine's).",
+        help="IANA zone of zone-less timestamps and of --since/--until (default: postmortem.toml's, else this machine's).",
         callback=_not_empty,
     ),
 ]
 IngestTzOpt = Annotated[
     str | None,
     typer.Option(
-        "--tz", help="IANA zone of zone-less timestamps (default: this machine's).", callback=_not_empty
+        "--tz",
+        help="IANA zone of zone-less timestamps (default: postmortem.toml's, else this machine's).",
+        callback=_not_empty,
     ),
 ]
 WaitOpt = Annotated[
@@ -122,7 +124,13 @@ def _main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    _state["debug"] = debug or bool(os.environ.get("POSTMORTEM_DEBUG"))
+    _state["debug"] = debug or os.environ.get("POSTMORTEM_DEBUG", "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
@@ -436,7 +444,9 @@ def build(
         ),
     ] = None,
     tz: TzOpt = None,
-    year: Annotated[int | None, typer.Option("--year", help="Year of year-less logs.")] = None,
+    year: Annotated[
+        int | None, typer.Option("--year", help="Year of the first line of year-less logs.")
+    ] = None,
     host: Annotated[str | None, typer.Option("--host", help="Host name for sources that print none.")] = None,
     window: Annotated[
         str, typer.Option("--window", help="Memory-pressure window before each kill.")

@@ -120,7 +120,10 @@ def load_config(directory: Path | None = None) -> Config:
         raise UsageError(f"{where}: 'out' is empty; name the reports' directory, or remove the key")
     base = path.parent
     hints = []
-    for i, item in enumerate(data.get("sources", [])):
+    entries = data.get("sources", [])
+    if not isinstance(entries, list):
+        raise UsageError(f"{where}: 'sources' must be [[sources]] tables")
+    for i, item in enumerate(entries):
         if not isinstance(item, dict) or "path" not in item:
             raise UsageError(f"{where}: [[sources]] entry {i + 1} needs a 'path'")
         _known(item, ("path", "unit", "format", "host", "tz"), f"in [[sources]] entry {i + 1}", where)
@@ -134,9 +137,14 @@ def load_config(directory: Path | None = None) -> Config:
             )
         )
     collect = data.get("collect", {})
-    if isinstance(collect, dict):
-        _known(collect, ("sglang_logs",), "in [collect]", where)
-    collect_logs = collect.get("sglang_logs", []) if isinstance(collect, dict) else []
+    if not isinstance(collect, dict):
+        raise UsageError(f"{where}: [collect] must be a table")
+    _known(collect, ("sglang_logs",), "in [collect]", where)
+    collect_logs = collect.get("sglang_logs", [])
+    if isinstance(collect_logs, str):
+        collect_logs = [collect_logs]
+    if not isinstance(collect_logs, list) or not all(isinstance(x, str) for x in collect_logs):
+        raise UsageError(f"{where}: 'sglang_logs' in [collect] must be a list of paths or globs")
     return Config(
         path=path,
         db=_str(defaults, "db", where),
@@ -145,5 +153,5 @@ def load_config(directory: Path | None = None) -> Config:
         logs=[str(base / p) if not os.path.isabs(p) else p for p in logs],
         out=_str(defaults, "out", where),
         sources=hints,
-        collect_logs=[str(x) for x in collect_logs] if isinstance(collect_logs, list) else [],
+        collect_logs=collect_logs,
     )

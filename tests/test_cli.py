@@ -1031,6 +1031,10 @@ def test_a_walk_skips_what_it_cannot_read_or_what_went_away_and_reads_the_rest(
         # empty values fell back to sample_logs/ and reports/ without a word
         ("[defaults]\nlogs = []\n", "'logs' is empty; list the log paths"),
         ('[defaults]\nout = ""\n', "'out' is empty"),
+        # values of the wrong type were ignored as silently
+        ('collect = "oops"\n', "[collect] must be a table"),
+        ("[collect]\nsglang_logs = 5\n", "'sglang_logs' in [collect] must be a list of paths or globs"),
+        ('sources = "x"\n', "'sources' must be [[sources]] tables"),
     ],
 )
 def test_a_mistyped_configuration_key_is_an_error(
@@ -1042,6 +1046,15 @@ def test_a_mistyped_configuration_key_is_an_error(
     (tmp_path / "postmortem.toml").write_text(toml)
     r = cli("sources", "--db", tmp_path / "pm.duckdb")
     assert r.code == 2 and words in r.err and r.err.count("\n") == 1, r
+
+
+def test_postmortem_debug_off_values_mean_off(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """POSTMORTEM_DEBUG=0 turned tracebacks on: any value did."""
+    db = tmp_path / "pm.duckdb"
+    for value, shown in (("0", False), ("false", False), ("", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv("POSTMORTEM_DEBUG", value)
+        r = cli("query", "SELECT * FROM no_such_table", "--db", db)
+        assert r.code == 1 and ("Traceback" in r.err) == shown, (value, r.err)
 
 
 def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, tmp_path: Path) -> None:

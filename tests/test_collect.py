@@ -238,14 +238,14 @@ def test_bundle_ingests_into_the_expected_rows(standins: None, tmp_path: Path, c
         (
             datetime(2026, 3, 20, 17, 1, 46, tzinfo=UTC),
             "2026-03-20 10:01:46",
-            None,
+            "zone",
             "sglang-qwen.service",
             "gpu-node-3",
         ),
         (
             datetime(2026, 3, 20, 17, 11, 58, tzinfo=UTC),
             "2026-03-20 10:11:58",
-            None,
+            "zone",
             "sglang-qwen.service",
             "gpu-node-3",
         ),
@@ -727,8 +727,8 @@ def test_manifest_context_and_what_overrides_it(tmp_path: Path) -> None:
     berlin = datetime(2026, 3, 20, 9, 1, 46, tzinfo=UTC)  # 10:01:46 CET
     # an unlisted file (someone added it) gets the bundle's host and zone, not the entry's unit
     assert _ready_ts(tmp_path, [str(b)], IngestOptions(strict=True)) == [
-        (berlin, None, "h1", "x.service"),
-        (berlin.replace(second=47), None, "h1", None),
+        (berlin, "zone", "h1", "x.service"),
+        (berlin.replace(second=47), "zone", "h1", None),
     ]
 
 
@@ -736,7 +736,7 @@ def test_cli_tz_and_host_win_over_the_manifest(tmp_path: Path) -> None:
     b = _bundle_dir(tmp_path, {"host": "h1", "timezone": "Europe/Berlin"}, {"x.log": SGLANG_LINE})
     opts = IngestOptions(strict=True, zone=get_zone("UTC"), zone_given=True, host="other")
     assert _ready_ts(tmp_path, [str(b)], opts) == [
-        (datetime(2026, 3, 20, 10, 1, 46, tzinfo=UTC), None, "other", None)
+        (datetime(2026, 3, 20, 10, 1, 46, tzinfo=UTC), "zone", "other", None)
     ]
 
 

@@ -67,7 +67,8 @@ def test_full_date_prefix_in_the_given_zone() -> None:
     out, _ = parse("[2025-11-03 14:00:00 TP0] Load weight begin. avail mem=78.02 GB\n", tz="Europe/Berlin")
     e = one(out, "load_weight_begin")
     assert e.ts == utc("2025-11-03T13:00:00")
-    assert (e.ts_raw, e.ts_inferred, e.ranks, e.avail_mem_gb) == ("2025-11-03 14:00:00", None, "TP0", 78.02)
+    # a zone-less stamp: read in the zone given, and flagged as such (NULL is for absolute instants)
+    assert (e.ts_raw, e.ts_inferred, e.ranks, e.avail_mem_gb) == ("2025-11-03 14:00:00", "zone", "TP0", 78.02)
 
 
 def test_zone_not_given_is_flagged() -> None:

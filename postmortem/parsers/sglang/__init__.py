@@ -129,7 +129,7 @@ class SglangParser(Parser):
         feed = stream.feed_line
         zone_key = getattr(ctx.zone, "key", None)
         fast_ok = ctx.options.get("sglang_fast", "1") != "0" and (zone_key is not None or ctx.zone is UTC)
-        flag = None if ctx.zone_given else Inferred.ZONE
+        flag = Inferred.ZONE  # zone-less stamps, read in a zone given or assumed
         for chunk in chunks:
             fr = None
             if fast_ok and len(chunk) >= FAST_MIN_LINES:

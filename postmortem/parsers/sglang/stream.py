@@ -249,7 +249,7 @@ class SglangStream:
         self._zone = zone
         self._utc = getattr(zone, "key", None) == "UTC" or zone is UTC
         self._forward = ForwardLocalizer(zone)
-        self._zone_flag: str | None = None if ctx.zone_given else Inferred.ZONE
+        self._zone_flag: str | None = Inferred.ZONE  # zone-less stamps, read in a zone given or not
         # current line
         self._ts: datetime | None = None
         self._ts_raw: str | None = None
