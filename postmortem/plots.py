@@ -173,6 +173,7 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                 ax.plot(*_gapped(times, used), linewidth=1, label=label)
             if data.gpu_total_gib is not None:
                 ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
+            ax.set_ylim(bottom=0)  # a drop to 0 MiB (memory freed at a death) stays in view
             ax.set_ylabel("GiB used")
             ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10, y=1.0)
         else:

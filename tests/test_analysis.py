@@ -640,7 +640,7 @@ def test_the_last_sign_of_life_is_found_however_long_before_the_kill() -> None:
 
 
 def test_a_killed_pid_seen_on_a_gpu_days_later_is_not_memory_left_behind() -> None:
-    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release, _gpus_after_kill
     from postmortem.analysis.model import Incident, Victim
     from postmortem.analysis.timeline import Timeline
 
@@ -653,7 +653,7 @@ def test_a_killed_pid_seen_on_a_gpu_days_later_is_not_memory_left_behind() -> No
         )
     inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.9, victims=[Victim(4242, "x", T, 1, 1, 1, True)])
     facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
-    _gpu_release(store, facts)
+    _gpu_release(store, facts, _gpus_after_kill(store, facts.incident))
     store.close()
     (row,) = facts.gpu_procs_after
     assert row["pid"] == 4242 and row["samples"] == 2 and row["last_ts"] == T + timedelta(minutes=40)
@@ -721,7 +721,7 @@ def test_a_second_interrupt_while_the_threads_finish_stops_their_queries(
 def test_gpu_memory_left_behind_is_looked_for_only_in_the_killed_units_processes(
     scope: str, memcg: str | None, flagged: list[int]
 ) -> None:
-    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release, _gpus_after_kill
     from postmortem.analysis.model import Incident, Victim
     from postmortem.analysis.timeline import Timeline
 
@@ -736,7 +736,7 @@ def test_gpu_memory_left_behind_is_looked_for_only_in_the_killed_units_processes
     facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
     facts.oom = {"scope": scope, "oom_memcg": memcg, "cgroup": "/system.slice/a.service"}
     facts.tasks = [{"pid": 4242}, {"pid": 5151}]
-    _gpu_release(store, facts)
+    _gpu_release(store, facts, _gpus_after_kill(store, facts.incident))
     store.close()
     assert sorted(r["pid"] for r in facts.gpu_procs_after) == flagged
 
@@ -1037,7 +1037,7 @@ def test_no_bucket_before_the_kill_holds_a_value_measured_after_it() -> None:
 def test_gpu_memory_left_behind_by_a_server_no_kernel_record_names() -> None:
     """A CUDA OOM names no victims: the GPU processes that appeared with the killed load are the
     server's; one listed before the load started (another job) is not."""
-    from postmortem.analysis.facts import IncidentFacts, _gpu_release
+    from postmortem.analysis.facts import IncidentFacts, _gpu_release, _gpus_after_kill
     from postmortem.analysis.model import Incident
     from postmortem.analysis.timeline import Timeline
 
@@ -1057,7 +1057,7 @@ def test_gpu_memory_left_behind_by_a_server_no_kernel_record_names() -> None:
     inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.8)
     inc.killed_load = load("a.service", -600, -20)
     facts = IncidentFacts(incident=inc, timeline=Timeline(T, T, T, 60.0))
-    _gpu_release(store, facts)
+    _gpu_release(store, facts, _gpus_after_kill(store, facts.incident))
     store.close()
     assert [r["pid"] for r in facts.gpu_procs_after] == [71210] and inc.gpu_memory_freed is False
 
@@ -1581,3 +1581,115 @@ def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -
     )
     assert "(2 more tasks reported blocked by 03:17:02 UTC)" in rows[0]
     assert "journal.txt:2 " in rows[0] or rows[0].rstrip().endswith("journal.txt:2 |")
+
+
+def _two_servers_on_one_host(tmp_path: Path, *, batch_base: int) -> Path:
+    """sglang-chat on GPUs 0–3 (serving throughout), sglang-batch on GPUs ``batch_base``… (by its
+    server_args); batch dies of a CUDA OOM at 16:21:07, nvidia-smi sampling from 16:00 only
+    (after both loads began): 4–7 empty two seconds later, chat's schedulers stay on 0–3."""
+    import json
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    t0 = datetime(2025, 6, 14, 10, 49, 4, tzinfo=UTC)
+    entries = []
+
+    def journal(ts: datetime, unit: str, pid: int, msg: str, ident: str = "python3") -> None:
+        us = str(int(ts.timestamp() * 1_000_000))
+        entries.append(
+            {
+                "__REALTIME_TIMESTAMP": us,
+                "_HOSTNAME": "h100-pod3",
+                "_SYSTEMD_UNIT": unit if ident != "systemd" else "init.scope",
+                "SYSLOG_IDENTIFIER": ident,
+                "_PID": str(pid),
+                "MESSAGE": msg,
+            }
+        )
+
+    def args(port: int, base: int) -> str:
+        return (
+            f"server_args=ServerArgs(model_path='/models/m{port}', tp_size=4, pp_size=1, dp_size=1, "
+            f"port={port}, base_gpu_id={base}, gpu_id_step=1, mem_fraction_static=0.92)"
+        )
+
+    journal(
+        t0 - timedelta(hours=3),
+        "sglang-chat.service",
+        51200,
+        f"[{t0 - timedelta(hours=3):%Y-%m-%d %H:%M:%S}] {args(30000, 0)}",
+    )
+    journal(t0, "sglang-batch.service", 88410, f"[{t0:%Y-%m-%d %H:%M:%S}] {args(30001, batch_base)}")
+    ready = t0 + timedelta(seconds=120)
+    journal(
+        ready,
+        "sglang-batch.service",
+        88410,
+        f"[{ready:%Y-%m-%d %H:%M:%S}] The server is fired up and ready to roll!",
+    )
+    oom = datetime(2025, 6, 14, 16, 21, 7, tzinfo=UTC)
+    journal(
+        oom,
+        "sglang-batch.service",
+        88410,
+        f"[{oom:%Y-%m-%d %H:%M:%S} TP2] Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 2.32 GiB. GPU 6 has a total capacity of 79.19 GiB of which 1.43 GiB is free.",
+    )
+    dead = oom + timedelta(seconds=1)
+    journal(dead, "", 1, "sglang-batch.service: Main process exited, code=killed, status=9/KILL", "systemd")
+    journal(dead, "", 1, "sglang-batch.service: Failed with result 'signal'.", "systemd")
+    (logs / "journal.json").write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+    gpu = ["timestamp, index, uuid, pci.bus_id, memory.total [MiB], memory.used [MiB]"]
+    apps = ["timestamp, gpu_uuid, gpu_bus_id, pid, process_name, used_gpu_memory [MiB]"]
+    start = datetime(2025, 6, 14, 16, 0, 0, tzinfo=UTC)
+    for s in range(0, 30 * 60, 10):
+        ts = start + timedelta(seconds=s)
+        stamp = f"{ts:%Y/%m/%d %H:%M:%S}.000"
+        for i in range(8):
+            bus = f"00000000:{0x18 + i:02X}:00.0"
+            batch_gpu = batch_base <= i < batch_base + 4
+            used = 0 if batch_gpu and ts > dead else 79000 if batch_gpu else 71000
+            gpu.append(f"{stamp}, {i}, GPU-{i:08x}-0000-0000-0000-000000000000, {bus}, 81559 MiB, {used} MiB")
+            if not batch_gpu:
+                apps.append(
+                    f"{stamp}, GPU-{i:08x}-0000-0000-0000-000000000000, {bus}, {51260 + i}, sglang::scheduler_TP{i}, 70500 MiB"
+                )
+            elif ts <= dead:
+                apps.append(
+                    f"{stamp}, GPU-{i:08x}-0000-0000-0000-000000000000, {bus}, {88470 + i}, sglang::scheduler_TP{i - batch_base}, 78500 MiB"
+                )
+    (logs / "nvidia-smi-gpu.csv").write_text("\n".join(gpu) + "\n")
+    (logs / "nvidia-smi-apps.csv").write_text("\n".join(apps) + "\n")
+    return logs
+
+
+def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) -> None:
+    """Two servers on one host: the healthy one's processes on its own GPUs are not memory the
+    killed one left behind, and the GPU figures are the killed server's GPUs alone (its
+    server_args name them, and nvidia-smi saw exactly those freed at the death)."""
+    logs = _two_servers_on_one_host(tmp_path, batch_base=4)
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*sglang-batch*.md")]
+    text = report.read_text()
+    assert "left behind" not in text and "51260" not in text
+    assert "GPU memory released on sglang-batch.service's GPUs 4–7 (nvidia-smi)" in text
+    assert "GPU memory (busiest of its GPUs 4–7): 77.1 GiB" in text
+    assert "ran on GPUs 4–7 of the host's 8" in text
+    assert "the CUDA OOM was an allocation outside that pool" in text
+
+
+def test_gpus_renumbered_by_cuda_visible_devices_are_not_guessed(cli: Any, tmp_path: Path) -> None:
+    """server_args say GPUs 0–3 but nvidia-smi saw 4–7 freed (CUDA_VISIBLE_DEVICES=4,5,6,7
+    renumbers them): the range cannot be trusted, so every GPU is read, as without server_args."""
+    logs = _two_servers_on_one_host(tmp_path, batch_base=4)
+    text = (logs / "journal.json").read_text()
+    (logs / "journal.json").write_text(text.replace("port=30001, base_gpu_id=4", "port=30001, base_gpu_id=0"))
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*sglang-batch*.md")]
+    text = report.read_text()
+    assert "GPU memory (busiest GPU)" in text and "of the host's 8" not in text

@@ -75,6 +75,8 @@ class IncidentFacts:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
     config: dict[str, Any] | None = None
+    #: the killed server's GPUs when the host has others and they can be told (else None: all)
+    unit_gpus: UnitGpus | None = None
     recovery_config: dict[str, Any] | None = None
     unit_loads: LoadStats | None = None
     recovery_loads: LoadStats | None = None
@@ -172,20 +174,30 @@ def gather(
     kill = incident.ts
     assert kill is not None
     after = seconds_after(kill, incident.recovered_ts)
+    config = None
+    if incident.unit:
+        cfg = run_named_dicts(
+            store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
+        )
+        config = cfg[0] if cfg else None
+    released = _gpus_after_kill(store, incident)
+    gpus = unit_gpus(store, incident, config, released)
     tl = memory_timeline(
-        store, kill_ts=kill, unit=incident.unit, host=incident.host, window_s=window_s, after_s=after
+        store,
+        kill_ts=kill,
+        unit=incident.unit,
+        host=incident.host,
+        window_s=window_s,
+        after_s=after,
+        gpus=gpus.keys if gpus else None,
     )
-    facts = IncidentFacts(incident=incident, timeline=tl, offsets=offsets)
+    facts = IncidentFacts(incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus)
     if incident.oom_id is not None:
         rows = run_named_dicts(store, "oom_kill_detail", {"oom_id": incident.oom_id})
         facts.oom = rows[0] if rows else None
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
         facts.consumers = top_consumers(facts.tasks)
     if incident.unit:
-        cfg = run_named_dicts(
-            store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
-        )
-        facts.config = cfg[0] if cfg else None
         run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
         batch = run_named_dicts(
             store,
@@ -256,7 +268,7 @@ def gather(
                 "health_polls",
                 {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
-    _gpu_release(store, facts)
+    _gpu_release(store, facts, released)
     if incident.cause == "gpu_oom":
         _gpu_holders(store, facts)
     if incident.cause == "timeout":
@@ -379,8 +391,9 @@ def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = N
     return None
 
 
-def _gpu_release(store: Store, facts: IncidentFacts) -> None:
-    inc = facts.incident
+def _gpus_after_kill(store: Store, inc: Incident) -> list[dict[str, Any]]:
+    """Per GPU of the host: its memory before the kill and how it fell after (``gpu_after_kill``),
+    with ``freed`` set: True when it fell to ≤ 1 GiB or 5 % of before, None with no sample after."""
     assert inc.ts is not None
     look = GPU_GRACE_S
     if inc.recovery_load is not None and inc.recovery_load.start_ts is not None:
@@ -393,11 +406,101 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
     )
     for r in rows:
         before, after = r["before_mib"], r["min_after_mib"]
-        if after is None:
-            freed: bool | None = None
-            secs = None
-        else:
-            freed = after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
+        r["freed"] = (
+            None
+            if after is None
+            else after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class UnitGpus:
+    """The GPUs a killed server ran on, when fewer than the host's: ``indexes`` (nvidia-smi's),
+    ``keys`` (every bus id, UUID and index as text that rows may name them by), and ``of`` the
+    host's GPUs."""
+
+    indexes: tuple[int, ...]
+    keys: list[str]
+    of: int  # the host's GPUs
+
+    @property
+    def text(self) -> str:
+        """``GPUs 4–7`` (a run) or ``GPUs 0, 2, 4``.
+
+        >>> UnitGpus((4, 5, 6, 7), [], 8).text, UnitGpus((0, 2), [], 8).text, UnitGpus((3,), [], 8).text
+        ('GPUs 4–7', 'GPUs 0, 2', 'GPU 3')
+        """
+        ix = self.indexes
+        if len(ix) == 1:
+            return f"GPU {ix[0]}"
+        if len(ix) > 2 and list(ix) == list(range(ix[0], ix[-1] + 1)):
+            return f"GPUs {ix[0]}–{ix[-1]}"
+        return "GPUs " + ", ".join(map(str, ix))
+
+
+def unit_gpus(
+    store: Store, inc: Incident, config: dict[str, Any] | None, released: list[dict[str, Any]]
+) -> UnitGpus | None:
+    """The GPUs of the killed server when the host has others (another server on them): the
+    range its server_args name (``base_gpu_id``, ``gpu_id_step``, ``tp_size`` × ``pp_size`` …), when
+    nvidia-smi agrees — the GPUs whose memory fell at the death are in that range. Without that
+    agreement it cannot be told (``CUDA_VISIBLE_DEVICES`` renumbers the GPUs a server sees): None,
+    and every GPU of the host is read as before."""
+    assert inc.ts is not None
+    wanted = _arg_gpus(config)
+    if wanted is None:
+        return None
+    host = run_named_dicts(
+        store,
+        "host_gpus",
+        {"host": inc.host, "from": inc.ts - timedelta(hours=1), "to": inc.ts + timedelta(hours=1)},
+    )
+    by_index = {int(r["gpu_index"]): r for r in host}
+    if not wanted < set(by_index):
+        return None  # all of them (or GPUs nvidia-smi did not list): nothing to tell apart
+    freed = {int(r["gpu_index"]) for r in released if r["freed"] and r["gpu_index"] is not None}
+    if not freed or not freed <= wanted:
+        return None
+    keys = []
+    for i in sorted(wanted):
+        r = by_index[i]
+        keys += [str(i), *(r["bus_ids"] or []), *(r["uuids"] or [])]
+    return UnitGpus(tuple(sorted(wanted)), keys, len(by_index))
+
+
+_ARG_INT = re.compile(r"\b(base_gpu_id|gpu_id_step|nnodes)=(\d+)")
+
+
+def _arg_gpus(config: dict[str, Any] | None) -> set[int] | None:
+    """The GPU indexes a server's arguments place it on, or None when they do not say."""
+    if not config or not config.get("tp_size"):
+        return None
+    raw = str(config.get("raw") or "")
+    ints = {k: int(v) for k, v in _ARG_INT.findall(raw)}
+    base, step, nodes = (
+        ints.get("base_gpu_id", 0),
+        ints.get("gpu_id_step", 1) or 1,
+        ints.get("nnodes", 1) or 1,
+    )
+    n = int(config["tp_size"]) * int(config.get("pp_size") or 1)
+    dp = int(config.get("dp_size") or 1)
+    if dp > 1 and "enable_dp_attention=True" not in raw:
+        n *= dp  # data-parallel replicas, each on tp_size GPUs of their own
+    per_node = max(1, n // nodes)
+    return {base + i * step for i in range(per_node)}
+
+
+def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]]) -> None:
+    inc = facts.incident
+    assert inc.ts is not None
+    mine = facts.unit_gpus
+    for r in rows:
+        if mine is not None and r["gpu_index"] not in mine.indexes:
+            continue  # another server's GPU
+        before, after, freed = r["before_mib"], r["min_after_mib"], r["freed"]
+        secs = None
+        if freed is not None:
             secs = (r["freed_ts"] - inc.ts).total_seconds() if r["freed_ts"] else None
         label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
         at = (
@@ -412,7 +515,9 @@ def _gpu_release(store: Store, facts: IncidentFacts) -> None:
         # no kernel record names the server's processes (a CUDA OOM, a signal, a timeout): the
         # GPU processes that appeared with its load are its own
         rows = run_named_dicts(
-            store, "gpu_pids_of_load", {"started": load.start_ts, "kill": inc.ts, "host": inc.host}
+            store,
+            "gpu_pids_of_load",
+            {"started": load.start_ts, "kill": inc.ts, "host": inc.host, "gpus": mine.keys if mine else None},
         )
         pids = [int(r["pid"]) for r in rows]
     if pids:

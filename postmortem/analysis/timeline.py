@@ -110,8 +110,10 @@ def memory_timeline(
     host: str | None,
     window_s: float = 1800.0,
     after_s: float = 0.0,
+    gpus: list[str] | None = None,
 ) -> Timeline:
-    """Signals from ``window_s`` before the kill to ``after_s`` after it."""
+    """Signals from ``window_s`` before the kill to ``after_s`` after it; GPU memory of ``gpus``
+    (bus ids, UUIDs or indexes as text: the unit's GPUs) or, when None, of every GPU of the host."""
     start = kill_ts - timedelta(seconds=window_s)
     end = kill_ts + timedelta(seconds=after_s)
     bucket_s = _bucket_seconds(window_s + after_s)
@@ -127,7 +129,7 @@ def memory_timeline(
             b = buckets[ts] = Bucket(ts)
         return b
 
-    gpu_rows = run_named_dicts(store, "timeline_gpu", p)
+    gpu_rows = run_named_dicts(store, "timeline_gpu", {**p, "gpus": gpus})
     for r in gpu_rows:
         b = at(r["bucket"])
         used, total = r["used_mib"], r["total_mib"]

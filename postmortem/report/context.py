@@ -454,6 +454,18 @@ def _args_digest(message: str) -> str:
 _HUNG_TASK = re.compile(r"task (\S+:\d+) blocked for more than")
 
 
+def _flat_words(facts: IncidentFacts) -> str:
+    """What flat GPU memory before the kill means for the cause."""
+    if facts.incident.cause == "gpu_oom":
+        # SGLang takes its KV pool at start: used memory is flat by design, and a CUDA OOM is an
+        # allocation outside the pool (activations, graphs) that the rest did not fit
+        return (
+            " — flat, as SGLang takes its memory pool at start: the CUDA OOM was an allocation "
+            "outside that pool, in the headroom --mem-fraction-static leaves."
+        )
+    return " — flat: the GPUs did not run out."
+
+
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
     tl = facts.timeline
     inc = facts.incident
@@ -598,7 +610,9 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         add(
             inc.ts + timedelta(seconds=last.freed_after_s or 0),
             "gpu",
-            f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)",
+            "GPU memory released on "
+            + (f"{inc.unit}'s {facts.unit_gpus.text}" if facts.unit_gpus else f"all {len(freed)} GPUs")
+            + " (nvidia-smi)",
             sources.cite(*last.freed_at) if last.freed_at else "",
         )
     if facts.queue_start_ts is not None and facts.queue_max:
@@ -791,12 +805,20 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         out.append(growth)
     if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
         out.append(
-            f"GPU memory (busiest GPU): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of {span}, "
+            "GPU memory ("
+            + (f"busiest of its {facts.unit_gpus.text}" if facts.unit_gpus else "busiest GPU")
+            + f"): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of {span}, "
             f"{_gib_mib(facts.gpu_used_end_mib)}"
             + (f" of {_gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
             + " just before the kill"
-            + (" — flat: the GPUs did not run out." if facts.gpu_flat else ".")
+            + (_flat_words(facts) if facts.gpu_flat else ".")
         )
+        if facts.unit_gpus:
+            out.append(
+                f"{inc.unit} ran on {facts.unit_gpus.text} of the host's {facts.unit_gpus.of} (its "
+                "server_args, and nvidia-smi saw their memory freed at the death): GPU figures here are "
+                "of those alone, not of what the others ran."
+            )
     if facts.token_usage_max is not None:
         out.append(
             f"KV-cache token usage peaked at {facts.token_usage_max:.2f}"
