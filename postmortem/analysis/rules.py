@@ -617,7 +617,11 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "verify_gpu_freed",
             "info",
             "GPU memory was released",
-            (f"All {len(freed)} of its GPUs ({f.unit_gpus.text})" if f.unit_gpus else f"All {len(freed)} GPUs")
+            (
+                f"All {len(freed)} of its GPUs ({f.unit_gpus.text})"
+                if f.unit_gpus
+                else f"All {len(freed)} GPUs"
+            )
             + f" fell to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
             f"{worst:.0f} s of the kill (nvidia-smi samples). Keep checking "
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
