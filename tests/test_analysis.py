@@ -287,7 +287,7 @@ def test_several_sources_with_skewed_clocks_merge(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- the real journal
 
-from conftest import REAL_SAMPLES, needs_real_samples  # noqa: E402
+from conftest import REAL_SAMPLES, REPO, needs_real_samples  # noqa: E402
 
 
 @needs_real_samples()
@@ -1693,3 +1693,26 @@ def test_gpus_renumbered_by_cuda_visible_devices_are_not_guessed(cli: Any, tmp_p
     (report,) = [p for p in out.glob("*sglang-batch*.md")]
     text = report.read_text()
     assert "GPU memory (busiest GPU)" in text and "of the host's 8" not in text
+
+
+def test_a_systemd_oomd_kill_names_its_rule_candidates_and_settings(cli: Any, tmp_path: Path) -> None:
+    """systemd-oomd kills a cgroup, not a process: no made-up victim ('The kernel killed None'),
+    its line is oomd's in the timeline (not the kernel's), the summary gives the rule that fired,
+    and the advice names its candidates and its own settings, not a unit memory limit."""
+    out = tmp_path / "reports"
+    journal = REPO / "tests" / "data" / "journal_short" / "oomd_kill.log"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*sglang-llama*.md")]
+    text = report.read_text()
+    assert "None" not in text and "The kernel killed" not in text and "Chosen by the kernel" not in text
+    assert (
+        "systemd-oomd killed every process of /system.slice/sglang-llama.service due to memory pressure "
+        "for /system.slice being 63.18% &gt; 50.00% for &gt; 20s with reclaim activity." in text
+    )
+    assert "| 2025-06-03 11:47:52 | systemd-oomd | Killed /system.slice/sglang-llama.service" in text
+    assert (
+        "systemd-oomd's top candidates were /system.slice/sglang-llama.service (402.7G), "
+        "/system.slice/embed-batch.service (96.1G)" in text
+    )
+    assert "ManagedOOMPreference=avoid" in text and "the unit's memory limit" not in text

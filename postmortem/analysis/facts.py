@@ -77,6 +77,8 @@ class IncidentFacts:
     config: dict[str, Any] | None = None
     #: the killed server's GPUs when the host has others and they can be told (else None: all)
     unit_gpus: UnitGpus | None = None
+    #: systemd-oomd's top candidates before its kill: (cgroup, memory in use as it printed it)
+    oomd_candidates: list[tuple[str, str]] = field(default_factory=list)
     recovery_config: dict[str, Any] | None = None
     unit_loads: LoadStats | None = None
     recovery_loads: LoadStats | None = None
@@ -269,6 +271,13 @@ def gather(
                 {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
     _gpu_release(store, facts, released)
+    if incident.cause == "oomd":
+        facts.oomd_candidates = oomd_candidates(
+            [
+                str(r["message"])
+                for r in run_named_dicts(store, "oomd_candidates", {"host": incident.host, "kill": kill})
+            ]
+        )
     if incident.cause == "gpu_oom":
         _gpu_holders(store, facts)
     if incident.cause == "timeout":
@@ -283,6 +292,27 @@ def gather(
         _stopped_to_start(facts)
     _summarise_timeline(facts)
     return facts
+
+
+def oomd_candidates(lines: list[str]) -> list[tuple[str, str]]:
+    """The cgroups systemd-oomd listed as its top candidates (its last list), with their memory.
+
+    >>> oomd_candidates(["Considered 7 cgroups for killing, top candidates were:",
+    ...     "Path: /system.slice/a.service", "Memory Pressure Limit: 0.00%", "Current Memory Usage: 402.7G",
+    ...     "Path: /system.slice/b.service", "Current Memory Usage: 96.1G", "Killed /system.slice/a.service …"])
+    [('/system.slice/a.service', '402.7G'), ('/system.slice/b.service', '96.1G')]
+    """
+    out: list[tuple[str, str]] = []
+    path = None
+    for line in lines:
+        if line.startswith("Considered "):
+            out, path = [], None
+        elif line.startswith("Path: "):
+            path = line[6:].strip()
+        elif line.startswith("Current Memory Usage: ") and path is not None:
+            out.append((path, line.split(": ", 1)[1].strip()))
+            path = None
+    return out
 
 
 def _stopped_to_start(facts: IncidentFacts) -> None:

@@ -201,7 +201,8 @@ def cluster_evidence(
 def victims_of(items: Sequence[Evidence]) -> list[Victim]:
     """Killed processes, the same pid reported by two sources counted once. The first kill of
     each kernel record is the one the kernel chose (the others of a record are killed with it,
-    ``memory.oom.group``); a kill without a record (systemd-oomd) is chosen when it is first."""
+    ``memory.oom.group``); a kill without a record (earlyoom) is chosen when it is first;
+    systemd-oomd names a cgroup, not a process, so its kill has no victim."""
     seen: dict[tuple[int | None, str | None], Victim] = {}
     first_of: dict[tuple[int, object], tuple[int, int | None, str | None]] = {}
     for ev in items:
@@ -216,8 +217,10 @@ def victims_of(items: Sequence[Evidence]) -> list[Victim]:
             continue
         r = ev.raw
         key = (r.get("pid"), r.get("comm"))
-        if key == (None, None) and r.get("killer") == "kernel":
-            continue  # a record whose kill line is elsewhere (cut by a rotation): no victim here
+        if key == (None, None):
+            # a kernel record whose kill line is elsewhere (cut by a rotation), or systemd-oomd,
+            # which kills a whole cgroup and names no process: no victim here
+            continue
         # the same kill in several sources: the most complete record stands for it (a record
         # cut by a rotation lacks its header's memory figures)
         rich = sum(r.get(c) is not None for c in ("memcg_usage_kb", "memcg_limit_kb", "scope", "anon_rss_kb"))

@@ -173,8 +173,10 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
         parts.append(
             "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
             "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
-            "pinned buffers) and at the unit's memory limit."
+            "pinned buffers)" + (" and at the unit's memory limit." if inc.cause != "oomd" else ".")
         )
+    if inc.cause == "oomd":
+        parts.append(_oomd_advice(f))
     title = "The unit's memory limit was reached" if inc.cause == "cgroup_oom" else "Host RAM ran out"
     return Recommendation(
         "host_ram_not_gpu",
@@ -182,6 +184,21 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
         f"{title}, not GPU memory" if gpu else title,
         " ".join(parts),
         _ref(f, "oom_kill"),
+    )
+
+
+def _oomd_advice(f: IncidentFacts) -> str:
+    """What to change for a systemd-oomd kill: its candidates, and its own settings."""
+    text = ""
+    if f.oomd_candidates:
+        listed = ", ".join(f"{path} ({usage})" for path, usage in f.oomd_candidates[:3])
+        text = f"systemd-oomd's top candidates were {listed}. "
+    return text + (
+        "oomd kills a whole cgroup of the slice whose pressure (ManagedOOMMemoryPressure=kill, "
+        "ManagedOOMMemoryPressureLimit=) or swap use (ManagedOOMSwap=kill, SwapUsedLimit= in "
+        "oomd.conf) crossed its limit, not a process: keep the server out of its choice with "
+        "ManagedOOMPreference=avoid (or omit) on its unit, move the other large jobs off its slice or "
+        "cap them (MemoryMax=), or raise the limit that fired."
     )
 
 

@@ -3,17 +3,18 @@ brought service back."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, tzinfo
 
 from ..timeutil import UTC, zone_name
 from .facts import IncidentFacts
-from .model import is_service, killed_process
+from .model import Incident, is_service, killed_process
 
 CAUSE_WORDS = {
     "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
     "host_oom": "the kernel OOM killer (the host ran out of RAM)",
     "gpu_oom": "a CUDA out-of-memory error",
-    "oomd": "systemd-oomd (memory pressure on the host)",
+    "oomd": "systemd-oomd (host memory pressure or swap use)",
     "earlyoom": "earlyoom (host RAM below its threshold)",
     "signal": "a signal, with no OOM record",
     "timeout": "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
@@ -113,6 +114,9 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         parts.append("GPU memory ran out, not host RAM.")
     elif inc.cause in ("gpu_fault", "crash"):
         parts.append(inc.cause_explanation[:1].upper() + inc.cause_explanation[1:] + ".")
+    oomd = _oomd_words(inc)
+    if oomd:
+        parts.append(oomd)
     v = inc.victim
     if v is not None:
         rss = f", {size_kb(v.anon_rss_kb)} anonymous RSS" if v.anon_rss_kb else ""
@@ -199,6 +203,44 @@ def _secs(delta: timedelta) -> str:
 
 #: how long before a kill another process's kill counts as the same shortage
 EARLIER_KILL_S = 600.0
+
+
+def _oomd_words(inc: Incident) -> str | None:
+    """systemd-oomd's own account of its kill: the cgroup, and the rule that fired (memory
+    pressure of a slice over its limit, or memory and swap use over a share)."""
+    if inc.cause != "oomd":
+        return None
+    ev = next(
+        (e for e in inc.evidence if e.kind == "oom_kill" and e.raw.get("killer") == "systemd-oomd"), None
+    )
+    if ev is None:
+        return None
+    m = _OOMD_WHY.match(ev.detail)
+    if m is None:
+        return f"systemd-oomd killed every process of {inc.unit or 'the unit'}."
+    return f"systemd-oomd killed every process of {m.group(1)} {oomd_reason(m.group(2))}."
+
+
+def oomd_reason(text: str) -> str:
+    """oomd's reason with its byte counts in GiB.
+
+    >>> oomd_reason("due to memory used (520913395712) / total (540449587200) and swap used "
+    ...             "(8014780416) / total (8589930496) being more than 90.00%")
+    'due to memory used (485.1 of 503.3 GiB) and swap used (7.5 of 8.0 GiB) being more than 90.00%'
+    """
+    return _OOMD_BYTES.sub(
+        lambda m: f"{m.group(1)} ({int(m.group(2)) / 2**30:,.1f} of {int(m.group(3)) / 2**30:,.1f} GiB)",
+        text.rstrip("."),
+    )
+
+
+_OOMD_BYTES = re.compile(r"(\w+ used) \((\d+)\) / total \((\d+)\)")
+
+
+#: the reason in an oomd kill line: ``due to memory pressure for /system.slice being 63.18% >
+#: 50.00% for > 20s with reclaim activity`` or ``… due to memory used (…) / total (…) and swap
+#: used (…) / total (…) being more than 90.00%``
+_OOMD_WHY = re.compile(r"(?:Killed|Marked) (/\S*) (?:for killing )?(due to .*)$")
 
 
 def _earlier_kill(facts: IncidentFacts) -> str | None:

@@ -14,7 +14,8 @@ WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $ho
   AND (ranks IS NULL OR ranks = '' OR ranks LIKE '%TP0%' OR ranks NOT LIKE '%TP%'
        OR list_contains($failure_kinds, kind))
 UNION ALL
-SELECT ts, 'kernel', unit, 'oom_kill', message, source_id, line_no
+SELECT ts, CASE WHEN killer IN ('systemd-oomd', 'earlyoom') THEN killer ELSE 'kernel' END,
+       unit, 'oom_kill', message, source_id, line_no
 FROM oom_kills
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL

@@ -32,7 +32,7 @@ CAUSE_LABELS = {
     "cgroup_oom": "cgroup memory limit (kernel memcg OOM killer)",
     "host_oom": "host RAM exhausted (kernel OOM killer)",
     "gpu_oom": "GPU memory exhausted (CUDA OOM)",
-    "oomd": "systemd-oomd kill (memory pressure)",
+    "oomd": "systemd-oomd kill (memory pressure or swap)",
     "earlyoom": "earlyoom kill (low host RAM)",
     "signal": "killed by a signal (no OOM record)",
     "timeout": "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
