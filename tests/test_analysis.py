@@ -1524,25 +1524,55 @@ def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
     store.close()
 
 
-def test_gpu_memory_held_by_processes_systemd_could_not_end_names_them() -> None:
+@pytest.mark.parametrize("final_sigkill", [True, False], ids=["stuck", "left-running"])
+def test_gpu_memory_held_by_processes_systemd_left_names_them(final_sigkill: bool) -> None:
+    """Processes that outlived systemd's final SIGKILL are stuck in the kernel (a reset or a
+    reboot); ones systemd never signalled (KillMode=process: 'remains running', 'left-over' at the
+    next start) are ordinary orphans — kill them, and fix KillMode= — not 'only a reboot'."""
     from postmortem.analysis.facts import GpuRelease, IncidentFacts
     from postmortem.analysis.model import Incident
     from postmortem.analysis.rules import verify_gpu_freed
+    from postmortem.analysis.summary import summarise
     from postmortem.analysis.timeline import Timeline, TimelineEvent
 
     inc = Incident(1, "h", T, "sglang-a.service", "gpu_fault", 0.85)
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    unit = "sglang-a.service"
     tl.events = [
         TimelineEvent(
-            T + timedelta(seconds=180), "systemd", "sglang-a.service", "left_running",
-            "a.service: Unit process 31878 (sglang::schedul) remains running after unit stopped.", 2, 110,
-        )
+            T + timedelta(seconds=180), "systemd", unit, "left_running",
+            f"{unit}: Unit process 31878 (sglang::schedul) remains running after unit stopped.", 2, 110,
+        ),
+        TimelineEvent(
+            T + timedelta(seconds=200), "systemd", unit, "left_over",
+            f"{unit}: Found left-over process 31878 (sglang::schedul) in control group while starting unit. Ignoring.",
+            2, 120,
+        ),
     ]  # fmt: skip
+    if final_sigkill:
+        tl.events.insert(
+            1,
+            TimelineEvent(
+                T + timedelta(seconds=181), "systemd", unit, "left_running",
+                f"{unit}: Processes still around after final SIGKILL. Entering failed mode.", 2, 111,
+            ),
+        )  # fmt: skip
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.gpu_release = [GpuRelease("GPU 2", 76530, 76530, None, False, None)]
     rec = verify_gpu_freed(facts)
-    assert rec is not None and "systemd could not end pid 31878 (sglang::schedul)" in rec.detail
-    assert [(r.source_id, r.line_no) for r in rec.evidence] == [(2, 110)]
+    assert rec is not None and [(r.source_id, r.line_no) for r in rec.evidence] == [(2, 110)]
+    assert rec.detail.count("31878") == 1  # the same process reported twice is named once
+    if final_sigkill:
+        assert (
+            "systemd could not end pid 31878 (sglang::schedul): they outlived its final SIGKILL" in rec.detail
+        )
+        assert "KillMode" not in rec.detail
+    else:
+        assert "systemd left pid 31878 (sglang::schedul) running when the unit stopped" in rec.detail
+        assert "the restarts found them still in the unit's cgroup" in rec.detail
+        assert "KillMode=control-group" in rec.detail and "they outlived" not in rec.detail
+    summary = summarise(facts, UTC)
+    assert "GPU memory was left behind: 1 of its processes (pids 31878) stayed running" in summary
 
 
 def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -> None:

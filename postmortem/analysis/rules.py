@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
-from ..parsers.journal.systemd import LEFT_RUNNING
+from ..parsers.journal.systemd import LEFT_OVER, LEFT_RUNNING
 from ..parsers.sglang.args import parse_server_args
 from .facts import Consumer, IncidentFacts
 from .incidents import GPU_FAULT_XIDS, limit_setting
@@ -618,9 +618,24 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "GPU memory did not drop after the kill",
             f"Used memory stayed up on {on} after the processes died. "
             + (
-                f"systemd could not end {', '.join(name for name, _ in stuck[:6])}: they remain "
-                "running after the unit stopped — stuck in the kernel, usually in the GPU driver — and "
-                "hold that memory; only a GPU reset or a reboot frees it. "
+                (
+                    f"systemd could not end {', '.join(name for name, _ in stuck[:6])}: they outlived "
+                    "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and hold that "
+                    "memory; only a GPU reset or a reboot frees it. "
+                    if _killed_in_vain(f)
+                    else f"systemd left {', '.join(name for name, _ in stuck[:6])} running when the unit "
+                    "stopped (with KillMode=process or none it signals the main process alone), and they "
+                    "hold that memory"
+                    + (
+                        ": the restarts found them still in the unit's cgroup, and a new server cannot "
+                        "fit beside them"
+                        if _restarts_found_them(f)
+                        else ""
+                    )
+                    + ". Kill them (`kill -9` their pids; one that does not exit is stuck in the GPU "
+                    "driver, and only a GPU reset or a reboot frees its memory), and let systemd end "
+                    "them with the server: KillMode=control-group (the default) or mixed. "
+                )
                 if stuck
                 else ""
             )
@@ -657,15 +672,44 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
 
 
 def _left_running(f: IncidentFacts) -> list[tuple[str, TimelineEvent]]:
-    """The unit's processes systemd reported still running after it stopped: ``pid (name)``."""
+    """The unit's processes systemd reported still running after it stopped, or found still in
+    its cgroup when it started again: ``pid (name)``, each once."""
     inc = f.incident
     out = []
+    seen = set()
     for ev in f.timeline.events:
-        if ev.kind == "left_running" and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
-            m = LEFT_RUNNING.match(ev.message.partition(": ")[2])
-            if m is not None:
+        if ev.kind in ("left_running", "left_over") and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
+            body = ev.message.partition(": ")[2]
+            m = LEFT_RUNNING.match(body) or LEFT_OVER.match(body)
+            if m is not None and m.group(1) not in seen:
+                seen.add(m.group(1))
                 out.append((f"pid {m.group(1)} ({m.group(2)})", ev))
     return out
+
+
+def _restarts_found_them(f: IncidentFacts) -> bool:
+    """Whether a start of the unit after the kill found its old processes in its cgroup."""
+    inc = f.incident
+    return any(
+        ev.kind == "left_over" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
+        for ev in f.timeline.events
+    )
+
+
+def _killed_in_vain(f: IncidentFacts) -> bool:
+    """Whether systemd tried to end the unit's processes and could not (a final SIGKILL they
+    outlived: stuck in the kernel), as opposed to leaving them running (KillMode=process/none)."""
+    inc = f.incident
+    return any(
+        ev.unit == inc.unit
+        and inc.ts is not None
+        and ev.ts >= inc.ts
+        and (
+            ev.message.partition(": ")[2].startswith("Processes still around after final SIGKILL")
+            or "'final-sigkill' timed out" in ev.message
+        )
+        for ev in f.timeline.events
+    )
 
 
 def _at_most(mib: float) -> str:

@@ -135,6 +135,9 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     earlier = _earlier_kill(facts)
     if earlier is not None:
         parts.append(earlier)
+    stayed = _stayed_words(facts)
+    if stayed:
+        parts.append(stayed)
     gave_up = next(
         (
             ev
@@ -203,6 +206,32 @@ def _secs(delta: timedelta) -> str:
 
 #: how long before a kill another process's kill counts as the same shortage
 EARLIER_KILL_S = 600.0
+
+
+def _stayed_words(facts: IncidentFacts) -> str | None:
+    """The unit's processes that outlived it holding GPU memory (systemd left them running)."""
+    inc = facts.incident
+    if inc.ts is None or not any(g.freed is False for g in facts.gpu_release):
+        return None
+    pids: dict[str, None] = {}
+    found = False
+    for ev in facts.timeline.events:
+        if ev.unit != inc.unit or ev.ts < inc.ts or ev.kind not in ("left_running", "left_over"):
+            continue
+        m = _PID.search(ev.message)
+        if m:
+            pids[m.group(1)] = None
+        found = found or ev.kind == "left_over"
+    if not pids:
+        return None
+    listed = ", ".join(list(pids)[:6]) + (", …" if len(pids) > 6 else "")
+    return (
+        f"GPU memory was left behind: {len(pids)} of its processes (pids {listed}) stayed running after "
+        "the unit stopped and held it" + ("; every restart found them still in its cgroup." if found else ".")
+    )
+
+
+_PID = re.compile(r"process (\d+) \(")
 
 
 def _oomd_words(inc: Incident) -> str | None:

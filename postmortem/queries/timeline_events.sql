@@ -39,6 +39,6 @@ UNION ALL
 SELECT ts, 'operator', NULL, 'command',
        trim(regexp_extract(message, 'USER=(\S+) ; COMMAND=(.*)$', 2)) AS message, source_id, line_no
 FROM journal_entries
-WHERE ident = 'sudo' AND message LIKE '%COMMAND=%systemctl%'
+WHERE ident = 'sudo' AND regexp_matches(message, 'COMMAND=\S*\b(systemctl|kill|pkill|killall|nvidia-smi|docker)\b')
   AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 ORDER BY ts, source_id, line_no

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -454,6 +454,34 @@ def _args_digest(message: str) -> str:
 _HUNG_TASK = re.compile(r"task (\S+:\d+) blocked for more than")
 
 
+#: systemd's one-line-per-process reports, shown one row per stop or start
+_PROCESS_LISTS = {
+    "left_running": "remain running after the unit stopped",
+    "left_over": "left over in its control group when it started",
+}
+_PID_NAME = re.compile(r"process (\d+) \((.*?)\)")
+
+
+def _add_process_list(
+    add: Callable[[datetime, str, str, str], None], batch: list[TimelineEvent], sources: Sources
+) -> None:
+    first = batch[0]
+    if len(batch) == 1:
+        add(first.ts, "systemd", first.message, sources.cite(first.source_id, first.line_no))
+        return
+    procs = [f"{m.group(1)} ({m.group(2)})" for ev in batch if (m := _PID_NAME.search(ev.message))]
+    cite = sources.cite(first.source_id, first.line_no)
+    last = batch[-1]
+    if last.source_id == first.source_id and last.line_no != first.line_no:
+        cite += f"–{last.line_no}"
+    add(
+        first.ts,
+        "systemd",
+        f"{first.unit}: {len(batch)} processes {_PROCESS_LISTS[first.kind]}: " + ", ".join(procs),
+        cite,
+    )
+
+
 def _flat_words(facts: IncidentFacts) -> str:
     """What flat GPU memory before the kill means for the cause."""
     if facts.incident.cause == "gpu_oom":
@@ -523,6 +551,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     seen_kinds: set[tuple[str | None, str, str]] = set()
     failures_shown: dict[tuple[str | None, str, str], datetime] = {}
     hung: list[TimelineEvent] = []
+    listed: dict[tuple[str | None, str], list[TimelineEvent]] = {}
     for ev in tl.events:
         if ev.ts > end:
             continue
@@ -560,12 +589,24 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         if ev.origin == "kernel" and ev.kind == "hung_task":
             hung.append(ev)
             continue
+        if ev.origin == "systemd" and ev.kind in _PROCESS_LISTS:
+            # one line per process: the processes of one stop (or one start) are one row
+            batch = listed.get((ev.unit, ev.kind))
+            if batch and (ev.ts - batch[-1].ts).total_seconds() <= 2:
+                batch.append(ev)
+                continue
+            if batch:
+                _add_process_list(add, batch, sources)
+            listed[(ev.unit, ev.kind)] = [ev]
+            continue
         add(
             ev.ts,
             ev.origin,
             _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
             sources.cite(ev.source_id, ev.line_no),
         )
+    for batch in listed.values():
+        _add_process_list(add, batch, sources)
     if hung:
         first = hung[0]
         text = _event_text(first.origin, first.kind, first.message, None, clean)

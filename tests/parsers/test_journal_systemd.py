@@ -119,6 +119,11 @@ WORDING = [
         f"{U}: Unit process 31878 (sglang::schedul) remains running after unit stopped.",
         (U, "left_running", None, "31878 (sglang::schedul)", None, None),
     ),
+    # a start that found the last run's processes in the cgroup (KillMode=process or none)
+    (
+        f"{U}: Found left-over process 60288 (sglang::schedul) in control group while starting unit. Ignoring.",
+        (U, "left_over", None, "60288 (sglang::schedul)", None, None),
+    ),
     (
         f"{U}: Processes still around after final SIGKILL. Entering failed mode.",
         (U, "left_running", None, None, None, None),

@@ -74,6 +74,7 @@ ACTIONS = (
     "start_limit_hit",
     "killing",
     "left_running",
+    "left_over",
     "timeout",
     "watchdog",
     "skipped",
@@ -192,6 +193,10 @@ _OOMD_UNIT = re.compile(r"^systemd-oomd killed (\d+|some) process\(es\) in this 
 _KILLING = re.compile(r"^Killing process (\d+) \((.*)\) with signal (SIG\w+)\.$")
 #: a process the stop could not end (stuck in the kernel: a GPU driver call): v237+ wording
 LEFT_RUNNING = re.compile(r"^Unit process (\d+) \((.*)\) remains running after unit stopped\.$")
+#: a start that found the last run's processes still in the unit's cgroup (KillMode=process/none)
+LEFT_OVER = re.compile(
+    r"^Found left-over process (\d+) \((.*)\) in control group while starting unit\. Ignoring\.$"
+)
 _STATE_TIMEOUT = re.compile(r"^State '([\w-]+)' timed out\. ?(.*)$")
 _WATCHDOG = re.compile(r"^Watchdog timeout \(limit (.+)\)!$")
 
@@ -279,6 +284,10 @@ def _unit_body(unit: str, body: str) -> Lifecycle | None:
         m = LEFT_RUNNING.match(body)
         if m:
             return Lifecycle(unit, "left_running", status=f"{m.group(1)} ({m.group(2)})")
+    if body.startswith("Found left-over process "):
+        m = LEFT_OVER.match(body)
+        if m:
+            return Lifecycle(unit, "left_over", status=f"{m.group(1)} ({m.group(2)})")
     if body.startswith("Processes still around after final SIGKILL"):
         return Lifecycle(unit, "left_running")
     if body.startswith("State '"):
