@@ -223,6 +223,7 @@ class IncidentReport:
     quotes: list[Quote]
     memory_figure: str | None
     memory_rows: list[MemoryRow]
+    memory_rows_note: str
     window_s: float
     loads: list[LoadRow]
     load_summaries: list[LoadSummary]
@@ -768,6 +769,30 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
     return quotes
 
 
+def _silent_text(seconds: float) -> str:
+    """A gap between two printed times: under a minute to a tenth of a second, since both ends
+    are shown to the second and a rounded ``5 s`` between 20:17:15 and 20:17:19 reads as wrong.
+
+    >>> _silent_text(4.604), _silent_text(75.2)
+    ('4.6 s', '1 min 15 s')
+    """
+    return f"{seconds:.1f} s" if seconds < 60 else human(seconds)
+
+
+def _memory_rows_note(facts: IncidentFacts, max_rows: int = 14) -> str:
+    """How to read the memory table: what a row covers and what its retractions count."""
+    before = facts.timeline.before_kill()
+    if not before:
+        return ""
+    step = max(1, len(before) // (max_rows - 1))
+    b = facts.timeline.bucket_s
+    every = f", a row every {human(step * b)} and the last before the kill" if step > 1 else ""
+    return (
+        f"each row is the {human(b)} from its time — the highest value in it, host RAM as of its last "
+        f"sample{every}; retractions are those since the previous row, up to the end of this row's {human(b)}"
+    )
+
+
 def _memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
     before = facts.timeline.before_kill()
     if not before:
@@ -1026,7 +1051,7 @@ def incident_report(
         queued_at_kill=inc.queued_at_kill,
         last_activity_utc=utc_text(last),
         silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
-        silent_before_kill=human((inc.ts - last).total_seconds()) if inc.ts and last else "—",
+        silent_before_kill=_silent_text((inc.ts - last).total_seconds()) if inc.ts and last else "—",
         gen_throughput_before=round(tput, 1) if tput else None,
         # two significant figures: an estimate, not a count
         tokens_not_served=float(f"{tput * inc.downtime_s:.2g}") if tput and inc.downtime_s else None,
@@ -1110,6 +1135,7 @@ def incident_report(
         quotes=_quote_lines(store, facts, sources, clean),
         memory_figure=figure,
         memory_rows=_memory_rows(facts),
+        memory_rows_note=_memory_rows_note(facts),
         window_s=window_s,
         loads=loads,
         load_summaries=sums,
