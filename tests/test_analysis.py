@@ -1746,3 +1746,41 @@ def test_a_systemd_oomd_kill_names_its_rule_candidates_and_settings(cli: Any, tm
         "/system.slice/embed-batch.service (96.1G)" in text
     )
     assert "ManagedOOMPreference=avoid" in text and "the unit's memory limit" not in text
+
+
+@pytest.mark.parametrize("same_name", [True, False])
+def test_a_recovery_from_another_checkpoint_says_whether_clients_see_another_model(same_name: bool) -> None:
+    """An FP8 copy served under the same name is not 'another model' to the clients."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident, Load
+    from postmortem.analysis.summary import summarise
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "oomd", 0.9)
+    inc.killed_load = Load(
+        1, "h", T - timedelta(hours=3), T - timedelta(hours=2), 600.0, "killed", "/m/L70", None, 30000
+    )
+    inc.recovery_load = Load(
+        2,
+        "h",
+        T + timedelta(seconds=140),
+        T + timedelta(seconds=250),
+        110.0,
+        "ready",
+        "/m/L70-FP8",
+        None,
+        30000,
+    )
+    inc.recovery_unit, inc.recovered_ts, inc.downtime_s = "b.service", T + timedelta(seconds=250), 250.0
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.config = {"served_model_name": "llama-70b"}
+    facts.recovery_config = {"served_model_name": "llama-70b" if same_name else "llama-70b-fp8"}
+    text = summarise(facts, UTC)
+    if same_name:
+        assert (
+            "It loads another checkpoint (/m/L70-FP8, not /m/L70) under the same served model name (llama-70b)."
+            in text
+        )
+    else:
+        assert "It serves another model (/m/L70-FP8, not /m/L70)." in text

@@ -165,11 +165,17 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             else ""
         )
         killed_model = inc.killed_load.model_path if inc.killed_load is not None else None
-        other_model = (
-            f" It serves another model ({load.model_path}, not {killed_model})."
-            if load is not None and load.model_path and killed_model and load.model_path != killed_model
-            else ""
-        )
+        other_model = ""
+        if load is not None and load.model_path and killed_model and load.model_path != killed_model:
+            served = (facts.config or {}).get("served_model_name")
+            if served and served == (facts.recovery_config or {}).get("served_model_name"):
+                # the same name to clients (a quantised or smaller copy): clients see no change
+                other_model = (
+                    f" It loads another checkpoint ({load.model_path}, not {killed_model}) under the "
+                    f"same served model name ({served})."
+                )
+            else:
+                other_model = f" It serves another model ({load.model_path}, not {killed_model})."
         parts.append(
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
             f"{clock(inc.recovered_ts, zone)}{took}.{other_model}"
