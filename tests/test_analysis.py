@@ -1758,11 +1758,21 @@ def test_a_recovery_from_another_checkpoint_says_whether_clients_see_another_mod
 
     inc = Incident(1, "h", T, "a.service", "oomd", 0.9)
     inc.killed_load = Load(
-        1, "h", T - timedelta(hours=3), T - timedelta(hours=2), 600.0, "killed", "/m/L70", None, 30000
+        1,
+        "h",
+        "a.service",
+        T - timedelta(hours=3),
+        T - timedelta(hours=2),
+        600.0,
+        "killed",
+        "/m/L70",
+        None,
+        30000,
     )
     inc.recovery_load = Load(
         2,
         "h",
+        "b.service",
         T + timedelta(seconds=140),
         T + timedelta(seconds=250),
         110.0,
