@@ -392,7 +392,8 @@ def test_no_anchor_leaves_ts_null() -> None:
     out, ctx = dmesg("[   10.000000] x")
     assert ctx.notes == [
         "boot-relative kernel stamps and no boot time known: ts stays NULL until a journal of "
-        "that boot is ingested (then run the build) or --boot-time is given"
+        "that boot is ingested — with boot ids (-o export or json) or the same OOM or Xid "
+        "kernel lines — and the build is run, or --boot-time gives that boot's start (uptime -s)"
     ]
     assert (messages(out)[0].ts, messages(out)[0].ts_inferred, messages(out)[0].monotonic_s) == (
         None,

@@ -260,7 +260,8 @@ class KernelStream:
         if boot is None:
             ctx.note(
                 "boot-relative kernel stamps and no boot time known: ts stays NULL until a journal of "
-                "that boot is ingested (then run the build) or --boot-time is given"
+                "that boot is ingested — with boot ids (-o export or json) or the same OOM or Xid "
+                "kernel lines — and the build is run, or --boot-time gives that boot's start (uptime -s)"
             )
         return boot
 
