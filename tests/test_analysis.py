@@ -1794,3 +1794,48 @@ def test_a_recovery_from_another_checkpoint_says_whether_clients_see_another_mod
         )
     else:
         assert "It serves another model (/m/L70-FP8, not /m/L70)." in text
+
+
+def test_the_start_that_came_back_is_not_called_the_first(cli: Any, tmp_path: Path) -> None:
+    """A unit that failed two automatic restarts before the third came back: 'Kill → started'
+    is the third start's, and says that the two before it failed."""
+    u = "sglang.service"
+    lines = [
+        f"2025-06-18T12:00:00+0000 h systemd[1]: Starting {u} - LLM...",
+        f"2025-06-18T12:00:00+0000 h systemd[1]: Started {u} - LLM.",
+        "2025-06-18T12:01:00+0000 h sglang[100]: [2025-06-18 12:01:00] The server is fired up and ready to roll!",
+        f"2025-06-18T14:02:37+0000 h systemd[1]: {u}: Main process exited, code=killed, status=9/KILL",
+        f"2025-06-18T14:02:37+0000 h systemd[1]: {u}: Failed with result 'signal'.",
+    ]
+    t = 14 * 3600 + 3 * 60 + 7
+    for n in (1, 2, 3):
+        hh, mm, ss = t // 3600, t // 60 % 60, t % 60
+        at = f"2025-06-18T{hh:02d}:{mm:02d}:{ss:02d}+0000"
+        lines += [
+            f"{at} h systemd[1]: {u}: Scheduled restart job, restart counter is at {n}.",
+            f"{at} h systemd[1]: Starting {u} - LLM...",
+            f"{at} h systemd[1]: Started {u} - LLM.",
+            f"{at} h sglang[{200 + n}]: [{at[:10]} {at[11:19]}] server_args=ServerArgs(model_path='/m', "
+            "tp_size=8, port=30000)",
+        ]
+        if n < 3:
+            end = t + 20
+            at_end = f"2025-06-18T{end // 3600:02d}:{end // 60 % 60:02d}:{end % 60:02d}+0000"
+            lines += [
+                f"{at_end} h systemd[1]: {u}: Main process exited, code=exited, status=1/FAILURE",
+                f"{at_end} h systemd[1]: {u}: Failed with result 'exit-code'.",
+            ]
+        t += 40
+    lines.append(
+        "2025-06-18T14:05:00+0000 h sglang[203]: [2025-06-18 14:05:00] The server is fired up and ready to roll!"
+    )
+    journal = tmp_path / "journal.txt"
+    journal.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    text = next(p for p in out.glob("*sglang.service.md")).read_text()
+    assert (
+        f"| Kill → {u} started | 1 min 50 s (the start that came back; 2 restarts before it failed, the first "
+        "scheduled 30 s after the kill) |" in text
+    ), [ln for ln in text.splitlines() if "Kill →" in ln]

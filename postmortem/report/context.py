@@ -1062,6 +1062,14 @@ def incident_report(
     if rl is not None and rl.start_ts is not None and inc.ts is not None and rl.start_ts >= inc.ts:
         impact.until_start_s = (rl.start_ts - inc.ts).total_seconds()
         impact.until_start = human(impact.until_start_s)
+        earlier = [r["ts"] for r in facts.restarts if r["ts"] < rl.start_ts - timedelta(seconds=5)]
+        if rl.unit == inc.unit and earlier:
+            # the start that came back was not the first: the ones before it failed
+            n = len(earlier)
+            impact.until_start += (
+                f" (the start that came back; {n} restart{'s' if n > 1 else ''} before it failed, the first "
+                f"scheduled {human((min(earlier) - inc.ts).total_seconds())} after the kill)"
+            )
         if rl.load_s is not None:
             impact.recovery_load_s = rl.load_s
             impact.recovery_load = human(rl.load_s)
