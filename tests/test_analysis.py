@@ -1709,6 +1709,12 @@ def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) 
     assert "GPU memory (busiest of its GPUs 4–7): 77.1 GiB" in text
     assert "ran on GPUs 4–7 of the host's 8" in text
     assert "the CUDA OOM was an allocation outside that pool" in text
+    # the OOM itself: its rank, GPU and sizes, and the settings that decide that headroom
+    assert (
+        "**Leave the server GPU headroom for its batches** (high) — TP2 on GPU 6 asked for 2.32 GiB "
+        "with 1.43 GiB free while serving" in text
+    )
+    assert "--mem-fraction-static (configured 0.92; try 0.89)" in text
 
 
 def test_gpus_renumbered_by_cuda_visible_devices_are_not_guessed(cli: Any, tmp_path: Path) -> None:

@@ -77,6 +77,8 @@ class IncidentFacts:
     config: dict[str, Any] | None = None
     #: the killed server's GPUs when the host has others and they can be told (else None: all)
     unit_gpus: UnitGpus | None = None
+    #: the CUDA OOM of a gpu_oom incident (``cuda_oom_of.sql``: ranks, gpu, tried_mib, free_mib, phase)
+    cuda_oom: dict[str, Any] | None = None
     #: systemd-oomd's top candidates before its kill: (cgroup, memory in use as it printed it)
     oomd_candidates: list[tuple[str, str]] = field(default_factory=list)
     recovery_config: dict[str, Any] | None = None
@@ -280,6 +282,10 @@ def gather(
         )
     if incident.cause == "gpu_oom":
         _gpu_holders(store, facts)
+        ev = next((e for e in incident.evidence if e.kind == "cuda_oom"), None)
+        if ev is not None:
+            rows = run_named_dicts(store, "cuda_oom_of", {"source_id": ev.source_id, "line_no": ev.line_no})
+            facts.cuda_oom = rows[0] if rows else None
     if incident.cause == "timeout":
         stops = [
             ev

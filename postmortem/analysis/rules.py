@@ -340,6 +340,61 @@ def speculative_gpu_settings(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+@rule("gpu_headroom")
+def gpu_headroom(f: IncidentFacts) -> Recommendation | None:
+    """A CUDA OOM of the server itself (no other process on the GPU, no draft model): where it
+    happened, how much it asked for, and the setting that decides that headroom."""
+    inc, oom = f.incident, f.cuda_oom
+    if inc.cause != "gpu_oom" or oom is None or f.gpu_holders or _spec(f):
+        return None
+    cfg = f.config or {}
+    mfs, bs, mrr = (
+        cfg.get("mem_fraction_static"),
+        cfg.get("cuda_graph_max_bs"),
+        cfg.get("max_running_requests"),
+    )
+    where = " ".join(
+        x for x in (oom.get("ranks"), f"on GPU {oom['gpu']}" if oom.get("gpu") is not None else None) if x
+    )
+    asked = ""
+    if oom.get("tried_mib") is not None:
+        asked = f" asked for {oom['tried_mib'] / 1024:.2f} GiB" + (
+            f" with {oom['free_mib'] / 1024:.2f} GiB free" if oom.get("free_mib") is not None else ""
+        )
+    phase = oom.get("phase")
+    lower = (
+        f"--mem-fraction-static (configured {mfs}; try {round(mfs - 0.03, 2)})"
+        if isinstance(mfs, float)
+        else "--mem-fraction-static (0.03 lower)"
+    )
+    if phase == "cuda_graph":
+        detail = (
+            f"{where or 'A rank'}{asked} while capturing CUDA graphs: the graphs for the largest batch "
+            f"sizes did not fit beside the KV pool. Lower --cuda-graph-max-bs (configured "
+            f"{bs if bs is not None else 'default'}{f'; try {bs // 2}' if isinstance(bs, int) else ''}) or {lower}."
+        )
+    elif phase in ("runtime", "warmup"):
+        lb = f.last_batch or {}
+        load = (
+            f" (the last batch line: {lb['running_req']} running, {lb['queue_req']} queued"
+            + (f", KV usage {lb['token_usage']:.2f}" if lb.get("token_usage") is not None else "")
+            + ")"
+            if lb.get("running_req") is not None
+            else ""
+        )
+        detail = (
+            f"{where or 'A rank'}{asked} while serving{load}: a batch's activations did not fit in the "
+            f"headroom the KV pool leaves. Give it more — {lower} — or keep batches smaller: "
+            f"--max-running-requests (configured {mrr if mrr is not None else 'auto'}), --cuda-graph-max-bs "
+            f"(configured {bs if bs is not None else 'default'}), --chunked-prefill-size for long prompts."
+        )
+    else:
+        return None  # loading: the weights or the pool itself did not fit — the quoted error says which
+    return Recommendation(
+        "gpu_headroom", "high", "Leave the server GPU headroom for its batches", detail, _ref(f, "cuda_oom")
+    )
+
+
 @rule("fallback_autoregressive")
 def fallback_autoregressive(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
@@ -1004,6 +1059,7 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "host_ram_not_gpu": f"Find what grows in {unit}'s host memory under load before starting it again",
         "bound_queue": f"Set --max-queued-requests and --max-running-requests on {unit}",
         "speculative_gpu_settings": f"Lower the GPU memory settings of {unit} and test under peak load",
+        "gpu_headroom": f"Lower the GPU memory settings of {unit} and test under peak load",
         "fallback_autoregressive": (
             f"Write {f.incident.fallback_unit} into the runbook as the fallback for {unit}, with its load time"
         ),
@@ -1029,8 +1085,9 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
     if rec.rule == "host_ram_not_gpu" and f.incident.cause in HOST_CAUSES and _while_loading(f):
         return f"Find what {unit} holds in host memory while it loads before starting it again"
     if rec.rule == "host_ram_not_gpu" and f.incident.cause == "gpu_oom":
-        # another process's memory is freed, not the server's settings lowered
-        return None if f.gpu_holders else actions["speculative_gpu_settings"]
+        # another process's memory is freed, not the server's settings lowered (and a settings
+        # rule of its own says which ones)
+        return None if f.gpu_holders or gpu_headroom(f) else actions["speculative_gpu_settings"]
     if rec.rule == "verify_gpu_freed" and f.gpu_holders:
         return None  # the holders' own action says it
     return actions.get(rec.rule)
