@@ -77,6 +77,8 @@ class IncidentFacts:
     config: dict[str, Any] | None = None
     #: the killed server's GPUs when the host has others and they can be told (else None: all)
     unit_gpus: UnitGpus | None = None
+    #: the limits the killed run settled on at startup (``limits_of.sql``: max_running_requests, …)
+    limits: dict[str, Any] | None = None
     #: the CUDA OOM of a gpu_oom incident (``cuda_oom_of.sql``: ranks, gpu, tried_mib, free_mib, phase)
     cuda_oom: dict[str, Any] | None = None
     #: systemd-oomd's top candidates before its kill: (cgroup, memory in use as it printed it)
@@ -209,6 +211,12 @@ def gather(
             {"unit": incident.unit, "before": kill, "host": incident.host, "since": run_start},
         )
         facts.last_batch = batch[0] if batch else None
+        limits = run_named_dicts(
+            store,
+            "limits_of",
+            {"unit": incident.unit, "since": run_start, "before": kill, "host": incident.host},
+        )
+        facts.limits = limits[0] if limits else None
         facts.hicache = run_named_dicts(
             store,
             "hicache_allocs_before",

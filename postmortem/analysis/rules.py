@@ -226,7 +226,6 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
     if not f.queue_max or f.queue_max < 16:
         return None
     cfg = f.config or {}
-    mrr = cfg.get("max_running_requests")
     raw = str(cfg.get("raw") or "")
     mqr = _field(raw, "max_queued_requests")
     parts = [
@@ -243,7 +242,7 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
     q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
     parts.append(
         f"Bound them: set --max-queued-requests (configured: {q}) so excess requests get a fast 503 "
-        f"instead of growing memory, and --max-running-requests (configured: {mrr if mrr is not None else 'auto'})."
+        f"instead of growing memory, and --max-running-requests (configured: {_mrr_text(f)})."
     )
     return Recommendation("bound_queue", "high", "Bound the request queue", " ".join(parts))
 
@@ -340,6 +339,15 @@ def speculative_gpu_settings(f: IncidentFacts) -> Recommendation | None:
     )
 
 
+def _mrr_text(f: IncidentFacts) -> str:
+    """--max-running-requests as configured, and what the server made of 'auto' at startup."""
+    mrr = (f.config or {}).get("max_running_requests")
+    if mrr is not None:
+        return str(mrr)
+    eff = (f.limits or {}).get("max_running_requests")
+    return f"auto, which the server set to {eff} at startup" if eff is not None else "auto"
+
+
 @rule("gpu_headroom")
 def gpu_headroom(f: IncidentFacts) -> Recommendation | None:
     """A CUDA OOM of the server itself (no other process on the GPU, no draft model): where it
@@ -348,11 +356,7 @@ def gpu_headroom(f: IncidentFacts) -> Recommendation | None:
     if inc.cause != "gpu_oom" or oom is None or f.gpu_holders or _spec(f):
         return None
     cfg = f.config or {}
-    mfs, bs, mrr = (
-        cfg.get("mem_fraction_static"),
-        cfg.get("cuda_graph_max_bs"),
-        cfg.get("max_running_requests"),
-    )
+    mfs, bs = cfg.get("mem_fraction_static"), cfg.get("cuda_graph_max_bs")
     where = " ".join(
         x for x in (oom.get("ranks"), f"on GPU {oom['gpu']}" if oom.get("gpu") is not None else None) if x
     )
@@ -385,7 +389,7 @@ def gpu_headroom(f: IncidentFacts) -> Recommendation | None:
         detail = (
             f"{where or 'A rank'}{asked} while serving{load}: a batch's activations did not fit in the "
             f"headroom the KV pool leaves. Give it more — {lower} — or keep batches smaller: "
-            f"--max-running-requests (configured {mrr if mrr is not None else 'auto'}), --cuda-graph-max-bs "
+            f"--max-running-requests (configured {_mrr_text(f)}), --cuda-graph-max-bs "
             f"(configured {bs if bs is not None else 'default'}), --chunked-prefill-size for long prompts."
         )
     else:

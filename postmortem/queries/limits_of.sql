@@ -1,0 +1,9 @@
+-- The limits a server settled on at startup (SGLang's "max_total_num_tokens=…, max_running_requests=…"
+-- line), the last before a time within a run. Parameters: $unit, $since, $before, $host.
+SELECT CAST(json_extract(detail, '$.max_running_requests') AS BIGINT) AS max_running_requests,
+       num_tokens AS max_total_num_tokens, source_id, line_no
+FROM sglang_events
+WHERE kind = 'limits' AND unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
+  AND ($host IS NULL OR host IS NULL OR host = $host)
+ORDER BY ts DESC, line_no DESC
+LIMIT 1
