@@ -38,6 +38,8 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   killed, or an OOM kill names the unit; ``failed`` when before ready an exception, CUDA OOM,
   "Not enough memory", a scheduler death, a failed initialization or the unit's failure was
   logged; ``incomplete`` when the log ends (or the next start begins) with none of these.
+  Only the load's host's systemd and OOM rows count, and the next start is the unit's next on
+  that host: in a fleet store another host's rows of a unit of the same name change nothing.
 """
 
 from __future__ import annotations
@@ -444,7 +446,7 @@ def _refine_with_units(
                 continue
             if nxt is not None and r["ts"] >= nxt:
                 break
-            if load.host is not None and r["host"] is not None and r["host"] != load.host:
+            if not _same_host(r["host"], load.host):
                 continue
             kind = r["kind"]
             killed = kind == "oom_killed" or (
@@ -460,6 +462,7 @@ def _refine_with_units(
             ts = r["ts"]
             if (
                 r["unit"] == load.unit
+                and _same_host(r["host"], load.host)
                 and ts is not None
                 and ts >= load.start_ts
                 and (nxt is None or ts < nxt)
@@ -476,12 +479,20 @@ def _start_key(load: _Load) -> tuple[bool, float, int, int]:
     return (load.start_ts is None, ts, load.source_id or 0, load.first_line_no or 0)
 
 
+def _same_host(a: str | None, b: str | None) -> bool:
+    """Rows of two hosts are apart; a row no host is known for may be either's."""
+    return a is None or b is None or a == b
+
+
 def _next_start(loads: list[_Load], load: _Load) -> datetime | None:
+    """The next start of the load's unit on its host (a fleet's hosts start the same unit
+    independently: another host's start does not end this load)."""
     later = [
         ld.start_ts
         for ld in loads
         if ld is not load
         and ld.unit == load.unit
+        and _same_host(ld.host, load.host)
         and ld.start_ts is not None
         and load.start_ts is not None
         and ld.start_ts > load.start_ts
