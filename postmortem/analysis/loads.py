@@ -16,10 +16,11 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   starts a load at its first startup line. When the journal has the unit's ``Starting``
   (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
   the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
-  ``systemd_started``); else the ``server_args`` line (``server_args``) or the first line
-  (``first_line``). Loads that know their unit claim first; a unit-less SGLang stream then
-  claims an unclaimed start on its host, preferring one in its own source, then a unit named
-  like SGLang, then the latest.
+  ``systemd_started``; a ``Started`` within 5 minutes of the same host's ``Starting`` of the
+  unit is that start's, whatever other hosts or units started between); else the
+  ``server_args`` line (``server_args``) or the first line (``first_line``). Loads that know
+  their unit claim first; a unit-less SGLang stream then claims an unclaimed start on its
+  host, preferring one in its own source, then a unit named like SGLang, then the latest.
 * **Ready.** The ``The server is fired up and ready to roll!`` line (``ready_line``); without
   one, the first 200 answer on a health endpoint (``health_200``).
 * **Health polls** = requests to ``/health``, ``/health_generate``, ``/v1/models`` (also
@@ -383,20 +384,23 @@ def _refine_with_units(
     loads: list[_Load], unit_rows: list[dict[str, Any]], oom_rows: list[dict[str, Any]]
 ) -> None:
     starts: list[_UnitStart] = []
+    # the last start of each (host, unit): another host's (a fleet store) or unit's start
+    # between a Starting and its Started does not part them
+    last: dict[tuple[str | None, str], _UnitStart] = {}
     for r in unit_rows:
         if r["kind"] in ("starting", "started") and r["ts"] is not None and r["unit"]:
             # a Started right after its Starting belongs to the same start
-            prev = starts[-1] if starts else None
+            prev = last.get((r["host"], r["unit"]))
             if (
                 r["kind"] == "started"
                 and prev is not None
-                and prev.unit == r["unit"]
-                and prev.host == r["host"]
                 and prev.action == "starting"
                 and timedelta(0) <= r["ts"] - prev.ts <= timedelta(minutes=5)
             ):
                 continue
-            starts.append(_UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"]))
+            start = _UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"])
+            starts.append(start)
+            last[(start.host, start.unit)] = start
     # the previous load of the same stream bounds how early a start may be
     floors: dict[int, datetime] = {}
     streams: dict[Any, list[_Load]] = {}

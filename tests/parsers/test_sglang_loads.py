@@ -375,3 +375,25 @@ def test_another_hosts_kill_or_start_does_not_change_a_hosts_loads() -> None:
     _assert_hosts_apart(rows, ("h1", "h2"))
     got = {ld["host"]: ld["outcome"] for ld in derive_loads(_in_query_order(rows))}
     assert got == {"h1": "killed", "h2": "stopped"}
+
+
+def test_a_started_line_pairs_with_its_own_hosts_starting_line() -> None:
+    """Two hosts start the unit 10 ms apart (a parallel rollout): each host's `Started`
+    belongs to its own `Starting`, so each load starts at its host's `Starting` line, as in its
+    own store — not at its `Started`, 40 ms later, because the other host's `Starting` came
+    between."""
+    rows = [
+        _row("unit", "07:00:00.000", "h1", 1, 10, "starting"),
+        _row("unit", "07:00:00.010", "h2", 11, 10, "starting"),
+        _row("unit", "07:00:00.040", "h1", 1, 11, "started"),
+        _row("unit", "07:00:00.050", "h2", 11, 11, "started"),
+        _row("config", "07:00:02", "h1", 2, 1, "config", model_path="/m"),
+        _row("config", "07:00:02", "h2", 12, 1, "config", model_path="/m"),
+        _row("sglang", "07:02:00", "h1", 2, 9, "ready"),
+        _row("sglang", "07:02:00", "h2", 12, 9, "ready"),
+    ]
+    _assert_hosts_apart(rows, ("h1", "h2"))
+    got = [
+        (ld["host"], ld["start_source"], ld["start_line_no"]) for ld in derive_loads(_in_query_order(rows))
+    ]
+    assert got == [("h1", "systemd_starting", 10), ("h2", "systemd_starting", 10)]
