@@ -978,6 +978,30 @@ def test_a_windowed_build_keeps_the_other_incidents_as_the_last_build_found_them
     store.close()
 
 
+@pytest.mark.parametrize(
+    ("moved", "kept"), [(timedelta(microseconds=-380), True), (timedelta(minutes=-10), False)]
+)
+def test_a_windowed_build_keeps_an_incident_whose_kill_was_read_from_another_copy(
+    tmp_path: Path, moved: timedelta, kept: bool
+) -> None:
+    """The last build took an incident's kill from the other copy of the kernel line (dmesg's
+    rather than the journal's, 380 µs apart): it is the same kill, and a windowed build
+    elsewhere keeps what that build found for it. A kill 10 minutes away is another one."""
+    store = _many_incidents(tmp_path)
+    full = rebuild(store)
+    other, one = full.incidents[1], full.incidents[2]
+    assert one.ts is not None
+    analysed = "SELECT running_at_kill, queued_at_kill, last_activity_ts, summary FROM incidents WHERE incident_id = ?"
+    recs = "SELECT * FROM recommendations WHERE incident_id = ? ORDER BY ALL"
+    found = store.fetchall(analysed, [other.incident_id]), store.fetchall(recs, [other.incident_id])
+    assert found[0][0][-1] and found[1]
+    store.execute("UPDATE incidents SET ts = ts + ? WHERE incident_id = ?", [moved, other.incident_id])
+    rebuild(store, since=one.ts - timedelta(seconds=1), until=one.ts + timedelta(seconds=1))
+    now = store.fetchall(analysed, [other.incident_id]), store.fetchall(recs, [other.incident_id])
+    assert now == (found if kept else ([(None, None, None, None)], []))
+    store.close()
+
+
 def test_a_gpu_oom_beside_another_process_says_to_free_the_gpu_not_to_lower_the_settings() -> None:
     from postmortem.analysis.facts import GpuHolder, IncidentFacts
     from postmortem.analysis.model import Incident

@@ -378,32 +378,58 @@ _FACT_COLUMNS = (
 class _Earlier:
     """An incident as an earlier build stored it: its facts' columns and recommendations."""
 
+    host: str | None
+    unit: str | None
+    ts: datetime
     columns: dict[str, Any]
     recommendations: list[tuple[Any, ...]]
 
 
-def _earlier_facts(store: Store) -> dict[tuple[Any, ...], _Earlier]:
-    """The derived rows of the last build, by (host, unit, time) of the incident."""
-    found: dict[int, tuple[tuple[Any, ...], _Earlier]] = {}
+#: how far an incident's time may have moved since the last build and still be the same kill:
+#: the same kernel line read from another copy (dmesg's or the journal's, microseconds apart),
+#: a whole-second stamp where the precise one was (under a second). Far below the two minutes
+#: (``incidents.MERGE_S``) that part two incidents of one unit, so no two of them are in reach
+#: of one earlier incident.
+CARRY_TOLERANCE_S = 5.0
+
+
+def _earlier_facts(store: Store) -> list[_Earlier]:
+    """The derived rows of the last build, with the host, unit and time of each incident."""
+    found: dict[int, _Earlier] = {}
     for r in run_named_dicts(store, "earlier_incidents"):
         columns = {c: r[c] for c in _FACT_COLUMNS}
-        found[int(r["incident_id"])] = ((r["host"], r["unit"], r["ts"]), _Earlier(columns, []))
+        found[int(r["incident_id"])] = _Earlier(r["host"], r["unit"], r["ts"], columns, [])
     for r in run_named_dicts(store, "earlier_recommendations"):
         if int(r["incident_id"]) in found:
             row = (r["rule"], r["severity"], r["title"], r["detail"], r["evidence"])
-            found[int(r["incident_id"])][1].recommendations.append(row)
-    return dict(found.values())
+            found[int(r["incident_id"])].recommendations.append(row)
+    return list(found.values())
 
 
-def _carry_over(result: Analysis, earlier: dict[tuple[Any, ...], _Earlier], analysed: set[int]) -> None:
-    """Incidents outside the window keep what the last build found for them (the same host,
-    unit and time): a build of one incident's window leaves the others' rows as they were."""
-    for inc in result.incidents:
-        if inc.incident_id in analysed:
+def _carry_over(result: Analysis, earlier: list[_Earlier], analysed: set[int]) -> None:
+    """Incidents outside the window keep what the last build found for them: a build of one
+    incident's window leaves the others' rows as they were. An incident is the earlier one of
+    its unit and host (or no host known on one side) nearest in time, within
+    :data:`CARRY_TOLERANCE_S` (the same kill, read from another copy of its line); each
+    earlier incident is carried to one incident at most."""
+    pairs: list[tuple[float, int, int]] = []
+    for i, inc in enumerate(result.incidents):
+        if inc.incident_id in analysed or inc.ts is None:
             continue
-        old = earlier.get((inc.host, inc.unit, inc.ts))
-        if old is None:
+        for j, old in enumerate(earlier):
+            if old.unit != inc.unit or not (old.host is None or inc.host is None or old.host == inc.host):
+                continue
+            gap = abs((inc.ts - old.ts).total_seconds())
+            if gap <= CARRY_TOLERANCE_S:
+                pairs.append((gap, i, j))
+    taken_inc: set[int] = set()
+    taken_old: set[int] = set()
+    for _, i, j in sorted(pairs):
+        if i in taken_inc or j in taken_old:
             continue
+        taken_inc.add(i)
+        taken_old.add(j)
+        inc, old = result.incidents[i], earlier[j]
         for name, value in old.columns.items():
             setattr(inc, name, value if value is not None or name != "summary" else "")
         result.carried[inc.incident_id] = old.recommendations
