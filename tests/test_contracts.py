@@ -57,6 +57,18 @@ def test_records_match_tables() -> None:
         assert sorted(field_names(rt)) == sorted(cols[1:]), rt.TABLE
 
 
+def test_the_store_hosts_query_reads_every_ingested_table_with_a_host() -> None:
+    """``store_hosts`` decides whether a store names exactly one host (the host of its rows
+    that name none, in ``build`` and ``export``): a table it missed could hold a second host."""
+    from postmortem.query import named_sql
+
+    store = Store.memory()
+    ingested = ["sources", "parse_issues", *(rt.TABLE for rt in RECORD_TYPES)]
+    with_host = {t for t in ingested if "host" in {c for c, _ in store.columns(t)}}
+    read = set(re.findall(r"SELECT host FROM (\w+)", named_sql("store_hosts")))
+    assert read == with_host
+
+
 def _documented(path: Path) -> dict[str, list[str]]:
     """Columns documented per table: the first cell of each row of a `| column | type | …` table
     under a heading naming the table (a cell may list several columns)."""

@@ -266,3 +266,50 @@ def test_kills_during_one_outage_count_once_in_the_mean_time_to_recovery(tmp_pat
     store.close()
     assert "Mean time to recovery: **8 min 20 s** over 2 restored outage(s)" in text  # (911 + 89) / 2
     assert "(within incident 1's outage)" in text and "(within incident 2's" not in text
+
+
+CANARY_LOG = """\
+[2025-11-03 18:40:00] server_args=ServerArgs(model_path='/models/m', tp_size=2, port=30000)
+[2025-11-03 18:41:00 TP0] Load weight begin. avail mem=77.43 GB
+[2025-11-03 18:42:00] The server is fired up and ready to roll!
+[2025-11-03 18:48:34 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2000, in event_loop_overlap
+    self.run_batch(batch)
+AssertionError: draft token count mismatch
+[2025-11-03 18:48:34] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def test_a_per_host_store_gives_its_host_to_what_no_host_is_known_for_as_the_fleet_does(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A per-host store (its journal names gpu-node-2) and an SGLang log of a canary that
+    crashed, which names no host: the incident and the canary's load are gpu-node-2's, as they
+    are once the store is exported and merged into a fleet store — its report is
+    gpu-node-2-…, not unknown-host-…"""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(
+        "2025-11-03T18:30:00+0000 gpu-node-2 systemd[1]: Started other.service - Other.\n"
+    )
+    (logs / "sglang-canary.log").write_text(CANARY_LOG)
+    one = tmp_path / "one.duckdb"
+    built = cli("build", "--logs", logs, "--db", one, "--out", tmp_path / "r1", "--tz", "UTC")
+    assert built.code == 0, built
+    assert [p.name for p in (tmp_path / "r1").glob("*canary*.md")] == [
+        "gpu-node-2-20251103T184834Z-sglang-canary.service.md"
+    ]
+    assert cli("export", "--parquet", tmp_path / "exp", "--db", one).code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    assert cli("ingest", "--from-parquet", tmp_path / "exp", "--db", fleet).code == 0
+    assert cli("build", "--no-ingest", "--db", fleet, "--out", tmp_path / "r2", "--tz", "UTC").code == 0
+    derived = (
+        "SELECT host, unit, ts, cause FROM incidents ORDER BY ts",
+        "SELECT host, unit, start_ts, outcome FROM service_loads ORDER BY start_ts",
+    )
+    stores = [Store.open_readonly(one), Store.open_readonly(fleet)]
+    per_host, merged = ([s.fetchall(q) for q in derived] for s in stores)
+    for s in stores:
+        s.close()
+    assert per_host == merged
+    assert [r[0] for r in per_host[0] + per_host[1]] == ["gpu-node-2", "gpu-node-2"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import PostmortemError
 from ..machine import usable_cpus
-from ..query import named_sql, run_named_dicts
+from ..query import named_sql, run_named_dicts, sole_host
 from ..store.db import Store, ident
 from ..timeutil import UTC
 from .clock import (
@@ -37,7 +37,7 @@ from .incidents import (
     evidence_from_rows,
 )
 from .load_stats import LoadStats, load_statistics
-from .loads import derive_service_loads
+from .loads import derive_service_loads, with_host
 from .model import ClockOffset, Incident, Load, Recommendation
 from .rules import recommend
 from .summary import summarise
@@ -238,8 +238,11 @@ def rebuild(
             apply_shifts(store, shifts)
             offsets = _offsets(store)
     with store.transaction():
+        # rows no host is known for are the store's only host's, when it names one (a per-host
+        # store), as its export files them: the same incidents and loads as in a fleet store
+        host = sole_host(store)
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
-        derive_service_loads(store)
+        derive_service_loads(store, host)
         earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
@@ -257,7 +260,7 @@ def rebuild(
         stats = load_statistics(loads)
         # the incidents of the whole store (the table keeps them all, numbered the same whatever
         # the window); the window's are analysed, the others keep what an earlier build found
-        rows = run_named_dicts(store, "kill_evidence", {"since": None, "until": None})
+        rows = with_host(run_named_dicts(store, "kill_evidence", {"since": None, "until": None}), host)
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         _gpu_faults(store, incidents)

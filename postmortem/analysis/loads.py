@@ -592,13 +592,24 @@ COLUMNS = (
 )
 
 
-def derive_service_loads(store: Store) -> int:
-    """Delete and refill ``service_loads``; returns the number of loads.
+def with_host(rows: list[dict[str, Any]], host: str | None) -> list[dict[str, Any]]:
+    """``rows`` with ``host`` where they have none: the rows no host is known for in a store
+    that names exactly one (:func:`postmortem.query.sole_host`), as ``export`` files them."""
+    if host is not None:
+        for r in rows:
+            if r["host"] is None:
+                r["host"] = host
+    return rows
+
+
+def derive_service_loads(store: Store, host: str | None = None) -> int:
+    """Delete and refill ``service_loads``; returns the number of loads. ``host``: the store's
+    only host (:func:`postmortem.query.sole_host`), given to the rows that name none.
 
     Two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
     is one (``analysis.rebuild``), makes them atomic.
     """
-    loads = derive_loads(run_named_dicts(store, "service_loads"))
+    loads = derive_loads(with_host(run_named_dicts(store, "service_loads"), host))
     store.con.execute("DELETE FROM service_loads")
     if loads:
         # a few rows per start: plain parameters (an Arrow table would make pyarrow import
