@@ -22,7 +22,7 @@ from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, killed_process
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
-from ..analysis.timeline import FAILURE_KINDS, TimelineEvent
+from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -476,10 +476,13 @@ _HUNG_TASK = re.compile(r"task (\S+:\d+) blocked for more than")
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
     tl = facts.timeline
     inc = facts.incident
-    rows: list[tuple[datetime, TimelineRow]] = []
+    # in time order; a whole-second death report after the kill of its second (after_kill)
+    rows: list[tuple[tuple[datetime, bool], TimelineRow]] = []
+    kills = kill_times(tl.events)
 
-    def add(ts: datetime, origin: str, text: str, cite: str) -> None:
-        rows.append((ts, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
+    def add(ts: datetime, origin: str, text: str, cite: str, after: datetime | None = None) -> None:
+        key = (after or ts, after is not None)
+        rows.append((key, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
 
     killed = inc.killed_load
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
@@ -572,6 +575,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             ev.origin,
             _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
             sources.cite(ev.source_id, ev.line_no),
+            after_kill(ev, kills),
         )
     if hung:
         first = hung[0]
