@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from .errors import InputError, StoreError
+from .query import sole_host
 from .records import RECORD_TYPES
 from .store.db import Store, ident
 from .store.migrations import latest_version
@@ -55,20 +56,6 @@ def _date_expr(cols: set[str]) -> str:
     if "source_id" in cols:
         return "CAST((SELECT s.first_ts FROM sources s WHERE s.source_id = t.source_id) AS DATE)"
     return "NULL::DATE"
-
-
-def _sole_host(store: Store) -> str | None:
-    """The host a store names, when it names exactly one (a per-host store): its host-less
-    rows — an SGLang log, an nvidia-smi loop, a dmesg file ingested without ``--host`` — are
-    that host's."""
-    hosts: set[str] = set()
-    for table in store.table_names():
-        if "host" in {c for c, _ in store.columns(table)}:
-            sql = f"SELECT DISTINCT host FROM {ident(table)} WHERE host IS NOT NULL LIMIT 2"  # noqa: S608
-            hosts |= {str(r[0]) for r in store.fetchall(sql)}
-            if len(hosts) > 1:
-                return None
-    return hosts.pop() if hosts else None
 
 
 def _literal(value: str | None) -> str:
@@ -113,7 +100,7 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
         )
     directory.mkdir(parents=True, exist_ok=True)
     result = ExportResult(directory)
-    sole = result.host = _sole_host(store)
+    sole = result.host = sole_host(store)
     for table in store.table_names():
         if table == "schema_migrations":
             continue

@@ -160,6 +160,16 @@ def run_named_dicts(
     return [dict(zip(res.columns, row, strict=True)) for row in res.rows]
 
 
+def sole_host(store: Store) -> str | None:
+    """The host the store's ingested rows name, when they name exactly one (a per-host store).
+    Its rows no host is known for — an SGLang log, an nvidia-smi loop, a dmesg file ingested
+    without ``--host`` — are that host's: ``build`` gives its incidents and loads that host, and
+    ``export`` files those rows under it, so a per-host store and a fleet store it is merged
+    into say the same."""
+    rows = run_named(store, "store_hosts").rows
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 # ------------------------------------------------------------------ output
 
 

@@ -978,6 +978,30 @@ def test_a_windowed_build_keeps_the_other_incidents_as_the_last_build_found_them
     store.close()
 
 
+@pytest.mark.parametrize(
+    ("moved", "kept"), [(timedelta(microseconds=-380), True), (timedelta(minutes=-10), False)]
+)
+def test_a_windowed_build_keeps_an_incident_whose_kill_was_read_from_another_copy(
+    tmp_path: Path, moved: timedelta, kept: bool
+) -> None:
+    """The last build took an incident's kill from the other copy of the kernel line (dmesg's
+    rather than the journal's, 380 µs apart): it is the same kill, and a windowed build
+    elsewhere keeps what that build found for it. A kill 10 minutes away is another one."""
+    store = _many_incidents(tmp_path)
+    full = rebuild(store)
+    other, one = full.incidents[1], full.incidents[2]
+    assert one.ts is not None
+    analysed = "SELECT running_at_kill, queued_at_kill, last_activity_ts, summary FROM incidents WHERE incident_id = ?"
+    recs = "SELECT * FROM recommendations WHERE incident_id = ? ORDER BY ALL"
+    found = store.fetchall(analysed, [other.incident_id]), store.fetchall(recs, [other.incident_id])
+    assert found[0][0][-1] and found[1]
+    store.execute("UPDATE incidents SET ts = ts + ? WHERE incident_id = ?", [moved, other.incident_id])
+    rebuild(store, since=one.ts - timedelta(seconds=1), until=one.ts + timedelta(seconds=1))
+    now = store.fetchall(analysed, [other.incident_id]), store.fetchall(recs, [other.incident_id])
+    assert now == (found if kept else ([(None, None, None, None)], []))
+    store.close()
+
+
 def test_a_gpu_oom_beside_another_process_says_to_free_the_gpu_not_to_lower_the_settings() -> None:
     from postmortem.analysis.facts import GpuHolder, IncidentFacts
     from postmortem.analysis.model import Incident
@@ -1845,3 +1869,42 @@ def test_the_start_that_came_back_is_not_called_the_first(cli: Any, tmp_path: Pa
         f"| Kill → {u} started | 1 min 50 s (the start that came back; 2 restarts before it failed, the first "
         "scheduled 30 s after the kill) |" in text
     ), [ln for ln in text.splitlines() if "Kill →" in ln]
+
+
+def test_a_whole_second_death_report_follows_the_kill_of_its_second(cli: Any, tmp_path: Path) -> None:
+    """SGLang stamps whole seconds: its 'Rank 0 scheduler is dead' of 18:04:19 was written at
+    some instant of that second, after the kernel's kill at 18:04:19.604 that it reports — the
+    timeline lists it after the kill, not before (as 18:04:19.000 would). A line of that second
+    that is no death report (the last batch line) keeps its place before the kill."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(
+        "2025-06-03T18:04:19.604211+00:00 gpu1 kernel: Out of memory: Killed process 53213 (sglang::schedul) "
+        "total-vm:285017324kB, anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:1001 "
+        "pgtables:167968kB oom_score_adj:0\n"
+        "2025-06-03T18:04:20.120000+00:00 gpu1 systemd[1]: sglang-llm.service: Main process exited, code=killed, "
+        "status=9/KILL\n"
+        "2025-06-03T18:04:20.130000+00:00 gpu1 systemd[1]: sglang-llm.service: Failed with result 'oom-kill'.\n"
+    )
+    (logs / "sglang-llm.log").write_text(
+        "[2025-06-03 18:00:00] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
+        "[2025-06-03 18:02:00] The server is fired up and ready to roll!\n"
+        "[2025-06-03 18:04:19 TP0] Decode batch, #running-req: 3, #token: 100, token usage: 0.10, "
+        "cuda graph: True, gen throughput (token/s): 90.00, #queue-req: 0\n"
+        "[2025-06-03 18:04:19] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+        "[2025-06-03 18:04:19] Exit code: -9\n"
+    )
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    timeline = report.read_text().split("## Timeline", 1)[1].split("\n## ", 1)[0]
+    events = [ln.split(" | ")[2] for ln in timeline.splitlines() if ln.startswith("| 2025-06-03 18:04:")]
+    assert [e.split(":")[0].split(" (")[0] for e in events] == [
+        "sglang-llm.service",  # the last batch line before the kill
+        "Out of memory",
+        "sglang-llm.service",  # Rank 0 scheduler is dead
+        "sglang-llm.service",  # systemd: main process exited
+        "sglang-llm.service",
+    ], events
+    assert "last batch line" in events[0] and "scheduler is dead" in events[2], events

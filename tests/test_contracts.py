@@ -57,6 +57,24 @@ def test_records_match_tables() -> None:
         assert sorted(field_names(rt)) == sorted(cols[1:]), rt.TABLE
 
 
+def test_the_host_and_span_queries_read_every_ingested_table_with_a_host_or_time() -> None:
+    """``store_hosts`` decides whether a store names exactly one host (the host of its rows
+    that name none, in ``build`` and ``export``), ``source_hosts`` which files are an incident's
+    host's, ``source_records_between`` whether a file has a line near a kill: a table one of
+    them missed could hold a second host, a file's only line near the kill."""
+    from postmortem.query import named_sql
+
+    store = Store.memory()
+    ingested = ["sources", "parse_issues", *(rt.TABLE for rt in RECORD_TYPES)]
+    with_host = {t for t in ingested if "host" in {c for c, _ in store.columns(t)}}
+    assert set(re.findall(r"SELECT host FROM (\w+)", named_sql("store_hosts"))) == with_host
+    # and the hosts of each source, for a fleet store's reports
+    assert set(re.findall(r"SELECT source_id, host FROM (\w+)", named_sql("source_hosts"))) == with_host
+    # a file's lines near a kill are looked for where its span (sources.first_ts/last_ts) comes from
+    timed = {t for t in ingested if t != "sources" and "ts" in {c for c, _ in store.columns(t)}}
+    assert set(re.findall(r"SELECT source_id FROM (\w+)", named_sql("source_records_between"))) == timed
+
+
 def _documented(path: Path) -> dict[str, list[str]]:
     """Columns documented per table: the first cell of each row of a `| column | type | …` table
     under a heading naming the table (a cell may list several columns)."""

@@ -266,3 +266,94 @@ def test_kills_during_one_outage_count_once_in_the_mean_time_to_recovery(tmp_pat
     store.close()
     assert "Mean time to recovery: **8 min 20 s** over 2 restored outage(s)" in text  # (911 + 89) / 2
     assert "(within incident 1's outage)" in text and "(within incident 2's" not in text
+
+
+CANARY_LOG = """\
+[2025-11-03 18:40:00] server_args=ServerArgs(model_path='/models/m', tp_size=2, port=30000)
+[2025-11-03 18:41:00 TP0] Load weight begin. avail mem=77.43 GB
+[2025-11-03 18:42:00] The server is fired up and ready to roll!
+[2025-11-03 18:48:34 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2000, in event_loop_overlap
+    self.run_batch(batch)
+AssertionError: draft token count mismatch
+[2025-11-03 18:48:34] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def test_a_per_host_store_gives_its_host_to_what_no_host_is_known_for_as_the_fleet_does(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A per-host store (its journal names gpu-node-2) and an SGLang log of a canary that
+    crashed, which names no host: the incident and the canary's load are gpu-node-2's, as they
+    are once the store is exported and merged into a fleet store — its report is
+    gpu-node-2-…, not unknown-host-…"""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(
+        "2025-11-03T18:30:00+0000 gpu-node-2 systemd[1]: Started other.service - Other.\n"
+    )
+    (logs / "sglang-canary.log").write_text(CANARY_LOG)
+    one = tmp_path / "one.duckdb"
+    built = cli("build", "--logs", logs, "--db", one, "--out", tmp_path / "r1", "--tz", "UTC")
+    assert built.code == 0, built
+    assert [p.name for p in (tmp_path / "r1").glob("*canary*.md")] == [
+        "gpu-node-2-20251103T184834Z-sglang-canary.service.md"
+    ]
+    assert cli("export", "--parquet", tmp_path / "exp", "--db", one).code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    assert cli("ingest", "--from-parquet", tmp_path / "exp", "--db", fleet).code == 0
+    assert cli("build", "--no-ingest", "--db", fleet, "--out", tmp_path / "r2", "--tz", "UTC").code == 0
+    derived = (
+        "SELECT host, unit, ts, cause FROM incidents ORDER BY ts",
+        "SELECT host, unit, start_ts, outcome FROM service_loads ORDER BY start_ts",
+    )
+    stores = [Store.open_readonly(one), Store.open_readonly(fleet)]
+    per_host, merged = ([s.fetchall(q) for q in derived] for s in stores)
+    for s in stores:
+        s.close()
+    assert per_host == merged
+    assert [r[0] for r in per_host[0] + per_host[1]] == ["gpu-node-2", "gpu-node-2"]
+
+
+def _coverage(report: Path) -> str:
+    """The Data coverage section of a report (its sources, gaps, clock offsets, parse issues)."""
+    return report.read_text().split("## Data coverage", 1)[1]
+
+
+def test_an_incidents_data_coverage_lists_its_own_hosts_files(cli: Any, tmp_path: Path) -> None:
+    """A store of two hosts: dflash-train's sample logs, and gpu-node-9's journal with a kill
+    ten minutes after dflash-train's, beside an SGLang log that names no host. gpu-node-9's
+    report lists its journal and the host-less log (marked), not dflash-train's files — which
+    span its kill and said 'Covers the kill: yes' — nor their clock offsets; dflash-train's
+    report lists its own files, as its own store's report does, and the host-less log."""
+    db = tmp_path / "two.duckdb"
+    assert cli("ingest", SAMPLE, "--host", "dflash-train", "--tz", "UTC", "--db", db).code == 0
+    b = tmp_path / "gpu-node-9"
+    b.mkdir()
+    (b / "journal.txt").write_text(
+        "2025-05-25T20:27:19+0000 gpu-node-9 systemd[1]: sglang-b.service: "
+        "A process of this unit has been killed by the OOM killer.\n"
+        "2025-05-25T20:27:19+0000 gpu-node-9 systemd[1]: sglang-b.service: "
+        "Main process exited, code=killed, status=9/KILL\n"
+        "2025-05-25T20:27:20+0000 gpu-node-9 systemd[1]: sglang-b.service: Failed with result 'oom-kill'.\n"
+    )
+    (b / "sglang-c.log").write_text(
+        "[2025-05-25 20:00:00] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
+    )
+    assert cli("ingest", b, "--tz", "UTC", "--db", db).code == 0
+    out = tmp_path / "reports"
+    assert cli("build", "--no-ingest", "--db", db, "--out", out, "--tz", "UTC").code == 0
+    (node9,) = out.glob("gpu-node-9-*.md")
+    cov = _coverage(node9)
+    assert "sample_logs/" not in cov and "Clock offsets" not in cov
+    (journal,) = [line for line in cov.splitlines() if "gpu-node-9/journal.txt" in line]
+    assert journal.endswith(
+        "| journal-short | 3 | 3 | 0 | 0 | 2025-05-25 20:27:19 | 2025-05-25 20:27:20 | yes |  |"
+    )
+    hostless = [line for line in cov.splitlines() if "sglang-c.log" in line]
+    assert len(hostless) == 1 and "no host named: its lines may be another host's" in hostless[0]
+    (dflash,) = out.glob("dflash-train-*.md")
+    cov = _coverage(dflash)
+    assert "gpu-node-9/journal.txt" not in cov and "sglang-c.log" in cov
+    snapshot = _coverage(REPO / "tests" / "snapshots" / "sample_report.md")
+    assert [line for line in cov.splitlines() if "sglang-c.log" not in line] == snapshot.splitlines()

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import PostmortemError
 from ..machine import usable_cpus
-from ..query import named_sql, run_named_dicts
+from ..query import named_sql, run_named_dicts, sole_host
 from ..store.db import Store, ident
 from ..timeutil import UTC
 from .clock import (
@@ -37,7 +37,7 @@ from .incidents import (
     evidence_from_rows,
 )
 from .load_stats import LoadStats, load_statistics
-from .loads import derive_service_loads
+from .loads import derive_service_loads, with_host
 from .model import ClockOffset, Incident, Load, Recommendation
 from .rules import recommend
 from .summary import summarise
@@ -238,8 +238,11 @@ def rebuild(
             apply_shifts(store, shifts)
             offsets = _offsets(store)
     with store.transaction():
+        # rows no host is known for are the store's only host's, when it names one (a per-host
+        # store), as its export files them: the same incidents and loads as in a fleet store
+        host = sole_host(store)
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
-        derive_service_loads(store)
+        derive_service_loads(store, host)
         earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
@@ -257,7 +260,7 @@ def rebuild(
         stats = load_statistics(loads)
         # the incidents of the whole store (the table keeps them all, numbered the same whatever
         # the window); the window's are analysed, the others keep what an earlier build found
-        rows = run_named_dicts(store, "kill_evidence", {"since": None, "until": None})
+        rows = with_host(run_named_dicts(store, "kill_evidence", {"since": None, "until": None}), host)
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         _gpu_faults(store, incidents)
@@ -378,32 +381,58 @@ _FACT_COLUMNS = (
 class _Earlier:
     """An incident as an earlier build stored it: its facts' columns and recommendations."""
 
+    host: str | None
+    unit: str | None
+    ts: datetime
     columns: dict[str, Any]
     recommendations: list[tuple[Any, ...]]
 
 
-def _earlier_facts(store: Store) -> dict[tuple[Any, ...], _Earlier]:
-    """The derived rows of the last build, by (host, unit, time) of the incident."""
-    found: dict[int, tuple[tuple[Any, ...], _Earlier]] = {}
+#: how far an incident's time may have moved since the last build and still be the same kill:
+#: the same kernel line read from another copy (dmesg's or the journal's, microseconds apart),
+#: a whole-second stamp where the precise one was (under a second). Far below the two minutes
+#: (``incidents.MERGE_S``) that part two incidents of one unit, so no two of them are in reach
+#: of one earlier incident.
+CARRY_TOLERANCE_S = 5.0
+
+
+def _earlier_facts(store: Store) -> list[_Earlier]:
+    """The derived rows of the last build, with the host, unit and time of each incident."""
+    found: dict[int, _Earlier] = {}
     for r in run_named_dicts(store, "earlier_incidents"):
         columns = {c: r[c] for c in _FACT_COLUMNS}
-        found[int(r["incident_id"])] = ((r["host"], r["unit"], r["ts"]), _Earlier(columns, []))
+        found[int(r["incident_id"])] = _Earlier(r["host"], r["unit"], r["ts"], columns, [])
     for r in run_named_dicts(store, "earlier_recommendations"):
         if int(r["incident_id"]) in found:
             row = (r["rule"], r["severity"], r["title"], r["detail"], r["evidence"])
-            found[int(r["incident_id"])][1].recommendations.append(row)
-    return dict(found.values())
+            found[int(r["incident_id"])].recommendations.append(row)
+    return list(found.values())
 
 
-def _carry_over(result: Analysis, earlier: dict[tuple[Any, ...], _Earlier], analysed: set[int]) -> None:
-    """Incidents outside the window keep what the last build found for them (the same host,
-    unit and time): a build of one incident's window leaves the others' rows as they were."""
-    for inc in result.incidents:
-        if inc.incident_id in analysed:
+def _carry_over(result: Analysis, earlier: list[_Earlier], analysed: set[int]) -> None:
+    """Incidents outside the window keep what the last build found for them: a build of one
+    incident's window leaves the others' rows as they were. An incident is the earlier one of
+    its unit and host (or no host known on one side) nearest in time, within
+    :data:`CARRY_TOLERANCE_S` (the same kill, read from another copy of its line); each
+    earlier incident is carried to one incident at most."""
+    pairs: list[tuple[float, int, int]] = []
+    for i, inc in enumerate(result.incidents):
+        if inc.incident_id in analysed or inc.ts is None:
             continue
-        old = earlier.get((inc.host, inc.unit, inc.ts))
-        if old is None:
+        for j, old in enumerate(earlier):
+            if old.unit != inc.unit or not (old.host is None or inc.host is None or old.host == inc.host):
+                continue
+            gap = abs((inc.ts - old.ts).total_seconds())
+            if gap <= CARRY_TOLERANCE_S:
+                pairs.append((gap, i, j))
+    taken_inc: set[int] = set()
+    taken_old: set[int] = set()
+    for _, i, j in sorted(pairs):
+        if i in taken_inc or j in taken_old:
             continue
+        taken_inc.add(i)
+        taken_old.add(j)
+        inc, old = result.incidents[i], earlier[j]
         for name, value in old.columns.items():
             setattr(inc, name, value if value is not None or name != "summary" else "")
         result.carried[inc.incident_id] = old.recommendations

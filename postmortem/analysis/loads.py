@@ -16,10 +16,11 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   starts a load at its first startup line. When the journal has the unit's ``Starting``
   (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
   the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
-  ``systemd_started``); else the ``server_args`` line (``server_args``) or the first line
-  (``first_line``). Loads that know their unit claim first; a unit-less SGLang stream then
-  claims an unclaimed start on its host, preferring one in its own source, then a unit named
-  like SGLang, then the latest.
+  ``systemd_started``; a ``Started`` within 5 minutes of the same host's ``Starting`` of the
+  unit is that start's, whatever other hosts or units started between); else the
+  ``server_args`` line (``server_args``) or the first line (``first_line``). Loads that know
+  their unit claim first; a unit-less SGLang stream then claims an unclaimed start on its
+  host, preferring one in its own source, then a unit named like SGLang, then the latest.
 * **Ready.** The ``The server is fired up and ready to roll!`` line (``ready_line``); without
   one, the first 200 answer on a health endpoint (``health_200``).
 * **Health polls** = requests to ``/health``, ``/health_generate``, ``/v1/models`` (also
@@ -38,6 +39,8 @@ Rules (also in ``docs/schema_parts/sglang.md``):
   killed, or an OOM kill names the unit; ``failed`` when before ready an exception, CUDA OOM,
   "Not enough memory", a scheduler death, a failed initialization or the unit's failure was
   logged; ``incomplete`` when the log ends (or the next start begins) with none of these.
+  Only the load's host's systemd and OOM rows count, and the next start is the unit's next on
+  that host: in a fleet store another host's rows of a unit of the same name change nothing.
 """
 
 from __future__ import annotations
@@ -381,20 +384,23 @@ def _refine_with_units(
     loads: list[_Load], unit_rows: list[dict[str, Any]], oom_rows: list[dict[str, Any]]
 ) -> None:
     starts: list[_UnitStart] = []
+    # the last start of each (host, unit): another host's (a fleet store) or unit's start
+    # between a Starting and its Started does not part them
+    last: dict[tuple[str | None, str], _UnitStart] = {}
     for r in unit_rows:
         if r["kind"] in ("starting", "started") and r["ts"] is not None and r["unit"]:
             # a Started right after its Starting belongs to the same start
-            prev = starts[-1] if starts else None
+            prev = last.get((r["host"], r["unit"]))
             if (
                 r["kind"] == "started"
                 and prev is not None
-                and prev.unit == r["unit"]
-                and prev.host == r["host"]
                 and prev.action == "starting"
                 and timedelta(0) <= r["ts"] - prev.ts <= timedelta(minutes=5)
             ):
                 continue
-            starts.append(_UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"]))
+            start = _UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"])
+            starts.append(start)
+            last[(start.host, start.unit)] = start
     # the previous load of the same stream bounds how early a start may be
     floors: dict[int, datetime] = {}
     streams: dict[Any, list[_Load]] = {}
@@ -444,7 +450,7 @@ def _refine_with_units(
                 continue
             if nxt is not None and r["ts"] >= nxt:
                 break
-            if load.host is not None and r["host"] is not None and r["host"] != load.host:
+            if not _same_host(r["host"], load.host):
                 continue
             kind = r["kind"]
             killed = kind == "oom_killed" or (
@@ -460,6 +466,7 @@ def _refine_with_units(
             ts = r["ts"]
             if (
                 r["unit"] == load.unit
+                and _same_host(r["host"], load.host)
                 and ts is not None
                 and ts >= load.start_ts
                 and (nxt is None or ts < nxt)
@@ -476,12 +483,20 @@ def _start_key(load: _Load) -> tuple[bool, float, int, int]:
     return (load.start_ts is None, ts, load.source_id or 0, load.first_line_no or 0)
 
 
+def _same_host(a: str | None, b: str | None) -> bool:
+    """Rows of two hosts are apart; a row no host is known for may be either's."""
+    return a is None or b is None or a == b
+
+
 def _next_start(loads: list[_Load], load: _Load) -> datetime | None:
+    """The next start of the load's unit on its host (a fleet's hosts start the same unit
+    independently: another host's start does not end this load)."""
     later = [
         ld.start_ts
         for ld in loads
         if ld is not load
         and ld.unit == load.unit
+        and _same_host(ld.host, load.host)
         and ld.start_ts is not None
         and load.start_ts is not None
         and ld.start_ts > load.start_ts
@@ -577,13 +592,24 @@ COLUMNS = (
 )
 
 
-def derive_service_loads(store: Store) -> int:
-    """Delete and refill ``service_loads``; returns the number of loads.
+def with_host(rows: list[dict[str, Any]], host: str | None) -> list[dict[str, Any]]:
+    """``rows`` with ``host`` where they have none: the rows no host is known for in a store
+    that names exactly one (:func:`postmortem.query.sole_host`), as ``export`` files them."""
+    if host is not None:
+        for r in rows:
+            if r["host"] is None:
+                r["host"] = host
+    return rows
+
+
+def derive_service_loads(store: Store, host: str | None = None) -> int:
+    """Delete and refill ``service_loads``; returns the number of loads. ``host``: the store's
+    only host (:func:`postmortem.query.sole_host`), given to the rows that name none.
 
     Two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
     is one (``analysis.rebuild``), makes them atomic.
     """
-    loads = derive_loads(run_named_dicts(store, "service_loads"))
+    loads = derive_loads(with_host(run_named_dicts(store, "service_loads"), host))
     store.con.execute("DELETE FROM service_loads")
     if loads:
         # a few rows per start: plain parameters (an Arrow table would make pyarrow import

@@ -3,6 +3,7 @@ event list, and the gaps of each source near the kill."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,6 +85,50 @@ FAILURE_KINDS = frozenset(
         "cuda_graph_failed",
     }
 )
+
+
+#: SGLang's words of a process that died: written after the death they report, never before
+DEATH_REPORTS = frozenset({"scheduler_killed", "scheduler_dead", "subprocess_crashed", "sigquit"})
+
+
+def kill_times(events: Sequence[TimelineEvent]) -> list[datetime]:
+    """The precisely stamped kills (the kernel's, systemd-oomd's, earlyoom's) among ``events``."""
+    return [ev.ts for ev in events if ev.kind == "oom_kill" and ev.ts.microsecond]
+
+
+def after_kill(ev: TimelineEvent, kills: Sequence[datetime]) -> datetime | None:
+    """The kill a death report stamped to the whole second comes after: SGLang's ``Rank 0
+    scheduler is dead`` of 18:04:19 was written at some instant of that second, after the
+    kernel's kill at 18:04:19.604 that it reports — not at 18:04:19.000, where its stamp would
+    put it. The latest precise kill of its second; None for another line, a precise stamp or a
+    second without a kill (then its stamp orders it).
+
+    >>> from datetime import UTC
+    >>> t = datetime(2025, 6, 3, 18, 4, 19, tzinfo=UTC)
+    >>> dead = TimelineEvent(t, "sglang", "u.service", "scheduler_killed", "Rank 0 scheduler is dead.", 2, 9)
+    >>> after_kill(dead, [t.replace(microsecond=604211)]).microsecond
+    604211
+    >>> after_kill(dead, [t + timedelta(seconds=1, microseconds=5)]) is None  # the next second's
+    True
+    """
+    if ev.origin != "sglang" or ev.kind not in DEATH_REPORTS or ev.ts.microsecond:
+        return None
+    within = [k for k in kills if ev.ts <= k < ev.ts + timedelta(seconds=1)]
+    return max(within) if within else None
+
+
+def event_order(
+    events: Sequence[TimelineEvent],
+) -> Callable[[TimelineEvent], tuple[datetime, bool, int, int]]:
+    """A sort key for ``events``: time order, a whole-second death report after the kill of its
+    second (:func:`after_kill`), then source and line."""
+    kills = kill_times(events)
+
+    def key(ev: TimelineEvent) -> tuple[datetime, bool, int, int]:
+        after = after_kill(ev, kills)
+        return (after or ev.ts, after is not None, ev.source_id, ev.line_no)
+
+    return key
 
 
 def _bucket_seconds(window_s: float) -> float:
@@ -210,7 +255,7 @@ def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:
             continue
         seen[key] = ev.ts
         out.append(ev)
-    out.sort(key=lambda e: (e.ts, e.source_id, e.line_no))
+    out.sort(key=event_order(out))
     return out
 
 

@@ -22,7 +22,7 @@ from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, killed_process
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
-from ..analysis.timeline import FAILURE_KINDS, TimelineEvent
+from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -388,6 +388,25 @@ class Sources:
             except ValueError:
                 pass
             self.names[sid] = p
+        # in a store of several hosts (a fleet store), the hosts each file's lines name: an
+        # incident's report lists its own host's files (a store of one host needs no look)
+        self.several_hosts = len(run_named_dicts(store, "store_hosts")) > 1
+        self.hosts_of: dict[int, set[str]] = {}
+        if self.several_hosts:
+            for r in run_named_dicts(store, "source_hosts"):
+                self.hosts_of.setdefault(int(r["source_id"]), set()).add(str(r["host"]))
+
+    def of_host(self, host: str | None) -> list[int]:
+        """The sources of ``host``'s incident: every source in a store of one host (or for an
+        incident whose host is not known); else those whose lines name the host, and those
+        naming none (they may be any host's: :meth:`host_unknown`)."""
+        if not self.several_hosts or host is None:
+            return sorted(self.by_id)
+        return sorted(sid for sid in self.by_id if host in self.hosts_of.get(sid, {host}))
+
+    def host_unknown(self, source_id: int) -> bool:
+        """A source whose lines name no host, in a store of several hosts."""
+        return self.several_hosts and source_id not in self.hosts_of
 
     def cite(self, source_id: int | None, line_no: int | None) -> str:
         """``file:line``; for a binary journal, whose lines are those of the export stream
@@ -498,10 +517,13 @@ def _flat_words(facts: IncidentFacts) -> str:
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
     tl = facts.timeline
     inc = facts.incident
-    rows: list[tuple[datetime, TimelineRow]] = []
+    # in time order; a whole-second death report after the kill of its second (after_kill)
+    rows: list[tuple[tuple[datetime, bool], TimelineRow]] = []
+    kills = kill_times(tl.events)
 
-    def add(ts: datetime, origin: str, text: str, cite: str) -> None:
-        rows.append((ts, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
+    def add(ts: datetime, origin: str, text: str, cite: str, after: datetime | None = None) -> None:
+        key = (after or ts, after is not None)
+        rows.append((key, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
 
     killed = inc.killed_load
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
@@ -605,6 +627,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             ev.origin,
             _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
             sources.cite(ev.source_id, ev.line_no),
+            after_kill(ev, kills),
         )
     for batch in listed.values():
         _add_process_list(add, batch, sources)
@@ -973,11 +996,37 @@ def _hicache_args(raw: str | None) -> dict[str, str]:
     return {k: str(args[k]).strip("'") for k in keys if args.get(k) not in (None, "None", "0")}
 
 
-def source_rows(sources: Sources, kill: datetime | None, clean: Redactor) -> list[SourceRow]:
+#: a file covers a kill it has a line near (within the report's window before it, up to this
+#: after it: the same instant stamped by another clock, a microsecond apart) and that its span
+#: reaches (its last line at most COVER_TAIL before the kill)
+COVER_AFTER = timedelta(seconds=1)
+COVER_TAIL = timedelta(minutes=10)
+
+
+def source_rows(
+    sources: Sources,
+    kill: datetime | None,
+    clean: Redactor,
+    *,
+    ids: Sequence[int] | None = None,
+    near: set[int] | None = None,
+    window_s: float = 0.0,
+) -> list[SourceRow]:
+    """Rows for the sources ``ids`` (default: every source). ``near``: the sources with a line
+    from ``window_s`` before the ``kill`` to just after it (:func:`sources_near`); a file whose
+    span includes the kill across a gap (its service not running then) does not cover it."""
     out = []
-    for sid, r in sorted(sources.by_id.items()):
+    for sid in sorted(sources.by_id) if ids is None else ids:
+        r = sources.by_id[sid]
         first, last = r["first_ts"], r["last_ts"]
-        covers = bool(kill and first and last and first <= kill <= last + timedelta(minutes=10))
+        spans = bool(kill and first and last and first <= kill <= last + COVER_TAIL)
+        said: list[str] = []
+        if sources.host_unknown(sid):
+            said.append("no host named: its lines may be another host's (ingest it with --host)")
+        if spans and near is not None and sid not in near:
+            said.append(f"no line in the {human(window_s)} before the kill")
+        if r["notes"]:
+            said.append(clean(str(r["notes"])))
         out.append(
             SourceRow(
                 file=clean(sources.names[sid]),
@@ -988,11 +1037,23 @@ def source_rows(sources: Sources, kill: datetime | None, clean: Redactor) -> lis
                 parse_issues=int(r["parse_issues"]),
                 first_utc=utc_text(first),
                 last_utc=utc_text(last),
-                covers_kill=covers,
-                notes=clean(str(r["notes"] or "")),
+                covers_kill=spans and (near is None or sid in near),
+                notes="; ".join(said),
             )
         )
     return out
+
+
+def sources_near(store: Store, kill: datetime | None, window_s: float) -> set[int]:
+    """The sources with a line from ``window_s`` before the kill to just after it."""
+    if kill is None:
+        return set()
+    rows = run_named_dicts(
+        store,
+        "source_records_between",
+        {"from": kill - timedelta(seconds=window_s), "to": kill + COVER_AFTER},
+    )
+    return {int(r["source_id"]) for r in rows}
 
 
 def action_items(inc: Incident, recs: list[RecommendationRow]) -> list[str]:
@@ -1106,6 +1167,9 @@ def incident_report(
         recovery_config = {k: then.get(k, "—") for k in [*config, *(k for k in then if k not in config)]}
         config = {k: config.get(k, "—") for k in recovery_config}
     host = clean.host(inc.host) or "unknown-host"
+    # the incident's host's files (in a store of several hosts), and what they say of the kill
+    own = sources.of_host(inc.host)
+    mine = set(own)
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
         tool_version=__version__,
@@ -1153,7 +1217,9 @@ def incident_report(
         recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
         recommendations=recs,
         action_items=[clean(x) for x in action_items(inc, recs)],
-        sources=source_rows(sources, inc.ts, clean),
+        sources=source_rows(
+            sources, inc.ts, clean, ids=own, near=sources_near(store, inc.ts, window_s), window_s=window_s
+        ),
         gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
         offsets=[
             OffsetRow(
@@ -1165,11 +1231,13 @@ def incident_report(
                 o.note or "",
             )
             for o in facts.offsets
+            if o.source_id in mine
         ],
         parse_issue_reasons=[
             IssueReasonRow(
                 clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
             )
             for r in sources.issue_reasons
+            if int(r["source_id"]) in mine
         ],
     )

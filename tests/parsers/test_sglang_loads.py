@@ -4,13 +4,14 @@ by a journal. Expected values are computed by hand from the fixture lines (see e
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import DATA, REAL_SAMPLES, needs_real_samples
 
-from postmortem.analysis.loads import derive_service_loads
+from postmortem.analysis.loads import derive_loads, derive_service_loads
 from postmortem.ingest import IngestOptions, ingest_paths
 from postmortem.store.db import Store
 from postmortem.timeutil import get_zone
@@ -291,3 +292,108 @@ def test_a_log_cut_after_init_begin_starts_its_load_at_its_first_startup_line(tm
     (load,) = loads(store)
     assert (load["start"], load["start_line"]) == ("2025-10-16 09:06:09.000000", 1), load
     store.close()
+
+
+# ----------------------------------------------------------------------------- fleet stores
+
+_ROW_KEYS = [
+    "origin",
+    "source_id",
+    "line_no",
+    "ts",
+    "host",
+    "unit",
+    "pid",
+    "kind",
+    "role",
+    "ranks",
+    "elapsed_s",
+    "exit_code",
+    "detail",
+    "path",
+    "status",
+    "model_path",
+    "speculative_algorithm",
+    "tp_size",
+    "port",
+    "result",
+    "code",
+]
+
+
+def _row(
+    origin: str, at: str, host: str, source_id: int, line_no: int, kind: str, **kw: Any
+) -> dict[str, Any]:
+    """One row of the ``service_loads`` query, the unit ``sglang-x.service``."""
+    row: dict[str, Any] = dict.fromkeys(_ROW_KEYS)
+    row.update(
+        origin=origin,
+        ts=datetime.fromisoformat(f"2025-06-01T{at}+00:00"),
+        host=host,
+        unit="sglang-x.service",
+        source_id=source_id,
+        line_no=line_no,
+        kind=kind,
+        **kw,
+    )
+    return row
+
+
+def _in_query_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: (r["ts"], r["source_id"], r["line_no"], r["origin"]))
+
+
+def _per_host(rows: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
+    """``host``'s loads derived from ``rows`` (without the numbering, which counts every host's)."""
+    return [
+        {k: v for k, v in ld.items() if k != "load_id"} for ld in derive_loads(rows) if ld["host"] == host
+    ]
+
+
+def _assert_hosts_apart(rows: list[dict[str, Any]], hosts: tuple[str, ...]) -> None:
+    """A host's loads in a store of several hosts are those of its own store."""
+    for host in hosts:
+        alone = _in_query_order([r for r in rows if r["host"] == host])
+        assert _per_host(_in_query_order(rows), host) == _per_host(alone, host), host
+
+
+def test_another_hosts_kill_or_start_does_not_change_a_hosts_loads() -> None:
+    """Two hosts of a fleet store run the same unit: h1's load is killed at 07:00:50 (its
+    journal and its kernel say so), after h2's start at 07:00:00; h2's start is stopped by its
+    operator at 07:01:20. h2's start does not end h1's load (h1's kill is h1's), and h1's OOM
+    kill does not kill h2's load."""
+    rows = [
+        _row("unit", "06:59:50", "h1", 1, 10, "starting"),
+        _row("config", "06:59:51", "h1", 2, 1, "config", model_path="/m"),
+        _row("unit", "07:00:00", "h2", 11, 10, "starting"),
+        _row("config", "07:00:01", "h2", 12, 1, "config", model_path="/m"),
+        _row("oom", "07:00:50", "h1", 3, 40, "oom_kill", pid=4242),
+        _row("unit", "07:00:50", "h1", 1, 20, "main_exited", code="killed"),
+        _row("unit", "07:01:20", "h2", 11, 20, "stopping"),
+        _row("unit", "07:01:21", "h2", 11, 21, "stopped"),
+    ]
+    _assert_hosts_apart(rows, ("h1", "h2"))
+    got = {ld["host"]: ld["outcome"] for ld in derive_loads(_in_query_order(rows))}
+    assert got == {"h1": "killed", "h2": "stopped"}
+
+
+def test_a_started_line_pairs_with_its_own_hosts_starting_line() -> None:
+    """Two hosts start the unit 10 ms apart (a parallel rollout): each host's `Started`
+    belongs to its own `Starting`, so each load starts at its host's `Starting` line, as in its
+    own store — not at its `Started`, 40 ms later, because the other host's `Starting` came
+    between."""
+    rows = [
+        _row("unit", "07:00:00.000", "h1", 1, 10, "starting"),
+        _row("unit", "07:00:00.010", "h2", 11, 10, "starting"),
+        _row("unit", "07:00:00.040", "h1", 1, 11, "started"),
+        _row("unit", "07:00:00.050", "h2", 11, 11, "started"),
+        _row("config", "07:00:02", "h1", 2, 1, "config", model_path="/m"),
+        _row("config", "07:00:02", "h2", 12, 1, "config", model_path="/m"),
+        _row("sglang", "07:02:00", "h1", 2, 9, "ready"),
+        _row("sglang", "07:02:00", "h2", 12, 9, "ready"),
+    ]
+    _assert_hosts_apart(rows, ("h1", "h2"))
+    got = [
+        (ld["host"], ld["start_source"], ld["start_line_no"]) for ld in derive_loads(_in_query_order(rows))
+    ]
+    assert got == [("h1", "systemd_starting", 10), ("h2", "systemd_starting", 10)]
