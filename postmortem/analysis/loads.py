@@ -88,6 +88,8 @@ _FAIL_KINDS = frozenset(
         "watchdog",
     }
 )
+#: the server's own errors: a SIGKILL after one is SGLang tearing its process tree down
+_OWN_FAILURE_KINDS = frozenset({"cuda_oom", "not_enough_memory", "kv_oom", "cuda_graph_failed", "watchdog"})
 _KILL_KINDS = frozenset({"scheduler_killed", "forced_exit"})
 #: asked to stop (systemctl stop, kill -TERM): not a failure of the load, and not a kill
 _STOP_KINDS = frozenset({"sigterm"})
@@ -131,6 +133,10 @@ class _Load:
     failed: bool = False
     killed: bool = False
     stopped: bool = False
+    #: the server reported an error of its own (a CUDA OOM, too little memory, its watchdog)
+    own_failure: bool = False
+    #: an OOM killer (kernel, systemd-oomd, earlyoom) or a signal from outside (a rank dead of -9)
+    killed_outside: bool = False
     weights: dict[str, _Phase] = field(default_factory=dict)
     lw_ends: list[datetime] = field(default_factory=list)
     kv_pool_end: datetime | None = None
@@ -150,7 +156,9 @@ class _Load:
     def outcome(self) -> str:
         if self.ready_ts is not None or self.h200 is not None:
             return "ready"
-        if self.killed:
+        if self.killed and (self.killed_outside or not self.own_failure):
+            # a SIGKILL after the server's own failure is its own teardown (SGLang kills its
+            # process tree when a child fails): the load failed, nothing killed it
             return "killed"
         if self.failed:
             return "failed"
@@ -278,6 +286,11 @@ class _Builder:
             cur.stopped = True
         elif kind in _FAIL_KINDS:
             cur.failed = True
+            # an error of its own (a CUDA OOM, too little memory for the pool, the watchdog); a
+            # rank that died of a signal (exit code -9: an OOM killer) is a kill, not one
+            if row.get("exit_code") is not None and int(row["exit_code"]) < 0:
+                cur.killed_outside = True
+            cur.own_failure = cur.own_failure or kind in _OWN_FAILURE_KINDS
         elif kind == "load_weight_begin":
             ph = cur.weights.setdefault(role, _Phase())
             if ts is not None and (ph.begin_min is None or ts < ph.begin_min):
@@ -458,6 +471,7 @@ def _refine_with_units(
             )
             if killed:
                 load.killed = True
+                load.killed_outside = load.killed_outside or kind == "oom_killed"
             elif kind in ("stopping", "stopped") and not load.failed:
                 load.stopped = True
             elif kind in ("failed", "main_exited"):
@@ -471,7 +485,7 @@ def _refine_with_units(
                 and ts >= load.start_ts
                 and (nxt is None or ts < nxt)
             ):
-                load.killed = True
+                load.killed = load.killed_outside = True
 
 
 def _first_key(load: _Load) -> float:

@@ -397,3 +397,26 @@ def test_a_started_line_pairs_with_its_own_hosts_starting_line() -> None:
         (ld["host"], ld["start_source"], ld["start_line_no"]) for ld in derive_loads(_in_query_order(rows))
     ]
     assert got == [("h1", "systemd_starting", 10), ("h2", "systemd_starting", 10)]
+
+
+def test_a_start_that_failed_on_its_own_error_is_failed_not_killed(tmp_path: Path) -> None:
+    """A restart that hits a CUDA OOM while loading and is then SIGKILLed by SGLang's own
+    teardown (systemd: code=killed) failed — nothing from outside killed it. A rank that died of
+    -9 (an OOM killer) stays a kill."""
+    u = "sglang-coder.service"
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        f"2025-06-18T14:03:07+0000 h systemd[1]: Starting {u} - coder...\n"
+        f"2025-06-18T14:03:07+0000 h systemd[1]: Started {u} - coder.\n"
+        "2025-06-18T14:03:10+0000 h sglang-coder[601]: [2025-06-18 14:03:10] server_args=ServerArgs("
+        "model_path='/m', tp_size=4, port=30000)\n"
+        "2025-06-18T14:03:12+0000 h sglang-coder[601]: [2025-06-18 14:03:12 TP0] Load weight begin. avail mem=4.10 GB\n"
+        "2025-06-18T14:03:14+0000 h sglang-coder[601]: [2025-06-18 14:03:14 TP0] Scheduler hit an exception: "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+        "79.19 GiB of which 512.00 MiB is free. Process 60288 has 74.32 GiB memory in use.\n"
+        f"2025-06-18T14:03:16+0000 h systemd[1]: {u}: Main process exited, code=killed, status=9/KILL\n"
+        f"2025-06-18T14:03:16+0000 h systemd[1]: {u}: Failed with result 'signal'.\n"
+    )
+    store = _ingest([journal])
+    (load,) = loads(store)
+    assert load["outcome"] == "failed", load
