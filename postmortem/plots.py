@@ -289,12 +289,23 @@ def trend_figure(
     ax = fig.subplots()
     xs: list[float] = []
     ys: list[float] = []
-    for name in sorted(series):
+    # series with the same values (two hosts with one kill a day) would hide one another: each
+    # has its own marker and line style, and each later one is drawn smaller, inside the last
+    markers, styles = "osD^vPX", ("-", "--", ":", "-.")
+    for i, name in enumerate(sorted(series)):
         pts = sorted(series[name])
         if pts:
             x = [float(v) for v in _xs([local(t, zone) for t, _ in pts])]
             y = [v for _, v in pts]
-            ax.plot(x, y, marker="o", linewidth=1, label=name)
+            ax.plot(
+                x,
+                y,
+                marker=markers[i % len(markers)],
+                markersize=max(3.0, 8.0 - 1.5 * i),
+                linestyle=styles[i % len(styles)],
+                linewidth=max(0.8, 2.0 - 0.4 * i),
+                label=name,
+            )
             xs += x
             ys += y
     # a few points close together: matplotlib would widen a zero-width range to years
