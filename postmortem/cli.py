@@ -791,6 +791,12 @@ def _environmental(exc: Exception) -> bool:
     )
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's text: the error is one line (DuckDB's add the
+    query and a caret underneath, and their candidates)."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
     import signal
@@ -845,7 +851,7 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         if _environmental(exc):
             if _state["debug"]:
                 traceback.print_exc()
-            typer.echo(f"Error: {str(exc).splitlines()[0]}", err=True)
+            typer.echo(f"Error: {_first_line(exc)}", err=True)
             sys.exit(int(ExitCode.ERROR))
         # click's exceptions (vendored by newer typer releases): usage errors and the like
         show = getattr(exc, "show", None)
@@ -856,7 +862,7 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         if _state["debug"]:
             traceback.print_exc()
         typer.echo(
-            f"Error: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)",
+            f"Error: internal error: {type(exc).__name__}: {_first_line(exc)} (rerun with --debug and report it)",
             err=True,
         )
         sys.exit(int(ExitCode.BUG))
