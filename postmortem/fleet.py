@@ -2,7 +2,12 @@
 
 ``postmortem export --parquet DIR`` writes every table to ``DIR/<table>/host=<host>/date=<day>/``
 (Parquet files that DuckDB, Spark or Trino read as they are), plus ``DIR/_postmortem.json`` with
-the schema version and row counts. ``postmortem ingest --from-parquet DIR`` merges such an export
+the schema version and row counts (per table, and per source for the merged tables). The manifest
+is written last, and an earlier export's is removed before any table is rewritten (a marker,
+``_postmortem.unfinished``, says meanwhile that the directory is being written): a directory
+never holds a manifest beside tables it does not describe. ``postmortem ingest --from-parquet
+DIR`` first checks every merged table's rows against the manifest (a table or partition missing,
+a file cut short: refused, nothing merged), then merges the export
 into a store: sources already present (same content hash) are skipped, the others get new source
 ids, so fleet stores can be combined repeatedly without duplicates; a source of the same host and
 path merged before at an earlier version (the file grew) is replaced by the later one. Derived tables (incidents,
@@ -30,6 +35,8 @@ from .store.migrations import latest_version
 from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"
+#: present while an export is written (and after one that was interrupted): not an export yet
+UNFINISHED = "_postmortem.unfinished"
 BASE_TABLES = ("sources", "parse_issues", *(r.TABLE for r in RECORD_TYPES))
 BATCH_ROWS = 200_000
 
@@ -93,7 +100,13 @@ def _host_expr(cols: set[str], sole: str | None = None) -> str:
 def export_parquet(store: Store, directory: Path) -> ExportResult:
     """Write the store under ``directory``: a new or empty directory, or an earlier export,
     whose table directories are replaced (rows of days no longer in the store included)."""
-    if directory.is_dir() and any(directory.iterdir()) and not (directory / MANIFEST).is_file():
+    manifest, unfinished_marker = directory / MANIFEST, directory / UNFINISHED
+    if (
+        directory.is_dir()
+        and any(directory.iterdir())
+        and not manifest.is_file()
+        and not unfinished_marker.is_file()  # an export of ours that did not finish: replaced
+    ):
         names = {p.name for p in directory.iterdir()}
         if names <= set(store.table_names()):  # only table directories: an export cut short
             raise InputError(
@@ -112,7 +125,15 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
             "in the store; run 'postmortem ingest' or 'build' once (it removes them), then export"
         )
     directory.mkdir(parents=True, exist_ok=True)
+    # from here until the new manifest is in place the directory is not an export: a merge
+    # refuses it (an earlier manifest left beside half-rewritten tables was merged as complete)
+    unfinished_marker.write_text(
+        "postmortem export under way, or interrupted: export again into this directory\n",
+        encoding="utf-8",
+    )
+    manifest.unlink(missing_ok=True)
     result = ExportResult(directory)
+    source_rows: dict[str, dict[str, int]] = {}
     sole = result.host = _sole_host(store)
     for table in store.table_names():
         if table == "schema_migrations":
@@ -139,18 +160,23 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
             basename_template="part-{i}.parquet",
         )
         result.tables[table] = store.count(table)
-    (directory / MANIFEST).write_text(
-        json.dumps(
-            {
-                "schema_version": store.version(),
-                "exported_at": datetime.now(UTC).isoformat(),
-                "tables": result.tables,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
+        if table in BASE_TABLES:
+            sql = f"SELECT source_id, count(*) FROM {ident(table)} GROUP BY source_id ORDER BY source_id"  # noqa: S608
+            source_rows[table] = {str(sid): int(n) for sid, n in store.fetchall(sql)}
+    text = json.dumps(
+        {
+            "schema_version": store.version(),
+            "exported_at": datetime.now(UTC).isoformat(),
+            "tables": result.tables,
+            # what a merge checks each source's rows against (the tables it merges)
+            "source_rows": source_rows,
+        },
+        indent=2,
     )
+    partial = directory / (MANIFEST + ".tmp")
+    partial.write_text(text + "\n", encoding="utf-8")
+    partial.replace(manifest)  # whole or not at all
+    unfinished_marker.unlink(missing_ok=True)
     return result
 
 
@@ -164,21 +190,29 @@ class MergeResult:
 
 
 def _dataset(directory: Path, table: str) -> ds.Dataset | None:
+    """A table's files; None when it has none (no directory, or only empty partitions left)."""
     path = directory / table
     if not path.is_dir():
         return None
     part = ds.partitioning(pa.schema([("host", pa.string()), ("date", pa.string())]), flavor="hive")
-    return ds.dataset(path, format="parquet", partitioning=part)
+    dset = ds.dataset(path, format="parquet", partitioning=part)
+    return dset if "source_id" in dset.schema.names else None
 
 
 def merge_parquet(store: Store, directory: Path) -> MergeResult:
     """Merge an export made by :func:`export_parquet` (from this or another machine)."""
     manifest = directory / MANIFEST
     if not manifest.is_file():
+        if (directory / UNFINISHED).is_file() or _only_table_directories(directory, store.table_names()):
+            raise InputError(
+                f"{directory}: an export that did not finish (no {MANIFEST}: interrupted, or still "
+                "being written); export it again"
+            )
         raise InputError(f"{directory}: not a postmortem Parquet export (no {MANIFEST})")
     try:
         meta = json.loads(manifest.read_text(encoding="utf-8"))
         version = int(meta["schema_version"])
+        listed = _listed_rows(meta)
     except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as exc:
         raise InputError(
             f"{manifest}: not a readable export manifest ({type(exc).__name__}: {exc})"
@@ -186,12 +220,86 @@ def merge_parquet(store: Store, directory: Path) -> MergeResult:
     if version > latest_version():
         raise StoreError(f"{directory}: exported by a newer postmortem (schema version {version}); upgrade")
     try:
-        return _merge(store, directory)
+        return _merge(store, directory, listed)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{directory}: a damaged export ({str(exc).splitlines()[0]})") from None
 
 
-def _merge(store: Store, directory: Path) -> MergeResult:
+def _only_table_directories(directory: Path, tables: list[str]) -> bool:
+    """Table directories and nothing else: what an export killed before its manifest leaves."""
+    try:
+        names = {p.name for p in directory.iterdir()}
+    except OSError:
+        return False
+    return bool(names) and names <= set(tables)
+
+
+@dataclass
+class _Listed:
+    """The rows a manifest lists: per table, and (exports since per-source counts) per source."""
+
+    tables: dict[str, int]
+    sources: dict[str, dict[str, int]] | None
+
+
+def _listed_rows(meta: dict[str, object]) -> _Listed:
+    tables = meta["tables"]
+    if not isinstance(tables, dict):
+        raise TypeError("'tables' is not an object")
+    per_source = meta.get("source_rows")
+    if per_source is not None and not isinstance(per_source, dict):
+        raise TypeError("'source_rows' is not an object")
+    return _Listed(
+        {str(t): int(n) for t, n in tables.items()},
+        None
+        if per_source is None
+        else {str(t): {str(k): int(v) for k, v in counts.items()} for t, counts in per_source.items()},
+    )
+
+
+def _check_rows(directory: Path, listed: _Listed) -> None:
+    """Every merged table holds the rows the manifest lists (per source when it lists them):
+    a table or partition missing, or a file cut short, is refused before anything is merged —
+    merged, its sources would count as present and a complete copy could never add their rows."""
+    for table in BASE_TABLES:
+        want = listed.tables.get(table)
+        if want is None:
+            continue  # a table the exporting version did not have
+        dset = _dataset(directory, table)
+        if dset is None:
+            if want:
+                raise InputError(
+                    f"{directory}: an incomplete export: {table} is missing ({want} rows listed in "
+                    f"{MANIFEST}); nothing merged — copy or export it again"
+                )
+            continue
+        counts: dict[str, int] = {}
+        for batch in dset.to_batches(columns=["source_id"]):
+            found = pc.value_counts(batch.column(0))
+            for sid, n in zip(
+                found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True
+            ):
+                counts[str(sid)] = counts.get(str(sid), 0) + int(n or 0)
+        have = sum(counts.values())
+        if have != want:
+            raise InputError(
+                f"{directory}: an incomplete export: {table} holds {have} rows, {MANIFEST} lists "
+                f"{want} (a partition or file missing or cut short?); nothing merged — copy or "
+                "export it again"
+            )
+        per_source = listed.sources.get(table) if listed.sources is not None else None
+        if per_source is None:
+            continue
+        for sid in sorted(set(counts) | set(per_source), key=str):
+            if counts.get(sid, 0) != per_source.get(sid, 0):
+                raise InputError(
+                    f"{directory}: an incomplete export: {table} holds {counts.get(sid, 0)} rows of "
+                    f"source {sid}, {MANIFEST} lists {per_source.get(sid, 0)}; nothing merged — copy "
+                    "or export it again"
+                )
+
+
+def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
     src = _dataset(directory, "sources")
     if src is None:
         raise InputError(f"{directory}: the export has no sources table")
@@ -205,6 +313,7 @@ def _merge(store: Store, directory: Path) -> MergeResult:
             f"{directory}: the export holds source id {twice[0]} more than once (files left from "
             "another export?); export again into an empty directory"
         )
+    _check_rows(directory, listed)
     known = {r[0] for r in store.fetchall("SELECT sha256 FROM sources WHERE status = 'complete'")}
     # the same file of the same host, merged before at an earlier size: replaced by a later export
     same_file = {

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from conftest import REPO
 
 from postmortem.store.db import Store
@@ -266,3 +269,99 @@ def test_kills_during_one_outage_count_once_in_the_mean_time_to_recovery(tmp_pat
     store.close()
     assert "Mean time to recovery: **8 min 20 s** over 2 restored outage(s)" in text  # (911 + 89) / 2
     assert "(within incident 1's outage)" in text and "(within incident 2's" not in text
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_partial_export_is_refused_and_nothing_merged(cli: Any, tmp_path: Path) -> None:
+    """A table or a partition missing, or a file cut short (a copy or rsync cut short): merged with
+    exit 0, the rows lost for good — its sources were 'already present' when the complete export
+    came. The manifest's row counts are checked first: one line, exit 1, nothing merged."""
+    import pyarrow.parquet as pq
+
+    a, exp, fleet = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "fleet.duckdb"
+    assert cli("ingest", SAMPLE, "--db", a, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    listed = json.loads((exp / "_postmortem.json").read_text())
+    no_table = _copy(exp, tmp_path / "no-table")
+    shutil.rmtree(no_table / "sglang_batches")
+    r = cli("ingest", "--from-parquet", no_table, "--db", fleet)
+    assert (r.code, r.out) == (1, "")
+    assert r.err == (
+        f"Error: {no_table}: an incomplete export: sglang_batches is missing "
+        f"({listed['tables']['sglang_batches']} rows listed in _postmortem.json); nothing merged — "
+        "copy or export it again\n"
+    )
+    no_partition = _copy(exp, tmp_path / "no-partition")
+    (day,) = (no_partition / "journal_entries" / "host=dflash-train").iterdir()
+    shutil.rmtree(day)  # an empty host= directory stays
+    r = cli("ingest", "--from-parquet", no_partition, "--db", fleet)
+    assert r.code == 1 and "an incomplete export: journal_entries is missing" in r.err, r
+    cut = _copy(exp, tmp_path / "cut")
+    part = next((cut / "gpu_samples").rglob("*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(table.slice(0, table.num_rows - 5), part)
+    r = cli("ingest", "--from-parquet", cut, "--db", fleet)
+    want = listed["tables"]["gpu_samples"]
+    assert r.err == (
+        f"Error: {cut}: an incomplete export: gpu_samples holds {want - 5} rows, _postmortem.json "
+        f"lists {want} (a partition or file missing or cut short?); nothing merged — copy or export "
+        "it again\n"
+    )
+    # the rows of one source swapped for another's: the per-source counts tell
+    (first, second) = sorted(str(s) for s in listed["source_rows"]["gpu_samples"])[:2]
+    listed["source_rows"]["gpu_samples"][first] += 1
+    listed["source_rows"]["gpu_samples"][second] -= 1
+    swapped = _copy(exp, tmp_path / "swapped")
+    (swapped / "_postmortem.json").write_text(json.dumps(listed))
+    r = cli("ingest", "--from-parquet", swapped, "--db", fleet)
+    assert r.code == 1 and "gpu_samples holds" in r.err and f"rows of source {first}," in r.err, r
+    # an older export's manifest lists tables only: their totals are checked
+    del listed["source_rows"]
+    (cut / "_postmortem.json").write_text(json.dumps(listed))
+    assert "gpu_samples holds" in cli("ingest", "--from-parquet", cut, "--db", fleet).err
+    with Store.open(fleet) as store:
+        assert store.count("sources") == 0
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
+    with Store.open_readonly(fleet) as dst, Store.open_readonly(a) as src:
+        for t in ("sglang_batches", "journal_entries", "gpu_samples"):
+            assert dst.count(t) == src.count(t), t
+
+
+def test_an_interrupted_export_leaves_no_manifest_beside_its_tables(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exporting again into the previous export (the nightly job) and killed half-way left the
+    earlier manifest beside tables already deleted: merged as complete. Now the manifest goes
+    first and comes back last; the next export replaces the unfinished one."""
+    import pyarrow.dataset as pads
+
+    a, exp, fleet = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "fleet.duckdb"
+    assert cli("ingest", SAMPLE, "--db", a, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    real, calls = pads.write_dataset, []
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            raise KeyboardInterrupt  # as kill -9: no clean-up runs
+        real(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(pads, "write_dataset", killed)
+        assert cli("export", "--parquet", exp, "--db", a).code == 130
+    assert not (exp / "_postmortem.json").exists()
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.err == (
+        f"Error: {exp}: an export that did not finish (no _postmortem.json: interrupted, or still "
+        "being written); export it again\n"
+    )
+    r = cli("export", "--parquet", exp, "--db", a)
+    assert r.code == 0, r
+    assert sorted(p.name for p in exp.iterdir() if not p.is_dir()) == ["_postmortem.json"]
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
