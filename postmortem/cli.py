@@ -281,7 +281,7 @@ def ingest(
     """Ingest log files into the store (format detected from content)."""
     if from_parquet:
         from .config import load_config
-        from .fleet import merge_parquet
+        from .fleet import describe_merge, merge_parquet
         from .store.db import Store
 
         store = Store.open(load_config().db_path(db), wait=wait)
@@ -289,21 +289,7 @@ def ingest(
             merged = merge_parquet(store, Path(from_parquet))
         finally:
             store.close()
-        typer.echo(
-            f"{from_parquet}: {merged.sources_added} sources merged"
-            + (
-                f" ({merged.sources_replaced} replacing an earlier version)"
-                if merged.sources_replaced
-                else ""
-            )
-            + f", {merged.sources_skipped} already present"
-            + (
-                f", {merged.sources_unfinished} left out (interrupted loads)"
-                if merged.sources_unfinished
-                else ""
-            )
-            + f"; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
-        )
+        typer.echo(describe_merge(from_parquet, merged))
         if not paths:
             return
     if not paths:

@@ -8,7 +8,8 @@ is written last, and an earlier export's is removed before any table is rewritte
 never holds a manifest beside tables it does not describe. ``postmortem ingest --from-parquet
 DIR`` first checks every merged table's rows against the manifest (a table or partition missing,
 a file cut short: refused, nothing merged), then merges the export
-into a store: sources already present (same content hash) are skipped, the others get new source
+into a store: sources already present (the same content hash of the same host: identical files
+of two hosts are two sources) are skipped, the others get new source
 ids, so fleet stores can be combined repeatedly without duplicates; a source of the same host and
 path merged before at an earlier version (the file grew) is replaced by the later one. Derived tables (incidents,
 loads, recommendations) are exported for querying but not imported: ``build`` recomputes them.
@@ -186,7 +187,24 @@ class MergeResult:
     sources_skipped: int = 0
     sources_replaced: int = 0  # of those added: a later version of a file merged before
     sources_unfinished: int = 0  # interrupted loads in the export: never merged
+    sources_same_content: int = 0  # of those added: the same content as another host's source
     rows: dict[str, int] = field(default_factory=dict)
+
+
+def describe_merge(directory: str, merged: MergeResult) -> str:
+    """The one line a merge prints."""
+    notes = []
+    if merged.sources_replaced:
+        notes.append(f"{merged.sources_replaced} replacing an earlier version")
+    if merged.sources_same_content:
+        notes.append(f"{merged.sources_same_content} with the same content as another host's source")
+    return (
+        f"{directory}: {merged.sources_added} sources merged"
+        + (f" ({', '.join(notes)})" if notes else "")
+        + f", {merged.sources_skipped} already present"
+        + (f", {merged.sources_unfinished} left out (interrupted loads)" if merged.sources_unfinished else "")
+        + f"; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
+    )
 
 
 def _dataset(directory: Path, table: str) -> ds.Dataset | None:
@@ -257,7 +275,41 @@ def _listed_rows(meta: dict[str, object]) -> _Listed:
     )
 
 
-def _check_rows(directory: Path, listed: _Listed) -> None:
+@dataclass
+class _Scan:
+    """What an export's merged tables hold: rows per table and source id, and the hosts each
+    source's rows are filed under (their ``host=`` partitions; NULL ones left out)."""
+
+    rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    hosts: dict[str, set[str]] = field(default_factory=dict)
+
+    def host_of(self, source_id: object) -> str | None:
+        """The host a source's rows name, when they name exactly one."""
+        named = self.hosts.get(str(source_id), set())
+        return next(iter(named)) if len(named) == 1 else None
+
+
+def _scan(directory: Path) -> _Scan:
+    """Read the source id column of every merged table, partition by partition."""
+    scan = _Scan()
+    for table in BASE_TABLES:
+        dset = _dataset(directory, table)
+        if dset is None:
+            continue
+        counts = scan.rows.setdefault(table, {})
+        for fragment in dset.get_fragments():
+            host = ds.get_partition_keys(fragment.partition_expression).get("host")
+            found = pc.value_counts(fragment.to_table(columns=["source_id"]).column(0))
+            for sid, n in zip(
+                found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True
+            ):
+                counts[str(sid)] = counts.get(str(sid), 0) + int(n or 0)
+                if host is not None:
+                    scan.hosts.setdefault(str(sid), set()).add(str(host))
+    return scan
+
+
+def _check_rows(directory: Path, listed: _Listed, scan: _Scan) -> None:
     """Every merged table holds the rows the manifest lists (per source when it lists them):
     a table or partition missing, or a file cut short, is refused before anything is merged —
     merged, its sources would count as present and a complete copy could never add their rows."""
@@ -265,21 +317,14 @@ def _check_rows(directory: Path, listed: _Listed) -> None:
         want = listed.tables.get(table)
         if want is None:
             continue  # a table the exporting version did not have
-        dset = _dataset(directory, table)
-        if dset is None:
+        counts = scan.rows.get(table)
+        if counts is None:
             if want:
                 raise InputError(
                     f"{directory}: an incomplete export: {table} is missing ({want} rows listed in "
                     f"{MANIFEST}); nothing merged — copy or export it again"
                 )
             continue
-        counts: dict[str, int] = {}
-        for batch in dset.to_batches(columns=["source_id"]):
-            found = pc.value_counts(batch.column(0))
-            for sid, n in zip(
-                found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True
-            ):
-                counts[str(sid)] = counts.get(str(sid), 0) + int(n or 0)
         have = sum(counts.values())
         if have != want:
             raise InputError(
@@ -299,6 +344,45 @@ def _check_rows(directory: Path, listed: _Listed) -> None:
                 )
 
 
+#: a stored copy of a file: its source id and the hosts it belongs to (none: unknown)
+_Copy = tuple[int, frozenset[str]]
+
+
+def _stored_copies(store: Store, shas: set[str]) -> dict[str, list[_Copy]]:
+    """The store's complete sources with one of these contents, each with its host: the one
+    given for it, else the one its rows name, else the store's only host (what ``export``
+    files it under); none when the store names several hosts and the source none."""
+    copies: dict[str, list[_Copy]] = {}
+    unnamed: list[int] = []
+    for sid, sha, host in store.fetchall(
+        "SELECT source_id, sha256, host FROM sources WHERE status = 'complete' ORDER BY source_id"
+    ):
+        if sha not in shas:
+            continue
+        copies.setdefault(str(sha), []).append((int(sid), frozenset([str(host)] if host is not None else [])))
+        if host is None:
+            unnamed.append(int(sid))
+    if not unnamed:
+        return copies
+    named: dict[int, set[str]] = {}
+    for table in BASE_TABLES[1:]:
+        if "host" not in {c for c, _ in store.columns(table)}:
+            continue
+        sql = (
+            f"SELECT DISTINCT source_id, host FROM {ident(table)} "  # noqa: S608 - catalog names
+            "WHERE host IS NOT NULL AND list_contains(?, source_id) ORDER BY ALL"
+        )
+        for sid, host in store.fetchall(sql, [unnamed]):
+            named.setdefault(int(sid), set()).add(str(host))
+    # a source whose rows name no host either: the store's only host, when it names one
+    sole = None if set(unnamed) <= set(named) else _sole_host(store)
+    rest = frozenset([sole] if sole is not None else [])
+    return {
+        sha: [(sid, hosts or frozenset(named.get(sid, ())) or rest) for sid, hosts in found]
+        for sha, found in copies.items()
+    }
+
+
 def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
     src = _dataset(directory, "sources")
     if src is None:
@@ -313,8 +397,12 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
             f"{directory}: the export holds source id {twice[0]} more than once (files left from "
             "another export?); export again into an empty directory"
         )
-    _check_rows(directory, listed)
-    known = {r[0] for r in store.fetchall("SELECT sha256 FROM sources WHERE status = 'complete'")}
+    scan = _scan(directory)
+    _check_rows(directory, listed, scan)
+    # a file is the same source when its content and its host are: the same bytes on two hosts
+    # (identical nodes started together) are two sources, one of each host
+    copies = _stored_copies(store, {str(sha) for sha in sources["sha256"].to_pylist()})
+    added: set[tuple[str, str | None]] = set()
     # the same file of the same host, merged before at an earlier size: replaced by a later export
     same_file = {
         (str(path), str(host)): (int(sid), at)
@@ -343,7 +431,15 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
                 # partial, and never merged
                 result.sources_unfinished += 1
                 continue
-            if sid is None or sha in known:
+            host = host if host is not None else scan.host_of(sid)
+            found = copies.get(str(sha), [])
+            if sid is None or (str(sha), host) in added:
+                result.sources_skipped += 1
+                continue
+            if host is None and found:  # a copy whose host is unknown: the stored one
+                result.sources_skipped += 1
+                continue
+            if any(host in hosts for _, hosts in found):
                 result.sources_skipped += 1
                 continue
             earlier = same_file.get((str(path), str(host))) if host is not None else None
@@ -353,9 +449,11 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
                     continue
                 discard_source(store, earlier[0], None)
                 result.sources_replaced += 1
+            if found:
+                result.sources_same_content += 1  # stored for another host: this one is its own
             row = store.con.execute("SELECT nextval('source_id_seq')").fetchall()[0]
             mapping[int(sid)] = int(row[0])
-            known.add(sha)
+            added.add((str(sha), host))
         result.sources_added = len(mapping)
         if not mapping:
             return result

@@ -365,3 +365,55 @@ def test_an_interrupted_export_leaves_no_manifest_beside_its_tables(
     assert sorted(p.name for p in exp.iterdir() if not p.is_dir()) == ["_postmortem.json"]
     r = cli("ingest", "--from-parquet", exp, "--db", fleet)
     assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
+
+
+def _host_logs(root: Path, host: str, *same: Path) -> Path:
+    """A host's logs: a journal naming it, and files that name no host (copied as they are)."""
+    root.mkdir(parents=True)
+    with (root / "journal.log").open("w", encoding="utf-8") as fh:
+        for i in range(20):
+            fh.write(f"2025-05-25T00:00:{i:02d}+00:00 {host} kernel: line {i} of {host}\n")
+    for f in same:
+        shutil.copy(f, root / f.name)
+    return root
+
+
+def test_the_same_file_on_two_hosts_is_two_sources(cli: Any, tmp_path: Path) -> None:
+    """Byte-identical files on two hosts (nodes started together, nvidia-smi run in the same
+    second): the merge kept the first host's copy and called the second 'already present', so
+    that host lost its rows (or they counted as the first host's). A source is the same when
+    its content and its host are."""
+    exports = {}
+    for host in ("gpu-a", "gpu-b"):
+        logs = _host_logs(tmp_path / host, host, SAMPLE / "dmesg.txt")
+        assert cli("ingest", logs, "--db", tmp_path / f"{host}.duckdb", "--tz", "UTC").code == 0
+        exports[host] = tmp_path / f"export-{host}"
+        assert cli("export", "--parquet", exports[host], "--db", tmp_path / f"{host}.duckdb").code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", exports["gpu-a"], "--db", fleet)
+    assert r.out.startswith(f"{exports['gpu-a']}: 2 sources merged, 0 already present"), r
+    r = cli("ingest", "--from-parquet", exports["gpu-b"], "--db", fleet)
+    assert r.out.startswith(
+        f"{exports['gpu-b']}: 2 sources merged (1 with the same content as another host's source), "
+        "0 already present"
+    ), r
+    r = cli("ingest", "--from-parquet", exports["gpu-b"], "--db", fleet)
+    assert r.out.startswith(f"{exports['gpu-b']}: 0 sources merged, 2 already present"), r
+    with Store.open_readonly(tmp_path / "gpu-a.duckdb") as one:
+        kills = one.count("oom_kills")
+    assert kills > 0
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host ORDER BY host") == [
+            ("gpu-a", 2),
+            ("gpu-b", 2),
+        ]
+        assert store.fetchall("SELECT host, count(*) FROM oom_kills GROUP BY host ORDER BY host") == [
+            ("gpu-a", kills),
+            ("gpu-b", kills),
+        ]
+    # merged into the other host's own store: its dmesg.txt, stored without a host, is gpu-b's
+    # (the store names no other), so gpu-a's copy is a source of its own
+    r = cli("ingest", "--from-parquet", exports["gpu-a"], "--db", tmp_path / "gpu-b.duckdb")
+    assert r.out.startswith(
+        f"{exports['gpu-a']}: 2 sources merged (1 with the same content as another host's source)"
+    ), r
