@@ -11,7 +11,9 @@ a file cut short: refused, nothing merged), then merges the export
 into a store: sources already present (the same content hash of the same host: identical files
 of two hosts are two sources) are skipped, the others get new source
 ids, so fleet stores can be combined repeatedly without duplicates; a source of the same host and
-path merged before at an earlier version (the file grew) is replaced by the later one. Derived tables (incidents,
+path merged before at an earlier version (the file grew) is replaced by the later one. Rows an
+older version exported without a host take the export's only host; a source stored without a
+host takes the one a later export of the same file gives it. Derived tables (incidents,
 loads, recommendations) are exported for querying but not imported: ``build`` recomputes them.
 
 Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only Arrow streams.
@@ -24,6 +26,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -188,23 +191,36 @@ class MergeResult:
     sources_replaced: int = 0  # of those added: a later version of a file merged before
     sources_unfinished: int = 0  # interrupted loads in the export: never merged
     sources_same_content: int = 0  # of those added: the same content as another host's source
+    sources_hostless: int = 0  # of those added: no host known (the export names several, or none)
+    sources_given_host: int = 0  # of those present: stored without a host, given the export's
+    #: the export's only host, given to its rows without one (an older postmortem's export)
+    host_given: str | None = None
     rows: dict[str, int] = field(default_factory=dict)
 
 
 def describe_merge(directory: str, merged: MergeResult) -> str:
     """The one line a merge prints."""
-    notes = []
+    added = []
     if merged.sources_replaced:
-        notes.append(f"{merged.sources_replaced} replacing an earlier version")
+        added.append(f"{merged.sources_replaced} replacing an earlier version")
     if merged.sources_same_content:
-        notes.append(f"{merged.sources_same_content} with the same content as another host's source")
-    return (
-        f"{directory}: {merged.sources_added} sources merged"
-        + (f" ({', '.join(notes)})" if notes else "")
-        + f", {merged.sources_skipped} already present"
-        + (f", {merged.sources_unfinished} left out (interrupted loads)" if merged.sources_unfinished else "")
-        + f"; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
-    )
+        added.append(f"{merged.sources_same_content} with the same content as another host's source")
+    line = f"{directory}: {merged.sources_added} sources merged"
+    line += f" ({', '.join(added)})" if added else ""
+    line += f", {merged.sources_skipped} already present"
+    if merged.sources_given_host:
+        line += f" ({merged.sources_given_host} given their host, stored without one)"
+    if merged.sources_unfinished:
+        line += f", {merged.sources_unfinished} left out (interrupted loads)"
+    line += f"; {sum(merged.rows.values())} rows"
+    if merged.host_given:
+        line += f"; rows without a host given to {merged.host_given}, the only host the export names"
+    if merged.sources_hostless:
+        line += (
+            f"; {merged.sources_hostless} sources without a host (the export names several hosts, "
+            "or none; a later export of their host gives it)"
+        )
+    return line + " (run 'postmortem build' to recompute incidents)"
 
 
 def _dataset(directory: Path, table: str) -> ds.Dataset | None:
@@ -288,6 +304,11 @@ class _Scan:
         named = self.hosts.get(str(source_id), set())
         return next(iter(named)) if len(named) == 1 else None
 
+    def only_host(self) -> str | None:
+        """The host the export names, when it names exactly one (a per-host store's export)."""
+        named = set().union(*self.hosts.values()) if self.hosts else set()
+        return next(iter(named)) if len(named) == 1 else None
+
 
 def _scan(directory: Path) -> _Scan:
     """Read the source id column of every merged table, partition by partition."""
@@ -344,14 +365,20 @@ def _check_rows(directory: Path, listed: _Listed, scan: _Scan) -> None:
                 )
 
 
-#: a stored copy of a file: its source id and the hosts it belongs to (none: unknown)
-_Copy = tuple[int, frozenset[str]]
+@dataclass(frozen=True)
+class _Copy:
+    """A stored source with the content of an exported one."""
+
+    source_id: int
+    #: the hosts it belongs to: the one given for it, else the one its rows name, else the
+    #: store's only host (what 'export' files it under); none: unknown
+    hosts: frozenset[str]
+    #: whether sources.host says so (else it is inferred, and a merge may write it down)
+    given: bool
 
 
 def _stored_copies(store: Store, shas: set[str]) -> dict[str, list[_Copy]]:
-    """The store's complete sources with one of these contents, each with its host: the one
-    given for it, else the one its rows name, else the store's only host (what ``export``
-    files it under); none when the store names several hosts and the source none."""
+    """The store's complete sources with one of these contents, each with its hosts."""
     copies: dict[str, list[_Copy]] = {}
     unnamed: list[int] = []
     for sid, sha, host in store.fetchall(
@@ -359,7 +386,8 @@ def _stored_copies(store: Store, shas: set[str]) -> dict[str, list[_Copy]]:
     ):
         if sha not in shas:
             continue
-        copies.setdefault(str(sha), []).append((int(sid), frozenset([str(host)] if host is not None else [])))
+        hosts = frozenset([str(host)] if host is not None else [])
+        copies.setdefault(str(sha), []).append(_Copy(int(sid), hosts, host is not None))
         if host is None:
             unnamed.append(int(sid))
     if not unnamed:
@@ -378,9 +406,22 @@ def _stored_copies(store: Store, shas: set[str]) -> dict[str, list[_Copy]]:
     sole = None if set(unnamed) <= set(named) else _sole_host(store)
     rest = frozenset([sole] if sole is not None else [])
     return {
-        sha: [(sid, hosts or frozenset(named.get(sid, ())) or rest) for sid, hosts in found]
+        sha: [
+            c if c.given else _Copy(c.source_id, frozenset(named.get(c.source_id, ())) or rest, False)
+            for c in found
+        ]
         for sha, found in copies.items()
     }
+
+
+def _give_host(store: Store, source_id: int, host: str) -> None:
+    """A stored source without a host, and its rows without one, become ``host``'s."""
+    for table in BASE_TABLES:
+        if "host" in {c for c, _ in store.columns(table)}:
+            store.execute(
+                f"UPDATE {ident(table)} SET host = ? WHERE source_id = ? AND host IS NULL",  # noqa: S608
+                [host, source_id],
+            )
 
 
 def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
@@ -403,6 +444,11 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
     # (identical nodes started together) are two sources, one of each host
     copies = _stored_copies(store, {str(sha) for sha in sources["sha256"].to_pylist()})
     added: set[tuple[str, str | None]] = set()
+    # an export by an older postmortem left a per-host store's SGLang, nvidia-smi and dmesg
+    # rows without a host (as 'export' now fills them): the export's only host is theirs
+    only = scan.only_host()
+    fill: dict[int, str] = {}  # export source id -> the host its host-less rows get
+    adopted: set[int] = set()
     # the same file of the same host, merged before at an earlier size: replaced by a later export
     same_file = {
         (str(path), str(host)): (int(sid), at)
@@ -431,7 +477,8 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
                 # partial, and never merged
                 result.sources_unfinished += 1
                 continue
-            host = host if host is not None else scan.host_of(sid)
+            exported_host = host
+            host = host if host is not None else scan.host_of(sid) or only
             found = copies.get(str(sha), [])
             if sid is None or (str(sha), host) in added:
                 result.sources_skipped += 1
@@ -439,8 +486,17 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
             if host is None and found:  # a copy whose host is unknown: the stored one
                 result.sources_skipped += 1
                 continue
-            if any(host in hosts for _, hosts in found):
+            same = next((c for c in found if host in c.hosts), None)
+            if host is not None and same is None:
+                # stored without a host (merged from an older export, or from a store of
+                # several hosts): the same file, and this export says whose it is
+                same = next((c for c in found if not c.hosts and c.source_id not in adopted), None)
+            if same is not None:
                 result.sources_skipped += 1
+                if host is not None and not same.given and same.source_id not in adopted:
+                    _give_host(store, same.source_id, host)
+                    adopted.add(same.source_id)
+                    result.sources_given_host += 1
                 continue
             earlier = same_file.get((str(path), str(host))) if host is not None else None
             if earlier is not None:
@@ -454,11 +510,17 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
             row = store.con.execute("SELECT nextval('source_id_seq')").fetchall()[0]
             mapping[int(sid)] = int(row[0])
             added.add((str(sha), host))
+            if exported_host is None and only is not None:
+                fill[int(sid)] = only
+            if host is None:
+                result.sources_hostless += 1
         result.sources_added = len(mapping)
+        result.host_given = only if fill else None
         if not mapping:
             return result
         old_ids = pa.array(list(mapping), pa.int32())
         new_ids = pa.array(list(mapping.values()), pa.int32())
+        fill_hosts = pa.array([fill.get(sid) for sid in mapping], pa.string())
         for table in BASE_TABLES:
             dset = _dataset(directory, table)
             if dset is None:
@@ -479,6 +541,9 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
                         tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low)
                     )
                 tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
+                if fill and "host" in cols:
+                    hosts = cast("pa.ChunkedArray[Any]", pc.coalesce(tbl["host"], pc.take(fill_hosts, idx)))
+                    tbl = tbl.set_column(tbl.column_names.index("host"), "host", hosts)
                 present = [c for c in cols if c in tbl.column_names]
                 tbl = tbl.select(present)
                 store.con.register("_pm_merge", tbl)

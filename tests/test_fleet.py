@@ -417,3 +417,74 @@ def test_the_same_file_on_two_hosts_is_two_sources(cli: Any, tmp_path: Path) -> 
     assert r.out.startswith(
         f"{exports['gpu-a']}: 2 sources merged (1 with the same content as another host's source)"
     ), r
+
+
+def test_an_older_export_gets_its_only_host_for_rows_without_one(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before exports filed a per-host store's host-less rows (SGLang, nvidia-smi, dmesg) under
+    its only host, they stayed host-less in every store the export was merged into — for ever:
+    the same host's later export found each source 'already present'. The merge gives them the
+    export's only host (its partitions name one)."""
+    import postmortem.fleet
+
+    logs = _host_logs(tmp_path / "gpu-b", "gpu-b", SAMPLE / "dmesg.txt")
+    b = tmp_path / "b.duckdb"
+    assert cli("ingest", logs, "--db", b, "--tz", "UTC").code == 0
+    old = tmp_path / "export-old"
+    with monkeypatch.context() as m:
+        m.setattr(postmortem.fleet, "_sole_host", lambda store: None)  # as an older version
+        assert cli("export", "--parquet", old, "--db", b).code == 0
+    assert (old / "kernel_messages" / "host=__HIVE_DEFAULT_PARTITION__").is_dir()
+    a_logs = _host_logs(tmp_path / "gpu-a", "gpu-a")
+    assert cli("ingest", a_logs, "--db", tmp_path / "a.duckdb", "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-a", "--db", tmp_path / "a.duckdb").code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    assert cli("ingest", "--from-parquet", tmp_path / "export-a", "--db", fleet).code == 0
+    r = cli("ingest", "--from-parquet", old, "--db", fleet)
+    assert r.code == 0 and r.out.startswith(f"{old}: 2 sources merged, 0 already present; "), r
+    assert "; rows without a host given to gpu-b, the only host the export names" in r.out
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host ORDER BY host") == [
+            ("gpu-a", 1),
+            ("gpu-b", 2),
+        ]
+        for table in ("kernel_messages", "oom_kills", "journal_entries"):
+            assert store.fetchall(f"SELECT count(*) FROM {table} WHERE host IS NULL") == [(0,)], table
+    new = tmp_path / "export-new"
+    assert cli("export", "--parquet", new, "--db", b).code == 0
+    r = cli("ingest", "--from-parquet", new, "--db", fleet)
+    assert r.out.startswith(f"{new}: 0 sources merged, 2 already present; 0 rows"), r
+
+
+def test_a_later_export_gives_a_source_stored_without_a_host_its_host(cli: Any, tmp_path: Path) -> None:
+    """A source merged without a host (an export naming no host, or several; a fleet store merged
+    by an older version) took the host's later export for 'already present': the rows stayed
+    host-less. The later export now gives them its host; the merge said so beforehand."""
+    n = tmp_path / "n.duckdb"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", n, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-n", "--db", n).code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", tmp_path / "export-n", "--db", fleet)
+    assert (
+        r.code == 0
+        and (
+            "; 1 sources without a host (the export names several hosts, or none; a later export of "
+            "their host gives it)"
+        )
+        in r.out
+    ), r
+    logs = _host_logs(tmp_path / "gpu-b", "gpu-b", SAMPLE / "dmesg.txt")
+    b = tmp_path / "b.duckdb"
+    assert cli("ingest", logs, "--db", b, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-b", "--db", b).code == 0
+    r = cli("ingest", "--from-parquet", tmp_path / "export-b", "--db", fleet)
+    assert r.out.startswith(
+        f"{tmp_path / 'export-b'}: 1 sources merged, 1 already present (1 given their host, stored "
+        "without one)"
+    ), r
+    with Store.open_readonly(fleet) as store, Store.open_readonly(b) as one:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host") == [("gpu-b", 2)]
+        assert store.fetchall("SELECT host, count(*) FROM oom_kills GROUP BY host") == [
+            ("gpu-b", one.count("oom_kills"))
+        ]
