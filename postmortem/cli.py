@@ -142,13 +142,14 @@ def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
     return get_zone(name), name is not None
 
 
-def _open_reader(path: str | Path, *, wait: float = 0.0) -> Store:
+def _open_reader(path: str | Path, *, wait: float = 0.0, warn: bool = True) -> Store:
     """The store opened read-only; a load that was interrupted (its partial rows are there until
-    the next writer removes them) is said on stderr, once per path."""
+    the next writer removes them) is said on stderr, once per path (``warn=False``: the command
+    refuses such a store with its own error)."""
     from .store.db import Store
 
     store = Store.open_readonly(path, wait=wait)
-    for name in store.interrupted():
+    for name in store.interrupted() if warn else []:
         typer.echo(
             f"warning: {path}: the load of {name} was interrupted; its partial rows are in the store "
             "until the next 'postmortem ingest' or 'build' removes them",
@@ -281,14 +282,26 @@ def ingest(
     """Ingest log files into the store (format detected from content)."""
     if from_parquet:
         from .config import load_config
-        from .fleet import describe_merge, merge_parquet
-        from .store.db import Store
+        from .fleet import describe_merge, merge_into
 
-        store = Store.open(load_config().db_path(db), wait=wait)
-        try:
-            merged = merge_parquet(store, Path(from_parquet))
-        finally:
-            store.close()
+        if not paths:
+            for name, value in (
+                ("--format", fmt),
+                ("--tz", tz),
+                ("--year", year),
+                ("--host", host),
+                ("--unit", unit),
+                ("--boot-time", boot_time),
+                ("--at", at),
+                ("--columns", columns),
+                ("--max-bytes", max_bytes),
+            ):
+                if value is not None:
+                    raise UsageError(
+                        f"{name} is for log files, not for --from-parquet (a merge keeps what the "
+                        "export says of each source)"
+                    )
+        merged = merge_into(load_config().db_path(db), Path(from_parquet), wait=wait)
         typer.echo(describe_merge(from_parquet, merged))
         if not paths:
             return
@@ -383,7 +396,7 @@ def export(
     from .config import load_config
     from .fleet import export_parquet
 
-    store = _open_reader(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait, warn=False)
     try:
         result = export_parquet(store, Path(parquet))
     finally:

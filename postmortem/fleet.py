@@ -22,6 +22,7 @@ Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only A
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ from .store.migrations import latest_version
 from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"
+_TABLE_NAME = re.compile(r"[a-z_]+")
 #: present while an export is written (and after one that was interrupted): not an export yet
 UNFINISHED = "_postmortem.unfinished"
 BASE_TABLES = ("sources", "parse_issues", *(r.TABLE for r in RECORD_TYPES))
@@ -195,6 +197,12 @@ class MergeResult:
     sources_given_host: int = 0  # of those present: stored without a host, given the export's
     #: the export's only host, given to its rows without one (an older postmortem's export)
     host_given: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the store holds anything new ('build' then has something to recompute)."""
+        return bool(self.sources_added or self.sources_given_host)
+
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -220,7 +228,7 @@ def describe_merge(directory: str, merged: MergeResult) -> str:
             f"; {merged.sources_hostless} sources without a host (the export names several hosts, "
             "or none; a later export of their host gives it)"
         )
-    return line + " (run 'postmortem build' to recompute incidents)"
+    return line + (" (run 'postmortem build' to recompute incidents)" if merged.changed else "")
 
 
 def _dataset(directory: Path, table: str) -> ds.Dataset | None:
@@ -233,11 +241,17 @@ def _dataset(directory: Path, table: str) -> ds.Dataset | None:
     return dset if "source_id" in dset.schema.names else None
 
 
-def merge_parquet(store: Store, directory: Path) -> MergeResult:
-    """Merge an export made by :func:`export_parquet` (from this or another machine)."""
+def _read_manifest(directory: Path) -> _Listed:
+    """An export directory's manifest, checked (the rows it lists are returned)."""
+    if not directory.exists():
+        raise InputError(f"{directory}: no such directory")
+    if not directory.is_dir():
+        raise InputError(
+            f"{directory}: not a directory (give the directory 'postmortem export --parquet' wrote)"
+        )
     manifest = directory / MANIFEST
     if not manifest.is_file():
-        if (directory / UNFINISHED).is_file() or _only_table_directories(directory, store.table_names()):
+        if (directory / UNFINISHED).is_file() or _only_table_directories(directory):
             raise InputError(
                 f"{directory}: an export that did not finish (no {MANIFEST}: interrupted, or still "
                 "being written); export it again"
@@ -253,19 +267,42 @@ def merge_parquet(store: Store, directory: Path) -> MergeResult:
         ) from None
     if version > latest_version():
         raise StoreError(f"{directory}: exported by a newer postmortem (schema version {version}); upgrade")
+    return listed
+
+
+def merge_parquet(store: Store, directory: Path) -> MergeResult:
+    """Merge an export made by :func:`export_parquet` (from this or another machine)."""
+    listed = _read_manifest(directory)
     try:
         return _merge(store, directory, listed)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{directory}: a damaged export ({str(exc).splitlines()[0]})") from None
 
 
-def _only_table_directories(directory: Path, tables: list[str]) -> bool:
-    """Table directories and nothing else: what an export killed before its manifest leaves."""
+def merge_into(db: str | Path, directory: Path, *, wait: float = 0.0) -> MergeResult:
+    """Merge an export into the store at ``db``. The directory is checked first: a wrong path
+    is refused without opening (or creating) the store."""
+    _read_manifest(directory)
+    store = Store.open(db, wait=wait)
     try:
-        names = {p.name for p in directory.iterdir()}
+        return merge_parquet(store, directory)
+    finally:
+        store.close()
+
+
+def _only_table_directories(directory: Path) -> bool:
+    """Table directories, partitioned by host, and nothing else: what an export killed before
+    its manifest leaves."""
+    try:
+        entries = list(directory.iterdir())
+        return bool(entries) and all(
+            e.is_dir()
+            and _TABLE_NAME.fullmatch(e.name)
+            and all(c.name.startswith("host=") for c in e.iterdir())
+            for e in entries
+        )
     except OSError:
         return False
-    return bool(names) and names <= set(tables)
 
 
 @dataclass

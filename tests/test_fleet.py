@@ -488,3 +488,42 @@ def test_a_later_export_gives_a_source_stored_without_a_host_its_host(cli: Any, 
         assert store.fetchall("SELECT host, count(*) FROM oom_kills GROUP BY host") == [
             ("gpu-b", one.count("oom_kills"))
         ]
+
+
+def test_merge_messages(cli: Any, tmp_path: Path) -> None:
+    """A path that does not exist says so (it said 'not a postmortem Parquet export'), and no
+    store is created for it; options for log files given to a merge alone are usage errors
+    (they were ignored); 'run postmortem build' only when something was merged."""
+    fleet = tmp_path / "fleet.duckdb"
+    nope = tmp_path / "nope"
+    r = cli("ingest", "--from-parquet", nope, "--db", fleet)
+    assert (r.code, r.err) == (1, f"Error: {nope}: no such directory\n")
+    assert not fleet.exists()
+    a, exp = tmp_path / "a.duckdb", tmp_path / "export"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", a).code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    for option, value in (
+        ("--host", "gpu-9"),
+        ("--format", "dmesg"),
+        ("--tz", "UTC"),
+        ("--unit", "x.service"),
+        ("--year", "2025"),
+    ):
+        r = cli("ingest", "--from-parquet", exp, "--db", fleet, option, value)
+        assert (r.code, r.err) == (
+            2,
+            f"Error: {option} is for log files, not for --from-parquet (a merge keeps what the export "
+            "says of each source)\n",
+        )
+    assert not fleet.exists()
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.endswith(" (run 'postmortem build' to recompute incidents)\n"), r
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out == f"{exp}: 0 sources merged, 1 already present; 0 rows\n"
+    # beside files, the options are theirs
+    log = tmp_path / "j.log"
+    _day(log, 25, 0, 3)
+    r = cli("ingest", "--from-parquet", exp, log, "--db", fleet, "--host", "gpu-9")
+    assert r.code == 0, r
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host FROM sources WHERE path = ?", [str(log)]) == [("gpu-9",)]
