@@ -142,13 +142,14 @@ def _zone(tz: str | None, config_tz: str | None = None) -> tuple[tzinfo, bool]:
     return get_zone(name), name is not None
 
 
-def _open_reader(path: str | Path, *, wait: float = 0.0) -> Store:
+def _open_reader(path: str | Path, *, wait: float = 0.0, warn: bool = True) -> Store:
     """The store opened read-only; a load that was interrupted (its partial rows are there until
-    the next writer removes them) is said on stderr, once per path."""
+    the next writer removes them) is said on stderr, once per path (``warn=False``: the command
+    refuses such a store with its own error)."""
     from .store.db import Store
 
     store = Store.open_readonly(path, wait=wait)
-    for name in store.interrupted():
+    for name in store.interrupted() if warn else []:
         typer.echo(
             f"warning: {path}: the load of {name} was interrupted; its partial rows are in the store "
             "until the next 'postmortem ingest' or 'build' removes them",
@@ -281,29 +282,27 @@ def ingest(
     """Ingest log files into the store (format detected from content)."""
     if from_parquet:
         from .config import load_config
-        from .fleet import merge_parquet
-        from .store.db import Store
+        from .fleet import describe_merge, merge_into
 
-        store = Store.open(load_config().db_path(db), wait=wait)
-        try:
-            merged = merge_parquet(store, Path(from_parquet))
-        finally:
-            store.close()
-        typer.echo(
-            f"{from_parquet}: {merged.sources_added} sources merged"
-            + (
-                f" ({merged.sources_replaced} replacing an earlier version)"
-                if merged.sources_replaced
-                else ""
-            )
-            + f", {merged.sources_skipped} already present"
-            + (
-                f", {merged.sources_unfinished} left out (interrupted loads)"
-                if merged.sources_unfinished
-                else ""
-            )
-            + f"; {sum(merged.rows.values())} rows (run 'postmortem build' to recompute incidents)"
-        )
+        if not paths:
+            for name, value in (
+                ("--format", fmt),
+                ("--tz", tz),
+                ("--year", year),
+                ("--host", host),
+                ("--unit", unit),
+                ("--boot-time", boot_time),
+                ("--at", at),
+                ("--columns", columns),
+                ("--max-bytes", max_bytes),
+            ):
+                if value is not None:
+                    raise UsageError(
+                        f"{name} is for log files, not for --from-parquet (a merge keeps what the "
+                        "export says of each source)"
+                    )
+        merged = merge_into(load_config().db_path(db), Path(from_parquet), wait=wait)
+        typer.echo(describe_merge(from_parquet, merged))
         if not paths:
             return
     if not paths:
@@ -397,7 +396,7 @@ def export(
     from .config import load_config
     from .fleet import export_parquet
 
-    store = _open_reader(load_config().db_path(db), wait=wait)
+    store = _open_reader(load_config().db_path(db), wait=wait, warn=False)
     try:
         result = export_parquet(store, Path(parquet))
     finally:
@@ -791,6 +790,12 @@ def _environmental(exc: Exception) -> bool:
     )
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's text: the error is one line (DuckDB's add the
+    query and a caret underneath, and their candidates)."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map exceptions to exit codes."""
     import signal
@@ -845,7 +850,7 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         if _environmental(exc):
             if _state["debug"]:
                 traceback.print_exc()
-            typer.echo(f"Error: {str(exc).splitlines()[0]}", err=True)
+            typer.echo(f"Error: {_first_line(exc)}", err=True)
             sys.exit(int(ExitCode.ERROR))
         # click's exceptions (vendored by newer typer releases): usage errors and the like
         show = getattr(exc, "show", None)
@@ -856,7 +861,7 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         if _state["debug"]:
             traceback.print_exc()
         typer.echo(
-            f"Error: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)",
+            f"Error: internal error: {type(exc).__name__}: {_first_line(exc)} (rerun with --debug and report it)",
             err=True,
         )
         sys.exit(int(ExitCode.BUG))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from conftest import REPO
 
 from postmortem.store.db import Store
@@ -357,3 +360,261 @@ def test_an_incidents_data_coverage_lists_its_own_hosts_files(cli: Any, tmp_path
     assert "gpu-node-9/journal.txt" not in cov and "sglang-c.log" in cov
     snapshot = _coverage(REPO / "tests" / "snapshots" / "sample_report.md")
     assert [line for line in cov.splitlines() if "sglang-c.log" not in line] == snapshot.splitlines()
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_partial_export_is_refused_and_nothing_merged(cli: Any, tmp_path: Path) -> None:
+    """A table or a partition missing, or a file cut short (a copy or rsync cut short): merged with
+    exit 0, the rows lost for good — its sources were 'already present' when the complete export
+    came. The manifest's row counts are checked first: one line, exit 1, nothing merged."""
+    import pyarrow.parquet as pq
+
+    a, exp, fleet = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "fleet.duckdb"
+    assert cli("ingest", SAMPLE, "--db", a, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    listed = json.loads((exp / "_postmortem.json").read_text())
+    no_table = _copy(exp, tmp_path / "no-table")
+    shutil.rmtree(no_table / "sglang_batches")
+    r = cli("ingest", "--from-parquet", no_table, "--db", fleet)
+    assert (r.code, r.out) == (1, "")
+    assert r.err == (
+        f"Error: {no_table}: an incomplete export: sglang_batches is missing "
+        f"({listed['tables']['sglang_batches']} rows listed in _postmortem.json); nothing merged — "
+        "copy or export it again\n"
+    )
+    no_partition = _copy(exp, tmp_path / "no-partition")
+    (day,) = (no_partition / "journal_entries" / "host=dflash-train").iterdir()
+    shutil.rmtree(day)  # an empty host= directory stays
+    r = cli("ingest", "--from-parquet", no_partition, "--db", fleet)
+    assert r.code == 1 and "an incomplete export: journal_entries is missing" in r.err, r
+    cut = _copy(exp, tmp_path / "cut")
+    part = next((cut / "gpu_samples").rglob("*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(table.slice(0, table.num_rows - 5), part)
+    r = cli("ingest", "--from-parquet", cut, "--db", fleet)
+    want = listed["tables"]["gpu_samples"]
+    assert r.err == (
+        f"Error: {cut}: an incomplete export: gpu_samples holds {want - 5} rows, _postmortem.json "
+        f"lists {want} (a partition or file missing or cut short?); nothing merged — copy or export "
+        "it again\n"
+    )
+    # the rows of one source swapped for another's: the per-source counts tell
+    (first, second) = sorted(str(s) for s in listed["source_rows"]["gpu_samples"])[:2]
+    listed["source_rows"]["gpu_samples"][first] += 1
+    listed["source_rows"]["gpu_samples"][second] -= 1
+    swapped = _copy(exp, tmp_path / "swapped")
+    (swapped / "_postmortem.json").write_text(json.dumps(listed))
+    r = cli("ingest", "--from-parquet", swapped, "--db", fleet)
+    assert r.code == 1 and "gpu_samples holds" in r.err and f"rows of source {first}," in r.err, r
+    # an older export's manifest lists tables only: their totals are checked
+    del listed["source_rows"]
+    (cut / "_postmortem.json").write_text(json.dumps(listed))
+    assert "gpu_samples holds" in cli("ingest", "--from-parquet", cut, "--db", fleet).err
+    with Store.open(fleet) as store:
+        assert store.count("sources") == 0
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
+    with Store.open_readonly(fleet) as dst, Store.open_readonly(a) as src:
+        for t in ("sglang_batches", "journal_entries", "gpu_samples"):
+            assert dst.count(t) == src.count(t), t
+
+
+def test_an_interrupted_export_leaves_no_manifest_beside_its_tables(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exporting again into the previous export (the nightly job) and killed half-way left the
+    earlier manifest beside tables already deleted: merged as complete. Now the manifest goes
+    first and comes back last; the next export replaces the unfinished one."""
+    import pyarrow.dataset as pads
+
+    a, exp, fleet = tmp_path / "a.duckdb", tmp_path / "export", tmp_path / "fleet.duckdb"
+    assert cli("ingest", SAMPLE, "--db", a, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    real, calls = pads.write_dataset, []
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            raise KeyboardInterrupt  # as kill -9: no clean-up runs
+        real(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(pads, "write_dataset", killed)
+        assert cli("export", "--parquet", exp, "--db", a).code == 130
+    assert not (exp / "_postmortem.json").exists()
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.err == (
+        f"Error: {exp}: an export that did not finish (no _postmortem.json: interrupted, or still "
+        "being written); export it again\n"
+    )
+    r = cli("export", "--parquet", exp, "--db", a)
+    assert r.code == 0, r
+    assert sorted(p.name for p in exp.iterdir() if not p.is_dir()) == ["_postmortem.json"]
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
+
+
+def _host_logs(root: Path, host: str, *same: Path) -> Path:
+    """A host's logs: a journal naming it, and files that name no host (copied as they are)."""
+    root.mkdir(parents=True)
+    with (root / "journal.log").open("w", encoding="utf-8") as fh:
+        for i in range(20):
+            fh.write(f"2025-05-25T00:00:{i:02d}+00:00 {host} kernel: line {i} of {host}\n")
+    for f in same:
+        shutil.copy(f, root / f.name)
+    return root
+
+
+def test_the_same_file_on_two_hosts_is_two_sources(cli: Any, tmp_path: Path) -> None:
+    """Byte-identical files on two hosts (nodes started together, nvidia-smi run in the same
+    second): the merge kept the first host's copy and called the second 'already present', so
+    that host lost its rows (or they counted as the first host's). A source is the same when
+    its content and its host are."""
+    exports = {}
+    for host in ("gpu-a", "gpu-b"):
+        logs = _host_logs(tmp_path / host, host, SAMPLE / "dmesg.txt")
+        assert cli("ingest", logs, "--db", tmp_path / f"{host}.duckdb", "--tz", "UTC").code == 0
+        exports[host] = tmp_path / f"export-{host}"
+        assert cli("export", "--parquet", exports[host], "--db", tmp_path / f"{host}.duckdb").code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", exports["gpu-a"], "--db", fleet)
+    assert r.out.startswith(f"{exports['gpu-a']}: 2 sources merged, 0 already present"), r
+    r = cli("ingest", "--from-parquet", exports["gpu-b"], "--db", fleet)
+    assert r.out.startswith(
+        f"{exports['gpu-b']}: 2 sources merged (1 with the same content as another host's source), "
+        "0 already present"
+    ), r
+    r = cli("ingest", "--from-parquet", exports["gpu-b"], "--db", fleet)
+    assert r.out.startswith(f"{exports['gpu-b']}: 0 sources merged, 2 already present"), r
+    with Store.open_readonly(tmp_path / "gpu-a.duckdb") as one:
+        kills = one.count("oom_kills")
+    assert kills > 0
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host ORDER BY host") == [
+            ("gpu-a", 2),
+            ("gpu-b", 2),
+        ]
+        assert store.fetchall("SELECT host, count(*) FROM oom_kills GROUP BY host ORDER BY host") == [
+            ("gpu-a", kills),
+            ("gpu-b", kills),
+        ]
+    # merged into the other host's own store: its dmesg.txt, stored without a host, is gpu-b's
+    # (the store names no other), so gpu-a's copy is a source of its own
+    r = cli("ingest", "--from-parquet", exports["gpu-a"], "--db", tmp_path / "gpu-b.duckdb")
+    assert r.out.startswith(
+        f"{exports['gpu-a']}: 2 sources merged (1 with the same content as another host's source)"
+    ), r
+
+
+def test_an_older_export_gets_its_only_host_for_rows_without_one(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before exports filed a per-host store's host-less rows (SGLang, nvidia-smi, dmesg) under
+    its only host, they stayed host-less in every store the export was merged into — for ever:
+    the same host's later export found each source 'already present'. The merge gives them the
+    export's only host (its partitions name one)."""
+    import postmortem.fleet
+
+    logs = _host_logs(tmp_path / "gpu-b", "gpu-b", SAMPLE / "dmesg.txt")
+    b = tmp_path / "b.duckdb"
+    assert cli("ingest", logs, "--db", b, "--tz", "UTC").code == 0
+    old = tmp_path / "export-old"
+    with monkeypatch.context() as m:
+        m.setattr(postmortem.fleet, "_sole_host", lambda store: None)  # as an older version
+        assert cli("export", "--parquet", old, "--db", b).code == 0
+    assert (old / "kernel_messages" / "host=__HIVE_DEFAULT_PARTITION__").is_dir()
+    a_logs = _host_logs(tmp_path / "gpu-a", "gpu-a")
+    assert cli("ingest", a_logs, "--db", tmp_path / "a.duckdb", "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-a", "--db", tmp_path / "a.duckdb").code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    assert cli("ingest", "--from-parquet", tmp_path / "export-a", "--db", fleet).code == 0
+    r = cli("ingest", "--from-parquet", old, "--db", fleet)
+    assert r.code == 0 and r.out.startswith(f"{old}: 2 sources merged, 0 already present; "), r
+    assert "; rows without a host given to gpu-b, the only host the export names" in r.out
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host ORDER BY host") == [
+            ("gpu-a", 1),
+            ("gpu-b", 2),
+        ]
+        for table in ("kernel_messages", "oom_kills", "journal_entries"):
+            assert store.fetchall(f"SELECT count(*) FROM {table} WHERE host IS NULL") == [(0,)], table
+    new = tmp_path / "export-new"
+    assert cli("export", "--parquet", new, "--db", b).code == 0
+    r = cli("ingest", "--from-parquet", new, "--db", fleet)
+    assert r.out.startswith(f"{new}: 0 sources merged, 2 already present; 0 rows"), r
+
+
+def test_a_later_export_gives_a_source_stored_without_a_host_its_host(cli: Any, tmp_path: Path) -> None:
+    """A source merged without a host (an export naming no host, or several; a fleet store merged
+    by an older version) took the host's later export for 'already present': the rows stayed
+    host-less. The later export now gives them its host; the merge said so beforehand."""
+    n = tmp_path / "n.duckdb"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", n, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-n", "--db", n).code == 0
+    fleet = tmp_path / "fleet.duckdb"
+    r = cli("ingest", "--from-parquet", tmp_path / "export-n", "--db", fleet)
+    assert (
+        r.code == 0
+        and (
+            "; 1 sources without a host (the export names several hosts, or none; a later export of "
+            "their host gives it)"
+        )
+        in r.out
+    ), r
+    logs = _host_logs(tmp_path / "gpu-b", "gpu-b", SAMPLE / "dmesg.txt")
+    b = tmp_path / "b.duckdb"
+    assert cli("ingest", logs, "--db", b, "--tz", "UTC").code == 0
+    assert cli("export", "--parquet", tmp_path / "export-b", "--db", b).code == 0
+    r = cli("ingest", "--from-parquet", tmp_path / "export-b", "--db", fleet)
+    assert r.out.startswith(
+        f"{tmp_path / 'export-b'}: 1 sources merged, 1 already present (1 given their host, stored "
+        "without one)"
+    ), r
+    with Store.open_readonly(fleet) as store, Store.open_readonly(b) as one:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host") == [("gpu-b", 2)]
+        assert store.fetchall("SELECT host, count(*) FROM oom_kills GROUP BY host") == [
+            ("gpu-b", one.count("oom_kills"))
+        ]
+
+
+def test_merge_messages(cli: Any, tmp_path: Path) -> None:
+    """A path that does not exist says so (it said 'not a postmortem Parquet export'), and no
+    store is created for it; options for log files given to a merge alone are usage errors
+    (they were ignored); 'run postmortem build' only when something was merged."""
+    fleet = tmp_path / "fleet.duckdb"
+    nope = tmp_path / "nope"
+    r = cli("ingest", "--from-parquet", nope, "--db", fleet)
+    assert (r.code, r.err) == (1, f"Error: {nope}: no such directory\n")
+    assert not fleet.exists()
+    a, exp = tmp_path / "a.duckdb", tmp_path / "export"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", a).code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    for option, value in (
+        ("--host", "gpu-9"),
+        ("--format", "dmesg"),
+        ("--tz", "UTC"),
+        ("--unit", "x.service"),
+        ("--year", "2025"),
+    ):
+        r = cli("ingest", "--from-parquet", exp, "--db", fleet, option, value)
+        assert (r.code, r.err) == (
+            2,
+            f"Error: {option} is for log files, not for --from-parquet (a merge keeps what the export "
+            "says of each source)\n",
+        )
+    assert not fleet.exists()
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out.endswith(" (run 'postmortem build' to recompute incidents)\n"), r
+    r = cli("ingest", "--from-parquet", exp, "--db", fleet)
+    assert r.out == f"{exp}: 0 sources merged, 1 already present; 0 rows\n"
+    # beside files, the options are theirs
+    log = tmp_path / "j.log"
+    _day(log, 25, 0, 3)
+    r = cli("ingest", "--from-parquet", exp, log, "--db", fleet, "--host", "gpu-9")
+    assert r.code == 0, r
+    with Store.open_readonly(fleet) as store:
+        assert store.fetchall("SELECT host FROM sources WHERE path = ?", [str(log)]) == [("gpu-9",)]

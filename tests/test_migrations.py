@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
+from conftest import REPO
 
 from postmortem.store.db import SCHEMA_VERSION_TABLE, Store, _migrations, latest_version
 
@@ -77,3 +80,47 @@ def test_a_new_store_stores_messages_with_zstd(tmp_path: Path) -> None:
             "SELECT 1, i, 'message ' || i || repeat('x', i % 50) FROM range(1, 200001) r(i)"
         )
         assert _compression(store, "journal_entries", "message") == {"ZSTD"}
+
+
+EARLY = Path(__file__).parent / "data" / "store" / "early"
+
+
+def _schema(store: Store) -> dict[str, dict[str, tuple[str, str, str | None]]]:
+    """Every table's columns: name → (type, nullable, default); the order is not compared (a
+    column added by a later migration comes last)."""
+    rows = store.fetchall(
+        "SELECT table_name, column_name, data_type, is_nullable, column_default "
+        "FROM information_schema.columns WHERE table_schema = 'main' ORDER BY table_name, column_name"
+    )
+    out: dict[str, dict[str, tuple[str, str, str | None]]] = {}
+    for table, column, kind, nullable, default in rows:
+        out.setdefault(table, {})[column] = (kind, nullable, default)
+    return out
+
+
+@pytest.mark.parametrize("initial", sorted(EARLY.glob("001_initial.*.sql")), ids=lambda p: p.name)
+def test_a_store_of_an_early_revision_gets_every_column(cli: Any, tmp_path: Path, initial: Path) -> None:
+    """Early revisions added columns by editing 001_initial.sql in place: a store created before
+    such an edit says version 1 without them. It was migrated to version 4 still without
+    sources.shift_s, and 'build' failed with an internal error (exit 70)."""
+    db = tmp_path / "early.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(initial.read_text(encoding="utf-8"))
+    con.execute(
+        f"CREATE TABLE {SCHEMA_VERSION_TABLE} (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
+    )
+    con.execute(f"INSERT INTO {SCHEMA_VERSION_TABLE} VALUES (1, 'initial', ?)", [datetime.now(UTC)])
+    con.execute(
+        "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, parse_issues, "
+        "parsed_lines, ignored_lines, ingested_at) VALUES (nextval('source_id_seq'), '/var/log/old.log', 'dmesg', 'x', 0, 0, 0, "
+        "0, 0, 0, now())"
+    )
+    con.close()
+    with Store.open(db) as store, Store.memory() as fresh:
+        assert _schema(store) == _schema(fresh)
+        # the early source counts as a complete load (the column's default)
+        assert store.fetchall("SELECT status FROM sources") == [("complete",)]
+        assert store.interrupted() == []
+    r = cli("build", "--logs", REPO / "sample_logs", "--db", db, "--out", tmp_path / "r", "--tz", "UTC")
+    assert r.code == 0, r
+    assert "1 incident(s)" in r.out

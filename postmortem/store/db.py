@@ -286,6 +286,11 @@ def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConne
                     continue
                 holder = re.search(r"\(PID (\d+)\)", msg)
                 who = f" by process {holder.group(1)}" if holder else ""
+                if wait > 0:  # --wait was given: waiting longer is not the advice
+                    raise StoreBusyError(
+                        f"{path}: database is still in use{who} after waiting {wait:g} s; try again "
+                        "when it has finished"
+                    ) from exc
                 raise StoreBusyError(
                     f"{path}: database is in use{who}; wait for it to finish or pass --wait SECONDS"
                 ) from exc
