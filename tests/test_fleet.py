@@ -524,7 +524,7 @@ def test_an_older_export_gets_its_only_host_for_rows_without_one(
     assert cli("ingest", logs, "--db", b, "--tz", "UTC").code == 0
     old = tmp_path / "export-old"
     with monkeypatch.context() as m:
-        m.setattr(postmortem.fleet, "_sole_host", lambda store: None)  # as an older version
+        m.setattr(postmortem.fleet, "sole_host", lambda store: None)  # as an older version
         assert cli("export", "--parquet", old, "--db", b).code == 0
     assert (old / "kernel_messages" / "host=__HIVE_DEFAULT_PARTITION__").is_dir()
     a_logs = _host_logs(tmp_path / "gpu-a", "gpu-a")
