@@ -167,6 +167,11 @@ def test_a_container_restarted_by_docker_is_reported_as_the_container(
         "| 2025-06-10 09:43:01 | sglang | docker:sglang-qwen ready after a 1 min 33 s load — service restored |"
         in report
     )
+    # W9: the idle GPUs 4–7 released nothing
+    assert (
+        "| gpu | GPU memory released on GPUs 0–3 (nvidia-smi); GPUs 4–7 held none before the kill |" in report
+    )
+    assert "all 8 GPUs" not in report
     # the store: the kernel's record of the scope is the container's (the id in the cgroup path
     # is its CONTAINER_ID_FULL), and so are the scope's starts and the server's loads
     with Store.open_readonly(db) as store:

@@ -15,7 +15,7 @@ from statistics import median
 
 from ..parsers.journal.systemd import LEFT_RUNNING
 from ..parsers.sglang.args import parse_server_args
-from .facts import Consumer, IncidentFacts
+from .facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts
 from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
 from .model import Incident, Recommendation, SourceRef, is_container, is_service, restartable, unit_words
@@ -75,6 +75,42 @@ def _spec(facts: IncidentFacts) -> str | None:
     return load.speculative_algorithm if load else None
 
 
+def held_before(g: GpuRelease) -> bool:
+    """Whether a GPU held memory before the kill (unknown counts as held): an idle GPU — one the
+    killed server never used, as with a container given some of the host's GPUs — released
+    nothing when it died."""
+    return g.before_mib is None or g.before_mib > GPU_FREED_MIB
+
+
+def released(f: IncidentFacts) -> list[GpuRelease]:
+    """The GPUs that held memory before the kill and fell to (nearly) nothing after it."""
+    return [g for g in f.gpu_release if g.freed and held_before(g)]
+
+
+def idle_gpus(f: IncidentFacts) -> list[GpuRelease]:
+    """The GPUs that held (nearly) nothing before the kill."""
+    return [g for g in f.gpu_release if not held_before(g)]
+
+
+def gpu_names(gpus: list[GpuRelease]) -> str:
+    """``GPUs 0–3``, ``GPU 2``, ``GPUs 0, 2, 5``; bus ids or uuids as they are.
+
+    >>> g = lambda label: GpuRelease(label, 0, 0, None, True)
+    >>> gpu_names([g(f"GPU {i}") for i in range(4)]), gpu_names([g("GPU 2")]), gpu_names([g("GPU 0"), g("GPU 5")])
+    ('GPUs 0–3', 'GPU 2', 'GPUs 0, 5')
+    """
+    labels = [g.gpu for g in gpus]
+    nums = [int(x[4:]) for x in labels if x.startswith("GPU ") and x[4:].isdigit()]
+    if len(nums) != len(labels):
+        return ", ".join(labels)
+    if len(nums) == 1:
+        return f"GPU {nums[0]}"
+    nums.sort()
+    if len(nums) > 2 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"GPUs {nums[0]}–{nums[-1]}"
+    return "GPUs " + ", ".join(map(str, nums))
+
+
 def memory_limit_words(inc: Incident) -> str:
     """The setting an operator changes to give the killed unit more (or less) memory."""
     box = inc.container
@@ -99,7 +135,7 @@ def gpu_workload(f: IncidentFacts) -> bool:
         return True
     # GPUs emptied at the kill of a service (or container): it was using them (a session's
     # process killed beside a server that died a moment later is not)
-    if restartable(inc.unit) and any(g.freed for g in f.gpu_release):
+    if restartable(inc.unit) and released(f):
         return True
     names = [inc.unit or ""] + [v.comm or "" for v in inc.victims]
     return any(n.lower().startswith(_GPU_COMMS) or "sglang" in n.lower() for n in names)
@@ -677,15 +713,19 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             + "Verify with nvidia-smi before starting a replacement.",
             [SourceRef(e.source_id, e.line_no) for _, e in stuck[:1]],
         )
-    freed = [g for g in f.gpu_release if g.freed]
+    freed = released(f)
     if freed and gpu_workload(f):
         worst = max((g.freed_after_s or 0.0) for g in freed)
+        idle = idle_gpus(f)
+        which = f"{gpu_names(freed)} fell" if idle else f"All {len(freed)} GPUs fell"
         return Recommendation(
             "verify_gpu_freed",
             "info",
             "GPU memory was released",
-            f"All {len(freed)} GPUs fell to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
-            f"{worst:.0f} s of the kill (nvidia-smi samples). Keep checking "
+            f"{which} to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
+            f"{worst:.0f} s of the kill (nvidia-smi samples)"
+            + (f"; {gpu_names(idle)} held no memory before it" if idle else "")
+            + ". Keep checking "
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
             "its GPU memory.",
         )

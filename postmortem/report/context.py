@@ -21,6 +21,7 @@ from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, is_container, killed_process
+from ..analysis.rules import gpu_names, held_before, idle_gpus
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent
 from ..query import run_named_dicts
@@ -608,13 +609,18 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
             sources.cite(lb["source_id"], lb["line_no"]),
         )
-    freed = [g for g in facts.gpu_release if g.freed and g.freed_after_s is not None]
-    if freed and inc.ts is not None and len(freed) == len(facts.gpu_release):
+    # the GPUs that held memory: an idle GPU (one the server was not given) released nothing
+    busy = [g for g in facts.gpu_release if held_before(g)]
+    freed = [g for g in busy if g.freed and g.freed_after_s is not None]
+    if freed and inc.ts is not None and len(freed) == len(busy):
         last = max(freed, key=lambda g: g.freed_after_s or 0)
+        idle = idle_gpus(facts)
         add(
             inc.ts + timedelta(seconds=last.freed_after_s or 0),
             "gpu",
-            f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)",
+            f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
+            if idle
+            else f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)",
             sources.cite(*last.freed_at) if last.freed_at else "",
         )
     if facts.queue_start_ts is not None and facts.queue_max:
