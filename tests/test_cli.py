@@ -1052,7 +1052,9 @@ def test_a_mistyped_configuration_key_is_an_error(
     assert r.code == 2 and words in r.err and r.err.count("\n") == 1, r
 
 
-def test_postmortem_debug_off_values_mean_off(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postmortem_debug_off_values_mean_off(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """POSTMORTEM_DEBUG=0 turned tracebacks on: any value did."""
     db = tmp_path / "pm.duckdb"
     for value, shown in (("0", False), ("false", False), ("", False), ("1", True), ("yes", True)):
