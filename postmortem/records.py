@@ -355,6 +355,22 @@ class GpuEvent(Record):
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Container(Record):
+    """A container whose output the journal carries (Docker's journald log driver, podman's
+    conmon): one row per container id, name and image first seen in a source."""
+
+    TABLE: ClassVar[str] = "containers"
+    line_no: int
+    ts: datetime | None
+    host: str | None
+    runtime: str
+    container_id: str
+    name: str
+    image: str | None
+    unit: str
+
+
 RECORD_TYPES: tuple[type[Record], ...] = (
     JournalEntry,
     KernelMessage,
@@ -371,6 +387,7 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     GpuProcess,
     GpuXid,
     GpuEvent,
+    Container,
 )
 
 RECORD_BY_TABLE: dict[str, type[Record]] = {r.TABLE: r for r in RECORD_TYPES}

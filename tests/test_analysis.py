@@ -769,6 +769,27 @@ def test_a_killed_session_is_no_service_to_restart() -> None:
     assert gpu_workload(facts)
 
 
+def test_an_idle_gpu_released_nothing() -> None:
+    """A GPU that held nothing before the kill (a container given GPUs 0–3 of 8) is not a GPU
+    "released" at the kill, nor a sign that the killed unit used GPUs (QA r7 W9)."""
+    from postmortem.analysis.facts import GpuRelease, IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.rules import gpu_workload, verify_gpu_freed
+    from postmortem.analysis.timeline import Timeline
+
+    inc = Incident(1, "h", T, "a.service", "host_oom", 0.97)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    facts.gpu_release = [GpuRelease(f"GPU {i}", 0, 0, 5.0, True, None) for i in (4, 5, 6, 7)]
+    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    facts.gpu_release[:0] = [GpuRelease(f"GPU {i}", 71290, 0, 3.0, True, None) for i in (0, 1, 2, 3)]
+    rec = verify_gpu_freed(facts)
+    assert rec is not None and gpu_workload(facts)
+    assert rec.detail.startswith(
+        "GPUs 0–3 fell to 0 MiB within 3 s of the kill (nvidia-smi samples); GPUs 4–7 held no memory before it."
+    )
+
+
 def test_a_gpu_oom_is_not_given_the_host_ram_action() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident

@@ -808,13 +808,17 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     db = tmp_path / "pm.duckdb"
     assert cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC").code == 0
     con = duckdb.connect(str(db))
+    # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
+    con.execute("DROP TABLE containers")
     con.execute("DELETE FROM schema_migrations WHERE version >= 4")
     con.close()
     r = cli("trends", "--db", db, "--out", tmp_path / "t")
     assert r.code == 0, r
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (latest_version(),)
+    assert con.execute("SELECT count(*) FROM containers").fetchone() == (0,)
+    assert con.execute("SELECT count(file_id) FROM sources").fetchone() == (0,)
     con.close()
 
 

@@ -38,7 +38,7 @@ from .incidents import (
 )
 from .load_stats import LoadStats, load_statistics
 from .loads import derive_service_loads, with_host
-from .model import ClockOffset, Incident, Load, Recommendation
+from .model import ClockOffset, ContainerInfo, Incident, Load, Recommendation, is_container
 from .rules import recommend
 from .summary import summarise
 
@@ -230,6 +230,8 @@ def rebuild(
         # boot-relative kernel rows get their wall-clock time once a boot anchor is known
         # (a script of several statements)
         store.execute(named_sql("anchor_monotonic"))
+        # a container's cgroup scope (its start, its OOM kill) is the container its lines name
+        store.execute(named_sql("container_units"))
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
         # every later query (loads, timeline, GPU release) sees it where it belongs
@@ -263,6 +265,7 @@ def rebuild(
         rows = with_host(run_named_dicts(store, "kill_evidence", {"since": None, "until": None}), host)
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
+        _containers(store, incidents)
         _gpu_faults(store, incidents)
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         result.zones = host_zones(store)
@@ -284,6 +287,33 @@ def rebuild(
                     on_facts(result, inc)
         _persist(store, result)
     return result
+
+
+def _containers(store: Store, incidents: list[Incident]) -> None:
+    """The container each container unit's incident is: the one whose scope the kernel's record
+    names, else the last of that name seen before the kill (a container recreated under the same
+    name has another id)."""
+    if not any(is_container(inc.unit) for inc in incidents):
+        return
+    rows = run_named_dicts(store, "containers_list")
+    for inc in incidents:
+        if not is_container(inc.unit):
+            continue
+        same = [
+            r for r in rows if r["unit"] == inc.unit and (inc.host is None or r["host"] in (None, inc.host))
+        ]
+        if not same:
+            continue
+        cgroups = [
+            str(e.raw["oom_memcg"]) for e in inc.evidence if e.kind == "oom_kill" and e.raw.get("oom_memcg")
+        ]
+        named = [r for r in same if any(r["container_id"] in c for c in cgroups)]
+        before = [r for r in same if inc.ts is None or r["ts"] is None or r["ts"] <= inc.ts]
+        r = (named or before or same)[-1]
+        cgroup = next((c for c in cgroups if r["container_id"] in c), None)
+        inc.container = ContainerInfo(
+            str(r["runtime"]), str(r["name"]), str(r["container_id"]), r["image"], cgroup
+        )
 
 
 def _gpu_faults(store: Store, incidents: list[Incident]) -> None:

@@ -11,7 +11,7 @@ from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
 from .load_stats import LoadStats, stats_for
-from .model import ClockOffset, Incident
+from .model import ClockOffset, Incident, cgroup_is_units
 from .timeline import Timeline, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
@@ -587,7 +587,7 @@ def _unit_tasks(facts: IncidentFacts) -> list[int]:
     oom, unit = facts.oom, facts.incident.unit
     if not oom or oom.get("scope") != "memcg" or unit is None:
         return []
-    if unit_of(oom.get("oom_memcg") or oom.get("cgroup")) != unit:
+    if not cgroup_is_units(unit_of(oom.get("oom_memcg") or oom.get("cgroup")), facts.incident):
         return []
     return [int(t["pid"]) for t in facts.tasks if t.get("pid") is not None]
 

@@ -57,16 +57,25 @@ _CONTAINER_SCOPES = ("docker-", "cri-containerd-", "crio-", "libpod-")
 
 def limit_setting(memcg: str | None) -> str:
     """Which setting a memory cgroup's limit comes from, judged by its path: a systemd unit's
-    cgroup (``/system.slice/x.service``) has its unit's ``MemoryMax=``; anything else (a
-    container runtime's ``/docker/<id>``, an unknown path) may be a container limit.
+    cgroup (``/system.slice/x.service``) has its unit's ``MemoryMax=``; a Docker container's
+    (``docker-<id>.scope`` under systemd's cgroup driver, ``/docker/<id>`` under cgroupfs) its
+    ``--memory``; podman's (``libpod-<id>.scope``) its ``--memory``; anything else (another
+    runtime's, an unknown path) may be a container limit.
 
     >>> limit_setting("/system.slice/sglang-k26-eagle3.service")
     "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
     >>> limit_setting("/docker/0123abcd")
-    'MemoryMax= or a container limit'
+    "the container's memory limit: docker run --memory, compose mem_limit"
     >>> limit_setting("/system.slice/docker-0123abcd.scope")
+    "the container's memory limit: docker run --memory, compose mem_limit"
+    >>> limit_setting("/kubepods.slice/kubepods-pod1.slice/cri-containerd-0123.scope")
     'MemoryMax= or a container limit'
     """
+    runtime = container_runtime(memcg)
+    if runtime == "docker":
+        return "the container's memory limit: docker run --memory, compose mem_limit"
+    if runtime == "podman":
+        return "the container's memory limit: podman run --memory"
     leaf = (memcg or "").rstrip("/").rsplit("/", 1)[-1]
     if (
         leaf.endswith(_UNIT_SUFFIXES)
@@ -75,6 +84,25 @@ def limit_setting(memcg: str | None) -> str:
     ):
         return "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
     return "MemoryMax= or a container limit"
+
+
+def container_runtime(memcg: str | None) -> str | None:
+    """``docker`` or ``podman`` when a memory cgroup is a container of theirs, else None.
+
+    >>> container_runtime("/system.slice/docker-0123abcd.scope"), container_runtime("/docker/0123")
+    ('docker', 'docker')
+    >>> container_runtime("/machine.slice/libpod-0123.scope"), container_runtime("/system.slice/a.service")
+    ('podman', None)
+    """
+    path = (memcg or "").rstrip("/")
+    leaf = path.rsplit("/", 1)[-1]
+    if "kubepods" in path:
+        return None  # the kubelet's containers (containerd, CRI-O): the pod's limits
+    if (leaf.startswith("docker-") and leaf.endswith(".scope")) or path.startswith("/docker/"):
+        return "docker"
+    if leaf.startswith("libpod-") and leaf.endswith(".scope"):
+        return "podman"
+    return None
 
 
 def evidence_from_rows(rows: Iterable[dict[str, Any]]) -> list[Evidence]:
@@ -278,13 +306,15 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
         if scope == "memcg":
             limit = kernel[0].raw.get("memcg_limit_kb")
             what = f" of {_gib(limit)}" if limit else ""
+            memcg = kernel[0].raw.get("oom_memcg")
+            owner = "container" if container_runtime(memcg) else "unit"
             return (
                 "cgroup_oom",
                 conf,
                 "kernel",
                 scope,
-                f"the kernel's memory-cgroup OOM killer fired: the unit's cgroup reached its memory "
-                f"limit{what} ({limit_setting(kernel[0].raw.get('oom_memcg'))}) — host RAM, not GPU memory",
+                f"the kernel's memory-cgroup OOM killer fired: the {owner}'s cgroup reached its memory "
+                f"limit{what} ({limit_setting(memcg)}) — host RAM, not GPU memory",
             )
         if scope in ("cpuset", "mempolicy"):
             return (

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..parsers.journal.container import is_container_unit
+
 
 @dataclass(frozen=True)
 class SourceRef:
@@ -92,6 +94,44 @@ class Load:
         return self.ready_ts is None and self.outcome != "ready"
 
 
+#: how a report names each container runtime
+RUNTIME_NAMES = {"docker": "Docker", "podman": "Podman"}
+
+
+@dataclass
+class ContainerInfo:
+    """The container an incident's unit is (``docker:<name>``), as its log lines named it
+    (``containers``): the runtime, its name, its full id and its image; and its cgroup as the
+    kernel's OOM record printed it, when one did."""
+
+    runtime: str
+    name: str
+    container_id: str
+    image: str | None = None
+    cgroup: str | None = None
+
+    @property
+    def short_id(self) -> str:
+        return self.container_id[:12]
+
+    @property
+    def runtime_name(self) -> str:
+        return RUNTIME_NAMES.get(self.runtime, self.runtime)
+
+    def cgroup_units(self) -> tuple[str, ...]:
+        """The names the kernel and systemd may give its cgroup (as ``container_units.sql``)."""
+        cid = self.container_id
+        return (f"docker-{cid}.scope", f"libpod-{cid}.scope", f"/docker/{cid}", cid)
+
+    def words(self) -> str:
+        """``container sglang-qwen``."""
+        return f"container {self.name}"
+
+    def details(self) -> str:
+        """``image lmsysorg/sglang:v0.4.10-cu126, id 3f2a9c0d1e4b``."""
+        return ", ".join(x for x in (f"image {self.image}" if self.image else "", f"id {self.short_id}") if x)
+
+
 @dataclass
 class Incident:
     incident_id: int
@@ -123,6 +163,8 @@ class Incident:
     gpu_memory_freed: bool | None = None
     summary: str = ""
     cause_explanation: str = ""
+    #: the container the unit is (a ``docker:<name>`` unit whose lines named it), else None
+    container: ContainerInfo | None = None
 
     @property
     def victim(self) -> Victim | None:
@@ -165,6 +207,47 @@ def is_service(unit: str | None) -> bool:
     (True, False, False)
     """
     return unit is not None and unit.endswith(".service")
+
+
+def is_container(unit: str | None) -> bool:
+    """Whether ``unit`` is a container (``docker:<name>``), which its runtime starts and, under a
+    restart policy, restarts.
+
+    >>> is_container("docker:sglang-qwen"), is_container("docker-3f2a.scope")
+    (True, False)
+    """
+    return is_container_unit(unit)
+
+
+def restartable(unit: str | None) -> bool:
+    """Whether something brings ``unit`` back when it dies: systemd a service, a container
+    runtime a container. A login session's scope or a slice is nobody's to restart.
+
+    >>> restartable("a.service"), restartable("docker:sglang-qwen"), restartable("session-12.scope")
+    (True, True, False)
+    """
+    return is_service(unit) or is_container(unit)
+
+
+def unit_words(inc: Incident) -> str:
+    """How a sentence names the incident's unit: ``container sglang-qwen`` for a container.
+
+    >>> unit_words(Incident(1, "h", None, "a.service", "unknown", 0.3))
+    'a.service'
+    """
+    if inc.container is not None:
+        return inc.container.words()
+    return inc.unit or "the unit"
+
+
+def cgroup_is_units(cgroup_unit: str | None, inc: Incident) -> bool:
+    """Whether a cgroup's unit (``unit_of`` a path) is the incident's unit: itself, or the scope
+    of the container the unit is."""
+    if cgroup_unit is None:
+        return False
+    return cgroup_unit == inc.unit or (
+        inc.container is not None and cgroup_unit in inc.container.cgroup_units()
+    )
 
 
 _KILLED = re.compile(r"[Kk]illed process (\d+) \(([^)]*)\)")

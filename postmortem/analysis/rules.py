@@ -15,10 +15,10 @@ from statistics import median
 
 from ..parsers.journal.systemd import LEFT_OVER, LEFT_RUNNING
 from ..parsers.sglang.args import parse_server_args
-from .facts import Consumer, IncidentFacts
+from .facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts
 from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
-from .model import Recommendation, SourceRef, is_service
+from .model import Incident, Recommendation, SourceRef, is_container, is_service, restartable, unit_words
 from .summary import retraction_words
 from .timeline import TimelineEvent
 
@@ -75,6 +75,52 @@ def _spec(facts: IncidentFacts) -> str | None:
     return load.speculative_algorithm if load else None
 
 
+def held_before(g: GpuRelease) -> bool:
+    """Whether a GPU held memory before the kill (unknown counts as held): an idle GPU — one the
+    killed server never used, as with a container given some of the host's GPUs — released
+    nothing when it died."""
+    return g.before_mib is None or g.before_mib > GPU_FREED_MIB
+
+
+def released(f: IncidentFacts) -> list[GpuRelease]:
+    """The GPUs that held memory before the kill and fell to (nearly) nothing after it."""
+    return [g for g in f.gpu_release if g.freed and held_before(g)]
+
+
+def idle_gpus(f: IncidentFacts) -> list[GpuRelease]:
+    """The GPUs that held (nearly) nothing before the kill."""
+    return [g for g in f.gpu_release if not held_before(g)]
+
+
+def gpu_names(gpus: list[GpuRelease]) -> str:
+    """``GPUs 0–3``, ``GPU 2``, ``GPUs 0, 2, 5``; bus ids or uuids as they are.
+
+    >>> g = lambda label: GpuRelease(label, 0, 0, None, True)
+    >>> gpu_names([g(f"GPU {i}") for i in range(4)]), gpu_names([g("GPU 2")]), gpu_names([g("GPU 0"), g("GPU 5")])
+    ('GPUs 0–3', 'GPU 2', 'GPUs 0, 5')
+    """
+    labels = [g.gpu for g in gpus]
+    nums = [int(x[4:]) for x in labels if x.startswith("GPU ") and x[4:].isdigit()]
+    if len(nums) != len(labels):
+        return ", ".join(labels)
+    if len(nums) == 1:
+        return f"GPU {nums[0]}"
+    nums.sort()
+    if len(nums) > 2 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"GPUs {nums[0]}–{nums[-1]}"
+    return "GPUs " + ", ".join(map(str, nums))
+
+
+def memory_limit_words(inc: Incident) -> str:
+    """The setting an operator changes to give the killed unit more (or less) memory."""
+    box = inc.container
+    if box is not None and box.runtime == "podman":
+        return f"the memory limit of {box.words()} (podman run --memory)"
+    if box is not None or is_container(inc.unit):
+        return f"the memory limit of {unit_words(inc)} (docker run --memory, compose mem_limit)"
+    return f"MemoryMax= and OOMPolicy= of {unit_words(inc)}"
+
+
 #: process names of GPU inference servers (the OOM record's comm, cut to 15 characters)
 _GPU_COMMS = ("sglang", "vllm", "tritonserver", "text-generation", "ray::")
 
@@ -87,9 +133,9 @@ def gpu_workload(f: IncidentFacts) -> bool:
     inc = f.incident
     if f.config or f.unit_loads is not None:
         return True
-    # GPUs emptied at the kill of a service: it was using them (a session's process killed
-    # beside a server that died a moment later is not)
-    if is_service(inc.unit) and any(g.freed for g in f.gpu_release):
+    # GPUs emptied at the kill of a service (or container): it was using them (a session's
+    # process killed beside a server that died a moment later is not)
+    if restartable(inc.unit) and released(f):
         return True
     names = [inc.unit or ""] + [v.comm or "" for v in inc.victims]
     return any(n.lower().startswith(_GPU_COMMS) or "sglang" in n.lower() for n in names)
@@ -112,9 +158,10 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             _ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom"),
         )
     parts = []
+    noun = "container" if is_container(inc.unit) else "unit"
     if inc.cause == "cgroup_oom":
         parts.append(
-            f"The unit's memory cgroup hit its limit: {gib(inc.memcg_usage_kb)} used of "
+            f"The {noun}'s memory cgroup hit its limit: {gib(inc.memcg_usage_kb)} used of "
             f"{gib(inc.memcg_limit_kb)} allowed, and the kernel killed inside that cgroup."
         )
     elif inc.cause == "host_oom":
@@ -167,17 +214,17 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             "GPU-side settings (--mem-fraction-static, --cuda-graph-max-bs) do not change host RAM; "
             "look at what a load holds in host memory: every rank reads its weight shards through "
             "it (the page cache, pinned staging buffers), and host pools (the hierarchical KV "
-            "cache's) come at the end of the load — and at the unit's memory limit."
+            f"cache's) come at the end of the load — and at the {noun}'s memory limit."
         )
     elif gpu:
         parts.append(
             "GPU-side settings (--mem-fraction-static, draft tokens, --cuda-graph-max-bs) do not change "
             "host RAM; look at what the server keeps in host memory (queued and retracted requests, "
-            "pinned buffers)" + (" and at the unit's memory limit." if inc.cause != "oomd" else ".")
+            "pinned buffers)" + (f" and at the {noun}'s memory limit." if inc.cause != "oomd" else ".")
         )
     if inc.cause == "oomd":
         parts.append(_oomd_advice(f))
-    title = "The unit's memory limit was reached" if inc.cause == "cgroup_oom" else "Host RAM ran out"
+    title = f"The {noun}'s memory limit was reached" if inc.cause == "cgroup_oom" else "Host RAM ran out"
     return Recommendation(
         "host_ram_not_gpu",
         "high",
@@ -445,6 +492,7 @@ def _earlier_peak(f: IncidentFacts) -> str:
 @rule("unit_memory_limits")
 def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
+    noun = "container" if is_container(inc.unit) else "unit"
     if inc.cause == "cgroup_oom":
         group = 1 + len(inc.killed_with)
         setting = limit_setting((f.oom or {}).get("oom_memcg"))
@@ -453,8 +501,9 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
             f"The limit that fired, {gib(inc.memcg_limit_kb)} ({setting}), worked as a guard: the host "
             "kept running. "
             + (
-                f"The kernel killed all {group} processes of the unit together (memory.oom.group, set by "
-                "OOMPolicy=kill), so the server could not log anything. "
+                f"The kernel killed all {group} processes of the {noun} together (memory.oom.group"
+                + ("" if is_container(inc.unit) else ", set by OOMPolicy=kill")
+                + "), so the server could not log anything. "
                 if group > 1
                 else ""
             )
@@ -486,9 +535,20 @@ def unit_memory_limits(f: IncidentFacts) -> Recommendation | None:
         return Recommendation(
             "unit_memory_limits",
             "medium",
-            "Review the unit's MemoryMax= and OOM settings",
+            f"Review {memory_limit_words(inc)}"
+            if is_container(inc.unit)
+            else "Review the unit's MemoryMax= and OOM settings",
             detail,
             [SourceRef(int(p["source_id"]), int(p["line_no"])) for p in peak],
+        )
+    if inc.cause == "host_oom" and is_container(inc.unit):
+        return Recommendation(
+            "unit_memory_limits",
+            "high",
+            f"Give {unit_words(inc)} a memory limit",
+            f"The kernel had to pick a victim from the whole machine. Set {memory_limit_words(inc)} "
+            "below the host's RAM minus what the system needs, so the kill stays inside the container, "
+            "and OOMScoreAdjust=-900 on sshd and systemd-journald so they survive.",
         )
     if inc.cause == "host_oom" and inc.unit:
         return Recommendation(
@@ -555,6 +615,8 @@ def _restart_ended(f: IncidentFacts, restart_ts: datetime) -> str | None:
 @rule("restart_policy")
 def restart_policy(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
+    if is_container(inc.unit):
+        return _container_restart_policy(f)
     if not is_service(inc.unit):
         return None  # a session's scope or a slice: nothing systemd starts, so nothing it restarts
     if inc.cause == "gpu_fault":
@@ -597,6 +659,43 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
     return None
 
 
+def _container_restart_policy(f: IncidentFacts) -> Recommendation | None:
+    """A container's runtime restarts it under a restart policy (``--restart``), not systemd."""
+    inc = f.incident
+    box = inc.container
+    runtime = box.runtime_name if box is not None else "Its runtime"
+    cli = box.runtime if box is not None else "docker"
+    name = unit_words(inc)
+    if inc.cause == "gpu_fault":
+        return None
+    if inc.restart_count:
+        return Recommendation(
+            "restart_policy",
+            "medium",
+            "Decide what an automatic restart should do",
+            f"{runtime} restarted {name} by its restart policy ({inc.restart_count} "
+            f"restart{'s' if inc.restart_count > 1 else ''}); it reloads the same "
+            + (
+                "configuration, which had just failed while loading."
+                if _while_loading(f)
+                else "configuration, under the same load."
+            ),
+            [SourceRef(int(r["source_id"]), int(r["line_no"])) for r in f.restarts[:1]],
+        )
+    if inc.recovered_ts is None:
+        # (back without a start systemd logged: the cgroupfs driver has no scope to start; a
+        # restart policy or an operator brought it back, nothing to advise)
+        return Recommendation(
+            "restart_policy",
+            "medium",
+            f"Give {name} a restart policy",
+            f"No restart of {name} was seen after the kill. `{cli} run --restart unless-stopped` "
+            + ("(compose `restart: unless-stopped`) " if cli == "docker" else "")
+            + "or `--restart on-failure` brings it back without an operator.",
+        )
+    return None
+
+
 def _operator_started(f: IncidentFacts) -> bool:
     """Whether an operator's ``systemctl start|restart`` of the unit came between the kill's
     run-up and the recovery's start: then it was brought back on purpose, not left down."""
@@ -609,7 +708,11 @@ def _operator_started(f: IncidentFacts) -> bool:
         if ev.origin != "operator" or not (inc.ts - timedelta(minutes=15) <= ev.ts <= until):
             continue
         words = ev.message.split()
-        if inc.unit in words and ("start" in words or "restart" in words):
+        if inc.container is not None:
+            # docker start|restart|run … <name>, docker compose up
+            if inc.container.name in words and {"start", "restart", "run", "up"} & set(words):
+                return True
+        elif inc.unit in words and ("start" in words or "restart" in words):
             return True
     return False
 
@@ -617,8 +720,8 @@ def _operator_started(f: IncidentFacts) -> bool:
 @rule("reset_failed")
 def reset_failed(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
-    if inc.unit is None:
-        return None
+    if inc.unit is None or is_container(inc.unit):
+        return None  # a container's runtime starts it whatever systemd thinks of its scope
     ended_failed = False
     for ev in f.timeline.events:
         if ev.unit != inc.unit or ev.ts < f.timeline.kill_ts:
@@ -701,20 +804,25 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             + "Verify with nvidia-smi before starting a replacement.",
             [SourceRef(e.source_id, e.line_no) for _, e in stuck[:1]],
         )
-    freed = [g for g in f.gpu_release if g.freed]
+    freed = released(f)
     if freed and gpu_workload(f):
         worst = max((g.freed_after_s or 0.0) for g in freed)
+        idle = idle_gpus(f)
+        which = (
+            f"All {len(freed)} of its GPUs ({f.unit_gpus.text}) fell"
+            if f.unit_gpus
+            else f"{gpu_names(freed)} fell"
+            if idle
+            else f"All {len(freed)} GPUs fell"
+        )
         return Recommendation(
             "verify_gpu_freed",
             "info",
             "GPU memory was released",
-            (
-                f"All {len(freed)} of its GPUs ({f.unit_gpus.text})"
-                if f.unit_gpus
-                else f"All {len(freed)} GPUs"
-            )
-            + f" fell to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
-            f"{worst:.0f} s of the kill (nvidia-smi samples). Keep checking "
+            f"{which} to {_at_most(max(g.min_after_mib or 0 for g in freed))} MiB within "
+            f"{worst:.0f} s of the kill (nvidia-smi samples)"
+            + (f"; {gpu_names(idle)} held no memory before it" if idle else "")
+            + ". Keep checking "
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
             "its GPU memory.",
         )
@@ -1058,7 +1166,7 @@ def find_the_signal(f: IncidentFacts) -> Recommendation | None:
 
 
 def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
-    unit = f.incident.unit or "the unit"
+    unit = unit_words(f.incident)
     actions = {
         "host_ram_not_gpu": f"Find what grows in {unit}'s host memory under load before starting it again",
         "bound_queue": f"Set --max-queued-requests and --max-running-requests on {unit}",
@@ -1067,8 +1175,12 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "fallback_autoregressive": (
             f"Write {f.incident.fallback_unit} into the runbook as the fallback for {unit}, with its load time"
         ),
-        "unit_memory_limits": f"Review MemoryMax= and OOMPolicy= of {unit}",
-        "restart_policy": f"Decide Restart=/OnFailure= for {unit}",
+        "unit_memory_limits": f"Review {memory_limit_words(f.incident)}",
+        "restart_policy": (
+            f"Decide the restart policy (--restart) of {unit}"
+            if is_container(f.incident.unit)
+            else f"Decide Restart=/OnFailure= for {unit}"
+        ),
         "reset_failed": f"Run `systemctl reset-failed {unit}` before its next start",
         "verify_gpu_freed": "Check `nvidia-smi --query-compute-apps` before starting a replacement",
         "health_check_backoff": "Change the readiness poller to parse /v1/models",

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from ..timeutil import UTC, zone_name
 from .facts import IncidentFacts
-from .model import Incident, is_service, killed_process
+from .model import Incident, is_container, killed_process, restartable
 
 CAUSE_WORDS = {
     "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
@@ -86,6 +86,12 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     algo = (facts.config or {}).get("speculative_algorithm")
     model = (facts.config or {}).get("model_path")
     desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
+    box = inc.container
+    noun = "container" if box is not None or is_container(inc.unit) else "unit"
+    if box is not None:
+        # the name an operator knows, the image and the short id `docker ps` shows
+        what = f"{box.runtime_name} {box.words()}"
+        desc = "; ".join(x for x in (box.details(), desc) if x)
     load = inc.killed_load
     # a start that never became ready was not killed in service: it failed while loading
     loading = load is not None and load.never_ready
@@ -94,7 +100,8 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         verb, by = ("failed while loading" if loading else "crashed"), ", stopped by"
     parts = [
         f"{what}{f' ({desc})' if desc else ''} {verb} on {inc.host or 'the host'} at "
-        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)}{by} {CAUSE_WORDS.get(inc.cause, inc.cause)}."
+        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)}{by} "
+        f"{CAUSE_WORDS.get(inc.cause, inc.cause).replace('the unit hit', f'the {noun} hit')}."
         if inc.ts
         else f"{what} died."
     ]
@@ -106,7 +113,7 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         )
         parts.append(
             f"Its cgroup used {size_kb(inc.memcg_usage_kb)} of a {size_kb(inc.memcg_limit_kb)} limit: "
-            f"the unit's share of host RAM ran out{spare}, not GPU memory."
+            f"the {noun}'s share of host RAM ran out{spare}, not GPU memory."
         )
     elif inc.cause in ("host_oom", "oomd", "earlyoom"):
         parts.append("Host RAM ran out, not GPU memory.")
@@ -123,7 +130,7 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         others = len(inc.killed_with)
         parts.append(
             f"The kernel killed {v.comm} (pid {v.pid}{rss})"
-            + (f" and {others} more process{'es' if others > 1 else ''} of the unit" if others else "")
+            + (f" and {others} more process{'es' if others > 1 else ''} of the {noun}" if others else "")
             + "."
         )
         for later in inc.later_kills:
@@ -158,6 +165,10 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             if inc.fallback_unit
             else (f"a restart of {inc.recovery_unit}" if inc.recovery_unit == inc.unit else inc.recovery_unit)
         )
+        if box is not None and inc.recovery_unit == inc.unit:
+            how = f"a restart of {box.words()}" + (
+                f" by {box.runtime_name}'s restart policy" if inc.restart_count else ""
+            )
         started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
         took = (
             f" after a {load.load_s:.0f} s ({human(load.load_s)}) load"
@@ -186,7 +197,17 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
                 f"stopped to start the one that failed: {human((inc.recovered_ts - facts.stop_ts).total_seconds())} "
                 "in all."
             )
-    elif inc.unit is not None and not is_service(inc.unit):
+    elif is_container(inc.unit):
+        name = box.words() if box is not None else inc.unit
+        runtime = box.runtime_name if box is not None else "Its runtime"
+        n = inc.restart_count
+        parts.append(
+            f"{runtime} restarted {name} ({n} time{'s' if n > 1 else ''}), but no source shows it serving again."
+            if n
+            else f"No source shows {name} serving again: {runtime} starts a container again only under a "
+            "restart policy (--restart on-failure or unless-stopped), else an operator must."
+        )
+    elif inc.unit is not None and not restartable(inc.unit):
         parts.append(
             f"{inc.unit} is not a service (a session's or a container's scope, or a slice): "
             "systemd does not start it again."
@@ -198,10 +219,11 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
 
 def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
     """A kill's downtime in words: ``missing`` when the service is not seen back, a dash for a
-    unit that is no service (a scope or a slice: nothing to be down)."""
+    unit that is no service (a session's scope or a slice: nothing to be down; a container is
+    a service, its runtime's)."""
     if downtime_s is not None:
         return human(downtime_s)
-    if unit is not None and not is_service(unit):
+    if unit is not None and not restartable(unit):
         return "— (not a service)"
     return missing
 

@@ -36,9 +36,11 @@ FROM kernel_messages
 WHERE message LIKE '%task %:% blocked for more than % seconds%'
   AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
+-- an operator's systemctl, docker or podman commands (sudo's journal lines)
 SELECT ts, 'operator', NULL, 'command',
        trim(regexp_extract(message, 'USER=(\S+) ; COMMAND=(.*)$', 2)) AS message, source_id, line_no
 FROM journal_entries
-WHERE ident = 'sudo' AND regexp_matches(message, 'COMMAND=\S*\b(systemctl|kill|pkill|killall|nvidia-smi|docker)\b')
+WHERE ident = 'sudo'
+  AND regexp_matches(message, 'COMMAND=\S*\b(systemctl|kill|pkill|killall|nvidia-smi|docker|podman)\b')
   AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 ORDER BY ts, source_id, line_no

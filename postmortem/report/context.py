@@ -20,7 +20,8 @@ from .. import __version__
 from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import LoadStats, is_regression
-from ..analysis.model import Incident, Load, Victim, killed_process
+from ..analysis.model import Incident, Load, Victim, is_container, killed_process
+from ..analysis.rules import gpu_names, held_before, idle_gpus
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ..query import run_named_dicts
@@ -167,6 +168,18 @@ class IssueReasonRow:
 
 
 @dataclass
+class ContainerRow:
+    """The container the killed unit is (a ``docker:<name>`` unit)."""
+
+    runtime: str
+    name: str
+    image: str
+    container_id: str
+    short_id: str
+    cgroup: str
+
+
+@dataclass
 class Impact:
     downtime_s: float | None
     downtime: str
@@ -195,6 +208,8 @@ class Impact:
     stop_utc: str = "—"
     #: that stop was of the serving run, to start the one that was killed (not its own drain)
     stop_restarted: bool = False
+    #: who brought a container back, when its runtime's restart policy did
+    recovered_by: str = ""
 
 
 @dataclass
@@ -239,6 +254,8 @@ class IncidentReport:
     #: value of each setting ``config`` shows (``—``: not set), and its unit
     recovery_config: dict[str, str] = dataclasses.field(default_factory=dict)
     recovery_config_unit: str = ""
+    #: the container the unit is, when it is one
+    container: ContainerRow | None = None
 
 
 @dataclass
@@ -669,15 +686,22 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
             sources.cite(lb["source_id"], lb["line_no"]),
         )
-    freed = [g for g in facts.gpu_release if g.freed and g.freed_after_s is not None]
-    if freed and inc.ts is not None and len(freed) == len(facts.gpu_release):
+    # the GPUs that held memory: an idle GPU (one the server was not given) released nothing
+    busy = [g for g in facts.gpu_release if held_before(g)]
+    freed = [g for g in busy if g.freed and g.freed_after_s is not None]
+    if freed and inc.ts is not None and len(freed) == len(busy):
         last = max(freed, key=lambda g: g.freed_after_s or 0)
+        idle = idle_gpus(facts)
         add(
             inc.ts + timedelta(seconds=last.freed_after_s or 0),
             "gpu",
-            "GPU memory released on "
-            + (f"{inc.unit}'s {facts.unit_gpus.text}" if facts.unit_gpus else f"all {len(freed)} GPUs")
-            + " (nvidia-smi)",
+            (
+                f"GPU memory released on {inc.unit}'s {facts.unit_gpus.text} (nvidia-smi)"
+                if facts.unit_gpus
+                else f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
+                if idle
+                else f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
+            ),
             sources.cite(*last.freed_at) if last.freed_at else "",
         )
     if facts.queue_start_ts is not None and facts.queue_max:
@@ -871,8 +895,9 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
     inc = facts.incident
     out = []
     if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
+        owner = "Container" if is_container(inc.unit) else "Unit"
         out.append(
-            f"Unit cgroup memory at the kill: {_gib(inc.memcg_usage_kb)} GiB of a {_gib(inc.memcg_limit_kb)} GiB "
+            f"{owner} cgroup memory at the kill: {_gib(inc.memcg_usage_kb)} GiB of a {_gib(inc.memcg_limit_kb)} GiB "
             "limit (the kernel's `memory: usage … limit …` line)."
         )
     oom = facts.oom or {}
@@ -1134,6 +1159,9 @@ def incident_report(
         if rl.load_s is not None:
             impact.recovery_load_s = rl.load_s
             impact.recovery_load = human(rl.load_s)
+    box = inc.container
+    if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
+        impact.recovered_by = f"{box.runtime_name}'s restart policy"
     if facts.stop_ts is not None and inc.recovered_ts is not None:
         impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
         impact.out_of_service = human(impact.out_of_service_s)
@@ -1215,6 +1243,16 @@ def incident_report(
         config=config,
         recovery_config=recovery_config,
         recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
+        container=ContainerRow(
+            box.runtime_name,
+            clean(box.name),
+            clean(box.image or "—"),
+            box.container_id,
+            box.short_id,
+            box.cgroup or "",
+        )
+        if box is not None
+        else None,
         recommendations=recs,
         action_items=[clean(x) for x in action_items(inc, recs)],
         sources=source_rows(

@@ -29,7 +29,7 @@ from typing import ClassVar
 from .. import register
 from ..base import BytesParser, Head, Output, ParseContext, TableBatch, run_parser
 from .fields import WANTED_BYTES, FieldMapper
-from .short import JOURNAL_TABLES
+from .short import STRUCTURED_TABLES
 from .sink import JournalSink
 
 __all__ = ["JournalExportParser", "TableBatch", "run_parser"]
@@ -76,7 +76,7 @@ class JournalExportParser(BytesParser):
 
     name = "journal-export"
     description = "journalctl -o export streams and binary journal files (via journalctl)"
-    tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
+    tables: ClassVar[tuple[str, ...]] = STRUCTURED_TABLES
     priority = 10
 
     def sniff(self, head: Head) -> int:

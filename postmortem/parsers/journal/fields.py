@@ -5,7 +5,11 @@ Field → column: ``__REALTIME_TIMESTAMP`` → ``ts`` (exact; ``ts_raw`` keeps t
 ``host``, ``SYSLOG_IDENTIFIER`` (else ``_COMM``) → ``ident``, ``_PID`` (else ``SYSLOG_PID``) →
 ``pid``, ``UNIT``/``USER_UNIT`` (pid-1 messages about a unit) else ``_SYSTEMD_USER_UNIT`` else
 ``_SYSTEMD_UNIT`` → ``unit``, ``PRIORITY``, ``_TRANSPORT``, ``MESSAGE``. Kernel entries pass
-``_SOURCE_MONOTONIC_TIMESTAMP`` (the kmsg stamp) to the kernel stream.
+``_SOURCE_MONOTONIC_TIMESTAMP`` (the kmsg stamp) to the kernel stream. A container's output
+relayed by its runtime (``CONTAINER_ID_FULL``, ``CONTAINER_NAME``, ``IMAGE_NAME`` from
+``dockerd`` or ``conmon``, see :mod:`.container`) is the container's: ``unit`` is
+``docker:<name>``, ``pid`` NULL (``_PID`` is the daemon's), and the container is recorded in
+``containers``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..base import ParseContext
+from .container import container_of
 from .sink import EPOCH, JournalSink
 
 #: the fields any journal parser reads (others are skipped without decoding)
@@ -41,6 +46,10 @@ WANTED = frozenset(
         "CPU_USAGE_NSEC",
         "MEMORY_PEAK",
         "_SOURCE_MONOTONIC_TIMESTAMP",
+        "CONTAINER_ID",
+        "CONTAINER_ID_FULL",
+        "CONTAINER_NAME",
+        "IMAGE_NAME",
     }
 )
 WANTED_BYTES = frozenset(n.encode() for n in WANTED)
@@ -93,6 +102,13 @@ class FieldMapper:
         if message is None:
             message = ""
             self.null_messages += 1
+        pid = _int(f.get("_PID")) or _int(f.get("SYSLOG_PID"))
+        unit = f.get("UNIT") or f.get("USER_UNIT") or f.get("_SYSTEMD_USER_UNIT") or f.get("_SYSTEMD_UNIT")
+        if "CONTAINER_ID_FULL" in f or "CONTAINER_ID" in f:
+            container = container_of(f)
+            if container is not None:
+                unit, pid = container.unit, None
+                self.sink.container(line_no, ts, host, container)
         self.sink.entry(
             line_no,
             ts,
@@ -101,8 +117,8 @@ class FieldMapper:
             monotonic_s,
             host,
             f.get("SYSLOG_IDENTIFIER") or f.get("_COMM"),
-            _int(f.get("_PID")) or _int(f.get("SYSLOG_PID")),
-            f.get("UNIT") or f.get("USER_UNIT") or f.get("_SYSTEMD_USER_UNIT") or f.get("_SYSTEMD_UNIT"),
+            pid,
+            unit,
             _int(f.get("PRIORITY")),
             transport,
             boot_id,

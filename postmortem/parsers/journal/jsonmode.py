@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from .fields import WANTED, FieldMapper
-from .short import CATALOG, JOURNAL_TABLES
+from .short import CATALOG, STRUCTURED_TABLES
 from .sink import JournalSink
 
 __all__ = ["JournalJsonParser", "run_parser"]
@@ -67,7 +67,7 @@ class JournalJsonParser(Parser):
 
     name = "journal-json"
     description = "journalctl -o json / json-seq / json-sse / json-pretty"
-    tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
+    tables: ClassVar[tuple[str, ...]] = STRUCTURED_TABLES
     priority = 10
 
     def sniff(self, head: Head) -> int:

@@ -59,6 +59,8 @@ __all__ = ["JournalShortParser", "ParseContext", "StampParser", "run_parser"]
 
 #: every table a journal parser may write
 JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills")
+#: the structured modes (json, export, verbose) also name the containers whose output they carry
+STRUCTURED_TABLES = (*JOURNAL_TABLES, "containers")
 
 _CACHE_MAX = 1 << 17
 #: journalctl -x catalog lines start "-- " (older versions) or "░░ " (newer ones, e.g. v252)

@@ -11,7 +11,9 @@ lines of a journal are plain messages and must stay cheap), and routes it:
 * SGLang output → the SGLang module's ``SglangStream``, one per unit (or identifier + pid when
   no unit is known), with the journal's time, unit and pid;
 * entries with both realtime and monotonic stamps → one ``boots`` row per boot id
-  (boot time = median of realtime − monotonic, over a bounded sample).
+  (boot time = median of realtime − monotonic, over a bounded sample);
+* a container's output (see :mod:`.container`) → one ``containers`` row per container id,
+  name and image, the first time the source shows it.
 
 Routing of an entry is deferred until the next entry starts (text modes append continuation
 lines to the message first). Streams never touch the line counters; the parsers count.
@@ -24,13 +26,15 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...records import Boot, OomKill, UnitEvent, field_names
+from ...records import Boot, Container, OomKill, UnitEvent, field_names
 from ...timeutil import UTC
 from ..base import Output, ParseContext, TableBatch
 from . import systemd
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from .container import ContainerRef
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -65,6 +69,8 @@ SGLANG_START_WINDOW_S = 120.0
 BOOT_SAMPLES = 2048
 #: longest message kept when continuation lines are appended
 MAX_MESSAGE_CHARS = 1 << 20
+#: containers remembered per source (as a ``containers`` row already written)
+MAX_CONTAINERS = 10_000
 
 
 _SCHEMA: list[pa.Schema] = []
@@ -133,6 +139,7 @@ class JournalSink:
         self._holdoff: dict[str, UnitEvent] = {}
         self._starts: deque[list[Any]] = deque(maxlen=16)
         self._earlyoom_last: dict[tuple[str | None, int], datetime | None] = {}
+        self._containers: set[tuple[str | None, str, str, str | None]] = set()
         self.cat_mode = False
         self._cat_kernel = False
         self._cat_sglang: Any = None
@@ -296,6 +303,20 @@ class JournalSink:
         if self._pending is not None and self._pending[0] == row[0]:
             self._pending = new
         return True
+
+    def container(self, line_no: int, ts: datetime | None, host: str | None, ref: ContainerRef) -> None:
+        """A container's line: its ``containers`` row, the first time this source shows it."""
+        if host is None:
+            host = self.ctx.host
+        key = (host, ref.container_id, ref.name, ref.image)
+        if key in self._containers:
+            return
+        if len(self._containers) >= MAX_CONTAINERS:
+            self._containers.clear()  # bounded: a later sighting writes a duplicate row at worst
+        self._containers.add(key)
+        self.out.append(
+            Container(line_no, ts, host, ref.runtime, ref.container_id, ref.name, ref.image, ref.unit)
+        )
 
     def boot_sample(
         self, boot_id: str, host: str | None, line_no: int, realtime_us: int, mono_us: int

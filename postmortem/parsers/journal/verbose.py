@@ -29,7 +29,7 @@ from ...timeutil import localize_abbrev
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
 from .fields import WANTED, FieldMapper
-from .short import _BOOT_MARKER, CATALOG, JOURNAL_TABLES
+from .short import _BOOT_MARKER, CATALOG, STRUCTURED_TABLES
 from .sink import JournalSink
 
 __all__ = ["JournalVerboseParser", "run_parser"]
@@ -62,7 +62,7 @@ class JournalVerboseParser(Parser):
 
     name = "journal-verbose"
     description = "journalctl -o verbose"
-    tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
+    tables: ClassVar[tuple[str, ...]] = STRUCTURED_TABLES
     priority = 10
 
     def sniff(self, head: Head) -> int:

@@ -1,0 +1,34 @@
+-- container_units: a container's cgroup is the container's unit.
+--
+-- The kernel and systemd name a container by its cgroup: docker-<id>.scope (Docker and containerd
+-- under systemd's cgroup driver; "libcontainer container <id>" in older text renderings of its
+-- start), /docker/<id> (the cgroupfs driver), the bare id (the cpuset of old kernels' OOM
+-- records), libpod-<id>.scope (podman). The container's own lines, relayed by its runtime, name
+-- it by CONTAINER_ID_FULL and CONTAINER_NAME (containers). Every unit_events and oom_kills row
+-- whose unit is one of those cgroup names of a known container takes the container's unit
+-- (docker:<name>), so that its start, its OOM kill and its server's lines are one unit's. A
+-- container seen under several names takes the one its lines carried last.
+-- No parameters; idempotent (a renamed row no longer matches).
+
+CREATE OR REPLACE TEMP TABLE container_scope_units AS
+WITH latest AS (
+    SELECT container_id, arg_max(unit, (ts, source_id, line_no)) AS unit
+    FROM containers
+    GROUP BY container_id
+)
+SELECT DISTINCT cgroup_unit, unit
+FROM latest,
+     unnest(['docker-' || container_id || '.scope', 'libpod-' || container_id || '.scope',
+             '/docker/' || container_id, container_id,
+             'libcontainer container ' || container_id]) AS t(cgroup_unit)
+ORDER BY cgroup_unit;
+
+UPDATE unit_events SET unit = m.unit
+FROM container_scope_units m
+WHERE unit_events.unit = m.cgroup_unit;
+
+UPDATE oom_kills SET unit = m.unit
+FROM container_scope_units m
+WHERE oom_kills.unit = m.cgroup_unit;
+
+DROP TABLE container_scope_units;
