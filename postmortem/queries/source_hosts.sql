@@ -17,6 +17,7 @@ SELECT DISTINCT source_id, host FROM (
     UNION ALL SELECT source_id, host FROM gpu_processes
     UNION ALL SELECT source_id, host FROM gpu_xids
     UNION ALL SELECT source_id, host FROM gpu_events
+    UNION ALL SELECT source_id, host FROM containers
 ) t
 WHERE host IS NOT NULL
 ORDER BY source_id, host

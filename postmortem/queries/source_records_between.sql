@@ -16,6 +16,7 @@ SELECT source_id, count(*) AS records FROM (
     UNION ALL SELECT source_id FROM gpu_processes WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM gpu_xids WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM gpu_events WHERE ts BETWEEN $from AND $to
+    UNION ALL SELECT source_id FROM containers WHERE ts BETWEEN $from AND $to
 ) t
 GROUP BY source_id
 ORDER BY source_id

@@ -17,6 +17,7 @@ SELECT DISTINCT host FROM (
     UNION ALL SELECT host FROM gpu_processes
     UNION ALL SELECT host FROM gpu_xids
     UNION ALL SELECT host FROM gpu_events
+    UNION ALL SELECT host FROM containers
 ) t
 WHERE host IS NOT NULL
 ORDER BY host
