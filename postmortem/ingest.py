@@ -372,7 +372,7 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
     unit = options.unit or (hint.unit if hint else None) or _unit_from_name(inp.display)
     return ParseContext(
         path=inp.display,
-        host=options.host or (hint.host if hint else None) or options.config.host,
+        host=_given_host(inp, options),
         zone=zone,
         zone_given=zone_given,
         year=options.year,
@@ -501,15 +501,22 @@ def _digest(inp: InputFile) -> str:
     return h.hexdigest()
 
 
-def _same_content(store: Store, inp: InputFile) -> str | None:
+def _given_host(inp: InputFile, options: IngestOptions) -> str | None:
+    """The host given for ``inp`` (``--host``, its ``[[sources]]`` hint, the configured host)."""
+    hint = options.config.hint_for(inp.display)
+    return options.host or (hint.host if hint else None) or options.config.host
+
+
+def _same_content(store: Store, inp: InputFile, host: str | None) -> str | None:
     """The path of a stored source with exactly ``inp``'s content, for an uncompressed file the
-    store holds one of the same size of (only then is the file hashed ahead of parsing)."""
+    store holds one of the same size of (only then is the file hashed ahead of parsing) — not one
+    stored for another host: two nodes started the same second write the same SGLang log."""
     if inp.path is None or inp.size is None or compression_of(inp.first_bytes()) is not None:
         return None
     rows = store.fetchall(
         "SELECT path, sha256 FROM sources WHERE status = 'complete' AND compression IS NULL "
-        "AND bytes = ? AND file_size = ?",
-        [inp.size, inp.size],
+        "AND bytes = ? AND file_size = ? AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?)",
+        [inp.size, inp.size, host, host],
     )
     if not rows:
         return None
@@ -566,7 +573,11 @@ def ingest_file(
         elif not legacy:
             mode, reuse_id = "replaced", sid
         # a legacy row that is neither: perhaps another file of that name; this one is new
-    if reuse_id is None and not binary and (twin := _same_content(store, inp)) is not None:
+    if (
+        reuse_id is None
+        and not binary
+        and (twin := _same_content(store, inp, _given_host(inp, options))) is not None
+    ):
         # the same file under another path (relative, through a symlink, a copy): known by its
         # hash before a line is parsed
         return _duplicate(display, fmt, twin, started)
@@ -720,8 +731,9 @@ def ingest_file(
         sha = state.sha256.hexdigest()
         if mode == "ingested":
             dup = store.fetchall(
-                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? AND status = 'complete' LIMIT 1",
-                [sha, source_id],
+                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? AND status = 'complete' "
+                "AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?) LIMIT 1",
+                [sha, source_id, ctx.host, ctx.host],
             )
             if dup:
                 discard_source(store, source_id, None)

@@ -48,6 +48,40 @@ def test_ingest_prints_per_file_counts(cli: Any, tmp_path: Path) -> None:
     assert again.out.strip() == f"{DMESG}: unchanged"
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_the_same_file_of_another_host_is_not_a_duplicate(cli: Any, tmp_path: Path, compressed: bool) -> None:
+    """Two nodes started the same second write the same SGLang log (and an idle nvidia-smi table
+    has no host in it): with another --host the copy is that host's own source, not a duplicate
+    of the first host's — found before parsing (a plain file) or after it (compressed)."""
+    import gzip
+
+    db = tmp_path / "pm.duckdb"
+    data = (SAMPLE / "sglang-k26.log").read_bytes()
+    a, b = tmp_path / "a" / "server.log", tmp_path / "b" / "server.log"
+    for p in (a, b):
+        p.parent.mkdir()
+        if compressed:
+            p = p.with_suffix(".log.gz")
+            p.write_bytes(gzip.compress(data, mtime=0))
+        else:
+            p.write_bytes(data)
+    if compressed:
+        a, b = a.with_suffix(".log.gz"), b.with_suffix(".log.gz")
+    assert cli("ingest", a, "--db", db, "--host", "node-a", "--tz", "UTC").code == 0
+    r = cli("ingest", b, "--db", db, "--host", "node-b", "--tz", "UTC")
+    assert r.code == 0 and "duplicate" not in r.out, r
+    with Store.open_readonly(db) as store:
+        assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host ORDER BY host") == [
+            ("node-a", 1),
+            ("node-b", 1),
+        ]
+    # the same host's copy is still a duplicate
+    c = tmp_path / "a" / ("copy" + ("".join(a.suffixes)))
+    c.write_bytes(a.read_bytes())
+    r = cli("ingest", c, "--db", db, "--host", "node-a", "--tz", "UTC")
+    assert r.code == 0 and "duplicate — same content as" in r.out, r
+
+
 def test_same_file_under_another_path_is_a_duplicate_before_parsing(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
