@@ -1929,3 +1929,35 @@ def test_a_whole_second_death_report_follows_the_kill_of_its_second(cli: Any, tm
         "sglang-llm.service",
     ], events
     assert "last batch line" in events[0] and "scheduler is dead" in events[2], events
+
+
+def test_a_faulted_gpu_that_nvidia_smi_stopped_listing_is_named(tmp_path: Path) -> None:
+    """After an Xid 79 the GPU falls off the bus: nvidia-smi lists the others and not it. The
+    advice says when its rows stopped while the others went on."""
+    from postmortem.analysis import rebuild
+
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "2025-06-11T03:12:44+0000 gpu1 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=31880, "
+        "name=sglang::schedul, GPU has fallen off the bus.\n"
+        "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL\n"
+    )
+    rows = ["timestamp, index, pci.bus_id, memory.total [MiB], memory.used [MiB]"]
+    for s in range(0, 20 * 60, 30):
+        ts = datetime(2025, 6, 11, 3, 5, tzinfo=UTC) + timedelta(seconds=s)
+        for i, bus in enumerate(("00000000:9A:00.0", "00000000:9B:00.0")):
+            if i == 0 and ts > datetime(2025, 6, 11, 3, 12, 50, tzinfo=UTC):
+                continue  # gone from the bus
+            rows.append(f"{ts:%Y/%m/%d %H:%M:%S}.000, {i}, {bus}, 81559 MiB, 70000 MiB")
+    csv = tmp_path / "nvidia-smi-gpu.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    store = Store.open(tmp_path / "pm.duckdb")
+    ingest_paths(store, [str(journal), str(csv)], IngestOptions(zone=get_zone("UTC"), strict=True))
+    result = rebuild(store)
+    (inc,) = result.incidents
+    rules = {r.rule: r for r in result.recommendations[inc.incident_id]}
+    assert (
+        "nvidia-smi stopped listing it after 03:12:30 UTC while the other GPUs went on until 03:24:30 UTC"
+        in rules["gpu_fault"].detail
+    )
+    store.close()

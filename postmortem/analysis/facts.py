@@ -79,6 +79,8 @@ class IncidentFacts:
     unit_gpus: UnitGpus | None = None
     #: the limits the killed run settled on at startup (``limits_of.sql``: max_running_requests, …)
     limits: dict[str, Any] | None = None
+    #: a gpu_fault's GPU that nvidia-smi stopped listing: (its last row, the others' last row)
+    fault_gpu_gone: tuple[datetime, datetime] | None = None
     #: the CUDA OOM of a gpu_oom incident (``cuda_oom_of.sql``: ranks, gpu, tried_mib, free_mib, phase)
     cuda_oom: dict[str, Any] | None = None
     #: systemd-oomd's top candidates before its kill: (cgroup, memory in use as it printed it)
@@ -281,6 +283,8 @@ def gather(
                 {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
     _gpu_release(store, facts, released)
+    if incident.cause == "gpu_fault":
+        facts.fault_gpu_gone = _fault_gpu_gone(store, incident)
     if incident.cause == "oomd":
         facts.oomd_candidates = oomd_candidates(
             [
@@ -306,6 +310,28 @@ def gather(
         _stopped_to_start(facts)
     _summarise_timeline(facts)
     return facts
+
+
+def _fault_gpu_gone(store: Store, inc: Incident) -> tuple[datetime, datetime] | None:
+    """When the faulted GPU's last nvidia-smi row came, if the host's other GPUs went on being
+    listed at least a minute longer (it fell off the bus, or the driver gave up on it)."""
+    from ..parsers.kernel.stream import normalise_bus_id
+
+    xid = next((e for e in inc.evidence if e.kind == "xid"), None)
+    if xid is None or not xid.raw.get("bus_id") or xid.ts is None or inc.ts is None:
+        return None
+    bus = normalise_bus_id(str(xid.raw["bus_id"]))
+    rows = run_named_dicts(
+        store,
+        "gpu_last_samples",
+        {"host": inc.host, "from": xid.ts - timedelta(minutes=10), "to": inc.ts + timedelta(minutes=30)},
+    )
+    mine = [r["last_ts"] for r in rows if normalise_bus_id(str(r["bus_id"])) == bus]
+    others = [r["last_ts"] for r in rows if normalise_bus_id(str(r["bus_id"])) != bus]
+    if not mine or not others:
+        return None
+    last, rest = max(mine), max(others)
+    return (last, rest) if (rest - last).total_seconds() >= 60 else None
 
 
 def oomd_candidates(lines: list[str]) -> list[tuple[str, str]]:

@@ -1063,6 +1063,12 @@ def gpu_fault(f: IncidentFacts) -> Recommendation | None:
         else ""
     )
     at = xid.ts.astimezone(UTC).strftime("%H:%M:%S") if xid.ts else "an unknown time"
+    if f.fault_gpu_gone is not None:
+        last, rest = f.fault_gpu_gone
+        held += (
+            f" nvidia-smi stopped listing it after {last.astimezone(UTC):%H:%M:%S} UTC while the other "
+            f"GPUs went on until {rest.astimezone(UTC):%H:%M:%S} UTC: the driver no longer reaches it."
+        )
     return Recommendation(
         "gpu_fault",
         "high",
