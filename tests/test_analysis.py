@@ -1752,7 +1752,7 @@ def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) 
     assert "left behind" not in text and "51260" not in text
     assert "GPU memory released on sglang-batch.service's GPUs 4–7 (nvidia-smi)" in text
     assert "GPU memory (busiest of its GPUs 4–7): 77.1 GiB" in text
-    assert "ran on GPUs 4–7 of the host's 8" in text
+    assert "ran on GPUs 4–7 of the host's 8 (its server_args, and nvidia-smi saw their memory freed" in text
     assert "the CUDA OOM was an allocation outside that pool" in text
     # the OOM itself: its rank, GPU and sizes, and the settings that decide that headroom
     assert (
@@ -1762,9 +1762,10 @@ def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) 
     assert "--mem-fraction-static (configured 0.92; try 0.89)" in text
 
 
-def test_gpus_renumbered_by_cuda_visible_devices_are_not_guessed(cli: Any, tmp_path: Path) -> None:
-    """server_args say GPUs 0–3 but nvidia-smi saw 4–7 freed (CUDA_VISIBLE_DEVICES=4,5,6,7
-    renumbers them): the range cannot be trusted, so every GPU is read, as without server_args."""
+def test_gpus_renumbered_by_cuda_visible_devices_are_the_ones_freed(cli: Any, tmp_path: Path) -> None:
+    """server_args say GPUs 0–3 but nvidia-smi saw 4–7 freed at the death (CUDA_VISIBLE_DEVICES
+    or docker --gpus renumber what a server sees): as many GPUs as it takes fell empty, so those
+    are its — the healthy server on 0–3 is still not taken for memory left behind."""
     logs = _two_servers_on_one_host(tmp_path, batch_base=4)
     text = (logs / "journal.json").read_text()
     (logs / "journal.json").write_text(text.replace("port=30001, base_gpu_id=4", "port=30001, base_gpu_id=0"))
@@ -1773,7 +1774,23 @@ def test_gpus_renumbered_by_cuda_visible_devices_are_not_guessed(cli: Any, tmp_p
     assert r.code == 0, r
     (report,) = [p for p in out.glob("*sglang-batch*.md")]
     text = report.read_text()
-    assert "GPU memory (busiest GPU)" in text and "of the host's 8" not in text
+    assert "left behind" not in text and "51260" not in text
+    assert "ran on GPUs 4–7 of the host's 8 (nvidia-smi saw exactly 4 GPUs' memory freed" in text
+
+
+def test_without_server_args_no_other_servers_process_is_claimed(cli: Any, tmp_path: Path) -> None:
+    """No server_args to place the server and an nvidia-smi loop started long after both servers
+    loaded: every process is 'new' to it, so none is claimed as the killed server's — the other
+    server's are not reported as memory left behind."""
+    logs = _two_servers_on_one_host(tmp_path, batch_base=4)
+    lines = [ln for ln in (logs / "journal.json").read_text().splitlines() if "server_args" not in ln]
+    (logs / "journal.json").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*sglang-batch*.md")]
+    text = report.read_text()
+    assert "left behind" not in text and "51260" not in text
 
 
 def test_a_systemd_oomd_kill_names_its_rule_candidates_and_settings(cli: Any, tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def test_a_container_restarted_by_docker_is_reported_as_the_container(
     )
     # W9: the idle GPUs 4–7 released nothing
     assert (
-        "| gpu | GPU memory released on GPUs 0–3 (nvidia-smi); GPUs 4–7 held none before the kill |" in report
+        "| gpu | GPU memory released on docker:sglang-qwen's GPUs 0–3 (nvidia-smi) |" in report
     )
     assert "all 8 GPUs" not in report
     # the store: the kernel's record of the scope is the container's (the id in the cgroup path

@@ -493,6 +493,7 @@ class UnitGpus:
     indexes: tuple[int, ...]
     keys: list[str]
     of: int  # the host's GPUs
+    how: str = ""  # how they are known, for the report
 
     @property
     def text(self) -> str:
@@ -532,14 +533,29 @@ def unit_gpus(
     by_index = {int(r["gpu_index"]): r for r in host}
     if not wanted < set(by_index):
         return None  # all of them (or GPUs nvidia-smi did not list): nothing to tell apart
-    freed = {int(r["gpu_index"]) for r in released if r["freed"] and r["gpu_index"] is not None}
-    if not freed or not freed <= wanted:
+    freed = {
+        int(r["gpu_index"])
+        for r in released
+        if r["freed"] and r["gpu_index"] is not None and (r["before_mib"] or 0) > GPU_FREED_MIB
+    }
+    how = "its server_args, and nvidia-smi saw their memory freed at the death"
+    if not freed:
         return None
+    if not freed <= wanted:
+        if len(freed) != len(wanted) or not freed < set(by_index):
+            return None
+        # as many GPUs as the server takes fell empty at its death, but not the ones its
+        # arguments number: CUDA_VISIBLE_DEVICES (docker --gpus) renumbered them — those are its
+        wanted = freed
+        how = (
+            f"nvidia-smi saw exactly {len(freed)} GPUs' memory freed at the death, as many as its "
+            "server_args take (renumbered by CUDA_VISIBLE_DEVICES)"
+        )
     keys = []
     for i in sorted(wanted):
         r = by_index[i]
         keys += [str(i), *(r["bus_ids"] or []), *(r["uuids"] or [])]
-    return UnitGpus(tuple(sorted(wanted)), keys, len(by_index))
+    return UnitGpus(tuple(sorted(wanted)), keys, len(by_index), how)
 
 
 _ARG_INT = re.compile(r"\b(base_gpu_id|gpu_id_step|nnodes)=(\d+)")

@@ -929,9 +929,8 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         )
         if facts.unit_gpus:
             out.append(
-                f"{inc.unit} ran on {facts.unit_gpus.text} of the host's {facts.unit_gpus.of} (its "
-                "server_args, and nvidia-smi saw their memory freed at the death): GPU figures here are "
-                "of those alone, not of what the others ran."
+                f"{inc.unit} ran on {facts.unit_gpus.text} of the host's {facts.unit_gpus.of} "
+                f"({facts.unit_gpus.how}): the GPU figures here are of those alone."
             )
     if facts.token_usage_max is not None:
         out.append(
