@@ -168,9 +168,7 @@ def test_a_container_restarted_by_docker_is_reported_as_the_container(
         in report
     )
     # W9: the idle GPUs 4–7 released nothing
-    assert (
-        "| gpu | GPU memory released on docker:sglang-qwen's GPUs 0–3 (nvidia-smi) |" in report
-    )
+    assert "| gpu | GPU memory released on docker:sglang-qwen's GPUs 0–3 (nvidia-smi) |" in report
     assert "all 8 GPUs" not in report
     # the store: the kernel's record of the scope is the container's (the id in the cgroup path
     # is its CONTAINER_ID_FULL), and so are the scope's starts and the server's loads
