@@ -10,7 +10,7 @@ from typing import Any
 from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
-from .load_stats import LoadStats, stats_for
+from .load_stats import LoadStats, stats_for, up_to
 from .model import ClockOffset, Incident, cgroup_is_units
 from .timeline import Timeline, memory_timeline, seconds_after
 
@@ -265,9 +265,12 @@ def gather(
         ):
             # the last restart job ran into the start limit: that start never happened
             incident.restart_count -= 1
-    facts.unit_loads = stats_for(incident.unit, all_loads, incident.host)
+    # the history up to this incident (its recovery, or an hour on when none came): a report
+    # written today reads the same after later nights are ingested
+    until = incident.recovered_ts or kill + timedelta(hours=1)
+    facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
     if incident.recovery_unit:
-        facts.recovery_loads = stats_for(incident.recovery_unit, all_loads, incident.host)
+        facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
         rec = incident.recovery_load
         if rec is not None and rec.ready_ts is not None:
             cfg = run_named_dicts(

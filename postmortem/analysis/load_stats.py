@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from statistics import median
 
 from .model import Load
@@ -106,6 +107,20 @@ def load_statistics(loads: Sequence[Load]) -> list[LoadStats]:
                 st.phases[phase] = _stats(phase, values)
         out.append(st)
     return out
+
+
+def up_to(stats: LoadStats | None, until: datetime) -> LoadStats | None:
+    """``stats`` of the loads that began no later than ``until``: an incident's report compares
+    with the history it had, and does not change as later nights are ingested."""
+    if stats is None:
+        return None
+    kept = [ld for ld in stats.loads if ld.start_ts is None or ld.start_ts <= until]
+    if len(kept) == len(stats.loads):
+        return stats
+    if not kept:
+        return None
+    (st,) = load_statistics(kept)
+    return st
 
 
 def is_regression(load: Load, stats: LoadStats) -> bool:

@@ -1196,6 +1196,11 @@ def incident_report(
     host = clean.host(inc.host) or "unknown-host"
     # the incident's host's files (in a store of several hosts), and what they say of the kill
     own = sources.of_host(inc.host)
+    if inc.ts is not None:
+        # a file that began after the incident was over is none of its evidence (and a report
+        # written today reads the same after later nights are ingested)
+        over = inc.recovered_ts or inc.ts + timedelta(hours=1)
+        own = [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over]
     mine = set(own)
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
