@@ -1904,7 +1904,7 @@ def test_the_start_that_came_back_is_not_called_the_first(cli: Any, tmp_path: Pa
     assert r.code == 0, r
     text = next(p for p in out.glob("*sglang.service.md")).read_text()
     assert (
-        f"| Kill → {u} started | 1 min 50 s (the start that came back; 2 restarts before it failed, the first "
+        f"| Kill → {u} started | 1 min 50 s (the start that came back; 2 restarts failed before it, the first "
         "scheduled 30 s after the kill) |" in text
     ), [ln for ln in text.splitlines() if "Kill →" in ln]
 

@@ -778,7 +778,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "verify_gpu_freed",
             "high",
             "GPU memory did not drop after the kill",
-            f"Used memory stayed up on {on} after the processes died. "
+            f"Used memory stayed up on {on} after the kill. "
             + (
                 (
                     f"systemd could not end {', '.join(name for name, _ in stuck[:6])}: they outlived "
@@ -1210,6 +1210,8 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         # another process's memory is freed, not the server's settings lowered (and a settings
         # rule of its own says which ones)
         return None if f.gpu_holders or gpu_headroom(f) else actions["speculative_gpu_settings"]
+    if rec.rule == "verify_gpu_freed" and _left_running(f) and not _killed_in_vain(f):
+        return f"Set KillMode=control-group (or mixed) on {unit}, so its processes end with it"
     if rec.rule == "verify_gpu_freed" and f.gpu_holders:
         return None  # the holders' own action says it
     return actions.get(rec.rule)

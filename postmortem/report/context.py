@@ -1152,7 +1152,7 @@ def incident_report(
             # the start that came back was not the first: the ones before it failed
             n = len(earlier)
             impact.until_start += (
-                f" (the start that came back; {n} restart{'s' if n > 1 else ''} before it failed, the first "
+                f" (the start that came back; {n} restart{'s' if n > 1 else ''} failed before it, the first "
                 f"scheduled {human((min(earlier) - inc.ts).total_seconds())} after the kill)"
             )
         if rl.load_s is not None:
