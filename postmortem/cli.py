@@ -585,6 +585,8 @@ def timeline(
     wait: WaitOpt = 0.0,
 ) -> None:
     """The memory-pressure timeline and the merged events around one incident."""
+    from .analysis.facts import unit_gpu_keys
+    from .analysis.model import Incident
     from .analysis.timeline import memory_timeline, seconds_after
     from .config import load_config
     from .query import QueryResult, format_json, format_table, run_named_dicts
@@ -598,6 +600,7 @@ def timeline(
         if not rows:
             raise PostmortemError(f"no incident {incident_id} (see 'postmortem incidents')")
         inc = rows[0]
+        killed = Incident(incident_id, inc["host"], inc["ts"], inc["unit"], inc["cause"], 0.0)
         tl = memory_timeline(
             store,
             kill_ts=inc["ts"],
@@ -609,6 +612,7 @@ def timeline(
                 if after is not None
                 else seconds_after(inc["ts"], inc["recovered_ts"])
             ),
+            gpus=unit_gpu_keys(store, killed),  # the killed server's GPUs, as its report reads them
         )
     finally:
         store.close()

@@ -1760,6 +1760,12 @@ def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) 
         "with 1.43 GiB free while serving" in text
     )
     assert "--mem-fraction-static (configured 0.92; try 0.89)" in text
+    # the timeline command reads the same GPUs as the report: four of them, not all eight
+    import json
+
+    tl = cli("timeline", "1", "--db", tmp_path / "pm.duckdb", "--format", "json")
+    sums = [b["gpu_used_mib_sum"] for b in json.loads(tl.out)["buckets"] if b.get("gpu_used_mib_sum")]
+    assert sums and max(sums) == 4 * 79000, max(sums)
 
 
 def test_gpus_renumbered_by_cuda_visible_devices_are_the_ones_freed(cli: Any, tmp_path: Path) -> None:

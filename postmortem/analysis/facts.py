@@ -561,6 +561,16 @@ def unit_gpus(
     return UnitGpus(tuple(sorted(wanted)), keys, len(by_index), how)
 
 
+def unit_gpu_keys(store: Store, inc: Incident) -> list[str] | None:
+    """The killed server's GPUs as :func:`gather` tells them (bus ids, UUIDs, indexes), or None
+    for every GPU of the host — for the ``timeline`` command, so it shows what the report shows."""
+    if inc.ts is None or not inc.unit:
+        return None
+    cfg = run_named_dicts(store, "server_config_of", {"unit": inc.unit, "before": inc.ts, "host": inc.host})
+    gpus = unit_gpus(store, inc, cfg[0] if cfg else None, _gpus_after_kill(store, inc))
+    return gpus.keys if gpus else None
+
+
 _ARG_INT = re.compile(r"\b(base_gpu_id|gpu_id_step|nnodes)=(\d+)")
 
 
