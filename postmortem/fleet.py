@@ -21,9 +21,11 @@ Paths never reach SQL text: Arrow writes and reads the files, DuckDB sees only A
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -334,24 +336,38 @@ class _Scan:
         return next(iter(named)) if len(named) == 1 else None
 
 
+@contextlib.contextmanager
+def _reading(directory: Path, table: str) -> Iterator[None]:
+    """Arrow's word for a damaged file names neither the table nor the file: the table is added."""
+    try:
+        yield
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{directory / table}: a damaged export table ({str(exc).splitlines()[0]}); export it again"
+        ) from None
+
+
 def _scan(directory: Path) -> _Scan:
     """Read the source id column of every merged table, partition by partition."""
     scan = _Scan()
     for table in BASE_TABLES:
-        dset = _dataset(directory, table)
-        if dset is None:
-            continue
-        counts = scan.rows.setdefault(table, {})
-        for fragment in dset.get_fragments():
-            host = ds.get_partition_keys(fragment.partition_expression).get("host")
-            found = pc.value_counts(fragment.to_table(columns=["source_id"]).column(0))
-            for sid, n in zip(
-                found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True
-            ):
-                counts[str(sid)] = counts.get(str(sid), 0) + int(n or 0)
-                if host is not None:
-                    scan.hosts.setdefault(str(sid), set()).add(str(host))
+        with _reading(directory, table):
+            _scan_table(directory, table, scan)
     return scan
+
+
+def _scan_table(directory: Path, table: str, scan: _Scan) -> None:
+    dset = _dataset(directory, table)
+    if dset is None:
+        return
+    counts = scan.rows.setdefault(table, {})
+    for fragment in dset.get_fragments():
+        host = ds.get_partition_keys(fragment.partition_expression).get("host")
+        found = pc.value_counts(fragment.to_table(columns=["source_id"]).column(0))
+        for sid, n in zip(found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True):
+            counts[str(sid)] = counts.get(str(sid), 0) + int(n or 0)
+            if host is not None:
+                scan.hosts.setdefault(str(sid), set()).add(str(host))
 
 
 def _check_rows(directory: Path, listed: _Listed, scan: _Scan) -> None:
@@ -546,38 +562,41 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
         new_ids = pa.array(list(mapping.values()), pa.int32())
         fill_hosts = pa.array([fill.get(sid) for sid in mapping], pa.string())
         for table in BASE_TABLES:
-            dset = _dataset(directory, table)
-            if dset is None:
-                continue
-            cols = [c for c, _ in store.columns(table)]
-            shift = {"oom_id"} & set(cols)
-            n = 0
-            for batch in dset.to_batches(filter=pc.is_in(pc.field("source_id"), value_set=old_ids)):
-                if batch.num_rows == 0:
+            with _reading(directory, table):
+                dset = _dataset(directory, table)
+                if dset is None:
                     continue
-                tbl = pa.Table.from_batches([batch])
-                idx = pc.index_in(tbl["source_id"], value_set=old_ids)
-                new_sid = pc.take(new_ids, idx)
-                if shift:
-                    low = pc.bit_wise_and(tbl["oom_id"], pa.scalar(0xFFFFFFFF, pa.int64()))
-                    high = pc.shift_left(pc.cast(new_sid, pa.int64()), pa.scalar(32, pa.int64()))
-                    tbl = tbl.set_column(
-                        tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low)
-                    )
-                tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
-                if fill and "host" in cols:
-                    hosts = cast("pa.ChunkedArray[Any]", pc.coalesce(tbl["host"], pc.take(fill_hosts, idx)))
-                    tbl = tbl.set_column(tbl.column_names.index("host"), "host", hosts)
-                present = [c for c in cols if c in tbl.column_names]
-                tbl = tbl.select(present)
-                store.con.register("_pm_merge", tbl)
-                try:
-                    collist = ", ".join(ident(c) for c in present)
-                    store.con.execute(
-                        f"INSERT INTO {ident(table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
-                    )
-                finally:
-                    store.con.unregister("_pm_merge")
-                n += tbl.num_rows
-            result.rows[table] = n
+                cols = [c for c, _ in store.columns(table)]
+                shift = {"oom_id"} & set(cols)
+                n = 0
+                for batch in dset.to_batches(filter=pc.is_in(pc.field("source_id"), value_set=old_ids)):
+                    if batch.num_rows == 0:
+                        continue
+                    tbl = pa.Table.from_batches([batch])
+                    idx = pc.index_in(tbl["source_id"], value_set=old_ids)
+                    new_sid = pc.take(new_ids, idx)
+                    if shift:
+                        low = pc.bit_wise_and(tbl["oom_id"], pa.scalar(0xFFFFFFFF, pa.int64()))
+                        high = pc.shift_left(pc.cast(new_sid, pa.int64()), pa.scalar(32, pa.int64()))
+                        tbl = tbl.set_column(
+                            tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low)
+                        )
+                    tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
+                    if fill and "host" in cols:
+                        hosts = cast(
+                            "pa.ChunkedArray[Any]", pc.coalesce(tbl["host"], pc.take(fill_hosts, idx))
+                        )
+                        tbl = tbl.set_column(tbl.column_names.index("host"), "host", hosts)
+                    present = [c for c in cols if c in tbl.column_names]
+                    tbl = tbl.select(present)
+                    store.con.register("_pm_merge", tbl)
+                    try:
+                        collist = ", ".join(ident(c) for c in present)
+                        store.con.execute(
+                            f"INSERT INTO {ident(table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
+                        )
+                    finally:
+                        store.con.unregister("_pm_merge")
+                    n += tbl.num_rows
+                result.rows[table] = n
     return result

@@ -169,6 +169,22 @@ def test_merge_refuses_sources_without_an_id(cli: Any, tmp_path: Path) -> None:
     )
 
 
+def test_a_damaged_table_file_is_named_with_its_table(cli: Any, tmp_path: Path) -> None:
+    """A Parquet file of another shape (or garbage) in a table's directory: Arrow's own words
+    ('No match for FieldRef.Name(source_id) …') named neither the table nor the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    a, exp = tmp_path / "a.duckdb", tmp_path / "export"
+    assert cli("ingest", SAMPLE / "dmesg.txt", "--db", a).code == 0
+    assert cli("export", "--parquet", exp, "--db", a).code == 0
+    (part,) = list((exp / "kernel_messages").rglob("*.parquet"))
+    pq.write_table(pa.table({"x": [1, 2, 3]}), part.with_name("part-99.parquet"))  # another shape
+    r = cli("ingest", "--from-parquet", exp, "--db", tmp_path / "fleet.duckdb")
+    assert r.code == 1 and r.err.count("\n") == 1, r
+    assert r.err.startswith(f"Error: {exp / 'kernel_messages'}: a damaged export table ("), r.err
+
+
 def test_merge_skips_an_interrupted_load_in_an_export(cli: Any, tmp_path: Path) -> None:
     """An export holding a load a crash left unfinished (older versions exported one): its
     source and partial rows are not merged."""
