@@ -1820,6 +1820,11 @@ def test_a_systemd_oomd_kill_names_its_rule_candidates_and_settings(cli: Any, tm
         "/system.slice/embed-batch.service (96.1G)" in text
     )
     assert "ManagedOOMPreference=avoid" in text and "the unit's memory limit" not in text
+    # what the unit itself held, from systemd's account of the run at its end
+    assert (
+        "- The unit's memory peak over the run that was killed (systemd's `Consumed` line at its end): "
+        "402.7 GiB, and 7.8 GiB of swap." in text
+    )
 
 
 @pytest.mark.parametrize("same_name", [True, False])

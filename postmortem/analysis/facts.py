@@ -83,6 +83,8 @@ class IncidentFacts:
     fault_gpu_gone: tuple[datetime, datetime] | None = None
     #: the CUDA OOM of a gpu_oom incident (``cuda_oom_of.sql``: ranks, gpu, tried_mib, free_mib, phase)
     cuda_oom: dict[str, Any] | None = None
+    #: systemd's account of the killed run when it ended (``unit_consumed_after.sql``)
+    consumed: dict[str, Any] | None = None
     #: systemd-oomd's top candidates before its kill: (cgroup, memory in use as it printed it)
     oomd_candidates: list[tuple[str, str]] = field(default_factory=list)
     recovery_config: dict[str, Any] | None = None
@@ -288,6 +290,12 @@ def gather(
     _gpu_release(store, facts, released)
     if incident.cause == "gpu_fault":
         facts.fault_gpu_gone = _fault_gpu_gone(store, incident)
+    if incident.cause in ("oomd", "earlyoom", "host_oom") and incident.unit:
+        # the unit's own peak, where no cgroup limit line says what it held
+        rows = run_named_dicts(
+            store, "unit_consumed_after", {"unit": incident.unit, "kill": kill, "host": incident.host}
+        )
+        facts.consumed = rows[0] if rows else None
     if incident.cause == "oomd":
         facts.oomd_candidates = oomd_candidates(
             [

@@ -816,6 +816,10 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
     return quotes
 
 
+#: systemd's binary units (``7.8G`` is 7.8 GiB)
+_SWAP_PEAK = re.compile(r"([\d.]+)([KMGT]) memory swap peak")
+
+
 def _silent_text(seconds: float) -> str:
     """A gap between two printed times: under a minute to a tenth of a second, since both ends
     are shown to the second and a rounded ``5 s`` between 20:17:15 and 20:17:19 reads as wrong.
@@ -899,6 +903,14 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         out.append(
             f"{owner} cgroup memory at the kill: {_gib(inc.memcg_usage_kb)} GiB of a {_gib(inc.memcg_limit_kb)} GiB "
             "limit (the kernel's `memory: usage … limit …` line)."
+        )
+    if facts.consumed is not None:
+        swap = _SWAP_PEAK.search(str(facts.consumed["message"] or ""))
+        out.append(
+            f"The unit's memory peak over the run that was killed (systemd's `Consumed` line at its end): "
+            f"{facts.consumed['memory_peak_bytes'] / 2**30:,.1f} GiB"
+            + (f", and {swap.group(1)} {swap.group(2)}iB of swap" if swap else "")
+            + "."
         )
     oom = facts.oom or {}
     if oom.get("free_kb") is not None:
