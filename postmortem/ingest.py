@@ -190,7 +190,12 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
     with expand_bundles(paths, options) as expanded:
         if not expanded.results:
             known = fileindex.lookup(
-                db, expanded.inputs, lambda inp: _forced(inp, options) is None, read_limits(options)
+                # a format or a host named on the command line may not be the one a file was
+                # read with: only the store can say
+                db,
+                expanded.inputs,
+                lambda inp: _forced(inp, options) is None and options.host is None,
+                read_limits(options),
             )
             if known is not None and _skipped_roots_known(known):
                 summary = _known_summary(known)
@@ -255,7 +260,7 @@ def _ingest_inputs(
     known_roots: set[str] = set()
     unchanged: list[tuple[InputFile, int]] = []
     for inp in inputs:
-        sid = _unchanged(store, inp, _forced(inp, options))
+        sid = _unchanged(store, inp, _forced(inp, options), options.host)
         if sid is None:
             fresh.append(inp)
             continue
@@ -316,9 +321,12 @@ def _utf16_hint(data: bytes) -> str | None:
     return None
 
 
-def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int | None:
+def _unchanged(
+    store: Store, inp: InputFile, forced: str | None = None, host: str | None = None
+) -> int | None:
     """The source id of ``inp`` when the store holds it with the same size and mtime (and, when
-    a format is forced on it now, read in that format)."""
+    a format is forced on it now, read in that format; when ``--host`` names a host now, stored
+    for that host)."""
     if inp.path is None:
         return None
     existing, _legacy = _stored(store, inp)
@@ -327,7 +335,7 @@ def _unchanged(store: Store, inp: InputFile, forced: str | None = None) -> int |
     sid, _sha, _bytes, _lines, size, mtime, _id = existing
     if not (size == inp.size and _same_mtime(mtime, inp.mtime)):
         return None
-    return None if _other_format(store, sid, forced) else sid
+    return None if _other_format(store, sid, forced) or _other_host(store, sid, host) else sid
 
 
 def _damaged(store: Store, source_ids: list[int]) -> dict[int, str]:
@@ -339,6 +347,15 @@ def _damaged(store: Store, source_ids: list[int]) -> dict[int, str]:
         [source_ids, DAMAGE_KEPT],
     )
     return {int(sid): d for sid, notes in rows if (d := damage_in(notes))}
+
+
+def _other_host(store: Store, source_id: int, host: str | None) -> bool:
+    """Whether ``--host`` now names another host than the stored source was read for: the file
+    is read again for it (a wrong or forgotten --host must be undoable, as a wrong --format is)."""
+    if host is None:
+        return False
+    rows = store.fetchall("SELECT host FROM sources WHERE source_id = ?", [source_id])
+    return bool(rows) and rows[0][0] != host
 
 
 def _other_format(store: Store, source_id: int, forced: str | None) -> bool:
@@ -560,7 +577,7 @@ def ingest_file(
     rotated: int | None = None  # the stored source of the file this one took the place of
     if existing is not None:
         sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
-        reformat = _other_format(store, sid, _forced(inp, options))
+        reformat = _other_format(store, sid, _forced(inp, options)) or _other_host(store, sid, options.host)
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
         if reformat and not legacy:

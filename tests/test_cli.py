@@ -82,6 +82,24 @@ def test_the_same_file_of_another_host_is_not_a_duplicate(cli: Any, tmp_path: Pa
     assert r.code == 0 and "duplicate — same content as" in r.out, r
 
 
+def test_a_forgotten_or_wrong_host_is_undone_by_the_right_one(cli: Any, tmp_path: Path) -> None:
+    """An SGLang log ingested without --host (or with the wrong one) is read again when --host
+    names another host: it said 'unchanged' and kept the old host, through the file index too."""
+    db = tmp_path / "pm.duckdb"
+    log = tmp_path / "server.log"
+    log.write_bytes((SAMPLE / "sglang-k26.log").read_bytes())
+    assert cli("ingest", log, "--db", db, "--tz", "UTC").code == 0
+    for host in ("node-a", "node-b"):
+        r = cli("ingest", log, "--db", db, "--tz", "UTC", "--host", host)
+        assert r.code == 0 and r.out.startswith(f"{log}: replaced as sglang"), r
+        with Store.open_readonly(db) as store:
+            assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host") == [(host, 1)]
+            assert store.fetchall("SELECT DISTINCT host FROM sglang_events") == [(host,)]
+    r = cli("ingest", log, "--db", db, "--tz", "UTC", "--host", "node-b")
+    assert r.out == f"{log}: unchanged\n", r
+    assert cli("ingest", log, "--db", db, "--tz", "UTC").out == f"{log}: unchanged\n"
+
+
 def test_same_file_under_another_path_is_a_duplicate_before_parsing(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
