@@ -108,6 +108,8 @@ class IncidentFacts:
     offsets: list[ClockOffset] = field(default_factory=list)
     last_batch: dict[str, Any] | None = None
     gpu_used_start_mib: float | None = None
+    #: the bucket of that first GPU figure (nvidia-smi may start sampling well into the window)
+    gpu_used_start_ts: datetime | None = None
     gpu_used_end_mib: float | None = None
     gpu_total_mib: float | None = None
     host_avail_start_mib: float | None = None
@@ -691,6 +693,7 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     gpu = [b for b in before if b.gpu_used_mib_max is not None]
     if gpu:
         facts.gpu_used_start_mib = gpu[0].gpu_used_mib_max
+        facts.gpu_used_start_ts = gpu[0].ts
         facts.gpu_used_end_mib = gpu[-1].gpu_used_mib_max
         totals = [b.gpu_total_mib_sum / b.gpus for b in gpu if b.gpu_total_mib_sum and b.gpus]
         facts.gpu_total_mib = max(totals) if totals else None

@@ -519,6 +519,15 @@ def _add_process_list(
     )
 
 
+def _gpu_start_words(facts: IncidentFacts, span: str) -> str:
+    """Where the first GPU figure of the window comes from: its start, or — nvidia-smi began
+    later — its first sample."""
+    tl, at = facts.timeline, facts.gpu_used_start_ts
+    if at is None or (at - tl.start).total_seconds() <= 2 * tl.bucket_s:
+        return f"at the start of {span}"
+    return f"in the {human(tl.bucket_s)} from {utc_text(at)[11:]} UTC (nvidia-smi's first samples in {span})"
+
+
 def _flat_words(facts: IncidentFacts) -> str:
     """What flat GPU memory before the kill means for the cause."""
     if facts.incident.cause == "gpu_oom":
@@ -933,7 +942,7 @@ def _memory_facts(facts: IncidentFacts) -> list[str]:
         out.append(
             "GPU memory ("
             + (f"busiest of its {facts.unit_gpus.text}" if facts.unit_gpus else "busiest GPU")
-            + f"): {_gib_mib(facts.gpu_used_start_mib)} GiB at the start of {span}, "
+            + f"): {_gib_mib(facts.gpu_used_start_mib)} GiB {_gpu_start_words(facts, span)}, "
             f"{_gib_mib(facts.gpu_used_end_mib)}"
             + (f" of {_gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
             + " just before the kill"
