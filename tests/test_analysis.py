@@ -1739,16 +1739,21 @@ def _two_servers_on_one_host(tmp_path: Path, *, batch_base: int) -> Path:
     return logs
 
 
+def _batch_report(cli: Any, tmp_path: Path, logs: Path) -> str:
+    """``build`` over ``logs``: the text of sglang-batch's report."""
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = list(out.glob("*sglang-batch*.md"))
+    return report.read_text()
+
+
 def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) -> None:
     """Two servers on one host: the healthy one's processes on its own GPUs are not memory the
     killed one left behind, and the GPU figures are the killed server's GPUs alone (its
     server_args name them, and nvidia-smi saw exactly those freed at the death)."""
     logs = _two_servers_on_one_host(tmp_path, batch_base=4)
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*sglang-batch*.md")]
-    text = report.read_text()
+    text = _batch_report(cli, tmp_path, logs)
     assert "left behind" not in text and "51260" not in text
     assert "GPU memory released on sglang-batch.service's GPUs 4–7 (nvidia-smi)" in text
     assert "GPU memory (busiest of its GPUs 4–7): 77.1 GiB" in text
@@ -1777,11 +1782,7 @@ def test_gpus_renumbered_by_cuda_visible_devices_are_the_ones_freed(cli: Any, tm
     logs = _two_servers_on_one_host(tmp_path, batch_base=4)
     text = (logs / "journal.json").read_text()
     (logs / "journal.json").write_text(text.replace("port=30001, base_gpu_id=4", "port=30001, base_gpu_id=0"))
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*sglang-batch*.md")]
-    text = report.read_text()
+    text = _batch_report(cli, tmp_path, logs)
     assert "left behind" not in text and "51260" not in text
     assert "ran on GPUs 4–7 of the host's 8 (nvidia-smi saw exactly 4 GPUs' memory freed" in text
 
@@ -1793,11 +1794,7 @@ def test_without_server_args_no_other_servers_process_is_claimed(cli: Any, tmp_p
     logs = _two_servers_on_one_host(tmp_path, batch_base=4)
     lines = [ln for ln in (logs / "journal.json").read_text().splitlines() if "server_args" not in ln]
     (logs / "journal.json").write_text("\n".join(lines) + "\n")
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*sglang-batch*.md")]
-    text = report.read_text()
+    text = _batch_report(cli, tmp_path, logs)
     assert "left behind" not in text and "51260" not in text
 
 

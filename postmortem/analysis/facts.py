@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..parsers.journal.systemd import left_process
 from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
 from .load_stats import LoadStats, stats_for, up_to
 from .model import ClockOffset, Incident, cgroup_is_units
-from .timeline import Timeline, memory_timeline, seconds_after
+from .timeline import Timeline, TimelineEvent, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
 GPU_GRACE_S = 60.0
@@ -345,6 +346,19 @@ def _fault_gpu_gone(store: Store, inc: Incident) -> tuple[datetime, datetime] | 
         return None
     last, rest = max(mine), max(others)
     return (last, rest) if (rest - last).total_seconds() >= 60 else None
+
+
+def left_processes(facts: IncidentFacts) -> list[tuple[str, str, TimelineEvent]]:
+    """The unit's processes systemd named after the kill as left running at a stop or left over
+    at a start: ``(pid, name, event)`` for every such line, in time order."""
+    inc = facts.incident
+    out = []
+    for ev in facts.timeline.events:
+        if ev.kind in ("left_running", "left_over") and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
+            proc = left_process(ev.message.partition(": ")[2])
+            if proc is not None:
+                out.append((*proc, ev))
+    return out
 
 
 def oomd_candidates(lines: list[str]) -> list[tuple[str, str]]:

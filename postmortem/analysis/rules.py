@@ -13,9 +13,8 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
-from ..parsers.journal.systemd import LEFT_OVER, LEFT_RUNNING
 from ..parsers.sglang.args import parse_server_args
-from .facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts
+from .facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts, left_processes
 from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
 from .model import Incident, Recommendation, SourceRef, is_container, is_service, restartable, unit_words
@@ -841,26 +840,18 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
 def _left_running(f: IncidentFacts) -> list[tuple[str, TimelineEvent]]:
     """The unit's processes systemd reported still running after it stopped, or found still in
     its cgroup when it started again: ``pid (name)``, each once."""
-    inc = f.incident
     out = []
     seen = set()
-    for ev in f.timeline.events:
-        if ev.kind in ("left_running", "left_over") and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
-            body = ev.message.partition(": ")[2]
-            m = LEFT_RUNNING.match(body) or LEFT_OVER.match(body)
-            if m is not None and m.group(1) not in seen:
-                seen.add(m.group(1))
-                out.append((f"pid {m.group(1)} ({m.group(2)})", ev))
+    for pid, name, ev in left_processes(f):
+        if pid not in seen:
+            seen.add(pid)
+            out.append((f"pid {pid} ({name})", ev))
     return out
 
 
 def _restarts_found_them(f: IncidentFacts) -> bool:
     """Whether a start of the unit after the kill found its old processes in its cgroup."""
-    inc = f.incident
-    return any(
-        ev.kind == "left_over" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
-        for ev in f.timeline.events
-    )
+    return any(ev.kind == "left_over" for _pid, _name, ev in left_processes(f))
 
 
 def _killed_in_vain(f: IncidentFacts) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, tzinfo
 
+from ..parsers.journal.systemd import oomd_kill, oomd_reason
 from ..timeutil import UTC, zone_name
-from .facts import IncidentFacts
+from .facts import IncidentFacts, left_processes
 from .model import Incident, is_container, killed_process, restartable
 
 CAUSE_WORDS = {
@@ -241,25 +242,16 @@ def _stayed_words(facts: IncidentFacts) -> str | None:
     inc = facts.incident
     if inc.ts is None or not any(g.freed is False for g in facts.gpu_release):
         return None
-    pids: dict[str, None] = {}
-    found = False
-    for ev in facts.timeline.events:
-        if ev.unit != inc.unit or ev.ts < inc.ts or ev.kind not in ("left_running", "left_over"):
-            continue
-        m = _PID.search(ev.message)
-        if m:
-            pids[m.group(1)] = None
-        found = found or ev.kind == "left_over"
+    left = left_processes(facts)
+    pids = list(dict.fromkeys(pid for pid, _name, _ev in left))
+    found = any(ev.kind == "left_over" for _pid, _name, ev in left)
     if not pids:
         return None
-    listed = ", ".join(list(pids)[:6]) + (", …" if len(pids) > 6 else "")
+    listed = ", ".join(pids[:6]) + (", …" if len(pids) > 6 else "")
     return (
         f"GPU memory was left behind: {len(pids)} of its processes (pids {listed}) stayed running after "
         "the unit stopped and held it" + ("; every restart found them still in its cgroup." if found else ".")
     )
-
-
-_PID = re.compile(r"process (\d+) \(")
 
 
 def _oomd_words(inc: Incident) -> str | None:
@@ -272,16 +264,16 @@ def _oomd_words(inc: Incident) -> str | None:
     )
     if ev is None:
         return None
-    m = _OOMD_WHY.match(ev.detail)
-    if m is None:
+    cgroup, why = oomd_kill(ev.detail), oomd_reason(ev.detail)
+    if cgroup is None or why is None:
         return f"systemd-oomd killed every process of {inc.unit or 'the unit'}."
-    return f"systemd-oomd killed every process of {m.group(1)} {oomd_reason(m.group(2))}."
+    return f"systemd-oomd killed every process of {cgroup} {in_gib(why)}."
 
 
-def oomd_reason(text: str) -> str:
+def in_gib(text: str) -> str:
     """oomd's reason with its byte counts in GiB.
 
-    >>> oomd_reason("due to memory used (520913395712) / total (540449587200) and swap used "
+    >>> in_gib("due to memory used (520913395712) / total (540449587200) and swap used "
     ...             "(8014780416) / total (8589930496) being more than 90.00%")
     'due to memory used (485.1 of 503.3 GiB) and swap used (7.5 of 8.0 GiB) being more than 90.00%'
     """
@@ -292,12 +284,6 @@ def oomd_reason(text: str) -> str:
 
 
 _OOMD_BYTES = re.compile(r"(\w+ used) \((\d+)\) / total \((\d+)\)")
-
-
-#: the reason in an oomd kill line: ``due to memory pressure for /system.slice being 63.18% >
-#: 50.00% for > 20s with reclaim activity`` or ``… due to memory used (…) / total (…) and swap
-#: used (…) / total (…) being more than 90.00%``
-_OOMD_WHY = re.compile(r"(?:Killed|Marked) (/\S*) (?:for killing )?(due to .*)$")
 
 
 def _earlier_kill(facts: IncidentFacts) -> str | None:

@@ -24,6 +24,7 @@ from ..analysis.model import Incident, Load, Victim, is_container, killed_proces
 from ..analysis.rules import gpu_names, held_before, idle_gpus
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
+from ..parsers.journal.systemd import left_process
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..timeutil import UTC, zone_name
@@ -496,7 +497,6 @@ _PROCESS_LISTS = {
     "left_running": "remain running after the unit stopped",
     "left_over": "left over in its control group when it started",
 }
-_PID_NAME = re.compile(r"process (\d+) \((.*?)\)")
 
 
 def _add_process_list(
@@ -506,7 +506,7 @@ def _add_process_list(
     if len(batch) == 1:
         add(first.ts, "systemd", first.message, sources.cite(first.source_id, first.line_no))
         return
-    procs = [f"{m.group(1)} ({m.group(2)})" for ev in batch if (m := _PID_NAME.search(ev.message))]
+    procs = [f"{p[0]} ({p[1]})" for ev in batch if (p := left_process(ev.message.partition(": ")[2]))]
     cite = sources.cite(first.source_id, first.line_no)
     last = batch[-1]
     if last.source_id == first.source_id and last.line_no != first.line_no:

@@ -432,7 +432,7 @@ def unit_from_cgroup(path: str | None) -> str | None:
     return None
 
 
-_OOMD = re.compile(r"^(?:Killed (/\S*) due to |Marked (/\S*) for killing due to )")
+_OOMD = re.compile(r"^(?:Killed (/\S*) |Marked (/\S*) for killing )(due to .*)$")
 _EARLYOOM = re.compile(
     r'^sending (SIG\w+) to process (\d+)(?: uid (\d+))? "(.*)": '
     r"(?:badness|oom_score) -?\d+(?:, oom_score_adj (-?\d+))?"
@@ -449,12 +449,26 @@ def oomd_kill(message: str) -> str | None:
     >>> oomd_kill("Memory pressure for /system.slice is greater than 10") is None
     True
     """
-    if not message.startswith(("Killed /", "Marked /")):
-        return None
-    m = _OOMD.match(message)
-    if m is None:
-        return None
-    return m.group(1) or m.group(2)
+    m = _OOMD.match(message) if message.startswith(("Killed /", "Marked /")) else None
+    return None if m is None else m.group(1) or m.group(2)
+
+
+def oomd_reason(message: str) -> str | None:
+    """The rule a systemd-oomd kill line says fired, from ``due to`` on.
+
+    >>> oomd_reason("Killed /system.slice/a.service due to memory pressure for /system.slice being 62.00% > 50.00% for > 20s with reclaim activity")
+    'due to memory pressure for /system.slice being 62.00% > 50.00% for > 20s with reclaim activity'
+    """
+    m = _OOMD.match(message) if message.startswith(("Killed /", "Marked /")) else None
+    return None if m is None else m.group(3)
+
+
+def left_process(body: str) -> tuple[str, str] | None:
+    """``(pid, name)`` of a unit message naming one process systemd did not end: ``Unit process N
+    (name) remains running after unit stopped.`` or ``Found left-over process N (name) in control
+    group while starting unit. Ignoring.``"""
+    m = LEFT_RUNNING.match(body) or LEFT_OVER.match(body)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 @dataclass(frozen=True, slots=True)
