@@ -187,6 +187,8 @@ def _ingest_options(
     zone, given = _zone(tz, config.tz)
     if year is not None and not 1970 <= year <= 2200:
         raise UsageError(f"--year {year}: give the year of the logs (1970–2200)")
+    if host is not None and not host.strip():
+        raise UsageError("--host '': give the host's name (or leave --host out)")
     for name, value in (("--boot-time", boot_time), ("--at", at)):
         when = _when(value, zone)
         if when is not None and not 1970 <= when.year <= 2200:

@@ -190,11 +190,13 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
     with expand_bundles(paths, options) as expanded:
         if not expanded.results:
             known = fileindex.lookup(
-                # a format or a host named on the command line may not be the one a file was
-                # read with: only the store can say
+                # a format, a host or a zone named on the command line may not be the one a
+                # file was read with: only the store can say
                 db,
                 expanded.inputs,
-                lambda inp: _forced(inp, options) is None and options.host is None,
+                lambda inp: (
+                    _forced(inp, options) is None and options.host is None and not options.zone_from_user()
+                ),
                 read_limits(options),
             )
             if known is not None and _skipped_roots_known(known):
@@ -261,6 +263,8 @@ def _ingest_inputs(
     unchanged: list[tuple[InputFile, int]] = []
     for inp in inputs:
         sid = _unchanged(store, inp, _forced(inp, options), options.host)
+        if sid is not None and _other_zone(store, sid, options):
+            sid = None  # read again in the zone named now
         if sid is None:
             fresh.append(inp)
             continue
@@ -338,6 +342,15 @@ def _unchanged(
     return None if _other_format(store, sid, forced) or _other_host(store, sid, host) else sid
 
 
+def _other_zone(store: Store, source_id: int, options: IngestOptions) -> bool:
+    """Whether ``--tz`` now names another zone than the stored source was read in: the file is
+    read again in it (a wrong --tz must be undoable, as a wrong --format or --host is)."""
+    if not options.zone_from_user():
+        return False
+    rows = store.fetchall("SELECT tz FROM sources WHERE source_id = ?", [source_id])
+    return bool(rows) and rows[0][0] is not None and rows[0][0] != zone_name(options.zone)
+
+
 def _damaged(store: Store, source_ids: list[int]) -> dict[int, str]:
     """Of these stored sources, the ones whose archive ended in damage, with that damage."""
     if not source_ids:
@@ -368,9 +381,19 @@ def _other_format(store: Store, source_id: int, forced: str | None) -> bool:
 
 
 def _unit_from_name(path: str) -> str | None:
-    """``/var/log/sglang-k26-eagle3.log`` → ``sglang-k26-eagle3.service`` (a naming guess)."""
+    """``/var/log/sglang-k26-eagle3.log`` → ``sglang-k26-eagle3.service`` (a naming guess); a
+    date in the name (logrotate's dateext, a daily file) is not part of the unit's name.
+
+    >>> _unit_from_name("/var/log/sglang-k26-eagle3.log.1"), _unit_from_name("sglang-k26-2026-02-10.log")
+    ('sglang-k26-eagle3.service', 'sglang-k26.service')
+    >>> _unit_from_name("sglang-k26.log-20250525.gz"), _unit_from_name("sglang_20250525_0300.log")
+    ('sglang-k26.service', 'sglang.service')
+    >>> _unit_from_name("server.log") is None
+    True
+    """
     stem = os.path.basename(path)
-    stem = re.sub(r"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+))+$", "", stem)
+    date = r"[-_.]?(?:20\d\d-?[01]\d-?[0-3]\d)(?:[-_T]?\d{2}:?\d{2}(?::?\d{2})?)?"
+    stem = re.sub(rf"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+)|{date})+$", "", stem)
     if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
         return stem
     if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
@@ -541,6 +564,66 @@ def _same_content(store: Store, inp: InputFile, host: str | None) -> str | None:
     return next((str(path) for path, sha in rows if sha == digest), None)
 
 
+def _rotated_into(
+    store: Store, inp: InputFile, options: IngestOptions, sid: int
+) -> tuple[int, str, str | None] | None:
+    """The stored source (id, path, compression) whose content the file at a stored source's
+    path (``sid``) now holds — its content read (and decompressed) whole and hashed; None when
+    it is no stored content (then the file was rewritten: its rows are replaced)."""
+    host = _given_host(inp, options)
+    n = store.fetchall(
+        "SELECT count(*) FROM sources WHERE status = 'complete' AND source_id <> ? "
+        "AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?)",
+        [sid, host, host],
+    )
+    if not n or not n[0][0]:
+        return None
+    state = StreamState()
+    for _ in iter_blocks(inp, state, max_bytes=options.max_bytes, max_ratio=options.max_ratio):
+        pass
+    if state.error is not None:
+        return None
+    rows = store.fetchall(
+        "SELECT source_id, path FROM sources WHERE status = 'complete' AND source_id <> ? AND sha256 = ? "
+        "AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?) ORDER BY source_id LIMIT 1",
+        [sid, state.sha256.hexdigest(), host, host],
+    )
+    return (int(rows[0][0]), str(rows[0][1]), state.compression) if rows else None
+
+
+def _source_at(store: Store, path: str) -> int:
+    rows = store.fetchall("SELECT source_id FROM sources WHERE path = ? ORDER BY source_id LIMIT 1", [path])
+    return int(rows[0][0])
+
+
+def _moved_here(
+    store: Store,
+    inp: InputFile,
+    sid: int,
+    twin: int,
+    twin_path: str,
+    compression: str | None,
+    fmt: str,
+    started: float,
+) -> FileResult:
+    """The file at stored source ``sid``'s path holds stored source ``twin``'s content: ``sid``
+    is kept as rotated away, and ``twin`` takes this path when its own was rotated away."""
+    notes = [
+        f"same content as {twin_path}, already ingested (log rotation): the rows of the file before "
+        f"under this name are kept, as {inp.display + ROTATED!r}"
+    ]
+    with store.transaction():
+        store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [inp.key + ROTATED, sid])
+        if twin_path.endswith(ROTATED) and twin != sid:
+            store.execute(
+                "UPDATE sources SET path = ?, file_size = ?, file_mtime = ?, file_id = ?, compression = ? "
+                "WHERE source_id = ?",
+                [inp.key, inp.size, inp.mtime, inp.file_id, compression, twin],
+            )
+            notes.append(f"its rows are listed under this name now (were {twin_path!r})")
+    return FileResult(inp.display, "duplicate", fmt, notes=notes, seconds=time.monotonic() - started)
+
+
 def _duplicate(display: str, fmt: str, twin: str, started: float) -> FileResult:
     return FileResult(
         display,
@@ -577,7 +660,11 @@ def ingest_file(
     rotated: int | None = None  # the stored source of the file this one took the place of
     if existing is not None:
         sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
-        reformat = _other_format(store, sid, _forced(inp, options)) or _other_host(store, sid, options.host)
+        reformat = (
+            _other_format(store, sid, _forced(inp, options))
+            or _other_host(store, sid, options.host)
+            or _other_zone(store, sid, options)
+        )
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
         if reformat and not legacy:
@@ -587,6 +674,11 @@ def ingest_file(
         elif not legacy and old_id is not None and inp.file_id is not None and old_id != inp.file_id:
             # another file under the old name (the old one rotated away): its rows stay
             rotated = sid
+        elif not legacy and (moved := _rotated_into(store, inp, options, sid)) is not None:
+            # rotation into a name the store knows (logrotate's app.log.1 → app.log.2.gz, the
+            # old .2.gz deleted and its inode reused): that content is stored already, and the
+            # file this name held before is gone — its rows stay, as at a new file under a name
+            return _moved_here(store, inp, sid, *moved, fmt, started)
         elif not legacy:
             mode, reuse_id = "replaced", sid
         # a legacy row that is neither: perhaps another file of that name; this one is new
@@ -597,6 +689,9 @@ def ingest_file(
     ):
         # the same file under another path (relative, through a symlink, a copy): known by its
         # hash before a line is parsed
+        if rotated is not None:
+            # a rotated file under a name the store knows for the file before it
+            return _moved_here(store, inp, rotated, _source_at(store, twin), twin, None, fmt, started)
         return _duplicate(display, fmt, twin, started)
 
     from .store.loader import SourceWriter  # pyarrow: only when there is work
@@ -755,7 +850,13 @@ def ingest_file(
             if dup:
                 discard_source(store, source_id, None)
                 store.con.execute("COMMIT")
-                return _duplicate(display, fmt, str(dup[0][0]), started)
+                twin = str(dup[0][0])
+                if rotated is not None and twin.endswith(ROTATED):
+                    # rotated under a name the store knew (whose rows were kept, as rotated away)
+                    return _moved_here(
+                        store, inp, rotated, _source_at(store, twin), twin, state.compression, fmt, started
+                    )
+                return _duplicate(display, fmt, twin, started)
         ts_range = _source_span(store, source_id, writer)
         store.execute(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "

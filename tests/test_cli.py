@@ -100,6 +100,23 @@ def test_a_forgotten_or_wrong_host_is_undone_by_the_right_one(cli: Any, tmp_path
     assert cli("ingest", log, "--db", db, "--tz", "UTC").out == f"{log}: unchanged\n"
 
 
+def test_a_wrong_zone_is_undone_by_the_right_one(cli: Any, tmp_path: Path) -> None:
+    """A zone-less SGLang log read in the wrong --tz is read again in the zone named now (it said
+    'unchanged' and kept the times of the wrong zone); without --tz, or with the same, unchanged."""
+    db = tmp_path / "pm.duckdb"
+    log = tmp_path / "server.log"
+    log.write_bytes((SAMPLE / "sglang-k26.log").read_bytes())
+    assert cli("ingest", log, "--db", db, "--tz", "America/New_York").code == 0
+    r = cli("ingest", log, "--db", db, "--tz", "UTC")
+    assert r.code == 0 and r.out.startswith(f"{log}: replaced as sglang"), r
+    with Store.open_readonly(db) as store:
+        assert store.fetchall("SELECT tz, strftime(first_ts, '%H:%M:%S') FROM sources") == [
+            ("UTC", "09:30:13")
+        ]
+    assert cli("ingest", log, "--db", db, "--tz", "UTC").out == f"{log}: unchanged\n"
+    assert cli("ingest", log, "--db", db).out == f"{log}: unchanged\n"
+
+
 def test_same_file_under_another_path_is_a_duplicate_before_parsing(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -722,6 +739,7 @@ def test_ctrl_c_inside_a_compiled_kernel_is_an_interrupt_not_a_parser_bug(
         (["timeline", "1", "--after", "1e20"], {}, 2, "Error: duration out of range"),
         (["ingest", str(DMESG), "--boot-time", "9999-12-31 23:59"], {}, 2, "Error: --boot-time"),
         (["ingest", str(DMESG), "--year", "99999999999999999999"], {}, 2, "Error: --year"),
+        (["ingest", str(DMESG), "--host", ""], {}, 2, "Error: --host '': give the host's name"),
         (["collect", "--timeout", "inf"], {}, 2, "Error: --timeout inf: at most 86400 seconds"),
         (["collect", "--timeout", "nan"], {}, 2, "Error: --timeout nan: at most 86400 seconds"),
         (["sources"], {"POSTMORTEM_MEMORY_LIMIT": "abc"}, 2, "Error: POSTMORTEM_MEMORY_LIMIT='abc'"),
@@ -1136,6 +1154,67 @@ def test_postmortem_debug_off_values_mean_off(
         monkeypatch.setenv("POSTMORTEM_DEBUG", value)
         r = cli("query", "SELECT * FROM no_such_table", "--db", db)
         assert r.code == 1 and ("Traceback" in r.err) == shown, (value, r.err)
+
+
+def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: Any, tmp_path: Path) -> None:
+    """logrotate with rotate 2 and compress: app.log.1 is compressed into app.log.2.gz — whose
+    old file was deleted, and whose inode the new one may get again (then it looks rewritten in
+    place) — app.log becomes app.log.1, a new app.log begins. Each stored generation follows its
+    content to its new name, the deleted .2.gz's rows stay (rotated away), nothing is stored
+    twice, and a line cited as app.log.1:N is that file's line N."""
+    import gzip
+    import hashlib
+
+    db = tmp_path / "pm.duckdb"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    sglang = (SAMPLE / "sglang-k26.log").read_text().splitlines(keepends=True)
+    gen0, gen1, gen2 = "".join(sglang[:1000]), "".join(sglang[1000:2000]), "".join(sglang[2000:3000])
+    (logs / "app.log.2.gz").write_bytes(gzip.compress(gen0.encode()))
+    (logs / "app.log.1").write_text(gen1)
+    (logs / "app.log").write_text(gen2)
+    assert cli("ingest", logs, "--db", db, "--tz", "UTC").code == 0
+    with Store.open(db) as store:
+        before = store.fetchall("SELECT count(*) FROM sglang_batches")[0][0]
+    # the rotation; the .2.gz is rewritten in place, as when its inode is reused
+    with (logs / "app.log.2.gz").open("r+b") as fh:
+        fh.truncate(0)
+        fh.write(gzip.compress(gen1.encode()))
+    (logs / "app.log.1").unlink()
+    (logs / "app.log").rename(logs / "app.log.1")
+    (logs / "app.log").write_text("".join(sglang[3000:3050]))
+    r = cli("ingest", logs, "--db", db, "--tz", "UTC")
+    assert r.code == 0, r
+    assert (
+        f"{logs / 'app.log.2.gz'}: duplicate — same content as {logs / 'app.log.1'} (rotated away)" in r.out
+    )
+    with Store.open(db) as store:
+        rows = store.fetchall("SELECT path, lines, left(sha256, 16) FROM sources ORDER BY path")
+        sha = {p: h for p, _n, h in rows}
+        assert [(p, n) for p, n, _h in rows] == [
+            (str(logs / "app.log"), 50),
+            (str(logs / "app.log.1"), 1000),
+            (str(logs / "app.log.2.gz"), 1000),
+            (f"{logs / 'app.log.2.gz'} (rotated away)", 1000),
+        ]
+        assert sha[str(logs / "app.log.1")] == hashlib.sha256(gen2.encode()).hexdigest()[:16]
+        assert sha[str(logs / "app.log.2.gz")] == hashlib.sha256(gen1.encode()).hexdigest()[:16]
+        after = store.fetchall("SELECT count(*) FROM sglang_batches")[0][0]
+        new = store.fetchall(
+            "SELECT count(*) FROM sglang_batches b JOIN sources s USING (source_id) WHERE s.path = ?",
+            [str(logs / "app.log")],
+        )[0][0]
+        assert after == before + new  # nothing stored twice, nothing deleted
+        # app.log.1 holds the third thousand lines: its stored line 1 is that file's line 1
+        first = store.fetchall(
+            "SELECT min(line_no) FROM sglang_batches b JOIN sources s USING (source_id) WHERE s.path = ?",
+            [str(logs / "app.log.1")],
+        )[0][0]
+        assert (logs / "app.log.1").read_text().splitlines()[first - 1] == sglang[2000 + first - 1].rstrip(
+            "\n"
+        )
+    r = cli("ingest", logs, "--db", db, "--tz", "UTC")
+    assert r.out.count(": unchanged") == 3, r
 
 
 def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, tmp_path: Path) -> None:

@@ -1372,3 +1372,18 @@ def test_a_lone_oom_exception_line_is_an_exception_and_a_cuda_oom() -> None:
     out, _ = parse_text("sglang", text, tz="UTC")
     kinds = [e.kind for e in records_of(out, SglangEvent)]
     assert kinds == ["load_weight_begin", "exception", "cuda_oom"]
+
+
+def test_kernel_lines_in_a_server_log_are_parse_issues_not_another_loggers() -> None:
+    """A dmesg line (a stamp in seconds since boot) pasted or redirected into a server's log is
+    no library's progress line: it is counted as a line not understood, so an OOM record there
+    is seen, not ignored."""
+    text = (
+        "[2025-05-12 09:44:02] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
+        "[482688.202206] Memory cgroup out of memory: Killed process 48221 (python3)\n"
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect.\n"
+    )
+    out, ctx = parse_text("sglang", text, tz="UTC", year=2025)
+    issues = [o for o in out if isinstance(o, ParseIssue)]
+    assert [(i.line_no, i.unparsed) for i in issues] == [(2, True)]
+    assert ctx.ignored_lines == 1  # the [W socket.cpp] line is another logger's

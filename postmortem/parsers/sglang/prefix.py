@@ -224,6 +224,10 @@ _FOREIGN_STARTS = (
 )
 
 
+#: dmesg's seconds-since-boot stamp: a kernel line pasted or redirected into the log
+_KERNEL_STAMP = re.compile(r"\[\s*\d+\.\d{6}\] ")
+
+
 def is_foreign(text: str) -> bool:
     """A known library line (progress bar, flashinfer, glog, Python warning, NCCL debug…).
 
@@ -237,12 +241,16 @@ def is_foreign(text: str) -> bool:
     False
     >>> is_foreign("[rank0]: Traceback")
     True
+    >>> is_foreign("[482688.202206] Memory cgroup out of memory: Killed process 48221 (x)")  # the kernel's
+    False
     """
     if text.startswith(_FOREIGN_STARTS):
         return True
     if "it/s]" in text or "s/it]" in text or "%|" in text:
         return True
     if text[:1] == "[" and "]" in text[:64]:
+        if _KERNEL_STAMP.match(text):
+            return False  # a kernel line (dmesg's stamp) in a server's log: not the server's, a parse issue
         # another logger's bracketed prefix — unless it is SGLang's own, damaged: a date and a
         # rank tag (a line cut or garbled inside its stamp is a parse issue, not another logger)
         return _DAMAGED_OWN.match(text) is None
