@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .analysis.model import Load
 
 GIB = 1024.0
+#: a bucket whose lowest GPU sample is this far (MiB) below its highest gets its range drawn
+DIP_MIB = 2048.0
 
 #: a series: times (naive, in the report's zone) and values
 Series = tuple[list[datetime], list[float]]
@@ -43,6 +45,10 @@ class MemoryData:
     unit_est: Series | None = None
     rest_gib: float | None = None
     gpus: list[tuple[str, Series]] = field(default_factory=list)  # GiB used, per GPU, in order
+    #: per GPU (as ``gpus``), the lowest sample of each bucket where it is well below the highest
+    #: (a short drop hidden in the bucket's maximum); the buckets' length in seconds
+    gpu_lows: list[tuple[str, Series]] = field(default_factory=list)
+    bucket_s: float | None = None
     gpu_total_gib: float | None = None
     kv_usage: Series | None = None
     queued: Series | None = None
@@ -54,6 +60,8 @@ class MemoryData:
     recovery_start: tuple[datetime, str] | None = None
     #: the GPU fault (NVIDIA Xid) the incident's cause names, with its label
     gpu_fault: tuple[datetime, str] | None = None
+    #: the host booted again after the kill (the new boot's start or first line)
+    reboot: datetime | None = None
 
 
 @dataclass
@@ -130,6 +138,8 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         and (rec is None or rec.start_ts is None or restart < rec.start_ts)
     ):
         data.restart_start = local(restart, zone)
+    if facts.reboot is not None:
+        data.reboot = local(facts.reboot.up_ts, zone)
     xid = next((e for e in inc.evidence if e.kind == "xid" and e.ts is not None), None)
     if xid is not None and xid.ts is not None:
         bus = xid.raw.get("bus_id")
@@ -148,6 +158,11 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
             data.unit_est = _series(points, zone)
     for label in sorted(tl.per_gpu, key=gpu_sort):
         data.gpus.append((label, _series([(t, u / GIB) for t, u, _ in tl.per_gpu[label]], zone)))
+        lows = tl.per_gpu_low.get(label, [])
+        if any(hi - lo > DIP_MIB for (_, hi, _), (_, lo) in zip(tl.per_gpu[label], lows, strict=False)):
+            data.gpu_lows.append((label, _series([(t, lo / GIB) for t, lo in lows], zone)))
+    if data.gpu_lows:
+        data.bucket_s = tl.bucket_s
     totals = [tot for pts in tl.per_gpu.values() for _, _, tot in pts if tot]
     data.gpu_total_gib = max(totals) / GIB if totals else None
     if have_kv:

@@ -169,13 +169,23 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
             ax.set_ylabel("GiB")
             ax.set_title(title, loc="left", fontsize=10, y=1.0)
         elif panel == "gpu":
+            lows = dict(data.gpu_lows)
             for label, (times, used) in data.gpus:
-                ax.plot(*_gapped(times, used), linewidth=1, label=label)
+                (line,) = ax.plot(*_gapped(times, used), linewidth=1, label=label)
+                if label in lows:
+                    # the lowest sample of each bucket: a short drop (memory freed at a death,
+                    # taken again by the next load) that the bucket's maximum hides
+                    xs, hi = _gapped(times, used)
+                    _, lo = _gapped(*lows[label])
+                    ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0)
             if data.gpu_total_gib is not None:
                 ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
             ax.set_ylim(bottom=0)  # a drop to 0 MiB (memory freed at a death) stays in view
             ax.set_ylabel("GiB used")
-            ax.set_title("GPU memory per GPU (nvidia-smi)", loc="left", fontsize=10, y=1.0)
+            title = "GPU memory per GPU (nvidia-smi)"
+            if data.gpu_lows and data.bucket_s:
+                title += f" — line: highest in each {data.bucket_s:.0f} s, shade: down to the lowest"
+            ax.set_title(title, loc="left", fontsize=10, y=1.0)
         else:
             times, kv = data.kv_usage or ([], [])
             ax.plot(*_gapped(times, kv), color="#6a1b9a", label="KV token usage")
@@ -191,6 +201,10 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
             ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
+        if data.reboot is not None:
+            ax.axvline(
+                _xs([data.reboot])[0], color="#000000", linewidth=1.2, linestyle="-.", label="host rebooted"
+            )
         if data.gpu_fault is not None:
             at, label = data.gpu_fault
             ax.axvline(_xs([at])[0], color="#6a1b9a", linewidth=1.2, linestyle="-.", label=label)

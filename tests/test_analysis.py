@@ -1617,7 +1617,10 @@ def test_gpu_memory_held_by_processes_systemd_left_names_them(final_sigkill: boo
         assert "the restarts found them still in the unit's cgroup" in rec.detail
         assert "KillMode=control-group" in rec.detail and "they outlived" not in rec.detail
     summary = summarise(facts, UTC)
-    assert "GPU memory was left behind: 1 of its processes (pids 31878) stayed running" in summary
+    how = "outlived systemd's final SIGKILL (stuck in the kernel)" if final_sigkill else "stayed running"
+    assert f"GPU memory was left behind: 1 of its processes (pids 31878) {how}" in summary
+    # no load of the unit failed here: nothing says the restart that found them failed
+    assert "a restart found them still in its cgroup" in summary and "failed" not in summary
 
 
 def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -> None:

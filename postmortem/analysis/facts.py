@@ -38,6 +38,62 @@ class GpuRelease:
     freed_at: tuple[int, int] | None = None
 
 
+def gpu_label_text(labels: list[str] | tuple[str, ...]) -> str:
+    """``GPUs 0–3``, ``GPU 2``, ``GPUs 0, 2, 5`` from labels ``GPU n``; bus ids or UUIDs as
+    they are.
+
+    >>> gpu_label_text([f"GPU {i}" for i in range(4)]), gpu_label_text(["GPU 2"]), gpu_label_text(["GPU 5", "GPU 0"])
+    ('GPUs 0–3', 'GPU 2', 'GPUs 0, 5')
+    >>> gpu_label_text(["00000000:07:00.0", "GPU 1"])
+    '00000000:07:00.0, GPU 1'
+    """
+    nums = [int(x[4:]) for x in labels if x.startswith("GPU ") and x[4:].isdigit()]
+    if len(nums) != len(labels):
+        return ", ".join(labels)
+    if len(nums) == 1:
+        return f"GPU {nums[0]}"
+    nums.sort()
+    if len(nums) > 2 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"GPUs {nums[0]}–{nums[-1]}"
+    return "GPUs " + ", ".join(map(str, nums))
+
+
+@dataclass(frozen=True)
+class Reboot:
+    """The host booted again after the kill (before the service was back, or within the hour):
+    ``up_ts`` the first sign of the new boot (its start where a journal gave it, else its first
+    journal line or kernel banner), ``last_old_ts`` the last journal line of the old boot after
+    the kill, and the unit's first start in the new boot."""
+
+    up_ts: datetime
+    exact: bool  # up_ts is the boot's own start (monotonic zero), not its first line
+    at: tuple[int, int]  # the first line of the new boot (source_id, line_no)
+    boot_id: str | None
+    last_old_ts: datetime | None
+    unit_started_ts: datetime | None
+    message: str
+
+    @property
+    def boot_words(self) -> str:
+        return f"boot {self.boot_id[:8]}" if self.boot_id else "a new boot"
+
+
+@dataclass(frozen=True)
+class LateRelease:
+    """GPU memory a kill left behind, freed later: when the last of the GPUs that held it fell
+    to the freed level, that sample (source_id, line_no), the GPUs, and the operator's command
+    (a ``kill``, a GPU reset) just before, when one is in the journal."""
+
+    ts: datetime
+    at: tuple[int, int] | None
+    gpus: tuple[str, ...]
+    command: TimelineEvent | None = None
+
+    @property
+    def text(self) -> str:
+        return gpu_label_text(self.gpus)
+
+
 @dataclass
 class GpuHolder:
     pid: int
@@ -93,6 +149,15 @@ class IncidentFacts:
     recovery_loads: LoadStats | None = None
     gpu_release: list[GpuRelease] = field(default_factory=list)
     gpu_procs_after: list[dict[str, Any]] = field(default_factory=list)
+    #: memory left behind after the kill (GPUs still holding it past the grace), freed later:
+    #: the sample at which the last of those GPUs fell to the freed level, before the recovery
+    #: load began
+    gpu_freed_late: LateRelease | None = None
+    #: the host booted again after the kill, before the service was back (or within the hour)
+    reboot: Reboot | None = None
+    #: a kill no OOM record dates (cause ``signal``): the kernel's OOM kills of the same unit
+    #: whose time could not be told (``undated_kills.sql``) — most likely this one
+    undated_kills: list[dict[str, Any]] = field(default_factory=list)
     #: other processes a CUDA OOM named as holding GPU memory (``Process 88001 has 118.20 GiB
     #: memory in use``): pid, GiB, and what nvidia-smi showed of them (name, GPUs, first seen)
     gpu_holders: list[GpuHolder] = field(default_factory=list)
@@ -193,6 +258,7 @@ def gather(
             store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
         )
         config = cfg[0] if cfg else None
+    reboot = _reboot_after(store, incident)
     released = _gpus_after_kill(store, incident)
     gpus = unit_gpus(store, incident, config, released)
     tl = memory_timeline(
@@ -204,7 +270,9 @@ def gather(
         after_s=after,
         gpus=gpus.keys if gpus else None,
     )
-    facts = IncidentFacts(incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus)
+    facts = IncidentFacts(
+        incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus, reboot=reboot
+    )
     if incident.oom_id is not None:
         rows = run_named_dicts(store, "oom_kill_detail", {"oom_id": incident.oom_id})
         facts.oom = rows[0] if rows else None
@@ -291,6 +359,13 @@ def gather(
                 {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
             )
     _gpu_release(store, facts, released)
+    if incident.cause == "signal" and incident.unit:
+        facts.undated_kills = [
+            r
+            for r in run_named_dicts(store, "undated_kills")
+            if r["unit"] == incident.unit
+            and (r["host"] is None or incident.host is None or r["host"] == incident.host)
+        ]
     if incident.cause == "gpu_fault":
         facts.fault_gpu_gone = _fault_gpu_gone(store, incident)
     if incident.cause in ("oomd", "earlyoom", "host_oom") and incident.unit:
@@ -359,6 +434,42 @@ def left_processes(facts: IncidentFacts) -> list[tuple[str, str, TimelineEvent]]
             if proc is not None:
                 out.append((*proc, ev))
     return out
+
+
+def blocked_restarts(facts: IncidentFacts) -> int:
+    """How many starts of the unit after the kill found its old processes still in its cgroup
+    (systemd's ``Found left-over process``) and never became ready (failed, killed, stopped, or
+    lost in a reboot)."""
+    inc = facts.incident
+    found = [ev.ts for _pid, _name, ev in left_processes(facts) if ev.kind == "left_over"]
+    if inc.ts is None or not found or facts.unit_loads is None:
+        return 0
+    rec = inc.recovery_load
+    n = 0
+    for ld in facts.unit_loads.loads:
+        if ld.start_ts is None or ld.start_ts < inc.ts or not ld.never_ready:
+            continue
+        if rec is not None and ld.load_id == rec.load_id:
+            continue
+        if any(abs((t - ld.start_ts).total_seconds()) <= 5 for t in found):
+            n += 1
+    return n
+
+
+def killed_in_vain(facts: IncidentFacts) -> bool:
+    """Whether systemd tried to end the unit's processes and could not (a final SIGKILL they
+    outlived: stuck in the kernel), as opposed to leaving them running (KillMode=process/none)."""
+    inc = facts.incident
+    return any(
+        ev.unit == inc.unit
+        and inc.ts is not None
+        and ev.ts >= inc.ts
+        and (
+            ev.message.partition(": ")[2].startswith("Processes still around after final SIGKILL")
+            or "'final-sigkill' timed out" in ev.message
+        )
+        for ev in facts.timeline.events
+    )
 
 
 def oomd_candidates(lines: list[str]) -> list[tuple[str, str]]:
@@ -488,6 +599,32 @@ def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = N
     return None
 
 
+def _reboot_after(store: Store, inc: Incident) -> Reboot | None:
+    """The host's next boot after the kill, up to the service's return (or an hour on): the
+    earliest sign of it in any source (``reboot_after.sql``)."""
+    if inc.ts is None:
+        return None
+    to = inc.recovered_ts or inc.ts + timedelta(seconds=PROCESS_LOOK_S)
+    rows = run_named_dicts(
+        store, "reboot_after", {"host": inc.host, "kill": inc.ts, "to": to, "unit": inc.unit}
+    )
+    if not rows:
+        return None
+    first = rows[0]
+    exact = next((r["boot_ts"] for r in rows if r["boot_ts"] is not None and r["boot_ts"] > inc.ts), None)
+    last_old = max((r["last_old_ts"] for r in rows if r["last_old_ts"] is not None), default=None)
+    started = min((r["unit_started_ts"] for r in rows if r["unit_started_ts"] is not None), default=None)
+    return Reboot(
+        up_ts=exact or first["first_ts"],
+        exact=exact is not None,
+        at=(int(first["source_id"]), int(first["line_no"])),
+        boot_id=next((r["boot_id"] for r in rows if r["boot_id"]), None),
+        last_old_ts=last_old,
+        unit_started_ts=started,
+        message=str(first["message"] or ""),
+    )
+
+
 def _gpus_after_kill(store: Store, inc: Incident) -> list[dict[str, Any]]:
     """Per GPU of the host: its memory before the kill and how it fell after (``gpu_after_kill``),
     with ``freed`` set: True when it fell to ≤ 1 GiB or 5 % of before, None with no sample after."""
@@ -529,12 +666,7 @@ class UnitGpus:
         >>> UnitGpus((4, 5, 6, 7), [], 8).text, UnitGpus((0, 2), [], 8).text, UnitGpus((3,), [], 8).text
         ('GPUs 4–7', 'GPUs 0, 2', 'GPU 3')
         """
-        ix = self.indexes
-        if len(ix) == 1:
-            return f"GPU {ix[0]}"
-        if len(ix) > 2 and list(ix) == list(range(ix[0], ix[-1] + 1)):
-            return f"GPUs {ix[0]}–{ix[-1]}"
-        return "GPUs " + ", ".join(map(str, ix))
+        return gpu_label_text([f"GPU {i}" for i in self.indexes])
 
 
 def unit_gpus(
@@ -640,12 +772,12 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
     if not pids and load is not None and load.start_ts is not None:
         # no kernel record names the server's processes (a CUDA OOM, a signal, a timeout): the
         # GPU processes that appeared with its load are its own
-        rows = run_named_dicts(
+        procs = run_named_dicts(
             store,
             "gpu_pids_of_load",
             {"started": load.start_ts, "kill": inc.ts, "host": inc.host, "gpus": mine.keys if mine else None},
         )
-        pids = [int(r["pid"]) for r in rows]
+        pids = [int(r["pid"]) for r in procs]
     if pids:
         # sightings until the service is back, and for an hour at least: a pid seen later may
         # have been given to another process since
@@ -655,11 +787,65 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
             "gpu_processes_after",
             {"pids": pids, "kill": inc.ts, "grace_s": 15.0, "until": until, "host": inc.host},
         )
+    facts.gpu_freed_late = _late_release(store, facts, [r for r in rows if r["freed"] is False])
     known = [g.freed for g in facts.gpu_release if g.freed is not None]
     if facts.gpu_procs_after:
         inc.gpu_memory_freed = False
     elif known:
         inc.gpu_memory_freed = all(known)
+
+
+#: the longest silence of nvidia-smi before the sample that shows left-behind memory freed for
+#: that sample to tell when it was freed (after a longer one, only that it was, some time in it)
+LATE_GAP_S = 60.0
+#: commands after which left-behind GPU memory is freed: a kill, a GPU reset
+_FREEING = frozenset({"kill", "pkill", "killall"})
+
+
+def _late_release(store: Store, facts: IncidentFacts, held: list[dict[str, Any]]) -> LateRelease | None:
+    """When GPU memory the kill left behind (``held``: rows of ``gpu_after_kill`` not freed in
+    the grace) was freed: every one of those GPUs at the freed level, before the recovery load
+    began (it takes memory again) or, with none, within the hour."""
+    inc = facts.incident
+    mine = facts.unit_gpus
+    held = [r for r in held if mine is None or r["gpu_index"] in mine.indexes]
+    if inc.ts is None or not held:
+        return None
+    rec = inc.recovery_load
+    until = inc.ts + timedelta(seconds=PROCESS_LOOK_S)
+    if rec is not None and rec.start_ts is not None:
+        until = min(until, rec.start_ts + timedelta(seconds=10))
+    elif inc.recovered_ts is not None:
+        until = min(until, inc.recovered_ts)
+    if facts.reboot is not None:
+        until = min(until, facts.reboot.up_ts)  # a reboot frees everything: no sample tells when
+    rows = run_named_dicts(
+        store,
+        "gpu_freed_later",
+        {
+            "host": inc.host,
+            "from": inc.ts,
+            "to": until,
+            "freed_mib": GPU_FREED_MIB,
+            "gap_s": LATE_GAP_S,
+            "gpus": [str(r["gpu"]) for r in held],
+        },
+    )
+    if len(rows) < len(held):
+        return None  # one of them still held it
+    last = max(rows, key=lambda r: (r["freed_ts"], r["line_no"]))
+    ts = last["freed_ts"]
+    command = None
+    for ev in facts.timeline.events:
+        if ev.origin != "operator" or not (inc.ts <= ev.ts <= ts):
+            continue
+        words = ev.message.split()
+        name = words[0].rsplit("/", 1)[-1] if words else ""
+        if name in _FREEING or (name == "nvidia-smi" and {"-r", "--gpu-reset"} & set(words)):
+            command = ev  # the last one before the memory was freed
+    labels = tuple(f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"]) for r in rows)
+    at = (int(last["source_id"]), int(last["line_no"])) if last["source_id"] is not None else None
+    return LateRelease(ts, at, labels, command)
 
 
 def _unit_tasks(facts: IncidentFacts) -> list[int]:

@@ -14,7 +14,16 @@ from itertools import pairwise
 from statistics import median
 
 from ..parsers.sglang.args import parse_server_args
-from .facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts, left_processes
+from .facts import (
+    GPU_FREED_MIB,
+    Consumer,
+    GpuRelease,
+    IncidentFacts,
+    blocked_restarts,
+    gpu_label_text,
+    killed_in_vain,
+    left_processes,
+)
 from .incidents import GPU_FAULT_XIDS, limit_setting
 from .load_stats import is_regression
 from .model import Incident, Recommendation, SourceRef, is_container, is_service, restartable, unit_words
@@ -98,16 +107,7 @@ def gpu_names(gpus: list[GpuRelease]) -> str:
     >>> gpu_names([g(f"GPU {i}") for i in range(4)]), gpu_names([g("GPU 2")]), gpu_names([g("GPU 0"), g("GPU 5")])
     ('GPUs 0–3', 'GPU 2', 'GPUs 0, 5')
     """
-    labels = [g.gpu for g in gpus]
-    nums = [int(x[4:]) for x in labels if x.startswith("GPU ") and x[4:].isdigit()]
-    if len(nums) != len(labels):
-        return ", ".join(labels)
-    if len(nums) == 1:
-        return f"GPU {nums[0]}"
-    nums.sort()
-    if len(nums) > 2 and nums == list(range(nums[0], nums[-1] + 1)):
-        return f"GPUs {nums[0]}–{nums[-1]}"
-    return "GPUs " + ", ".join(map(str, nums))
+    return gpu_label_text([g.gpu for g in gpus])
 
 
 def memory_limit_words(inc: Incident) -> str:
@@ -634,19 +634,45 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
                 "avoids a second load of a configuration that just failed."
                 + _restart_versus_fallback(f, ended)
             )
+        blocked = blocked_restarts(f)
         return Recommendation(
             "restart_policy",
             "medium",
             "Decide what an automatic restart should do",
-            f"systemd restarted {inc.unit} (restart counter {inc.restart_count}); it reloads the same "
+            f"systemd restarted {inc.unit} (restart counter {inc.restart_count}); "
             + (
-                "configuration, which had just failed while loading."
-                if _while_loading(f)
-                else "configuration, under the same load."
+                (
+                    f"{'the restart' if blocked == 1 else f'{blocked} restarts'} that found the old "
+                    "processes still holding the GPUs never became ready: no restart can load beside "
+                    "processes stuck in the kernel, which only a reboot ends (see above) — an ExecStartPre= "
+                    "that checks nvidia-smi for them fails such a start at once instead."
+                    if killed_in_vain(f)
+                    else f"{'the restart' if blocked == 1 else f'{blocked} restarts'} that found the old "
+                    "processes still holding the GPUs never became ready: no restart can load beside them, "
+                    "so kill them first (see above) — a RestartSec= long enough for that, or an "
+                    "ExecStartPre= that checks nvidia-smi, saves the failed attempts."
+                )
+                if blocked
+                else "it reloads the same "
+                + (
+                    "configuration, which had just failed while loading."
+                    if _while_loading(f)
+                    else "configuration, under the same load."
+                )
             )
             + after,
             [SourceRef(int(r["source_id"]), int(r["line_no"])) for r in f.restarts[:1]],
         )
+    if not _death_seen(f):
+        return None  # no journal of the kill: whether a restart was scheduled is not known
+    rec = inc.recovery_load
+    if (
+        f.reboot is not None
+        and rec is not None
+        and rec.start_ts is not None
+        and rec.start_ts >= f.reboot.up_ts
+    ):
+        return None  # it came back with the host's boot, not by a restart
     if inc.recovered_ts is None or (inc.recovery_unit == inc.unit and not _operator_started(f)):
         return Recommendation(
             "restart_policy",
@@ -656,6 +682,18 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
             f"{inc.unit} back without an operator.",
         )
     return None
+
+
+def _death_seen(f: IncidentFacts) -> bool:
+    """Whether systemd's account of the unit's death is in the data (a journal covering the
+    kill): without it, no restart line proves nothing."""
+    inc = f.incident
+    if inc.ts is None:
+        return False
+    return any(
+        ev.origin == "systemd" and ev.unit == inc.unit and abs((ev.ts - inc.ts).total_seconds()) <= 120
+        for ev in f.timeline.events
+    )
 
 
 def _container_restart_policy(f: IncidentFacts) -> Recommendation | None:
@@ -773,34 +811,57 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
                 "not the server's own processes.",
             )
         stuck = _left_running(f)
+        late = f.gpu_freed_late
+        until = ""
+        if late is None and f.reboot is not None:
+            until = (
+                f" until the host was rebooted (up again at {f.reboot.up_ts.astimezone(UTC):%H:%M:%S} UTC)"
+            )
+        elif late is not None and inc.ts is not None:
+            until = (
+                f" until {late.ts.astimezone(UTC):%H:%M:%S} UTC, {dur((late.ts - inc.ts).total_seconds())} "
+                "after it"
+                + (
+                    f" (freed after the operator's command at {late.command.ts.astimezone(UTC):%H:%M:%S})"
+                    if late.command is not None
+                    else ""
+                )
+            )
         return Recommendation(
             "verify_gpu_freed",
             "high",
             "GPU memory did not drop after the kill",
-            f"Used memory stayed up on {on} after the kill. "
-            + (
-                (
-                    f"systemd could not end {', '.join(name for name, _ in stuck[:6])}: they outlived "
-                    "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and hold that "
-                    "memory; only a GPU reset or a reboot frees it. "
-                    if _killed_in_vain(f)
-                    else f"systemd left {', '.join(name for name, _ in stuck[:6])} running when the unit "
-                    "stopped (with KillMode=process or none it signals the main process alone), and they "
-                    "hold that memory"
-                    + (
-                        ": the restarts found them still in the unit's cgroup, and a new server cannot "
-                        "fit beside them"
-                        if _restarts_found_them(f)
-                        else ""
+            (
+                f"Used memory stayed up on {on} after the kill{until}. "
+                + (
+                    (
+                        f"systemd could not end {_some([name for name, _ in stuck])}: they outlived "
+                        "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and "
+                        + (
+                            "held that memory until the reboot. "
+                            if f.reboot is not None
+                            else "hold that memory; only a GPU reset or a reboot frees it. "
+                        )
+                        if killed_in_vain(f)
+                        else f"systemd left {_some([name for name, _ in stuck])} running when the unit "
+                        "stopped (with KillMode=process or none it signals the main process alone), and they "
+                        + ("held" if late is not None or f.reboot is not None else "hold")
+                        + " that memory"
+                        + (
+                            ": the restarts found them still in the unit's cgroup, and a new server cannot "
+                            "fit beside them"
+                            if _restarts_found_them(f)
+                            else ""
+                        )
+                        + ". Kill them (`kill -9` their pids; one that does not exit is stuck in the GPU "
+                        "driver, and only a GPU reset or a reboot frees its memory), and let systemd end "
+                        "them with the server: KillMode=control-group (the default) or mixed. "
                     )
-                    + ". Kill them (`kill -9` their pids; one that does not exit is stuck in the GPU "
-                    "driver, and only a GPU reset or a reboot frees its memory), and let systemd end "
-                    "them with the server: KillMode=control-group (the default) or mixed. "
+                    if stuck
+                    else ""
                 )
-                if stuck
-                else ""
-            )
-            + "Verify with nvidia-smi before starting a replacement.",
+                + ("" if f.reboot is not None else "Verify with nvidia-smi before starting a replacement.")
+            ).rstrip(),
             [SourceRef(e.source_id, e.line_no) for _, e in stuck[:1]],
         )
     freed = released(f)
@@ -825,7 +886,7 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "`nvidia-smi --query-compute-apps` before starting a fallback: a surviving child holds "
             "its GPU memory.",
         )
-    if inc.cause != "signal" and gpu_workload(f):
+    if inc.cause != "signal" and gpu_workload(f) and f.reboot is None:  # a reboot frees every GPU
         return Recommendation(
             "verify_gpu_freed",
             "medium",
@@ -835,6 +896,16 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "--format=csv` before starting a replacement, and keep a `--query-gpu … -l 5` loop running.",
         )
     return None
+
+
+def _some(names: list[str], most: int = 6) -> str:
+    """At most ``most`` names, and how many more.
+
+    >>> _some(["a", "b"]), _some([str(i) for i in range(8)])
+    ('a, b', '0, 1, 2, 3, 4, 5 and 2 more')
+    """
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 def _left_running(f: IncidentFacts) -> list[tuple[str, TimelineEvent]]:
@@ -854,25 +925,56 @@ def _restarts_found_them(f: IncidentFacts) -> bool:
     return any(ev.kind == "left_over" for _pid, _name, ev in left_processes(f))
 
 
-def _killed_in_vain(f: IncidentFacts) -> bool:
-    """Whether systemd tried to end the unit's processes and could not (a final SIGKILL they
-    outlived: stuck in the kernel), as opposed to leaving them running (KillMode=process/none)."""
-    inc = f.incident
-    return any(
-        ev.unit == inc.unit
-        and inc.ts is not None
-        and ev.ts >= inc.ts
-        and (
-            ev.message.partition(": ")[2].startswith("Processes still around after final SIGKILL")
-            or "'final-sigkill' timed out" in ev.message
-        )
-        for ev in f.timeline.events
-    )
-
-
 def _at_most(mib: float) -> str:
     """``0`` when nothing was left, else ``≤ N``."""
     return "0" if not mib else f"≤ {mib:,.0f}"
+
+
+@rule("host_rebooted")
+def host_rebooted(f: IncidentFacts) -> Recommendation | None:
+    """The host booted again after the kill: hung in the kernel (hung-task warnings, processes
+    that outlived systemd's final SIGKILL), or for a reason the data does not give."""
+    inc, rb = f.incident, f.reboot
+    if rb is None or inc.ts is None:
+        return None
+    up = f"{rb.up_ts.astimezone(UTC):%H:%M:%S} UTC, {dur((rb.up_ts - inc.ts).total_seconds())} after the kill"
+    last = (
+        f"; the previous boot's last line was at {rb.last_old_ts.astimezone(UTC):%H:%M:%S} UTC"
+        if rb.last_old_ts is not None
+        else ""
+    )
+    hung = [ev for ev in f.timeline.events if ev.kind == "hung_task" and ev.ts >= inc.ts]
+    stuck = killed_in_vain(f)
+    if hung or stuck:
+        signs = []
+        if hung:
+            signs.append(
+                f"the kernel reported tasks blocked for minutes (from {hung[0].ts.astimezone(UTC):%H:%M:%S} UTC)"
+            )
+        if stuck:
+            signs.append("systemd could not end the unit's processes (they outlived its final SIGKILL)")
+        return Recommendation(
+            "host_rebooted",
+            "high",
+            "The host hung after the kill and was rebooted",
+            f"After the kill {' and '.join(signs)}: processes stuck in the kernel, usually in the GPU "
+            f"driver, which only a reboot ends. The host was up again at {up}{last}. Next time, save "
+            "the evidence before the reboot (`nvidia-bug-report.sh`, `dmesg`, `journalctl -b`), and keep "
+            "the journal across reboots (journald Storage=persistent) so the previous boot's kernel log "
+            "is not lost. If a reboot is the accepted fix, let the node take it itself "
+            "(kernel.hung_task_panic=1 with kernel.panic=30, or a hardware watchdog) and alert on the "
+            "kernel's 'blocked for more than' messages, instead of waiting for an operator.",
+            [SourceRef(*rb.at)] + [SourceRef(ev.source_id, ev.line_no) for ev in hung[:1]],
+        )
+    return Recommendation(
+        "host_rebooted",
+        "medium",
+        "Find out why the host rebooted",
+        f"The host was rebooted after the kill: up again at {up}{last}. Nothing in the data says "
+        "whether an operator, a watchdog or a crash did it: look at `journalctl -b -1 -n 100` and "
+        "`last -x reboot`, and keep the journal across reboots (journald Storage=persistent).",
+        [SourceRef(*rb.at)],
+    )
 
 
 @rule("health_check_backoff")
@@ -1152,6 +1254,20 @@ def hicache_host_memory(f: IncidentFacts) -> Recommendation | None:
 def find_the_signal(f: IncidentFacts) -> Recommendation | None:
     if f.incident.cause != "signal":
         return None
+    if f.undated_kills:
+        k = f.undated_kills[0]
+        who = f"pid {k['victim_pid']} ({k['victim_comm']})" if k["victim_pid"] is not None else "a process"
+        return Recommendation(
+            "find_the_signal",
+            "high",
+            "An OOM kill of this unit has no time: most likely this one",
+            f"No OOM record is dated at this kill, but the kernel recorded an OOM kill of {who} in "
+            f"{f.incident.unit}'s cgroup whose time could not be told: its stamps count seconds since a "
+            "boot that no journal given dates (a dmesg saved before a reboot). Ingest that boot's journal "
+            "(`journalctl -b -1 -o export`, or the kern.log of those days) or give --boot-time with that "
+            "boot's start, and build again: the kill is then dated, and the report tells what ran out.",
+            [SourceRef(int(k["source_id"]), int(k["line_no"]))],
+        )
     return Recommendation(
         "find_the_signal",
         "medium",
@@ -1189,6 +1305,11 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "gpu_fault": "Drain the host, then reset and check the failed GPU before it serves again",
         "server_error": f"Find the error that stopped {unit} in its traceback and fix it before the next start",
         "hicache_host_memory": f"Set --hicache-size of {unit} so its host pools fit under the memory limit",
+        "host_rebooted": (
+            "Keep the journal across reboots, and decide whether a hung node reboots itself"
+            if rec.severity == "high"
+            else "Find out who or what rebooted the host"
+        ),
     }
     if rec.severity == "info":
         return None
@@ -1201,10 +1322,12 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         # another process's memory is freed, not the server's settings lowered (and a settings
         # rule of its own says which ones)
         return None if f.gpu_holders or gpu_headroom(f) else actions["speculative_gpu_settings"]
-    if rec.rule == "verify_gpu_freed" and _left_running(f) and not _killed_in_vain(f):
+    if rec.rule == "verify_gpu_freed" and _left_running(f) and not killed_in_vain(f):
         return f"Set KillMode=control-group (or mixed) on {unit}, so its processes end with it"
     if rec.rule == "verify_gpu_freed" and f.gpu_holders:
         return None  # the holders' own action says it
+    if rec.rule == "verify_gpu_freed" and f.reboot is not None:
+        return None  # the reboot freed it
     return actions.get(rec.rule)
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from ..parsers.journal.systemd import oomd_kill, oomd_reason
 from ..timeutil import UTC, zone_name
-from .facts import IncidentFacts, left_processes
+from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
 from .model import Incident, is_container, killed_process, restartable
 
 CAUSE_WORDS = {
@@ -143,9 +143,12 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     earlier = _earlier_kill(facts)
     if earlier is not None:
         parts.append(earlier)
-    stayed = _stayed_words(facts)
+    stayed = _stayed_words(facts, zone)
     if stayed:
         parts.append(stayed)
+    reboot = _reboot_words(facts, zone)
+    if reboot:
+        parts.append(reboot)
     gave_up = next(
         (
             ev
@@ -171,6 +174,11 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
                 f" by {box.runtime_name}'s restart policy" if inc.restart_count else ""
             )
         started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
+        rb = facts.reboot
+        if started and rb is not None and load is not None and load.start_ts and load.start_ts >= rb.up_ts:
+            started = started[:-1] + " after the reboot,"
+            if how.startswith("a restart of "):
+                how = how[len("a restart of ") :]  # the new boot started it, not Restart=
         took = (
             f" after a {load.load_s:.0f} s ({human(load.load_s)}) load"
             if load and load.load_s is not None
@@ -213,9 +221,35 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
             f"{inc.unit} is not a service (a session's or a container's scope, or a slice): "
             "systemd does not start it again."
         )
+    elif facts.reboot is not None and facts.reboot.unit_started_ts is not None:
+        parts.append(
+            f"{inc.unit} was started again at {clock(facts.reboot.unit_started_ts, zone)}, after the "
+            "reboot, but no source shows it ready."
+        )
     else:
         parts.append("No source shows the service coming back.")
     return " ".join(p for p in parts if p)
+
+
+def _reboot_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
+    """The host's reboot after the kill: when the old boot was last heard of and when the new
+    one began (its start, from a journal's monotonic clock, or its first line)."""
+    rb, inc = facts.reboot, facts.incident
+    if rb is None or inc.ts is None:
+        return None
+    after = human((rb.up_ts - inc.ts).total_seconds())
+    text = (
+        f"The host was rebooted: {rb.boot_words} began at {clock(rb.up_ts, zone)}, {after} after the kill"
+        if rb.exact
+        else f"The host was rebooted: the first line of {rb.boot_words} is at {clock(rb.up_ts, zone)}, "
+        f"{after} after the kill"
+    )
+    if rb.last_old_ts is not None:
+        text += f" (the previous boot's last line at {clock(rb.last_old_ts, zone)})"
+    hung = any(ev.kind == "hung_task" for ev in facts.timeline.events if ev.ts >= inc.ts)
+    if hung:
+        text += "; before it the kernel reported tasks hung"
+    return text + "."
 
 
 def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
@@ -237,21 +271,54 @@ def _secs(delta: timedelta) -> str:
 EARLIER_KILL_S = 600.0
 
 
-def _stayed_words(facts: IncidentFacts) -> str | None:
-    """The unit's processes that outlived it holding GPU memory (systemd left them running)."""
+def _stayed_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
+    """The unit's processes that outlived it holding GPU memory (systemd left them running, or
+    could not end them), the restarts they made fail, and when the memory was freed."""
     inc = facts.incident
     if inc.ts is None or not any(g.freed is False for g in facts.gpu_release):
         return None
     left = left_processes(facts)
     pids = list(dict.fromkeys(pid for pid, _name, _ev in left))
-    found = any(ev.kind == "left_over" for _pid, _name, ev in left)
     if not pids:
         return None
     listed = ", ".join(pids[:6]) + (", …" if len(pids) > 6 else "")
-    return (
-        f"GPU memory was left behind: {len(pids)} of its processes (pids {listed}) stayed running after "
-        "the unit stopped and held it" + ("; every restart found them still in its cgroup." if found else ".")
+    how = (
+        "outlived systemd's final SIGKILL (stuck in the kernel)"
+        if killed_in_vain(facts)
+        else "stayed running after the unit stopped"
     )
+    late = facts.gpu_freed_late
+    text = f"GPU memory was left behind: {len(pids)} of its processes (pids {listed}) {how} and held it"
+    if late is None and facts.reboot is not None:
+        text += " until the host was rebooted"
+    blocked = blocked_restarts(facts)
+    if blocked:
+        text += (
+            f"; {'the restart' if blocked == 1 else f'the {blocked} restarts'} that found them still in "
+            "the unit's cgroup never became ready"
+        )
+    elif any(ev.kind == "left_over" for _pid, _name, ev in left):
+        text += "; a restart found them still in its cgroup"
+    if late is not None:
+        text += (
+            f". The memory was freed at {clock(late.ts, zone)} "
+            f"({human((late.ts - inc.ts).total_seconds())} after the kill, nvidia-smi)"
+        )
+        if late.command is not None:
+            text += f", after the operator ran `{_short_command(late.command.message)}` at {clock(late.command.ts, zone)}"
+    return text + "."
+
+
+def _short_command(command: str) -> str:
+    """A command line as an operator typed it: the program's name, not its path, and at most
+    60 characters.
+
+    >>> _short_command("/usr/bin/kill -9 60288 60289")
+    'kill -9 60288 60289'
+    """
+    prog, _, rest = command.strip().partition(" ")
+    text = f"{prog.rsplit('/', 1)[-1]} {rest}".strip()
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _oomd_words(inc: Incident) -> str | None:

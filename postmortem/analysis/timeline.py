@@ -56,6 +56,9 @@ class Timeline:
     bucket_s: float
     buckets: list[Bucket] = field(default_factory=list)
     per_gpu: dict[str, list[tuple[datetime, float, float]]] = field(default_factory=dict)
+    #: per GPU, the lowest sample of each bucket (per_gpu has the highest): a short drop, as
+    #: memory freed at a death and taken again by the next load, hides in a bucket's maximum
+    per_gpu_low: dict[str, list[tuple[datetime, float]]] = field(default_factory=dict)
     host_points: list[tuple[datetime, float, float]] = field(default_factory=list)
     events: list[TimelineEvent] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
@@ -186,6 +189,8 @@ def memory_timeline(
             b.gpu_total_mib_sum = (b.gpu_total_mib_sum or 0) + total
         label = f"GPU {r['gpu_index']}" if r["gpu_index"] is not None else str(r["gpu"])
         tl.per_gpu.setdefault(label, []).append((r["bucket"], float(used or 0), float(total or 0)))
+        low = r["low_mib"] if r["low_mib"] is not None else used
+        tl.per_gpu_low.setdefault(label, []).append((r["bucket"], float(low or 0)))
     if unit is not None:
         pu = {**p, "unit": unit}
         for r in run_named_dicts(store, "timeline_batches", pu):

@@ -211,6 +211,9 @@ class Impact:
     stop_restarted: bool = False
     #: who brought a container back, when its runtime's restart policy did
     recovered_by: str = ""
+    #: the host booted again after the kill: when (UTC) and what is known of it, else empty
+    rebooted_utc: str = ""
+    rebooted: str = ""
 
 
 @dataclass
@@ -502,19 +505,27 @@ _PROCESS_LISTS = {
 def _add_process_list(
     add: Callable[[datetime, str, str, str], None], batch: list[TimelineEvent], sources: Sources
 ) -> None:
-    first = batch[0]
-    if len(batch) == 1:
-        add(first.ts, "systemd", first.message, sources.cite(first.source_id, first.line_no))
+    """One row for the processes of one stop (or start), each named once; a line of the batch
+    that names no process (``Processes still around after final SIGKILL``) keeps a row of its own."""
+    named = [(ev, p) for ev in batch if (p := left_process(ev.message.partition(": ")[2]))]
+    for ev in batch:
+        if not any(ev is e for e, _ in named):
+            add(ev.ts, "systemd", ev.message, sources.cite(ev.source_id, ev.line_no))
+    if not named:
         return
-    procs = [f"{p[0]} ({p[1]})" for ev in batch if (p := left_process(ev.message.partition(": ")[2]))]
+    if len(named) == 1:
+        ev = named[0][0]
+        add(ev.ts, "systemd", ev.message, sources.cite(ev.source_id, ev.line_no))
+        return
+    procs = list(dict.fromkeys(f"{p[0]} ({p[1]})" for _, p in named))
+    first, last = named[0][0], named[-1][0]
     cite = sources.cite(first.source_id, first.line_no)
-    last = batch[-1]
     if last.source_id == first.source_id and last.line_no != first.line_no:
         cite += f"–{last.line_no}"
     add(
         first.ts,
         "systemd",
-        f"{first.unit}: {len(batch)} processes {_PROCESS_LISTS[first.kind]}: " + ", ".join(procs),
+        f"{first.unit}: {len(procs)} processes {_PROCESS_LISTS[first.kind]}: " + ", ".join(procs),
         cite,
     )
 
@@ -712,6 +723,34 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
                 else f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
             ),
             sources.cite(*last.freed_at) if last.freed_at else "",
+        )
+    rb = facts.reboot
+    if rb is not None and inc.ts is not None:
+        add(
+            rb.up_ts,
+            "host",
+            (
+                f"host rebooted: {rb.boot_words} began"
+                if rb.exact
+                else f"host rebooted: first line of {rb.boot_words}"
+            )
+            + f", {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+            + (
+                f" (the previous boot's last line at {utc_text(rb.last_old_ts)[11:]} UTC)"
+                if rb.last_old_ts
+                else ""
+            ),
+            sources.cite(*rb.at),
+        )
+    late = facts.gpu_freed_late
+    if late is not None and inc.ts is not None:
+        add(
+            late.ts,
+            "gpu",
+            "GPU memory left behind by the killed run released on "
+            + (f"{inc.unit}'s {facts.unit_gpus.text}" if facts.unit_gpus else late.text)
+            + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the kill",
+            sources.cite(*late.at) if late.at else "",
         )
     if facts.queue_start_ts is not None and facts.queue_max:
         add(
@@ -1182,6 +1221,15 @@ def incident_report(
     box = inc.container
     if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
         impact.recovered_by = f"{box.runtime_name}'s restart policy"
+    rb = facts.reboot
+    if rb is not None and inc.ts is not None:
+        impact.rebooted_utc = utc_text(rb.up_ts)
+        impact.rebooted = (
+            f"{'began' if rb.exact else 'its first line'} {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+            + (f"; the previous boot's last line at {utc_text(rb.last_old_ts)} UTC" if rb.last_old_ts else "")
+        )
+        if rl is not None and rl.start_ts is not None and rl.start_ts >= rb.up_ts and not impact.recovered_by:
+            impact.recovered_by = "started after the reboot"
     if facts.stop_ts is not None and inc.recovered_ts is not None:
         impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
         impact.out_of_service = human(impact.out_of_service_s)
@@ -1199,6 +1247,8 @@ def incident_report(
                 tag = "killed instance"
             elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
                 tag = "fallback load" if inc.fallback_unit else "recovery load"
+                if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:
+                    tag += " (after the reboot: a cold start)"
             elif inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
                 # a start between the kill and the recovery (or within the hour, when it never
                 # came back) is an attempt at this incident; a later one is a later run

@@ -869,3 +869,48 @@ def test_dmesg_file_never_takes_a_boot_that_started_after_the_file_was_written()
     ctx = make_context(host="h", anchors=anchors, mtime="2026-12-02T00:00:00+00:00")
     out, _ = run_parser(get_parser("dmesg"), "[   10.000000] x", ctx)  # type: ignore[arg-type]
     assert messages(out)[0].ts == datetime(2026, 12, 1, 0, 0, 10, tzinfo=UTC)
+
+
+def test_a_previous_boots_dmesg_is_not_dated_by_the_boot_its_first_lines_would_fit(tmp_path: Path) -> None:
+    """A dmesg saved before a reboot and copied after it: its first stamps would fit the new
+    boot (started before the file's mtime), its last ones not — a capture cannot hold records
+    newer than itself. The ingest leaves it undated for the build's anchoring, which knows every
+    stamp, instead of moving an OOM kill days into the future. A file whose stamps all fit its
+    mtime is dated as before."""
+    import gzip
+    import os
+
+    from postmortem.parsers.base import run_parser
+
+    anchors = BootAnchors(
+        [
+            BootAnchor("b1", "h", datetime(2026, 3, 16, 8, tzinfo=UTC), "journal"),
+            BootAnchor("b2", "h", datetime(2026, 3, 18, 14, 14, 2, tzinfo=UTC), "journal"),
+        ]
+    )
+    mtime = datetime(2026, 3, 18, 14, 40, tzinfo=UTC)
+    text = "[    0.000000] Linux version 6.8.0\n[194537.431000] Out of memory: Killed process 48305 (x)\n"
+    old = tmp_path / "dmesg-before-reboot.txt"
+    old.write_text(text)
+    os.utime(old, (mtime.timestamp(), mtime.timestamp()))
+    ctx = make_context(host="h", anchors=anchors, mtime=mtime, path=str(old))
+    out, _ = run_parser(get_parser("dmesg"), text, ctx)  # type: ignore[arg-type]
+    # both boots known: the one before, whose start plus the last stamp is before the mtime
+    assert messages(out)[1].ts == datetime(2026, 3, 18, 14, 2, 17, 431000, tzinfo=UTC)
+    # only the new boot known (a journal of the current boot): undated, not days ahead
+    ctx = make_context(host="h", anchors=BootAnchors(anchors.anchors[1:]), mtime=mtime, path=str(old))
+    out, _ = run_parser(get_parser("dmesg"), text, ctx)  # type: ignore[arg-type]
+    assert [m.ts for m in messages(out)] == [None, None]
+    # the same stamps of a boot that fits: dated by that boot
+    short = "[    0.000000] Linux version 6.8.0\n[  900.000000] x\n"
+    cur = tmp_path / "dmesg.txt"
+    cur.write_text(short)
+    ctx = make_context(host="h", anchors=anchors, mtime=mtime, path=str(cur))
+    out, _ = run_parser(get_parser("dmesg"), short, ctx)  # type: ignore[arg-type]
+    assert messages(out)[1].ts == datetime(2026, 3, 18, 14, 29, 2, tzinfo=UTC)
+    # a compressed copy: its last stamp is not read ahead, so the build dates it
+    packed = tmp_path / "dmesg.txt.gz"
+    packed.write_bytes(gzip.compress(short.encode()))
+    ctx = make_context(host="h", anchors=anchors, mtime=mtime, path=str(packed))
+    out, _ = run_parser(get_parser("dmesg"), short, ctx)  # type: ignore[arg-type]
+    assert messages(out)[1].ts is None

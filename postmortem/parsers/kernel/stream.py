@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -44,6 +45,39 @@ _FALLEN_DEDUP_S = 60.0
 #: for Arrow): the words :meth:`KernelStream.record` looks for (OOM records, NVIDIA messages),
 #: escapes and embedded newlines that :meth:`KernelStream.feed` decodes, an embedded dmesg stamp
 NOT_PLAIN = r"oom|ill|Task|emory|tgid|NVRM|#012|\\x|\n|^\["
+
+#: how much of a file's end :func:`last_stamp` reads
+_TAIL_BYTES = 256 * 1024
+_TAIL_STAMP = re.compile(rb"^(?:<\d+>)?\[\s*(\d+\.\d+)\]|^\d+,\d+,(\d+),", re.MULTILINE)
+#: leading bytes of the compressed formats a file may be read through
+_COMPRESSED = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"BZh")
+
+
+def last_stamp(path: str) -> float | None:
+    """The largest seconds-since-boot stamp (``[ 1234.5678]``, or kmsg's microseconds) in the
+    last lines of the file at ``path``; None when it is no plain file or they carry none.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+    ...     _ = f.write(b"[    0.000000] Linux version 6.8\\n[194537.431000] Out of memory\\n")
+    >>> last_stamp(f.name); os.unlink(f.name)
+    194537.431
+    """
+    try:
+        with Path(path).open("rb") as f:
+            if f.read(6).startswith(_COMPRESSED):
+                return None
+            size = f.seek(0, 2)
+            f.seek(max(0, size - _TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    best: float | None = None
+    for m in _TAIL_STAMP.finditer(tail):
+        v = float(m.group(1)) if m.group(1) else int(m.group(2)) / 1e6
+        best = v if best is None else max(best, v)
+    return best
+
 
 #: rows per ``kernel_messages`` TableBatch in batched mode
 BATCH_ROWS = 65536
@@ -254,8 +288,19 @@ class KernelStream:
     # ------------------------------------------------------------------ helpers
     def _boot(self, key: tuple[str | None, str | None]) -> datetime | None:
         ctx = self.ctx
+        not_after = ctx.mtime
+        if not_after is not None and not key[0] and ctx.boot_time is None and Path(ctx.path).is_file():
+            # a boot picked by the file's mtime must have started early enough for the file's
+            # last stamp too (a previous boot's dmesg, copied after a reboot, is not of the
+            # current boot because its first lines would fit it); when that stamp cannot be
+            # read ahead (a compressed file), the build picks the boot with every stamp known
+            last = last_stamp(ctx.path)
+            if last is None:
+                self._boots[key] = None
+                return None
+            not_after -= timedelta(seconds=last)
         boot = self._boots[key] = pick_boot(
-            ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1], not_after=ctx.mtime
+            ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1], not_after=not_after
         )
         if boot is None:
             ctx.note(

@@ -1,0 +1,131 @@
+"""GPU memory left behind by a kill: when it was freed (an operator's kill -9), or that a reboot
+freed it — and the reboot itself, which the report tells (timeline, summary, impact, advice)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+T0 = datetime(2026, 3, 18, 13, 50, tzinfo=UTC)
+KILL = datetime(2026, 3, 18, 14, 2, 17, tzinfo=UTC)
+UNIT = "llm.service"
+
+
+def _stamp(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S+0000")
+
+
+def _journal(lines: list[tuple[datetime, str]], boot_marker_at: datetime | None = None) -> str:
+    out = []
+    marked = False
+    for ts, text in sorted(lines, key=lambda p: p[0]):
+        if boot_marker_at is not None and not marked and ts >= boot_marker_at:
+            out.append("-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --")
+            marked = True
+        out.append(f"{_stamp(ts)} gpu1 {text}")
+    return "\n".join(out) + "\n"
+
+
+def _gpu_csv(samples: list[tuple[datetime, int]]) -> str:
+    head = "timestamp, index, pci.bus_id, memory.total [MiB], memory.used [MiB]"
+    rows = [
+        f"{ts:%Y/%m/%d %H:%M:%S}.000, {i}, 00000000:{0x18 + i:02X}:00.0, 81559 MiB, {used} MiB"
+        for ts, used in samples
+        for i in range(2)
+    ]
+    return "\n".join([head, *rows]) + "\n"
+
+
+def _kill_lines() -> list[tuple[datetime, str]]:
+    return [
+        (T0, f"systemd[1]: Started {UNIT} - LLM server."),
+        (T0 + timedelta(seconds=5), "python3[6021]: [2026-03-18 13:50:05] server_args=ServerArgs(model_path='/m', tp_size=2, port=30000)"),
+        (KILL, "kernel: python3 invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), order=0, oom_score_adj=0"),
+        (KILL, f"kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,task_memcg=/system.slice/{UNIT},task=python3,pid=6021,uid=998"),
+        (KILL, "kernel: Out of memory: Killed process 6021 (python3) total-vm:209715200kB, anon-rss:167160004kB, file-rss:608156kB, shmem-rss:4000kB, UID:998 pgtables:328125kB oom_score_adj:0"),
+        (KILL, f"systemd[1]: {UNIT}: A process of this unit has been killed by the OOM killer."),
+        (KILL, f"systemd[1]: {UNIT}: Main process exited, code=killed, status=9/KILL"),
+        (KILL, f"systemd[1]: {UNIT}: Failed with result 'oom-kill'."),
+        (KILL, f"systemd[1]: {UNIT}: Unit process 6028 (sglang::schedul) remains running after unit stopped."),
+        (KILL, f"systemd[1]: {UNIT}: Unit process 6029 (sglang::schedul) remains running after unit stopped."),
+    ]  # fmt: skip
+
+
+def _build(cli: Any, tmp_path: Path, journal: str, gpu: str) -> str:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(journal)
+    (logs / "gpu.csv").write_text(gpu)
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    return report.read_text()
+
+
+def test_memory_left_behind_is_freed_by_the_operators_kill(cli: Any, tmp_path: Path) -> None:
+    freed = KILL + timedelta(seconds=143)
+    lines = [
+        *_kill_lines(),
+        (freed - timedelta(seconds=5), "sudo[7001]:      bob : TTY=pts/0 ; PWD=/home/bob ; USER=root ; COMMAND=/usr/bin/kill -9 6028 6029"),
+        (freed + timedelta(seconds=20), f"systemd[1]: Started {UNIT} - LLM server."),
+    ]  # fmt: skip
+    samples = [(T0 + timedelta(seconds=5 * k), 76000) for k in range(int((freed - T0).total_seconds()) // 5)]
+    samples += [(freed + timedelta(seconds=5 * k), 0) for k in range(4)]
+    report = _build(cli, tmp_path, _journal(lines), _gpu_csv(samples))
+    row = next(ln for ln in report.splitlines() if "left behind by the killed run released" in ln)
+    assert row.startswith("| 2026-03-18 14:04:40 | gpu |") and "2 min 23 s after the kill" in row
+    assert (
+        "The memory was freed at 14:04:40 UTC (2 min 23 s after the kill, nvidia-smi), after the " in report
+    )
+    assert "operator ran `kill -9 6028 6029` at 14:04:35 UTC" in report
+    assert "until 14:04:40 UTC, 143 s (2 min 23 s) after it" in report
+    assert "host rebooted" not in report.lower()
+
+
+def test_a_gap_in_the_samples_tells_no_release_time(cli: Any, tmp_path: Path) -> None:
+    """nvidia-smi stopped for ten minutes (it hung with the driver): its first sample at 0 MiB
+    after that says the memory was freed some time in the gap, not when."""
+    samples = [
+        (T0 + timedelta(seconds=5 * k), 76000) for k in range(int((KILL - T0).total_seconds()) // 5 + 24)
+    ]
+    later = KILL + timedelta(minutes=12)
+    samples += [(later + timedelta(seconds=5 * k), 0) for k in range(4)]
+    report = _build(cli, tmp_path, _journal(_kill_lines()), _gpu_csv(samples))
+    assert "left behind by the killed run released" not in report
+    assert "The memory was freed" not in report
+
+
+def test_the_reboot_after_a_hang_is_told(cli: Any, tmp_path: Path) -> None:
+    up = KILL + timedelta(minutes=12)
+    lines = [
+        *_kill_lines(),
+        (KILL + timedelta(seconds=1), f"systemd[1]: {UNIT}: Processes still around after final SIGKILL. Entering failed mode."),
+        (KILL + timedelta(minutes=2), "kernel: INFO: task sglang::schedul:6028 blocked for more than 122 seconds."),
+        (KILL + timedelta(minutes=8), "systemd[1]: Stopping user@1000.service - User Manager for UID 1000..."),
+        (up, "kernel: Linux version 6.8.0-60-generic (buildd@lcy02-amd64-054) #63-Ubuntu SMP"),
+        (up + timedelta(seconds=45), f"systemd[1]: Started {UNIT} - LLM server."),
+        (up + timedelta(seconds=50), "python3[2001]: [2026-03-18 14:15:07] server_args=ServerArgs(model_path='/m', tp_size=2, port=30000)"),
+        (up + timedelta(seconds=400), "python3[2001]: [2026-03-18 14:20:57] The server is fired up and ready to roll!"),
+    ]  # fmt: skip
+    samples = [
+        (T0 + timedelta(seconds=5 * k), 76000) for k in range(int((KILL - T0).total_seconds()) // 5 + 24)
+    ]
+    samples += [(up + timedelta(seconds=40 + 5 * k), 0) for k in range(4)]
+    report = _build(cli, tmp_path, _journal(lines, boot_marker_at=up), _gpu_csv(samples))
+    row = next(ln for ln in report.splitlines() if "| host |" in ln)
+    assert row.startswith(
+        "| 2026-03-18 14:14:17 | host | host rebooted: first line of boot 0f1e2d3c, 12 min after"
+    )
+    assert "(the previous boot's last line at 14:10:17 UTC)" in row
+    assert "The host was rebooted: the first line of boot 0f1e2d3c is at 14:14:17 UTC" in report
+    assert "before it the kernel reported tasks hung" in report
+    assert "until the host was rebooted" in report and "The memory was freed" not in report
+    assert (
+        "| Host rebooted | up again at 2026-03-18 14:14:17 UTC (its first line 12 min after the kill;"
+        in report
+    )
+    assert "**The host hung after the kill and was rebooted** (high)" in report
+    assert "Verify with nvidia-smi before starting a replacement" not in report
+    assert "Set Restart=" not in report  # it came back with the boot, not by a restart
