@@ -96,6 +96,8 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
     """Write the store under ``directory``: a new or empty directory, or an earlier export,
     whose table directories are replaced (rows of days no longer in the store included)."""
     manifest, unfinished_marker = directory / MANIFEST, directory / UNFINISHED
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"{directory}: not a directory; export into a new or empty directory")
     if (
         directory.is_dir()
         and any(directory.iterdir())

@@ -658,6 +658,7 @@ def ingest_file(
     mode = "ingested"
     reuse_id: int | None = None
     rotated: int | None = None  # the stored source of the file this one took the place of
+    rewritten = False  # replaced for new content in the same file (not read again as it was)
     if existing is not None:
         sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
         reformat = (
@@ -668,7 +669,7 @@ def ingest_file(
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
         if reformat and not legacy:
-            mode, reuse_id = "replaced", sid
+            mode, reuse_id, rewritten = "replaced", sid, False
         elif not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
             skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
         elif not legacy and old_id is not None and inp.file_id is not None and old_id != inp.file_id:
@@ -680,7 +681,7 @@ def ingest_file(
             # file this name held before is gone — its rows stay, as at a new file under a name
             return _moved_here(store, inp, sid, *moved, fmt, started)
         elif not legacy:
-            mode, reuse_id = "replaced", sid
+            mode, reuse_id, rewritten = "replaced", sid, True
         # a legacy row that is neither: perhaps another file of that name; this one is new
     if (
         reuse_id is None
@@ -723,6 +724,17 @@ def ingest_file(
         else:
             source_id = reuse_id
             if mode == "replaced":
+                old = store.fetchall(
+                    "SELECT lines, records, first_ts, last_ts FROM sources WHERE source_id = ?", [source_id]
+                )
+                if rewritten and old and old[0][1]:
+                    n_lines, n_records, first, last = old[0]
+                    span = f", {first:%Y-%m-%d %H:%M}–{last:%Y-%m-%d %H:%M} UTC" if first and last else ""
+                    result.notes.append(
+                        f"its {n_records} earlier records ({n_lines} lines{span}) were removed: the file "
+                        "was rewritten in place (copytruncate, a new dump under the old name); ingest "
+                        "the copy, if one was kept, to have them again"
+                    )
                 discard_source(store, source_id, None)
                 store.execute(
                     "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "

@@ -103,7 +103,14 @@ class _ZlibLike:
             if self.kind == "gzip":
                 z = self._z
                 assert isinstance(z, type(zlib.decompressobj()))
-                out = z.decompress(data, self.OUT)
+                before = z.copy()
+                try:
+                    out = z.decompress(data, self.OUT)
+                except zlib.error:
+                    # what this call had decompressed before the damage (a checksum that does
+                    # not match is met only at the stream's end, after all of its text)
+                    yield from _salvage(before, data, self.OUT)
+                    raise
                 if out:
                     yield out
                 data = z.unconsumed_tail
@@ -130,6 +137,30 @@ class _ZlibLike:
     def finish(self) -> None:
         if self._started and not self.ended:
             raise EOFError("compressed data ended before the end-of-stream marker")
+
+
+def _salvage(z: Any, data: bytes, most: int, step: int = 256) -> Iterator[bytes]:
+    """The output of ``data`` through the zlib decompressor ``z`` up to where it fails, fed a
+    few bytes at a time (the piece that fails, again a byte at a time)."""
+    for pos in range(0, len(data), step):
+        piece = data[pos : pos + step]
+        before = z.copy()
+        try:
+            outs = []
+            while piece:
+                out = z.decompress(piece, most)
+                if out:
+                    outs.append(out)
+                piece = z.unconsumed_tail
+                if z.eof:
+                    break
+        except zlib.error:
+            if step > 1:
+                yield from _salvage(before, data[pos : pos + step], most, 1)
+            return
+        yield from outs
+        if z.eof:
+            return
 
 
 class _Zstd:
@@ -434,8 +465,12 @@ _DAMAGE = re.compile(r"(?:truncated|corrupt) \S+ data after \d+ decompressed byt
 def _archive_error(inp: InputFile, state: StreamState, exc: BaseException) -> ArchiveError:
     kind = state.compression or "file"
     what = "truncated" if isinstance(exc, EOFError) else "corrupt"
+    why = str(exc)
+    if "data check" in why or "CRC" in why or "checksum" in why.lower():
+        # the checksum is checked at the end: where the damage is, it does not say
+        why += " — its checksum does not match, so the text read may be damaged anywhere before this point"
     return ArchiveError(
-        f"{inp.display}: {what} {kind} data after {state.bytes} decompressed bytes ({exc}); {DAMAGE_KEPT}"
+        f"{inp.display}: {what} {kind} data after {state.bytes} decompressed bytes ({why}); {DAMAGE_KEPT}"
     )
 
 

@@ -869,7 +869,7 @@ def test_store_problems_are_one_line_errors(cli: Any, tmp_path: Path) -> None:
     # an output path that is a file: the OS's answer, one line
     assert cli("ingest", DMESG, "--db", tmp_path / "pm.duckdb").code == 0
     r = cli("export", "--parquet", DMESG, "--db", tmp_path / "pm.duckdb")
-    assert (r.code, r.err) == (1, f"Error: {DMESG}: File exists\n")
+    assert (r.code, r.err) == (1, f"Error: {DMESG}: not a directory; export into a new or empty directory\n")
 
 
 def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_path: Path) -> None:
@@ -1252,6 +1252,9 @@ def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, 
         fh.write("".join(sglang[:10]))
     r = cli("ingest", live, "--db", db, "--tz", "UTC")
     assert r.out.startswith(f"{live}: replaced as sglang: 10 lines"), r
+    n = len(sglang) - 3000
+    assert f" earlier records ({n} lines, 2025-05-" in r.out, r
+    assert "were removed: the file was rewritten in place" in r.out, r
 
 
 def test_a_build_for_another_window_keeps_the_reports_of_the_stores_other_incidents(
@@ -1301,3 +1304,21 @@ def test_a_report_is_written_whole_or_not_at_all(
     assert (r.code, r.err) == (1, f"Error: {report}: No space left on device\n"), r
     assert report.read_text() == before
     assert not list(out.glob(".*.part"))
+
+
+def test_a_gzip_whose_checksum_does_not_match_keeps_every_line_and_says_so(cli: Any, tmp_path: Path) -> None:
+    """gzip checks its CRC at the stream's end, after the whole text: the lines decompressed
+    before it are all kept (the last 16 KB were lost with the failing call), and the error says
+    that the damage may be anywhere — a checksum does not say where."""
+    import gzip
+
+    text = (SAMPLE / "sglang-k26.log").read_bytes()
+    packed = bytearray(gzip.compress(text))
+    packed[-5] ^= 0xFF  # the CRC32 in the trailer
+    gz = tmp_path / "server.log.gz"
+    gz.write_bytes(bytes(packed))
+    r = cli("ingest", gz, "--db", tmp_path / "pm.duckdb", "--tz", "UTC")
+    assert r.code == 1, r
+    lines = len(text.splitlines())
+    assert r.out.startswith(f"{gz}: error as sglang: {lines} lines"), r.out
+    assert "its checksum does not match, so the text read may be damaged anywhere before this point" in r.err

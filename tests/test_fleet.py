@@ -120,6 +120,9 @@ def test_export_refuses_a_directory_holding_something_else(cli: Any, tmp_path: P
     assert r.code == 1
     assert "not empty and not a postmortem export" in r.err
     assert (other / "cat.jpg").exists()
+    # a file where the directory should be
+    r = cli("export", "--parquet", other / "cat.jpg", "--db", a)
+    assert r.code == 1 and "cat.jpg: not a directory; export into a new or empty directory" in r.err, r
     # an export killed before its manifest: table directories only — said so
     cut = tmp_path / "cut"
     (cut / "sources").mkdir(parents=True)

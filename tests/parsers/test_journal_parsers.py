@@ -689,3 +689,16 @@ def test_short_the_hour_that_repeats_when_clocks_go_back_is_read_in_line_order(f
     out = list(parser.parse(chunks, ctx))
     assert [r["ts"] for r in rows(out)] == want
     assert ctx.parsed_lines == len(lines)
+
+
+def test_an_export_entry_without_message_is_not_called_a_null_one() -> None:
+    """Export has no null: an entry without MESSAGE (cut short at the end of a truncated file)
+    is noted as such, not as a value over journalctl's 4096-byte limit to render with --all."""
+    text = (
+        "__REALTIME_TIMESTAMP=1741942800120000\nMESSAGE=hi\nSYSLOG_IDENTIFIER=app\n\n"
+        "__REALTIME_TIMESTAMP=1741942801120000\nSYSLOG_IDENTIFIER=app\n"
+    )
+    out, ctx = run("journal-export", text)
+    assert [r["message"] for r in rows(out)] == ["hi", ""]
+    assert any("1 entries had no MESSAGE field (an entry cut short" in n for n in ctx.notes), ctx.notes
+    assert not any("4096" in n for n in ctx.notes)

@@ -914,3 +914,21 @@ def test_a_previous_boots_dmesg_is_not_dated_by_the_boot_its_first_lines_would_f
     ctx = make_context(host="h", anchors=anchors, mtime=mtime, path=str(packed))
     out, _ = run_parser(get_parser("dmesg"), short, ctx)  # type: ignore[arg-type]
     assert messages(out)[1].ts is None
+
+
+def test_another_logs_lines_in_a_dmesg_file_are_parse_issues() -> None:
+    """A journal's, syslog's or a server's stamped line in a dmesg file (files concatenated) is
+    not a kernel message with the previous line's seconds since boot: an unparsed parse issue,
+    its record ended — so an OOM record of the journal part is not given the dmesg's time."""
+    text = (
+        "[  517.923918] Out of memory: Killed process 48305 (python3) total-vm:1kB, anon-rss:1kB, "
+        "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:1kB oom_score_adj:0\n"
+        "2025-03-14T11:42:05+0000 gpu-node-7 kernel: Memory cgroup out of memory: Killed process 2383 (x)\n"
+        "May 25 20:17:19 gpu-node-7 systemd[1]: llm.service: Failed with result 'oom-kill'.\n"
+        "[2025-05-12 09:44:02 TP0] Prefill batch. #new-seq: 1\n"
+        "[  518.000001] next kernel line\n"
+    )
+    out, ctx = parse_text("dmesg", text, tz="UTC")
+    assert [(i.line_no, i.unparsed) for i in issues_of(out)] == [(2, True), (3, True), (4, True)]
+    assert [m.line_no for m in messages(out)] == [1, 5]
+    assert ctx.parsed_lines == 2

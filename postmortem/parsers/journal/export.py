@@ -95,7 +95,7 @@ class JournalExportParser(BytesParser):
 
     def parse_bytes(self, blocks: Iterable[bytes], ctx: ParseContext) -> Iterator[Output]:
         sink = JournalSink(ctx)
-        mapper = FieldMapper(ctx, sink)
+        mapper = FieldMapper(ctx, sink, has_null=False)
         st = _State()
         pending = b""
         for block in blocks:

@@ -64,10 +64,14 @@ def _int(value: str | None) -> int | None:
 class FieldMapper:
     """Turns one entry's fields into a sink entry (with a per-file realtime cache)."""
 
-    def __init__(self, ctx: ParseContext, sink: JournalSink) -> None:
+    def __init__(self, ctx: ParseContext, sink: JournalSink, *, has_null: bool = True) -> None:
         self.ctx = ctx
         self.sink = sink
+        #: the format writes null for a value over journalctl's limit (json); export has no
+        #: null — a MESSAGE missing there is an entry cut short
+        self.has_null = has_null
         self.null_messages = 0
+        self.missing_messages = 0
 
     def add(
         self,
@@ -100,8 +104,11 @@ class FieldMapper:
             self.sink.boot_sample(boot_id, host or self.ctx.host, line_no, realtime_us, mono_us)
         message = f.get("MESSAGE")
         if message is None:
+            if self.has_null:
+                self.null_messages += 1  # json's null: longer than journalctl's limit
+            else:
+                self.missing_messages += 1
             message = ""
-            self.null_messages += 1
         pid = _int(f.get("_PID")) or _int(f.get("SYSLOG_PID"))
         unit = f.get("UNIT") or f.get("USER_UNIT") or f.get("_SYSTEMD_USER_UNIT") or f.get("_SYSTEMD_UNIT")
         if "CONTAINER_ID_FULL" in f or "CONTAINER_ID" in f:
@@ -128,6 +135,11 @@ class FieldMapper:
         )
 
     def finish(self) -> None:
+        if self.missing_messages:
+            self.ctx.note(
+                f"{self.missing_messages} entries had no MESSAGE field (an entry cut short at the end "
+                "of the file, or a damaged one): stored with an empty message"
+            )
         if self.null_messages:
             self.ctx.note(
                 "some MESSAGE values were null (longer than journalctl's 4096-byte limit); "

@@ -237,7 +237,7 @@ class DmesgParser(Parser):
                 if not stamped:
                     ctx.note("dmesg copy without timestamps (dmesg -t or a stripped copy): times are NULL")
             no = chunk.first_line_no - 1
-            blank = 0
+            blank = foreign = 0
             if not stamped:
                 for line in lines:
                     no += 1
@@ -285,6 +285,15 @@ class DmesgParser(Parser):
                     body = line[indent:] if line[:indent].isspace() else line.lstrip()
                     rec_lines.append((no, body))
                     continue
+                if _FOREIGN_STAMP.match(line):
+                    # another log's line (a journal's, syslog's or a server's own time, which dmesg
+                    # never prints) in a dmesg file: not a kernel message, and not of its time
+                    if rec_stamp is not None:
+                        yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
+                        rec_stamp = None
+                    foreign += 1
+                    yield ctx.issue(no, "not a dmesg line: another log's timestamp", line)
+                    continue
                 # an unstamped line that does not continue a record: it takes the previous stamp
                 if rec_stamp is not None:
                     yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
@@ -295,13 +304,21 @@ class DmesgParser(Parser):
                 rec_no, indent = no, 0
                 rec_lines = [(no, line)]
             ctx.ignored(blank)
-            ctx.parsed(len(lines) - blank)
+            ctx.parsed(len(lines) - blank - foreign)
         if rec_stamp is not None:
             yield from _flush(record, rec_no, rec_stamp, rec_lines, host)
         yield from stream.close()
 
 
 _SNIFF_CTX = ParseContext()
+
+#: the start of a line of another log, stamped as dmesg never stamps: a journal's or syslog's
+#: time and host (ISO or "May 25 20:17:19"), an SGLang or Python logger's "[2025-05-25 20:17:19"
+_FOREIGN_STAMP = re.compile(
+    r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S* \S+ \S+?(?:\[\d+\])?: "
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \S+?(?:\[\d+\])?: "
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"
+)
 
 
 def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
