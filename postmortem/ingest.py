@@ -433,6 +433,30 @@ BACKGROUND_BYTES = 1 << 20
 _Stored = tuple[int, str, int, int, int | None, datetime | None, str | None]
 #: what a stored file's path becomes when a new file took its place (log rotation)
 ROTATED = " (rotated away)"
+#: a rotated-away name, numbered from the second file rotated away under the same name
+_ROTATED_RE = re.compile(r" \(rotated away(?:, (\d+))?\)$")
+
+
+def is_rotated(path: str) -> bool:
+    """Whether a stored path names a file rotated away (``app.log (rotated away)``, ``…, 2)``)."""
+    return _ROTATED_RE.search(path) is not None
+
+
+def rotated_name(store: Store, key: str) -> str:
+    """The name a source rotated away from ``key`` is kept under: ``key (rotated away)``, or
+    numbered when an earlier file rotated away from the same name holds that one (a citation
+    names one source)."""
+    taken = {
+        str(p)
+        for (p,) in store.fetchall(
+            "SELECT path FROM sources WHERE starts_with(path, ?)", [key + " (rotated away"]
+        )
+    }
+    name, n = key + ROTATED, 1
+    while name in taken:
+        n += 1
+        name = f"{key} (rotated away, {n})"
+    return name
 
 
 def _stored(store: Store, inp: InputFile) -> tuple[_Stored | None, bool]:
@@ -492,10 +516,12 @@ def _follow_rotations(store: Store, fresh: list[InputFile], options: IngestOptio
     if unknown:
         for sid, path, sha, size in store.fetchall(
             "SELECT source_id, path, sha256, bytes FROM sources WHERE status = 'complete' "
-            "AND compression IS NULL AND bytes = file_size AND ends_with(path, ?)",
-            [ROTATED],
+            "AND compression IS NULL AND bytes = file_size AND contains(path, ?)",
+            [" (rotated away"],
         ):
-            was = Path(str(path).removesuffix(ROTATED))
+            if not is_rotated(str(path)):
+                continue
+            was = Path(_ROTATED_RE.sub("", str(path)))
             stem = was.name.split(".", 1)[0]
             cands = [
                 c
@@ -608,13 +634,14 @@ def _moved_here(
 ) -> FileResult:
     """The file at stored source ``sid``'s path holds stored source ``twin``'s content: ``sid``
     is kept as rotated away, and ``twin`` takes this path when its own was rotated away."""
-    notes = [
-        f"same content as {twin_path}, already ingested (log rotation): the rows of the file before "
-        f"under this name are kept, as {inp.display + ROTATED!r}"
-    ]
     with store.transaction():
-        store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [inp.key + ROTATED, sid])
-        if twin_path.endswith(ROTATED) and twin != sid:
+        kept = rotated_name(store, inp.key)
+        notes = [
+            f"same content as {twin_path}, already ingested (log rotation): the rows of the file before "
+            f"under this name are kept, as {inp.display + kept[len(inp.key) :]!r}"
+        ]
+        store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [kept, sid])
+        if is_rotated(twin_path) and twin != sid:
             store.execute(
                 "UPDATE sources SET path = ?, file_size = ?, file_mtime = ?, file_id = ?, compression = ? "
                 "WHERE source_id = ?",
@@ -706,10 +733,11 @@ def ingest_file(
     # claim the source: a row with status 'loading' (removed again if the load does not finish)
     with store.transaction():
         if rotated is not None:
-            store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [inp.key + ROTATED, rotated])
+            kept = rotated_name(store, inp.key)
+            store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [kept, rotated])
             result.notes.append(
                 f"a new file under this name (log rotation): the rows of the one before are kept, "
-                f"as {inp.display + ROTATED!r}"
+                f"as {inp.display + kept[len(inp.key) :]!r}"
             )
         if reuse_id is None:
             row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
@@ -863,7 +891,7 @@ def ingest_file(
                 discard_source(store, source_id, None)
                 store.con.execute("COMMIT")
                 twin = str(dup[0][0])
-                if rotated is not None and twin.endswith(ROTATED):
+                if rotated is not None and is_rotated(twin):
                     # rotated under a name the store knew (whose rows were kept, as rotated away)
                     return _moved_here(
                         store, inp, rotated, _source_at(store, twin), twin, state.compression, fmt, started

@@ -1215,6 +1215,23 @@ def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: A
         )
     r = cli("ingest", logs, "--db", db, "--tz", "UTC")
     assert r.out.count(": unchanged") == 3, r
+    # a second cycle: two files rotated away from app.log.2.gz keep two names
+    with (logs / "app.log.2.gz").open("r+b") as fh:
+        fh.truncate(0)
+        fh.write(gzip.compress(gen2.encode()))
+    (logs / "app.log.1").unlink()
+    (logs / "app.log").rename(logs / "app.log.1")
+    (logs / "app.log").write_text("".join(sglang[3050:3100]))
+    assert cli("ingest", logs, "--db", db, "--tz", "UTC").code == 0
+    with Store.open(db) as store:
+        paths = [p for (p,) in store.fetchall("SELECT path FROM sources ORDER BY path")]
+        assert paths == [
+            str(logs / "app.log"),
+            str(logs / "app.log.1"),
+            str(logs / "app.log.2.gz"),
+            f"{logs / 'app.log.2.gz'} (rotated away)",
+            f"{logs / 'app.log.2.gz'} (rotated away, 2)",
+        ]
 
 
 def test_a_rotated_logs_rows_stay_when_only_the_live_file_is_ingested(cli: Any, tmp_path: Path) -> None:

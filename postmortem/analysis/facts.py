@@ -366,6 +366,12 @@ def gather(
             if r["unit"] == incident.unit
             and (r["host"] is None or incident.host is None or r["host"] == incident.host)
         ]
+        if facts.undated_kills:
+            k = facts.undated_kills[0]
+            incident.cause_explanation += (
+                f" — but the kernel recorded an OOM kill of pid {k['victim_pid']} in this unit's cgroup whose "
+                "time could not be told (its boot is not dated by any journal given): most likely this kill"
+            )
     if incident.cause == "gpu_fault":
         facts.fault_gpu_gone = _fault_gpu_gone(store, incident)
     if incident.cause in ("oomd", "earlyoom", "host_oom") and incident.unit:

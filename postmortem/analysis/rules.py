@@ -646,7 +646,7 @@ def restart_policy(f: IncidentFacts) -> Recommendation | None:
                     "processes still holding the GPUs never became ready: no restart can load beside "
                     "processes stuck in the kernel, which only a reboot ends (see above) — an ExecStartPre= "
                     "that checks nvidia-smi for them fails such a start at once instead."
-                    if killed_in_vain(f)
+                    if killed_in_vain(f) and f.gpu_freed_late is None
                     else f"{'the restart' if blocked == 1 else f'{blocked} restarts'} that found the old "
                     "processes still holding the GPUs never became ready: no restart can load beside them, "
                     "so kill them first (see above) — a RestartSec= long enough for that, or an "
@@ -836,11 +836,17 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
                 + (
                     (
                         f"systemd could not end {_some([name for name, _ in stuck])}: they outlived "
-                        "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and "
                         + (
-                            "held that memory until the reboot. "
-                            if f.reboot is not None
-                            else "hold that memory; only a GPU reset or a reboot frees it. "
+                            "its final SIGKILL and held that memory until they were gone — stuck in the "
+                            "kernel for a while (in the GPU driver, as a rule); when one stays, only a GPU "
+                            "reset or a reboot frees its memory. "
+                            if late is not None
+                            else "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and "
+                            + (
+                                "held that memory until the reboot. "
+                                if f.reboot is not None
+                                else "hold that memory; only a GPU reset or a reboot frees it. "
+                            )
                         )
                         if killed_in_vain(f)
                         else f"systemd left {_some([name for name, _ in stuck])} running when the unit "
@@ -1299,7 +1305,11 @@ def _action(rec: Recommendation, f: IncidentFacts) -> str | None:
         "health_check_backoff": "Change the readiness poller to parse /v1/models",
         "load_regression": "Find why the load was slower than usual",
         "restart_loop": f"Stop the restart loop of {unit}",
-        "find_the_signal": "Find the process or person that sent the signal",
+        "find_the_signal": (
+            "Date the undated OOM record (ingest that boot's journal or give --boot-time) and build again"
+            if f.undated_kills
+            else "Find the process or person that sent the signal"
+        ),
         "gpu_held_by_another_process": "Free the GPUs of other processes before starting the server",
         "stop_timeout": f"Set TimeoutStopSec=/TimeoutStartSec= of {unit} to its longest drain and load",
         "gpu_fault": "Drain the host, then reset and check the failed GPU before it serves again",

@@ -122,6 +122,12 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
         parts.append("GPU memory ran out, not host RAM.")
     elif inc.cause in ("gpu_fault", "crash"):
         parts.append(inc.cause_explanation[:1].upper() + inc.cause_explanation[1:] + ".")
+    if facts.undated_kills:
+        k = facts.undated_kills[0]
+        parts.append(
+            f"An OOM-killer record of pid {k['victim_pid']} in this unit's cgroup has no time (its boot is "
+            "dated by no journal given): most likely this kill — see the recommendations."
+        )
     oomd = _oomd_words(inc)
     if oomd:
         parts.append(oomd)
@@ -283,7 +289,8 @@ def _stayed_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
         return None
     listed = ", ".join(pids[:6]) + (", …" if len(pids) > 6 else "")
     how = (
-        "outlived systemd's final SIGKILL (stuck in the kernel)"
+        "outlived systemd's final SIGKILL"
+        + ("" if facts.gpu_freed_late is not None else " (stuck in the kernel)")
         if killed_in_vain(facts)
         else "stayed running after the unit stopped"
     )

@@ -700,5 +700,5 @@ def test_an_export_entry_without_message_is_not_called_a_null_one() -> None:
     )
     out, ctx = run("journal-export", text)
     assert [r["message"] for r in rows(out)] == ["hi", ""]
-    assert any("1 entries had no MESSAGE field (an entry cut short" in n for n in ctx.notes), ctx.notes
+    assert any("1 entry had no MESSAGE field (an entry cut short" in n for n in ctx.notes), ctx.notes
     assert not any("4096" in n for n in ctx.notes)

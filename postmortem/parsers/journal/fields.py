@@ -137,8 +137,10 @@ class FieldMapper:
     def finish(self) -> None:
         if self.missing_messages:
             self.ctx.note(
-                f"{self.missing_messages} entries had no MESSAGE field (an entry cut short at the end "
-                "of the file, or a damaged one): stored with an empty message"
+                f"{self.missing_messages} "
+                + ("entry had" if self.missing_messages == 1 else "entries had")
+                + " no MESSAGE field (an entry cut short at the end of the file, or a damaged one): "
+                "stored with an empty message"
             )
         if self.null_messages:
             self.ctx.note(
