@@ -1176,13 +1176,18 @@ def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: A
     assert cli("ingest", logs, "--db", db, "--tz", "UTC").code == 0
     with Store.open(db) as store:
         before = store.fetchall("SELECT count(*) FROM sglang_batches")[0][0]
-    # the rotation; the .2.gz is rewritten in place, as when its inode is reused
-    with (logs / "app.log.2.gz").open("r+b") as fh:
-        fh.truncate(0)
-        fh.write(gzip.compress(gen1.encode()))
-    (logs / "app.log.1").unlink()
-    (logs / "app.log").rename(logs / "app.log.1")
-    (logs / "app.log").write_text("".join(sglang[3000:3050]))
+
+    def rotate(new_live: str) -> None:
+        """logrotate: app.log.1 compressed into app.log.2.gz — rewritten in place, as when the
+        deleted file's inode is reused — app.log renamed to app.log.1, a new app.log."""
+        with (logs / "app.log.2.gz").open("r+b") as fh:
+            fh.truncate(0)
+            fh.write(gzip.compress((logs / "app.log.1").read_bytes()))
+        (logs / "app.log.1").unlink()
+        (logs / "app.log").rename(logs / "app.log.1")
+        (logs / "app.log").write_text(new_live)
+
+    rotate("".join(sglang[3000:3050]))
     r = cli("ingest", logs, "--db", db, "--tz", "UTC")
     assert r.code == 0, r
     assert (
@@ -1216,12 +1221,7 @@ def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: A
     r = cli("ingest", logs, "--db", db, "--tz", "UTC")
     assert r.out.count(": unchanged") == 3, r
     # a second cycle: two files rotated away from app.log.2.gz keep two names
-    with (logs / "app.log.2.gz").open("r+b") as fh:
-        fh.truncate(0)
-        fh.write(gzip.compress(gen2.encode()))
-    (logs / "app.log.1").unlink()
-    (logs / "app.log").rename(logs / "app.log.1")
-    (logs / "app.log").write_text("".join(sglang[3050:3100]))
+    rotate("".join(sglang[3050:3100]))
     assert cli("ingest", logs, "--db", db, "--tz", "UTC").code == 0
     with Store.open(db) as store:
         paths = [p for (p,) in store.fetchall("SELECT path FROM sources ORDER BY path")]
