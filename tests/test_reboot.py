@@ -3,6 +3,7 @@ freed it — and the reboot itself, which the report tells (timeline, summary, i
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,40 @@ def test_the_reboot_after_a_hang_is_told(cli: Any, tmp_path: Path) -> None:
     assert "**The host hung after the kill and was rebooted** (high)" in report
     assert "Verify with nvidia-smi before starting a replacement" not in report
     assert "Set Restart=" not in report  # it came back with the boot, not by a restart
+
+
+def test_a_previous_boots_oom_kill_is_dated_by_the_servers_report_of_its_victim(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A dmesg saved before a reboot, and no journal of that boot: nothing dates its seconds
+    since boot — but SGLang logged the death of the OOM killer's victim by its pid the moment it
+    died. That line dates the file (the same pid and unit), and the kill is an OOM kill with its
+    record, not "a signal with no OOM record"."""
+    import os
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    boot = datetime(2026, 3, 16, 8, 0, tzinfo=UTC)
+    mono = (KILL - boot).total_seconds() + 0.431
+    dmesg = logs / "dmesg-before-reboot.txt"
+    dmesg.write_text(
+        "[    0.000000] Linux version 6.8.0-60-generic (buildd@lcy02-amd64-054) #63-Ubuntu SMP\n"
+        f"[{mono - 0.2:13.6f}] python3 invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), order=0, oom_score_adj=0\n"
+        f"[{mono:13.6f}] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,task_memcg=/system.slice/{UNIT},task=sglang::schedul,pid=48305,uid=998\n"
+        f"[{mono:13.6f}] Out of memory: Killed process 48305 (sglang::schedul) total-vm:209715200kB, anon-rss:137160004kB, file-rss:608156kB, shmem-rss:4000kB, UID:998 pgtables:328125kB oom_score_adj:0\n"
+    )  # fmt: skip
+    written = (KILL + timedelta(minutes=7)).timestamp()
+    os.utime(dmesg, (written, written))
+    (logs / "llm.log").write_text(
+        "[2026-03-18 13:50:05] server_args=ServerArgs(model_path='/m', tp_size=2, port=30000)\n"
+        "[2026-03-18 13:55:00] The server is fired up and ready to roll!\n"
+        "[2026-03-18 14:02:17] Subprocess scheduler_0 (pid=48305) crashed with exit code -9. Triggering SIGQUIT for cleanup...\n"
+    )  # fmt: skip
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    r = cli("incidents", "--db", tmp_path / "pm.duckdb", "--format", "json")
+    (inc,) = json.loads(r.out)
+    assert (inc["cause"], inc["victim_pid"], inc["unit"]) == ("host_oom", 48305, UNIT)
+    # dated within the second SGLang's whole-second stamp leaves: 14:02:17.5 for 14:02:17.431
+    assert inc["ts"].startswith("2026-03-18T14:02:17")

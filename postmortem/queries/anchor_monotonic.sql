@@ -11,7 +11,8 @@
 --     source -- a capture cannot predate its own records -- or simply the latest boot of the
 --     host when the file has no modification time (stdin).
 -- A boot's time is the median over its boots rows, as Store.boot_anchors computes it. A source
--- no boot row anchors may be anchored by the same kernel lines in another, dated source (below).
+-- no boot row anchors may be anchored by the same kernel lines in another, dated source, or by
+-- the killed server's report of its OOM-killed child's pid (below).
 -- Rows that already have a ts (printed wall time, an earlier anchor) are never changed.
 -- No parameters; idempotent. The selecting subquery orders its candidates (ORDER BY … LIMIT 1).
 
@@ -89,6 +90,39 @@ FROM (
     GROUP BY k.source_id, k.host
 ) AS m
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
+
+-- A source still without a boot (a previous boot's dmesg, no journal of that boot): an OOM kill
+-- in it whose victim the killed server reported by pid — SGLang's "Subprocess scheduler_0
+-- (pid=48305) crashed with exit code -9" (0.5.10 on), logged the moment the child died — gives
+-- its boot as that line's time minus the kill's seconds since boot (the median over such kills).
+-- The pid, the unit and the host must agree, and the capture cannot predate its own records.
+UPDATE anchor_source_boots AS a
+SET boot_ts = m.boot_ts
+FROM (
+    SELECT o.source_id, o.host,
+           make_timestamptz(CAST(
+               median(epoch_us(e.ts) - CAST(round(o.monotonic_s * 1000000) AS BIGINT))
+               -- SGLang's stamps are whole seconds: truncated, half a second early on average
+               + CASE WHEN bool_and(epoch_us(e.ts) % 1000000 = 0) THEN 500000 ELSE 0 END
+               AS BIGINT)) AS boot_ts
+    FROM oom_kills AS o
+    JOIN sglang_events AS e
+      ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL
+     AND TRY_CAST(regexp_extract(e.message, '\(pid=(\d+)\) crashed with exit code -9', 1) AS INTEGER)
+         = o.victim_pid
+     AND (o.unit IS NULL OR e.unit IS NULL OR o.unit = e.unit)
+     AND (o.host IS NULL OR e.host IS NULL OR o.host = e.host)
+    WHERE o.ts IS NULL AND o.monotonic_s IS NOT NULL AND o.victim_pid IS NOT NULL
+    GROUP BY o.source_id, o.host
+) AS m
+WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
+  AND NOT EXISTS (
+      SELECT 1 FROM sources AS s
+      WHERE s.source_id = a.source_id AND s.file_mtime IS NOT NULL
+        AND m.boot_ts + to_microseconds(CAST(round(
+                (SELECT max(k.monotonic_s) FROM kernel_messages AS k
+                 WHERE k.source_id = a.source_id AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
+  );
 
 UPDATE kernel_messages AS k
 SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
