@@ -71,7 +71,6 @@ class Reboot:
     boot_id: str | None
     last_old_ts: datetime | None
     unit_started_ts: datetime | None
-    message: str
 
     @property
     def boot_words(self) -> str:
@@ -366,7 +365,7 @@ def gather(
             if r["unit"] == incident.unit
             and (r["host"] is None or incident.host is None or r["host"] == incident.host)
         ]
-        if facts.undated_kills:
+        if facts.undated_kills and "most likely this kill" not in incident.cause_explanation:
             k = facts.undated_kills[0]
             incident.cause_explanation += (
                 f" — but the kernel recorded an OOM kill of pid {k['victim_pid']} in this unit's cgroup whose "
@@ -627,7 +626,6 @@ def _reboot_after(store: Store, inc: Incident) -> Reboot | None:
         boot_id=next((r["boot_id"] for r in rows if r["boot_id"]), None),
         last_old_ts=last_old,
         unit_started_ts=started,
-        message=str(first["message"] or ""),
     )
 
 

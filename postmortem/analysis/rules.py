@@ -949,7 +949,7 @@ def host_rebooted(f: IncidentFacts) -> Recommendation | None:
         if rb.last_old_ts is not None
         else ""
     )
-    hung = [ev for ev in f.timeline.events if ev.kind == "hung_task" and ev.ts >= inc.ts]
+    hung = [ev for ev in f.timeline.events if ev.kind == "hung_task" and inc.ts <= ev.ts < rb.up_ts]
     stuck = killed_in_vain(f)
     if hung or stuck:
         signs = []

@@ -252,7 +252,7 @@ def _reboot_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
     )
     if rb.last_old_ts is not None:
         text += f" (the previous boot's last line at {clock(rb.last_old_ts, zone)})"
-    hung = any(ev.kind == "hung_task" for ev in facts.timeline.events if ev.ts >= inc.ts)
+    hung = any(ev.kind == "hung_task" for ev in facts.timeline.events if inc.ts <= ev.ts < rb.up_ts)
     if hung:
         text += "; before it the kernel reported tasks hung"
     return text + "."
