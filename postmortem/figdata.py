@@ -207,13 +207,18 @@ def unit_estimate(
     return series, rest
 
 
-def loads_data(loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = ()) -> LoadsData | None:
-    """What the load-times figure shows (None: no load with a load time)."""
+def loads_data(
+    loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = (), cold: Sequence[int] = ()
+) -> LoadsData | None:
+    """What the load-times figure shows (None: no load with a load time); ``cold``: the loads
+    begun in a new boot after the kill (marked: a cold page cache)."""
     bars = []
     for ld in loads:
         if ld.load_s is None:
             continue
         phases = [(v, name, color) for attr, name, color in PHASE_COLORS if (v := getattr(ld, attr))]
         label = f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
+        if ld.load_id in cold:
+            label += "  (after reboot)"
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
     return LoadsData(bars, str(getattr(zone, "key", "UTC"))) if bars else None

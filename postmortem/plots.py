@@ -268,12 +268,14 @@ def loads_figure(data: LoadsData, path: Path) -> Path:
         seen.setdefault(name, h)
     longest = max(bar.load_s for bar in bars)
     ax.set_xlim(0, longest * 1.22 + 1)  # room for the labels at the bar ends
-    ax.legend(
+    # the legend at the figure's foot, below the axis label (placed in the axes' own units, it
+    # ran into the label when there were one or two bars)
+    fig.legend(
         list(seen.values()),
         list(seen.keys()),
         fontsize=7,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.6 / (0.45 * len(bars) + 1.9)),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
         ncol=len(seen),
         frameon=False,
     )
@@ -285,7 +287,9 @@ def loads_figure(data: LoadsData, path: Path) -> Path:
     )
     height = 0.45 * len(bars) + 1.9
     fig.set_size_inches(10, height)
-    fig.subplots_adjust(left=0.25, right=0.97, top=1 - 0.35 / height, bottom=1.0 / height)
+    # room for the longest start label (7-point text, about 0.058 in a character on 10 in)
+    left = min(0.5, max(0.25, 0.03 + 0.0058 * max(len(bar.label) for bar in bars)))
+    fig.subplots_adjust(left=left, right=0.97, top=1 - 0.35 / height, bottom=0.85 / height)
     return _save(fig, path, key)
 
 

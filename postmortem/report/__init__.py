@@ -144,12 +144,18 @@ class FigurePlan:
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
         framed = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
+        rb = facts.reboot
+        cold = [
+            ld.load_id
+            for ld in loads
+            if rb is not None and ld.start_ts is not None and ld.start_ts >= rb.up_ts
+        ]
         zone = analysis.zone_of(inc.host, self.options.zone)
         job = FigureJob(
             stem,
             memory_data(facts, zone, f"{inc.unit} — {utc_text(inc.ts)} UTC"),
             out / f"{stem}-memory.png",
-            loads_data(loads, zone, framed),
+            loads_data(loads, zone, framed, cold),
             out / f"{stem}-loads.png",
         )
         self.jobs[inc.incident_id] = job
