@@ -190,12 +190,15 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
     with expand_bundles(paths, options) as expanded:
         if not expanded.results:
             known = fileindex.lookup(
-                # a format, a host or a zone named on the command line may not be the one a
-                # file was read with: only the store can say
+                # a format, a host, a zone or a year named on the command line may not be the
+                # one a file was read with: only the store can say
                 db,
                 expanded.inputs,
                 lambda inp: (
-                    _forced(inp, options) is None and options.host is None and not options.zone_from_user()
+                    _forced(inp, options) is None
+                    and options.host is None
+                    and options.year is None
+                    and not options.zone_from_user()
                 ),
                 read_limits(options),
             )
@@ -263,8 +266,8 @@ def _ingest_inputs(
     unchanged: list[tuple[InputFile, int]] = []
     for inp in inputs:
         sid = _unchanged(store, inp, _forced(inp, options), options.host)
-        if sid is not None and _other_zone(store, sid, options):
-            sid = None  # read again in the zone named now
+        if sid is not None and (_other_zone(store, sid, options) or _other_year(store, sid, options)):
+            sid = None  # read again in the zone or the year named now
         if sid is None:
             fresh.append(inp)
             continue
@@ -340,6 +343,22 @@ def _unchanged(
     if not (size == inp.size and _same_mtime(mtime, inp.mtime)):
         return None
     return None if _other_format(store, sid, forced) or _other_host(store, sid, host) else sid
+
+
+def _other_year(store: Store, source_id: int, options: IngestOptions) -> bool:
+    """Whether ``--year`` now names another year than a year-less file (classic syslog/journal
+    ``short``) was read with: it is read again with it."""
+    if options.year is None:
+        return False
+    rows = store.fetchall(
+        "SELECT s.first_ts, (SELECT j.ts_inferred FROM journal_entries AS j WHERE j.source_id = s.source_id "
+        "AND j.ts IS NOT NULL LIMIT 1) FROM sources AS s WHERE s.source_id = ?",
+        [source_id],
+    )
+    if not rows or rows[0][0] is None or "year" not in str(rows[0][1] or ""):
+        return False
+    first: datetime = rows[0][0]
+    return first.astimezone(options.zone).year != options.year
 
 
 def _other_zone(store: Store, source_id: int, options: IngestOptions) -> bool:
@@ -692,6 +711,7 @@ def ingest_file(
             _other_format(store, sid, _forced(inp, options))
             or _other_host(store, sid, options.host)
             or _other_zone(store, sid, options)
+            or _other_year(store, sid, options)
         )
         if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
             return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)

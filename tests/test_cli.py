@@ -100,6 +100,27 @@ def test_a_forgotten_or_wrong_host_is_undone_by_the_right_one(cli: Any, tmp_path
     assert cli("ingest", log, "--db", db, "--tz", "UTC").out == f"{log}: unchanged\n"
 
 
+def test_a_wrong_year_is_undone_by_the_right_one(cli: Any, tmp_path: Path) -> None:
+    """A year-less syslog/journal short file read with the wrong --year is read again with the
+    year named now; a file whose stamps carry their year is not (--year changes nothing there)."""
+    db = tmp_path / "pm.duckdb"
+    log = tmp_path / "messages"
+    log.write_text(
+        "May 25 20:17:19 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL\n"
+    )
+    assert cli("ingest", log, "--db", db, "--tz", "UTC", "--year", "2024").code == 0
+    r = cli("ingest", log, "--db", db, "--year", "2025")
+    assert r.code == 0 and r.out.startswith(f"{log}: replaced as journal-short"), r
+    with Store.open_readonly(db) as store:
+        assert store.fetchall("SELECT year(first_ts) FROM sources") == [(2025,)]
+    assert cli("ingest", log, "--db", db, "--year", "2025").out == f"{log}: unchanged\n"
+    assert cli("ingest", log, "--db", db).out == f"{log}: unchanged\n"
+    iso = tmp_path / "iso.log"
+    iso.write_text("2025-05-25T20:17:19+0000 gpu1 systemd[1]: llm.service: Failed with result 'oom-kill'.\n")
+    assert cli("ingest", iso, "--db", db).code == 0
+    assert cli("ingest", iso, "--db", db, "--year", "2023").out == f"{iso}: unchanged\n"
+
+
 def test_a_wrong_zone_is_undone_by_the_right_one(cli: Any, tmp_path: Path) -> None:
     """A zone-less SGLang log read in the wrong --tz is read again in the zone named now (it said
     'unchanged' and kept the times of the wrong zone); without --tz, or with the same, unchanged."""
