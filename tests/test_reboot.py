@@ -167,3 +167,41 @@ def test_a_previous_boots_oom_kill_is_dated_by_the_servers_report_of_its_victim(
     assert (inc["cause"], inc["victim_pid"], inc["unit"]) == ("host_oom", 48305, UNIT)
     # dated within the second SGLang's whole-second stamp leaves: 14:02:17.5 for 14:02:17.431
     assert inc["ts"].startswith("2026-03-18T14:02:17")
+
+
+def test_a_dmesg_holding_two_nights_gives_no_clock_offset_from_their_lookalike_lines(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A dmesg of the same boot holds every night's OOM record; a record's lines read the same
+    each night (the same process names and pids after a restart). Paired across nights by their
+    text, they gave the dmesg file half the nights' distance as a clock offset, which moved its
+    kills half a day and made phantom incidents. Only a line printed once in each source pairs."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    boot = datetime(2026, 3, 16, 8, 0, tzinfo=UTC)
+    nights = [KILL, KILL + timedelta(days=1, minutes=43)]
+    record = [
+        "python3 invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), order=0, oom_score_adj=0",
+        f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,task_memcg=/system.slice/{UNIT},task=python3,pid=6021,uid=998",
+        "Out of memory: Killed process 6021 (python3) total-vm:209715200kB, anon-rss:167160004kB, file-rss:608156kB, shmem-rss:4000kB, UID:998 pgtables:328125kB oom_score_adj:0",
+    ]  # fmt: skip
+    dmesg = []
+    for n, kill in enumerate(nights):
+        mono = (kill - boot).total_seconds()
+        dmesg += [f"[{mono:13.6f}] {line}" for line in record]
+        journal = [(kill, f"kernel: {line}") for line in record] + [
+            (kill, f"systemd[1]: {UNIT}: A process of this unit has been killed by the OOM killer."),
+            (kill, f"systemd[1]: {UNIT}: Failed with result 'oom-kill'."),
+        ]
+        (logs / f"journal-{n}.txt").write_text(_journal(journal))
+    (logs / "dmesg.txt").write_text("\n".join(dmesg) + "\n")
+    db = tmp_path / "pm.duckdb"
+    out = tmp_path / "reports"
+    r = cli("ingest", logs / "dmesg.txt", "--db", db, "--tz", "UTC", "--boot-time", "2026-03-16 08:00")
+    assert r.code == 0, r
+    r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    r = cli("incidents", "--db", db, "--format", "json")
+    assert [i["ts"][:19] for i in json.loads(r.out)] == ["2026-03-18T14:02:17", "2026-03-19T14:45:17"]
+    r = cli("query", "--db", db, "--format", "json", "SELECT offset_s FROM clock_offsets")
+    assert all(abs(o["offset_s"]) < 1 for o in json.loads(r.out)), r.out
