@@ -205,3 +205,15 @@ def test_a_dmesg_holding_two_nights_gives_no_clock_offset_from_their_lookalike_l
     assert [i["ts"][:19] for i in json.loads(r.out)] == ["2026-03-18T14:02:17", "2026-03-19T14:45:17"]
     r = cli("query", "--db", db, "--format", "json", "SELECT offset_s FROM clock_offsets")
     assert all(abs(o["offset_s"]) < 1 for o in json.loads(r.out)), r.out
+    # the second night's report says it is a repeat, the first's does not
+    first, second = sorted(p for p in out.glob("*.md") if p.name != "index.md")
+    assert "kill of this unit on this host in 7 days" not in first.read_text()
+    text = second.read_text()
+    assert (
+        "It is the second kill of this unit on this host in 7 days — the last, 24 h 43 min before, at "
+        "2026-03-18 14:02:17 UTC, the same cause." in text
+    )
+    assert (
+        "| Earlier kills of this unit in the 7 days before | 1 — 2026-03-18 14:02 UTC (host RAM exhausted"
+        in text
+    )

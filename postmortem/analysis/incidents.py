@@ -641,10 +641,26 @@ def build_incidents(
     return incidents
 
 
+#: how far back a report looks for the same unit's earlier kills (a repeat, not a first)
+REPEAT_WINDOW = timedelta(days=7)
+
+
 def _count_repeats(incidents: list[Incident]) -> None:
     for inc in incidents:
         if inc.ts is None:
             continue
+        inc.earlier_week = sorted(
+            (
+                (other.ts, other.cause)
+                for other in incidents
+                if other is not inc
+                and other.unit == inc.unit
+                and _host_match(other.host, inc.host)
+                and other.ts is not None
+                and timedelta(0) < inc.ts - other.ts <= REPEAT_WINDOW
+            ),
+            reverse=True,
+        )
         inc.kills_last_hour = sum(
             1
             for other in incidents

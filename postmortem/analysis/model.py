@@ -157,6 +157,8 @@ class Incident:
     restart_count: int | None = None
     restart_refs: list[SourceRef] = field(default_factory=list)
     kills_last_hour: int = 0
+    #: the same unit's earlier kills on the same host in the week before: (time, cause), latest first
+    earlier_week: list[tuple[datetime, str]] = field(default_factory=list)
     running_at_kill: int | None = None
     queued_at_kill: int | None = None
     last_activity_ts: datetime | None = None

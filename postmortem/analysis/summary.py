@@ -149,6 +149,9 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     earlier = _earlier_kill(facts)
     if earlier is not None:
         parts.append(earlier)
+    repeat = _repeat_words(inc, zone)
+    if repeat:
+        parts.append(repeat)
     stayed = _stayed_words(facts, zone)
     if stayed:
         parts.append(stayed)
@@ -235,6 +238,23 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     else:
         parts.append("No source shows the service coming back.")
     return " ".join(p for p in parts if p)
+
+
+def _repeat_words(inc: Incident, zone: tzinfo) -> str | None:
+    """A repeat: the same unit killed before on this host in the week (an hour apart or more:
+    a kill within the hour is one shortage, told by the restart loop's words)."""
+    week = [(ts, cause) for ts, cause in inc.earlier_week if inc.ts and inc.ts - ts > timedelta(hours=1)]
+    if not week or inc.ts is None:
+        return None
+    last_ts, last_cause = week[0]
+    n = len(inc.earlier_week) + 1
+    ordinal = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(n, f"{n}th")
+    by = "the same cause" if last_cause == inc.cause else f"by {CAUSE_WORDS.get(last_cause, last_cause)}"
+    return (
+        f"It is the {ordinal} kill of this unit on this host in 7 days — the last, "
+        f"{_secs(inc.ts - last_ts)} before, at {last_ts.astimezone(zone):%Y-%m-%d} {clock(last_ts, zone)}, "
+        f"{by}."
+    )
 
 
 def _reboot_words(facts: IncidentFacts, zone: tzinfo) -> str | None:

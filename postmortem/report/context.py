@@ -214,6 +214,9 @@ class Impact:
     #: the host booted again after the kill: when (UTC) and what is known of it, else empty
     rebooted_utc: str = ""
     rebooted: str = ""
+    #: the same unit's earlier kills on this host in the week before: their number, then each
+    #: one's time (UTC) and cause, latest first; empty with none
+    earlier_week: str = ""
 
 
 @dataclass
@@ -1221,6 +1224,15 @@ def incident_report(
     box = inc.container
     if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
         impact.recovered_by = f"{box.runtime_name}'s restart policy"
+    if inc.earlier_week:
+        impact.earlier_week = (
+            f"{len(inc.earlier_week)} — "
+            + "; ".join(
+                f"{utc_text(ts)[:16]} UTC ({CAUSE_LABELS.get(cause, cause)})"
+                for ts, cause in inc.earlier_week[:5]
+            )
+            + ("; …" if len(inc.earlier_week) > 5 else "")
+        )
     rb = facts.reboot
     if rb is not None and inc.ts is not None:
         impact.rebooted_utc = utc_text(rb.up_ts)
