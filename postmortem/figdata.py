@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -110,6 +110,10 @@ def gpu_sort(label: str) -> tuple[int, str]:
 def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryData | None:
     """What the memory figure of ``facts`` shows (None: nothing to show)."""
     tl, inc = facts.timeline, facts.incident
+    if tl.start.astimezone(zone).utcoffset() != tl.end.astimezone(zone).utcoffset():
+        # the clocks changed in the window (summer time began or ended): on the host's wall
+        # clock the hour repeats or is skipped, and a line drawn in it runs backwards — in UTC
+        zone = UTC
     have_host = bool(tl.host_points) or inc.memcg_usage_kb is not None
     have_gpu = bool(tl.per_gpu)
     have_kv = any(b.token_usage is not None for b in tl.buckets)

@@ -42,7 +42,7 @@ from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store import fileindex
 from .timeutil import UTC as _UTC
-from .timeutil import zone_name
+from .timeutil import ZONE_ASSUMED, zone_name
 
 if TYPE_CHECKING:
     from .store.db import Store
@@ -680,6 +680,44 @@ def _duplicate(display: str, fmt: str, twin: str, started: float) -> FileResult:
     )
 
 
+def _zone_dependent(store: Store, source_id: int) -> bool:
+    """Whether a source stored times read from zone-less local stamps (``zone_dependent.sql``)."""
+    from .query import run_named_dicts
+
+    rows = run_named_dicts(store, "zone_dependent", {"source_id": source_id})
+    return bool(rows and rows[0]["zoned"])
+
+
+#: how far a file's last line may be past its modification time before its times are doubted
+AHEAD_OF_MTIME_S = 600.0
+
+
+def _ahead_of_mtime(last: datetime | None, mtime: datetime | None, zone: tzinfo) -> str | None:
+    """A file's last line dated after the file was last written cannot be: its stamps were
+    read in the wrong zone (zone-less stamps of a host east of the zone used), or a year-less
+    file got the wrong year. Said in the file's notes (the report's data coverage shows them).
+
+    >>> from datetime import UTC, datetime
+    >>> _ahead_of_mtime(datetime(2025, 10, 26, 2, 40, tzinfo=UTC), datetime(2025, 10, 26, 0, 45, tzinfo=UTC), UTC)
+    "its last line is 1 h 55 min after the file's modification time: its times cannot be right — zone-less stamps read in UTC while the host's zone is another (pass --tz with the host's zone), or a wrong --year"
+    >>> _ahead_of_mtime(datetime(2025, 10, 26, 0, 44, tzinfo=UTC), datetime(2025, 10, 26, 0, 45, tzinfo=UTC), UTC) is None
+    True
+    """
+    if last is None or mtime is None:
+        return None
+    ahead = (last - mtime).total_seconds()
+    if ahead <= AHEAD_OF_MTIME_S:
+        return None
+    days, rest = divmod(int(ahead), 86400)
+    hours, rest = divmod(rest, 3600)
+    span = " ".join(f"{v} {u}" for v, u in ((days, "d"), (hours, "h"), (rest // 60, "min")) if v)
+    return (
+        f"its last line is {span} after the file's modification time: its times cannot be right — "
+        f"zone-less stamps read in {zone_name(zone)} while the host's zone is another (pass --tz with "
+        "the host's zone), or a wrong --year"
+    )
+
+
 def _same_mtime(a: datetime | None, b: datetime | None) -> bool:
     if a is None or b is None:
         return False
@@ -918,6 +956,11 @@ def ingest_file(
                     )
                 return _duplicate(display, fmt, twin, started)
         ts_range = _source_span(store, source_id, writer)
+        ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone)
+        if ahead:
+            ctx.note(ahead)
+        if not ctx.zone_given and _zone_dependent(store, source_id):
+            ctx.note(f"{ZONE_ASSUMED} {zone_name(ctx.zone)}, this machine's zone (no --tz given)")
         store.execute(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
             "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "

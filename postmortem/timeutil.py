@@ -43,6 +43,11 @@ __all__ = [
 ]
 
 
+#: a source's note: its zone-less stamps were read in a zone nobody named — ``ZONE_ASSUMED
+#: Etc/UTC, this machine's zone (no --tz given)`` (the reports of its host say so at the top)
+ZONE_ASSUMED = "zone-less stamps read in"
+
+
 class Inferred:
     """Values of the ``ts_inferred`` column: what had to be assumed to get a UTC time.
 
@@ -820,13 +825,20 @@ class SlashStampReader:
     ('2026-01-15T09:00:00.123000+00:00', '2026-01-15T09:00:59.900000+00:00')
     >>> read("2026/13/15 10:00:00.123") is None, read("2026/01/15 10:00:61.000") is None
     (True, True)
+
+    The hour the clocks go back comes twice: a loop's stamps in it are read in order, the
+    second time round as the second hour (:class:`ForwardLocalizer`).
+
+    >>> [read(s).strftime("%H:%M") for s in ("2025/10/26 02:59:55.0", "2025/10/26 02:00:00.0", "2025/10/26 03:00:00.0")]
+    ['00:59', '01:00', '02:00']
     """
 
-    __slots__ = ("_minutes", "zone")
+    __slots__ = ("_forward", "_minutes", "zone")
 
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone
         self._minutes: dict[str, datetime | None] = {}
+        self._forward = ForwardLocalizer(zone)
 
     def __call__(self, text: str) -> datetime | None:
         n = len(text)
@@ -836,10 +848,11 @@ class SlashStampReader:
         base = self._minutes.get(key, 0)
         if base == 0:
             naive = parse_slash_stamp(key + ":00")
-            base = localize(naive, self.zone) if naive is not None else None
+            base = self._forward.localize(naive) if naive is not None else None
             if len(self._minutes) > 4096:
                 self._minutes.clear()
-            self._minutes[key] = base
+            if not self._forward.folded:  # a minute of the repeated hour is read afresh each time
+                self._minutes[key] = base
         if base is None:
             return None
         sec = text[17:19]

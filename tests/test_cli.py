@@ -1360,3 +1360,70 @@ def test_a_gzip_whose_checksum_does_not_match_keeps_every_line_and_says_so(cli: 
     lines = len(text.splitlines())
     assert r.out.startswith(f"{gz}: error as sglang: {lines} lines"), r.out
     assert "its checksum does not match, so the text read may be damaged anywhere before this point" in r.err
+
+
+def test_zone_less_times_read_in_an_assumed_zone_are_flagged(cli: Any, tmp_path: Path) -> None:
+    """Zone-less stamps read in this machine's zone because no --tz was given: the source's note
+    and the report's first line say so, and the report does not call that zone the host's. A
+    last line dated after the file's mtime is impossible, and noted as a zone (or year) error."""
+    import os
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    journal = logs / "journal.txt"
+    journal.write_text(
+        "2025-10-26T02:40:15+0200 gpu1 kernel: Out of memory: Killed process 6021 (python3) total-vm:1kB, "
+        "anon-rss:1kB, file-rss:0kB, shmem-rss:0kB, UID:998 pgtables:1kB oom_score_adj:0\n"
+        "2025-10-26T02:40:15+0200 gpu1 systemd[1]: llm.service: Failed with result 'oom-kill'.\n"
+    )
+    server = logs / "sglang-llm.log"
+    server.write_text(
+        "[2025-10-26 02:20:00] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
+        "[2025-10-26 02:25:00] The server is fired up and ready to roll!\n"
+        "[2025-10-26 02:30:00] Decode batch. #running-req: 3, #token: 4000, token usage: 0.10, "
+        "gen throughput (token/s): 100.00, #queue-req: 0\n"
+    )
+    # the file was written at 00:31 UTC (02:31 in Berlin): read as UTC, its 02:30 line is after that
+    written = datetime(2025, 10, 26, 0, 31, tzinfo=UTC).timestamp()
+    os.utime(server, (written, written))
+    db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
+    env_tz = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    try:
+        r = cli("build", "--logs", logs, "--db", db, "--out", out)
+    finally:
+        if env_tz is None:
+            os.environ.pop("TZ")
+        else:
+            os.environ["TZ"] = env_tz
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    with Store.open_readonly(db) as store:
+        notes = dict(store.fetchall("SELECT path, notes FROM sources"))
+    assert "this machine's zone (no --tz given)" in notes[str(server)]
+    assert (
+        "its last line is 1 h 59 min after the file's modification time: its times cannot be right"
+        in notes[str(server)]
+    )
+    assert notes[str(journal)] is None  # short-iso prints its offset: nothing assumed
+    head = text.splitlines()[2]
+    assert "**Zone-less times in these logs were read as " in head and "build again with --tz.**" in head
+    assert "(the host's zone too)" not in head
+    # with the zone named, neither
+    r = cli(
+        "build",
+        "--logs",
+        logs,
+        "--db",
+        tmp_path / "b.duckdb",
+        "--out",
+        tmp_path / "b",
+        "--tz",
+        "Europe/Berlin",
+    )
+    assert r.code == 0, r
+    (report,) = [p for p in (tmp_path / "b").glob("*.md") if p.name != "index.md"]
+    assert (
+        "zone-less stamps read in" not in report.read_text() and "cannot be right" not in report.read_text()
+    )

@@ -167,3 +167,36 @@ def test_the_memory_figure_marks_the_gpu_fault_and_no_refused_restart() -> None:
     tl.events = []
     data = memory_data(facts, UTC)
     assert data is not None and data.restart_start == restart.replace(tzinfo=None)
+
+
+def test_the_memory_figure_is_drawn_in_utc_when_the_clocks_change_in_its_window() -> None:
+    """A window across the end of summer time: on Berlin's wall clock 02:00–03:00 comes twice,
+    and a figure in it drew the service ready before the kill. The figure is in UTC then (its
+    axis says so); in a window without a change, the host's zone."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Timeline
+    from postmortem.figdata import memory_data
+    from postmortem.timeutil import get_zone
+
+    berlin = get_zone("Europe/Berlin")
+    kill = datetime(2025, 10, 26, 0, 40, 15, tzinfo=UTC)  # 02:40 CEST, the first 02:xx
+    ready = kill + timedelta(minutes=20, seconds=31)  # 02:00:46 CET, the second
+    inc = Incident(1, "h", kill, "a.service", "host_oom", 0.9, recovered_ts=ready)
+    tl = Timeline(
+        kill_ts=kill, start=kill - timedelta(minutes=30), end=ready + timedelta(seconds=90), bucket_s=30
+    )
+    tl.host_points = [(kill - timedelta(minutes=1), 100 * 2**30, 200 * 2**30)]
+    data = memory_data(IncidentFacts(incident=inc, timeline=tl, offsets=[]), berlin)
+    assert data is not None and data.zone_name == "UTC"
+    assert data.kill is not None and data.ready is not None and data.kill < data.ready
+    summer = Timeline(
+        kill_ts=kill - timedelta(days=30),
+        start=kill - timedelta(days=30, minutes=30),
+        end=kill - timedelta(days=30) + timedelta(minutes=10),
+        bucket_s=30,
+    )
+    summer.host_points = tl.host_points
+    inc2 = Incident(2, "h", kill - timedelta(days=30), "a.service", "host_oom", 0.9)
+    data = memory_data(IncidentFacts(incident=inc2, timeline=summer, offsets=[]), berlin)
+    assert data is not None and data.zone_name == "Europe/Berlin"

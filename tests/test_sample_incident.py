@@ -32,7 +32,7 @@ def _build(tmp: Path, logs: Path = SAMPLE, **kw: object) -> tuple[BuildOptions, 
         out=tmp / "reports",
         since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
         zone=get_zone("UTC"),
-        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
+        ingest=IngestOptions(zone=get_zone("UTC"), zone_given=True, strict=True),  # make demo: --tz UTC
         now=FROZEN,
         **kw,  # type: ignore[arg-type]
     )
@@ -164,7 +164,7 @@ def test_rebuild_is_idempotent_and_deterministic(built: tuple[Path, object], tmp
         out=tmp_path / "again",
         since=datetime(2025, 5, 25, 20, 0, tzinfo=UTC),
         zone=get_zone("UTC"),
-        ingest=IngestOptions(zone=get_zone("UTC"), strict=True),
+        ingest=IngestOptions(zone=get_zone("UTC"), zone_given=True, strict=True),  # make demo: --tz UTC
         now=datetime(2030, 1, 1, tzinfo=UTC),
     )
     second = build(opts)

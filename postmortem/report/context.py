@@ -27,7 +27,7 @@ from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_t
 from ..parsers.journal.systemd import left_process
 from ..query import run_named_dicts
 from ..store.db import Store
-from ..timeutil import UTC, zone_name
+from ..timeutil import UTC, ZONE_ASSUMED, zone_name
 from .redact import Redactor
 
 CAUSE_LABELS = {
@@ -263,6 +263,9 @@ class IncidentReport:
     recovery_config_unit: str = ""
     #: the container the unit is, when it is one
     container: ContainerRow | None = None
+    #: the zones the host's zone-less stamps were read in when nobody named one (no --tz, no
+    #: configured zone): every such time is off by the host's own offset from it
+    zone_assumed: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -552,6 +555,15 @@ def _flat_words(facts: IncidentFacts) -> str:
             "outside that pool, in the headroom --mem-fraction-static leaves."
         )
     return " — flat: the GPUs did not run out."
+
+
+_ASSUMED = re.compile(re.escape(ZONE_ASSUMED) + r" (\S+), this machine's zone")
+
+
+def _zones_assumed(sources: Sources, own: list[int]) -> list[str]:
+    """The zones the incident's own zone-less sources were read in by default (their notes)."""
+    found = {m.group(1) for sid in own if (m := _ASSUMED.search(str(sources.by_id[sid].get("notes") or "")))}
+    return sorted(found)
 
 
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
@@ -1279,10 +1291,17 @@ def incident_report(
     host = clean.host(inc.host) or "unknown-host"
     # the incident's host's files (in a store of several hosts), and what they say of the kill
     own = sources.of_host(inc.host)
+    assumed = _zones_assumed(sources, own)
     if inc.ts is not None:
         # a file that began after the incident was over is none of its evidence (and a report
         # written today reads the same after later nights are ingested)
         over = inc.recovered_ts or inc.ts + timedelta(hours=1)
+        # a file read in the wrong zone may seem to begin up to 14 hours later (the widest
+        # offset): its zone warning stays, though its lines are not the incident's
+        assumed = _zones_assumed(
+            sources,
+            [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over + timedelta(hours=14)],
+        )
         own = [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over]
     mine = set(own)
     return IncidentReport(
@@ -1340,6 +1359,7 @@ def incident_report(
         )
         if box is not None
         else None,
+        zone_assumed=assumed,
         recommendations=recs,
         action_items=[clean(x) for x in action_items(inc, recs)],
         sources=source_rows(
