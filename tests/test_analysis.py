@@ -165,6 +165,30 @@ def load(unit: str, start: float, ready: float | None, spec: str | None = None, 
     )
 
 
+def test_a_recovery_is_guessed_only_when_nothing_tells_what_the_killed_run_served() -> None:
+    """The killed run's start is not in the data (its log begins mid-run): no model or port to
+    match, so the first server of another unit ready within the hour is taken — and marked so;
+    the unit's own restart, when there is one, is surer and wins even when later."""
+
+    def bare(unit: str, start: float, ready: float) -> Load:
+        ld = load(unit, start, ready)
+        ld.model_path, ld.port = None, None  # its start was not logged
+        return ld
+
+    kill = ev("oom_kill", killer="kernel", scope="memcg", pid=1)
+    (inc,) = build_incidents([kill], [bare("a.service", -4000, -3300), load("b.service", 660, 1245)])
+    assert (inc.recovery_unit, inc.recovery_guessed, inc.downtime_s) == ("b.service", True, 1245)
+    (inc,) = build_incidents(
+        [kill], [bare("a.service", -4000, -3300), load("b.service", 660, 1245), load("a.service", 30, 1500)]
+    )
+    assert (inc.recovery_unit, inc.recovery_guessed) == ("a.service", False)
+    (inc,) = build_incidents([kill], [bare("a.service", -4000, -3300), load("b.service", 3700, 4200)])
+    assert inc.recovery_unit is None  # more than an hour later: not taken
+    # the killed run's model known: another model's server is no recovery
+    (inc,) = build_incidents([kill], [load("a.service", -4000, -3300), bare("b.service", 660, 1245)])
+    assert inc.recovery_unit is None
+
+
 def test_fallback_to_autoregressive_sibling() -> None:
     loads = [
         load("a.service", -4000, -3300, "EAGLE3"),

@@ -530,6 +530,11 @@ def kill_time(items: Sequence[Evidence], offsets: dict[int, float]) -> datetime 
     return None
 
 
+#: how soon after a kill another unit's server, ready, is taken as its recovery when nothing
+#: tells what the killed run served
+GUESS_WITHIN = timedelta(hours=1)
+
+
 def find_recovery(
     incident_unit: str | None,
     host: str | None,
@@ -538,10 +543,14 @@ def find_recovery(
     killed_load: Load | None,
 ) -> tuple[Load | None, bool]:
     """The first load after the kill that brought service back: the same unit, or another unit
-    serving the same model (same model path or port). Returns (load, is_fallback)."""
+    serving the same model (same model path or port) — or, when neither the killed run's model
+    nor its port is in the data (its log begins after its start), the first server of another
+    unit ready on the host within :data:`GUESS_WITHIN` of the kill. Returns (load, is_fallback)."""
     model = killed_load.model_path if killed_load else None
     port = killed_load.port if killed_load else None
+    unknown = model is None and port is None
     best: Load | None = None
+    guess: Load | None = None
     for ld in loads:
         if ld.outcome != "ready" or ld.ready_ts is None or ld.start_ts is None:
             continue
@@ -553,9 +562,16 @@ def find_recovery(
         same_model = model is not None and ld.model_path == model
         same_port = port is not None and ld.port == port
         if not (same_unit or same_model or same_port):
+            if (
+                unknown
+                and ld.start_ts - kill_ts <= GUESS_WITHIN
+                and (guess is None or ld.ready_ts < (guess.ready_ts or ld.ready_ts))
+            ):
+                guess = ld  # only when nothing surer is found
             continue
         if best is None or ld.ready_ts < (best.ready_ts or ld.ready_ts):
             best = ld
+    best = best or guess
     if best is None:
         return None, False
     return best, best.unit != incident_unit
@@ -633,6 +649,10 @@ def build_incidents(
                 inc.downtime_s = (recovery.ready_ts - ts).total_seconds()
                 inc.recovery_unit = recovery.unit
                 inc.recovery_load = recovery
+                killed = inc.killed_load
+                inc.recovery_guessed = is_other_unit and (
+                    killed is None or (killed.model_path is None and killed.port is None)
+                )
                 killed_spec = bool(inc.killed_load and inc.killed_load.speculative_algorithm)
                 if is_other_unit and killed_spec and not recovery.speculative_algorithm:
                     inc.fallback_unit = recovery.unit

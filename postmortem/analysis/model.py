@@ -157,6 +157,9 @@ class Incident:
     restart_count: int | None = None
     restart_refs: list[SourceRef] = field(default_factory=list)
     kills_last_hour: int = 0
+    #: the recovery was taken to be another unit's server, the first ready on the host after the
+    #: kill, as the killed run's model and port are not in the data (its start was not logged)
+    recovery_guessed: bool = False
     #: the same unit's earlier kills on the same host in the week before: (time, cause), latest first
     earlier_week: list[tuple[datetime, str]] = field(default_factory=list)
     running_at_kill: int | None = None

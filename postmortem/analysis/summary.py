@@ -205,9 +205,15 @@ def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
                 )
             else:
                 other_model = f" It serves another model ({load.model_path}, not {killed_model})."
+        guessed = (
+            f" ({inc.recovery_unit} is taken as the recovery: the first server ready on this host after the "
+            "kill — the killed run's model and port are not in the data, as its start was not logged)"
+            if inc.recovery_guessed
+            else ""
+        )
         parts.append(
             f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
-            f"{clock(inc.recovered_ts, zone)}{took}.{other_model}"
+            f"{clock(inc.recovered_ts, zone)}{took}{guessed}.{other_model}"
         )
         if facts.stop_restarted and facts.stop_ts is not None:
             parts.append(
