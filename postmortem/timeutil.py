@@ -443,7 +443,7 @@ class BootAnchors:
 
 
 @lru_cache(maxsize=4096)
-def parse_dmesg_ctime(text: str, zone: tzinfo) -> datetime | None:
+def parse_dmesg_ctime(text: str, zone: tzinfo, forward: ForwardLocalizer | None = None) -> datetime | None:
     """``dmesg -T`` stamp text (``%a %b %e %H:%M:%S %Y``, month names in any locale that
     :func:`month_number` knows; the weekday is not checked) in ``zone`` → UTC.
 
@@ -465,7 +465,7 @@ def parse_dmesg_ctime(text: str, zone: tzinfo) -> datetime | None:
         naive = datetime(int(parts[4]), month, int(parts[2]), int(hms[0]), int(hms[1]), int(hms[2]))  # noqa: DTZ001
     except ValueError:
         return None
-    return localize(naive, zone)
+    return forward.localize(naive) if forward is not None else localize(naive, zone)
 
 
 def boot_relative(boot_ts: datetime, seconds: float) -> datetime:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
-from ..timeutil import UTC, BootAnchors, YearInference
+from ..timeutil import UTC, BootAnchors, ForwardLocalizer, YearInference
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -251,6 +251,15 @@ class ParseContext:
     parsed_lines: int = 0
     ignored_lines: int = 0
     notes: list[str] = field(default_factory=list)
+    #: zone-less stamps of this file in order, across the hour the clocks go back (made on use)
+    _forward: ForwardLocalizer | None = field(default=None, repr=False, compare=False)
+
+    def forward(self) -> ForwardLocalizer:
+        """The file's :class:`~postmortem.timeutil.ForwardLocalizer` for its zone: a file's
+        stamps in the repeated hour are read in order, the second time round as the second."""
+        if self._forward is None or self._forward.zone is not self.zone:
+            self._forward = ForwardLocalizer(self.zone)
+        return self._forward
 
     def parsed(self, n: int = 1) -> None:
         self.parsed_lines += n

@@ -932,3 +932,11 @@ def test_another_logs_lines_in_a_dmesg_file_are_parse_issues() -> None:
     assert [(i.line_no, i.unparsed) for i in issues_of(out)] == [(2, True), (3, True), (4, True)]
     assert [m.line_no for m in messages(out)] == [1, 5]
     assert ctx.parsed_lines == 2
+
+
+def test_dmesg_ctime_stamps_in_the_repeated_hour_are_read_in_order() -> None:
+    """dmesg -T in Berlin when summer time ends: 02:40 (CEST) then 02:03 — the second time
+    round, in CET, after the first: an hour later in UTC, not an hour earlier."""
+    text = "[Sun Oct 26 02:40:15 2025] first\n[Sun Oct 26 02:03:00 2025] second\n[Sun Oct 26 03:10:00 2025] third\n"
+    out, _ = parse_text("dmesg", text, tz="Europe/Berlin")
+    assert [m.ts.strftime("%H:%M:%S") for m in messages(out)] == ["00:40:15", "01:03:00", "02:10:00"]

@@ -128,7 +128,7 @@ def split_prefix(line: str, ctx: ParseContext) -> Stamp | None:
         m = _CTIME.match(line, pos)
         if m is not None:
             raw = m.group(1)
-            ts = parse_dmesg_ctime(raw, ctx.zone)
+            ts = parse_dmesg_ctime(raw, ctx.zone, ctx.forward())
             return ts, raw, Inferred.ZONE if ts is not None else None, None, level, m.end()
         m = _NO_TIME.match(line, pos)
         if m is not None:
@@ -325,17 +325,20 @@ def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
     """A file is stamped when its first non-blank line, or at least half of its first 200,
     carry a dmesg prefix (a prefix-less copy then keeps every line a record of its own)."""
     seen = stamped = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        seen += 1
-        if split_prefix(line, ctx) is not None:
-            if seen == 1:
-                return True
-            stamped += 1
-        if seen >= 200:
-            break
-    return seen == 0 or stamped * 2 >= seen
+    try:
+        for line in lines:
+            if not line.strip():
+                continue
+            seen += 1
+            if split_prefix(line, ctx) is not None:
+                if seen == 1:
+                    return True
+                stamped += 1
+            if seen >= 200:
+                break
+        return seen == 0 or stamped * 2 >= seen
+    finally:
+        ctx._forward = None  # the lines are read again: from the start of the repeated hour
 
 
 def _flush(
