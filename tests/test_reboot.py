@@ -217,3 +217,52 @@ def test_a_dmesg_holding_two_nights_gives_no_clock_offset_from_their_lookalike_l
         "| Earlier kills of this unit in the 7 days before | 1 — 2026-03-18 14:02 UTC (host RAM exhausted"
         in text
     )
+
+
+def test_a_slow_load_without_an_incident_is_in_the_index(cli: Any, tmp_path: Path) -> None:
+    """A planned restart that loaded in 15 min where the unit's loads took 9–10 min: no kill, no
+    report — but the index lists it, judged against the loads before it only."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = []
+    for day, load_s in ((1, 570), (2, 590), (3, 575), (4, 900)):
+        start = datetime(2025, 5, day, 9, 0, tzinfo=UTC)
+        ready = start + timedelta(seconds=load_s)
+        lines += [
+            f"[{start:%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/m', tp_size=8, port=30000)",
+            f"[{ready:%Y-%m-%d %H:%M:%S}] The server is fired up and ready to roll!",
+        ]
+    (logs / "sglang-k26.log").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli(
+        "build",
+        "--logs",
+        logs,
+        "--db",
+        tmp_path / "pm.duckdb",
+        "--out",
+        out,
+        "--tz",
+        "UTC",
+        "--since",
+        "2025-05-04",
+    )
+    assert r.code == 0, r
+    index = (out / "index.md").read_text()
+    assert "## Slow loads" in index
+    row = next(ln for ln in index.splitlines() if ln.startswith("| 2025-05-04 09:00:00"))
+    assert "| `sglang-k26.service` | 15 min | 9 min 35 s | 3 |" in row, row
+    # a window of the usual loads lists none
+    r = cli(
+        "build",
+        "--no-ingest",
+        "--db",
+        tmp_path / "pm.duckdb",
+        "--out",
+        tmp_path / "b",
+        "--since",
+        "2025-05-02",
+        "--until",
+        "2025-05-03 12:00",
+    )
+    assert r.code == 0 and "## Slow loads" not in (tmp_path / "b" / "index.md").read_text()

@@ -30,6 +30,7 @@ from .context import (
     Sources,
     as_jsonable,
     incident_report,
+    slow_load_rows,
     source_rows,
     undated_kill_rows,
     utc_text,
@@ -249,6 +250,7 @@ def write_reports(
         no_incident_reason=reason,
         undated_kills=undated_kill_rows(store, sources, clean),
         xids=xid_rows(store, options.since, options.until, sources, clean),
+        slow_loads=slow_load_rows(analysis.load_stats, options.since, options.until, sources, clean),
     )
     if options.report_format == "json":
         written.index = out / "index.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -19,7 +20,7 @@ from typing import Any
 from .. import __version__
 from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
-from ..analysis.load_stats import LoadStats, is_regression
+from ..analysis.load_stats import REGRESSION_MIN_S, REGRESSION_RATIO, LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, is_container, killed_process
 from ..analysis.rules import gpu_names, held_before, idle_gpus
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
@@ -315,6 +316,21 @@ class IndexReport:
     no_incident_reason: str
     undated_kills: list[UndatedKillRow] = dataclasses.field(default_factory=list)
     xids: list[XidRow] = dataclasses.field(default_factory=list)
+    slow_loads: list[SlowLoadRow] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class SlowLoadRow:
+    """A load in the window far slower than its unit's loads before it, incident or not."""
+
+    started_utc: str
+    host: str
+    unit: str
+    load: str  # its load time in words
+    load_s: float
+    median_before: str  # the median of the unit's loads before it, in words
+    loads_before: int
+    cite: str
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -363,6 +379,46 @@ def xid_rows(
 
 def utc_text(ts: datetime | None) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "—"
+
+
+def slow_load_rows(
+    stats: Sequence[LoadStats],
+    since: datetime | None,
+    until: datetime | None,
+    sources: Sources,
+    clean: Redactor,
+) -> list[SlowLoadRow]:
+    """The window's loads 1.5× the median of their unit's (and model's) ready loads before them,
+    and a minute more — a planned restart that took long is tomorrow's long outage — judged
+    against the loads before each, so a row reads the same after later loads are ingested."""
+    rows = []
+    for st in stats:
+        ready = sorted(
+            (ld for ld in st.ready if ld.start_ts is not None),
+            key=lambda ld: ld.start_ts.timestamp() if ld.start_ts is not None else 0.0,
+        )
+        for i, ld in enumerate(ready):
+            assert ld.start_ts is not None and ld.load_s is not None
+            if (since is not None and ld.start_ts < since) or (until is not None and ld.start_ts > until):
+                continue
+            before = [x.load_s for x in ready[:i] if x.load_s is not None]
+            if len(before) < 2:
+                continue
+            med = statistics.median(before)
+            if ld.load_s > med * REGRESSION_RATIO and ld.load_s - med >= REGRESSION_MIN_S:
+                rows.append(
+                    SlowLoadRow(
+                        started_utc=utc_text(ld.start_ts),
+                        host=clean.host(ld.host) or "—",
+                        unit=clean(ld.unit or "—"),
+                        load=human(ld.load_s),
+                        load_s=round(ld.load_s, 1),
+                        median_before=human(med),
+                        loads_before=len(before),
+                        cite=sources.cite(ld.start_source_id or ld.source_id, ld.start_line_no),
+                    )
+                )
+    return sorted(rows, key=lambda r: r.started_utc)
 
 
 def window_text(since: datetime | None, until: datetime | None) -> str:
