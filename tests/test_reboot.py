@@ -233,36 +233,14 @@ def test_a_slow_load_without_an_incident_is_in_the_index(cli: Any, tmp_path: Pat
             f"[{ready:%Y-%m-%d %H:%M:%S}] The server is fired up and ready to roll!",
         ]
     (logs / "sglang-k26.log").write_text("\n".join(lines) + "\n")
-    out = tmp_path / "reports"
-    r = cli(
-        "build",
-        "--logs",
-        logs,
-        "--db",
-        tmp_path / "pm.duckdb",
-        "--out",
-        out,
-        "--tz",
-        "UTC",
-        "--since",
-        "2025-05-04",
-    )
+    db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC", "--since", "2025-05-04")
     assert r.code == 0, r
     index = (out / "index.md").read_text()
     assert "## Slow loads" in index
     row = next(ln for ln in index.splitlines() if ln.startswith("| 2025-05-04 09:00:00"))
     assert "| `sglang-k26.service` | 15 min | 9 min 35 s | 3 |" in row, row
     # a window of the usual loads lists none
-    r = cli(
-        "build",
-        "--no-ingest",
-        "--db",
-        tmp_path / "pm.duckdb",
-        "--out",
-        tmp_path / "b",
-        "--since",
-        "2025-05-02",
-        "--until",
-        "2025-05-03 12:00",
-    )
+    window = ("--since", "2025-05-02", "--until", "2025-05-03 12:00")
+    r = cli("build", "--no-ingest", "--db", db, "--out", tmp_path / "b", *window)
     assert r.code == 0 and "## Slow loads" not in (tmp_path / "b" / "index.md").read_text()

@@ -52,6 +52,15 @@ SELECT
 FROM pending AS p
 JOIN sources AS s ON s.source_id = p.source_id;
 
+-- A boot's start from witnesses: the median of (a witness's wall-clock time − the seconds since
+-- boot it stands for); stamps in whole seconds (short-iso, SGLang) are truncated, half a second
+-- early on average, so then the median is moved half a second on.
+CREATE OR REPLACE TEMP MACRO anchor_boot_of(wall, mono) AS
+    make_timestamptz(CAST(
+        median(epoch_us(wall) - CAST(round(mono * 1000000) AS BIGINT))
+        + CASE WHEN bool_and(epoch_us(wall) % 1000000 = 0) THEN 500000 ELSE 0 END
+        AS BIGINT));
+
 -- A source no boot row anchors: the same kernel line with a wall-clock time in another source
 -- (a journal in a short mode, which has no boot rows, holding the same OOM or Xid lines) gives
 -- its boot as that time minus the line's seconds since boot (the median over the pairs of
@@ -60,8 +69,7 @@ UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
     -- pairs of a line printed once in each source (a header line repeated by two records is
-    -- no witness); stamps in whole seconds (short-iso) are truncated, half a second early on
-    -- average, so their median is moved half a second on
+    -- no witness)
     WITH pending AS (
         SELECT source_id, host, message, any_value(monotonic_s) AS monotonic_s
         FROM kernel_messages
@@ -79,10 +87,7 @@ FROM (
         HAVING count(*) = 1
     )
     SELECT k.source_id, k.host,
-           make_timestamptz(CAST(
-               median(epoch_us(r.ts) - CAST(round(k.monotonic_s * 1000000) AS BIGINT))
-               + CASE WHEN bool_and(epoch_us(r.ts) % 1000000 = 0) THEN 500000 ELSE 0 END
-               AS BIGINT)) AS boot_ts
+           anchor_boot_of(r.ts, k.monotonic_s) AS boot_ts
     FROM pending AS k
     JOIN dated AS r
       ON r.message = k.message AND r.source_id <> k.source_id
@@ -100,11 +105,7 @@ UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
     SELECT o.source_id, o.host,
-           make_timestamptz(CAST(
-               median(epoch_us(e.ts) - CAST(round(o.monotonic_s * 1000000) AS BIGINT))
-               -- SGLang's stamps are whole seconds: truncated, half a second early on average
-               + CASE WHEN bool_and(epoch_us(e.ts) % 1000000 = 0) THEN 500000 ELSE 0 END
-               AS BIGINT)) AS boot_ts
+           anchor_boot_of(e.ts, o.monotonic_s) AS boot_ts  -- SGLang stamps whole seconds
     FROM oom_kills AS o
     JOIN sglang_events AS e
       ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL
