@@ -587,15 +587,17 @@ def timeline(
     wait: WaitOpt = 0.0,
 ) -> None:
     """The memory-pressure timeline and the merged events around one incident."""
+    from .analysis import host_zones
     from .analysis.facts import unit_gpu_keys
     from .analysis.model import Incident
     from .analysis.timeline import memory_timeline, seconds_after
     from .config import load_config
     from .query import QueryResult, format_json, format_table, run_named_dicts
-    from .timeutil import parse_duration
+    from .timeutil import parse_duration, zone_name
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown --format {fmt!r} (use table or json)")
+    zone = None
     store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         rows = run_named_dicts(store, "incident_by_id", {"incident_id": incident_id})
@@ -616,8 +618,11 @@ def timeline(
             ),
             gpus=unit_gpu_keys(store, killed),  # the killed server's GPUs, as its report reads them
         )
+        zone = host_zones(store).get(inc["host"]) if inc["host"] else None
     finally:
         store.close()
+    if zone is not None and zone_name(zone) in ("UTC", "Etc/UTC"):
+        zone = None  # the host's time is UTC: no second column
     buckets = QueryResult(
         [
             "bucket",
@@ -662,9 +667,16 @@ def timeline(
         }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return
+    local = f" ({inc['ts'].astimezone(zone):%Y-%m-%d %H:%M:%S %Z} host-local)" if zone is not None else ""
     typer.echo(
-        f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC ({inc['cause']})"
+        f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC{local} ({inc['cause']})"
     )
+    if zone is not None:
+        # beside each event, the host's wall clock (its sources' zone), as the report shows it
+        events = QueryResult(
+            ["ts", "host_local", *events.columns[1:]],
+            [(r[0], r[0].astimezone(zone).strftime("%H:%M:%S %Z"), *r[1:]) for r in events.rows],
+        )
     typer.echo(f"\nMemory signals, {tl.bucket_s:g} s buckets:")
     sys.stdout.write(format_table(buckets))
     typer.echo("\nEvents:")

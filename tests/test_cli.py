@@ -1427,3 +1427,25 @@ def test_zone_less_times_read_in_an_assumed_zone_are_flagged(cli: Any, tmp_path:
     assert (
         "zone-less stamps read in" not in report.read_text() and "cannot be right" not in report.read_text()
     )
+
+
+def test_the_timeline_shows_the_hosts_wall_clock_beside_utc(cli: Any, tmp_path: Path) -> None:
+    """A host whose sources were read in Europe/Berlin: `timeline` gives each event's host-local
+    time beside UTC, as the report does; a UTC host has no second column."""
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "2025-06-14T02:40:15+0200 gpu1 kernel: Out of memory: Killed process 6021 (python3) total-vm:1kB, "
+        "anon-rss:1kB, file-rss:0kB, shmem-rss:0kB, UID:998 pgtables:1kB oom_score_adj:0\n"
+        "2025-06-14T02:40:15+0200 gpu1 systemd[1]: llm.service: Failed with result 'oom-kill'.\n"
+    )
+    for zone, local in (("Europe/Berlin", True), ("UTC", False)):
+        db = tmp_path / f"{zone.replace('/', '-')}.duckdb"
+        assert cli("build", "--logs", journal, "--db", db, "--out", tmp_path / zone, "--tz", zone).code == 0
+        r = cli("timeline", "1", "--db", db)
+        assert r.code == 0, r
+        head, events = r.out.splitlines()[0], r.out.split("Events:", 1)[1]
+        if local:
+            assert "killed at 2025-06-14 00:40:15 UTC (2025-06-14 02:40:15 CEST host-local)" in head
+            assert "host_local" in events and "02:40:15 CEST" in events
+        else:
+            assert "host-local" not in head and "host_local" not in events
