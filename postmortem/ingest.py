@@ -692,10 +692,13 @@ def _zone_dependent(store: Store, source_id: int) -> bool:
 AHEAD_OF_MTIME_S = 600.0
 
 
-def _ahead_of_mtime(last: datetime | None, mtime: datetime | None, zone: tzinfo) -> str | None:
-    """A file's last line dated after the file was last written cannot be: its stamps were
-    read in the wrong zone (zone-less stamps of a host east of the zone used), or a year-less
-    file got the wrong year. Said in the file's notes (the report's data coverage shows them).
+def _ahead_of_mtime(
+    last: datetime | None, mtime: datetime | None, zone: tzinfo, *, given: bool = False
+) -> str | None:
+    """A file of zone-less stamps whose last line is dated after the file was last written
+    cannot be right: its stamps were read in the wrong zone (a host east of the zone used), a
+    year-less file got the wrong year — or, the zone named (``given``), its mtime was set back.
+    Said in the file's notes (the report's data coverage shows them).
 
     >>> from datetime import UTC, datetime
     >>> _ahead_of_mtime(datetime(2025, 10, 26, 2, 40, tzinfo=UTC), datetime(2025, 10, 26, 0, 45, tzinfo=UTC), UTC)
@@ -711,6 +714,11 @@ def _ahead_of_mtime(last: datetime | None, mtime: datetime | None, zone: tzinfo)
     days, rest = divmod(int(ahead), 86400)
     hours, rest = divmod(rest, 3600)
     span = " ".join(f"{v} {u}" for v, u in ((days, "d"), (hours, "h"), (rest // 60, "min")) if v)
+    if given:
+        return (
+            f"its last line is {span} after the file's modification time: its times or that time cannot "
+            f"be right — a wrong --tz ({zone_name(zone)}) or --year, or a modification time set back"
+        )
     return (
         f"its last line is {span} after the file's modification time: its times cannot be right — "
         f"zone-less stamps read in {zone_name(zone)} while the host's zone is another (pass --tz with "
@@ -956,10 +964,11 @@ def ingest_file(
                     )
                 return _duplicate(display, fmt, twin, started)
         ts_range = _source_span(store, source_id, writer)
-        ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone)
+        zoned = _zone_dependent(store, source_id)
+        ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone, given=ctx.zone_given) if zoned else None
         if ahead:
             ctx.note(ahead)
-        if not ctx.zone_given and _zone_dependent(store, source_id):
+        if not ctx.zone_given and zoned:
             ctx.note(f"{ZONE_ASSUMED} {zone_name(ctx.zone)}, this machine's zone (no --tz given)")
         store.execute(
             "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "

@@ -488,6 +488,11 @@ def test_queue_advice_says_whether_memory_grew_before_the_queue(before_gib: floa
     rec = bound_queue(facts)
     assert rec is not None and words in rec.detail
     assert facts.host_rate_mib_min == pytest.approx(6 * 1024, rel=0.01)
+    # the killed run's settings known or not: "configured: …" only when they are
+    assert ("configured: unlimited" in rec.detail) == (facts.config is not None)
+    facts.config = None
+    rec = bound_queue(facts)
+    assert rec is not None and "configured" not in rec.detail and "settings are not in the data" in rec.detail
 
 
 # ----------------------------------------------------------------------------- many incidents

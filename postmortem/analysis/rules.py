@@ -285,11 +285,19 @@ def bound_queue(f: IncidentFacts) -> Recommendation | None:
         + "; the server holds queued and retracted requests in host memory, so an unbounded "
         "queue is one way its memory grows." + _queue_versus_growth(f)
     ]
-    q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
-    parts.append(
-        f"Bound them: set --max-queued-requests (configured: {q}) so excess requests get a fast 503 "
-        f"instead of growing memory, and --max-running-requests (configured: {_mrr_text(f)})."
-    )
+    if f.config is None:
+        # the killed run's settings are not in the data (its start was not logged): not "unlimited"
+        parts.append(
+            "Bound them: set --max-queued-requests so excess requests get a fast 503 instead of growing "
+            "memory, and --max-running-requests (the killed run's settings are not in the data: its "
+            "start was not logged)."
+        )
+    else:
+        q = "unlimited" if mqr is None or (mqr.isdigit() and int(mqr) >= UNLIMITED_QUEUE) else mqr
+        parts.append(
+            f"Bound them: set --max-queued-requests (configured: {q}) so excess requests get a fast 503 "
+            f"instead of growing memory, and --max-running-requests (configured: {_mrr_text(f)})."
+        )
     return Recommendation("bound_queue", "high", "Bound the request queue", " ".join(parts))
 
 
