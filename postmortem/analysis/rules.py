@@ -819,61 +819,13 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
                 "not the server's own processes.",
             )
         stuck = _left_running(f)
-        late = f.gpu_freed_late
-        until = ""
-        if late is None and f.reboot is not None:
-            until = (
-                f" until the host was rebooted (up again at {f.reboot.up_ts.astimezone(UTC):%H:%M:%S} UTC)"
-            )
-        elif late is not None and inc.ts is not None:
-            until = (
-                f" until {late.ts.astimezone(UTC):%H:%M:%S} UTC, {dur((late.ts - inc.ts).total_seconds())} "
-                "after it"
-                + (
-                    f" (freed after the operator's command at {late.command.ts.astimezone(UTC):%H:%M:%S})"
-                    if late.command is not None
-                    else ""
-                )
-            )
         return Recommendation(
             "verify_gpu_freed",
             "high",
             "GPU memory did not drop after the kill",
             (
-                f"Used memory stayed up on {on} after the kill{until}. "
-                + (
-                    (
-                        f"systemd could not end {_some([name for name, _ in stuck])}: they outlived "
-                        + (
-                            "its final SIGKILL and held that memory until they were gone — stuck in the "
-                            "kernel for a while (in the GPU driver, as a rule); when one stays, only a GPU "
-                            "reset or a reboot frees its memory. "
-                            if late is not None
-                            else "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and "
-                            + (
-                                "held that memory until the reboot. "
-                                if f.reboot is not None
-                                else "hold that memory; only a GPU reset or a reboot frees it. "
-                            )
-                        )
-                        if killed_in_vain(f)
-                        else f"systemd left {_some([name for name, _ in stuck])} running when the unit "
-                        "stopped (with KillMode=process or none it signals the main process alone), and they "
-                        + ("held" if late is not None or f.reboot is not None else "hold")
-                        + " that memory"
-                        + (
-                            ": the restarts found them still in the unit's cgroup, and a new server cannot "
-                            "fit beside them"
-                            if _restarts_found_them(f)
-                            else ""
-                        )
-                        + ". Kill them (`kill -9` their pids; one that does not exit is stuck in the GPU "
-                        "driver, and only a GPU reset or a reboot frees its memory), and let systemd end "
-                        "them with the server: KillMode=control-group (the default) or mixed. "
-                    )
-                    if stuck
-                    else ""
-                )
+                f"Used memory stayed up on {on} after the kill{_held_until(f)}. "
+                + _left_words(f, stuck)
                 + ("" if f.reboot is not None else "Verify with nvidia-smi before starting a replacement.")
             ).rstrip(),
             [SourceRef(e.source_id, e.line_no) for _, e in stuck[:1]],
@@ -910,6 +862,57 @@ def verify_gpu_freed(f: IncidentFacts) -> Recommendation | None:
             "--format=csv` before starting a replacement, and keep a `--query-gpu … -l 5` loop running.",
         )
     return None
+
+
+def _held_until(f: IncidentFacts) -> str:
+    """Until when memory left behind was held: the reboot, or the sample that saw it freed
+    (and the operator's command just before), or nothing known."""
+    inc, late = f.incident, f.gpu_freed_late
+    if late is None and f.reboot is not None:
+        return f" until the host was rebooted (up again at {f.reboot.up_ts.astimezone(UTC):%H:%M:%S} UTC)"
+    if late is None or inc.ts is None:
+        return ""
+    by = (
+        f" (freed after the operator's command at {late.command.ts.astimezone(UTC):%H:%M:%S})"
+        if late.command is not None
+        else ""
+    )
+    return f" until {late.ts.astimezone(UTC):%H:%M:%S} UTC, {dur((late.ts - inc.ts).total_seconds())} after it{by}"
+
+
+def _left_words(f: IncidentFacts, stuck: list[tuple[str, TimelineEvent]]) -> str:
+    """What the unit's processes that outlived it did: stuck past systemd's final SIGKILL (for
+    good, until a reboot, or for a while), or left running by KillMode=process/none."""
+    if not stuck:
+        return ""
+    names, late = _some([name for name, _ in stuck]), f.gpu_freed_late
+    if killed_in_vain(f):
+        if late is not None:
+            how = (
+                "its final SIGKILL and held that memory until they were gone — stuck in the kernel for a "
+                "while (in the GPU driver, as a rule); when one stays, only a GPU reset or a reboot frees "
+                "its memory. "
+            )
+        elif f.reboot is not None:
+            how = "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and held that memory until the reboot. "
+        else:
+            how = (
+                "its final SIGKILL — stuck in the kernel, usually in the GPU driver — and hold that memory; "
+                "only a GPU reset or a reboot frees it. "
+            )
+        return f"systemd could not end {names}: they outlived {how}"
+    tense = "held" if late is not None or f.reboot is not None else "hold"
+    found = (
+        ": the restarts found them still in the unit's cgroup, and a new server cannot fit beside them"
+        if _restarts_found_them(f)
+        else ""
+    )
+    return (
+        f"systemd left {names} running when the unit stopped (with KillMode=process or none it signals "
+        f"the main process alone), and they {tense} that memory{found}. Kill them (`kill -9` their pids; "
+        "one that does not exit is stuck in the GPU driver, and only a GPU reset or a reboot frees its "
+        "memory), and let systemd end them with the server: KillMode=control-group (the default) or mixed. "
+    )
 
 
 def _some(names: list[str], most: int = 6) -> str:

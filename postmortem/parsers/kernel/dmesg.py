@@ -324,21 +324,20 @@ _FOREIGN_STAMP = re.compile(
 def _decide_stamped(lines: list[str], ctx: ParseContext) -> bool:
     """A file is stamped when its first non-blank line, or at least half of its first 200,
     carry a dmesg prefix (a prefix-less copy then keeps every line a record of its own)."""
+    # a context of its own: the file's ForwardLocalizer must not see these lines before the parse
+    sniff = ParseContext(zone=ctx.zone)
     seen = stamped = 0
-    try:
-        for line in lines:
-            if not line.strip():
-                continue
-            seen += 1
-            if split_prefix(line, ctx) is not None:
-                if seen == 1:
-                    return True
-                stamped += 1
-            if seen >= 200:
-                break
-        return seen == 0 or stamped * 2 >= seen
-    finally:
-        ctx._forward = None  # the lines are read again: from the start of the repeated hour
+    for line in lines:
+        if not line.strip():
+            continue
+        seen += 1
+        if split_prefix(line, sniff) is not None:
+            if seen == 1:
+                return True
+            stamped += 1
+        if seen >= 200:
+            break
+    return seen == 0 or stamped * 2 >= seen
 
 
 def _flush(
