@@ -1,0 +1,142 @@
+"""Inference engines as plug-ins.
+
+An engine (SGLang today; vLLM, TGI, TensorRT-LLM, Ollama later) is one package under
+``postmortem/engines/<name>/`` that owns everything the rest of the tree must not know about
+it: its log parser(s), how its lines are recognised inside journal, docker and CRI captures,
+its settings (their flags and the ``server_configs`` column holding each value), the labels of
+its event kinds, and the names its processes and units go by.
+
+The rest of postmortem speaks engine-neutral terms: the tables ``server_configs``,
+``server_events``, ``server_stats``, ``http_requests`` and ``cuda_ooms`` carry an ``engine``
+column with :attr:`Engine.name`, and the analysis asks an engine for its words through
+:func:`get_engine` (a setting's flag, an event kind's label) instead of naming it.
+
+Adding an engine = one package + one line in :data:`ENGINE_MODULES` (see
+``docs/dev/adding-an-engine.md``).
+
+>>> sg = get_engine("sglang")
+>>> sg.label, sg.setting("max_queued_requests").flag
+('SGLang', '--max-queued-requests')
+>>> sorted(engines())[:1]
+['sglang']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+#: packages that register an engine, in load order (the registry line to add for a new engine)
+ENGINE_MODULES: tuple[str, ...] = ("sglang",)
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One of an engine's settings, under an engine-neutral key.
+
+    ``key`` names the concept (``gpu_memory_fraction``, ``max_running_requests``…) the analysis
+    and the rule templates speak of; ``flag`` is the engine's own command-line flag (``None``
+    when the engine has no such setting); ``column`` the ``server_configs`` column holding the
+    configured value (``None`` when only the raw arguments have it); ``arg`` the key in the
+    engine's own printed configuration.
+    """
+
+    key: str
+    flag: str | None
+    column: str | None = None
+    arg: str | None = None
+
+
+class Engine:
+    """What an engine tells the rest of postmortem about itself.
+
+    Subclasses set the class attributes; the parser-facing hooks (recognising an embedded line,
+    the message-level stream) are added by the engine package and declared here so callers
+    never import an engine by name.
+    """
+
+    #: the ``engine`` column's value and the registry key ("sglang")
+    name: ClassVar[str] = ""
+    #: how reports name it ("SGLang")
+    label: ClassVar[str] = ""
+    #: engine-neutral setting key → the engine's setting
+    settings: ClassVar[Mapping[str, Setting]] = {}
+    #: event kind → the short label a timeline shows for it
+    event_labels: ClassVar[Mapping[str, str]] = {}
+    #: lower-case fragments of unit names, container images and identifiers that name it
+    name_hints: ClassVar[tuple[str, ...]] = ()
+    #: lower-case prefixes of its processes' names (the kernel's 15-byte ``comm``)
+    process_prefixes: ClassVar[tuple[str, ...]] = ()
+
+    def setting(self, key: str) -> Setting:
+        """The engine's setting for ``key`` (an unknown key is a setting with no flag)."""
+        return self.settings.get(key) or Setting(key, None)
+
+    def names(self, text: str | None) -> bool:
+        """Whether a unit, identifier or image name names this engine.
+
+        >>> get_engine("sglang").names("sglang-k26.service"), get_engine("sglang").names("vllm")
+        (True, False)
+        """
+        low = (text or "").lower()
+        return any(h in low for h in self.name_hints)
+
+    def parse_args(self, raw: str) -> tuple[dict[str, str], str] | None:
+        """The engine's printed configuration (``server_configs.raw``) → (argument → value text,
+        format name), or ``None`` when it cannot be read. Values are the text as printed."""
+        return None
+
+    def owns_process(self, comm: str | None) -> bool:
+        """Whether a process name is one of the engine's processes."""
+        low = (comm or "").lower()
+        return low.startswith(self.process_prefixes) if self.process_prefixes else False
+
+
+_REGISTRY: dict[str, Engine] = {}
+_loaded = False
+
+
+class DuplicateEngineError(RuntimeError):
+    pass
+
+
+def register_engine(cls: type[Engine]) -> type[Engine]:
+    """Class decorator: register an engine under ``cls.name``; a second use of a name fails."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in _REGISTRY:
+        raise DuplicateEngineError(f"engine name {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in ENGINE_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+
+
+def engines() -> dict[str, Engine]:
+    """Every registered engine, by name, in :data:`ENGINE_MODULES` order."""
+    _load()
+    return dict(_REGISTRY)
+
+
+def get_engine(name: str | None) -> Engine:
+    """The engine called ``name``; :class:`UnknownEngine` (no settings, no labels) otherwise."""
+    _load()
+    if name and name in _REGISTRY:
+        return _REGISTRY[name]
+    return UnknownEngine()
+
+
+class UnknownEngine(Engine):
+    """The engine of a server no plug-in recognised (label "server")."""
+
+    name = "unknown"
+    label = "server"

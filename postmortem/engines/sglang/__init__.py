@@ -1,0 +1,57 @@
+"""SGLang as an engine plug-in: its names, settings and event labels.
+
+The parsers still live in ``postmortem.parsers.sglang``; the architecture work moves them here.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .. import Engine, Setting, register_engine
+
+
+def _s(key: str, flag: str | None, column: str | None = None, arg: str | None = None) -> Setting:
+    return Setting(key, flag, column, arg or column)
+
+
+@register_engine
+class SGLang(Engine):
+    name = "sglang"
+    label = "SGLang"
+    name_hints = ("sglang",)
+    process_prefixes = ("sglang",)
+    settings: ClassVar = {
+        s.key: s
+        for s in (
+            _s("gpu_memory_fraction", "--mem-fraction-static", "mem_fraction_static"),
+            _s("max_running_requests", "--max-running-requests", "max_running_requests"),
+            _s("max_queued_requests", "--max-queued-requests", None, "max_queued_requests"),
+            _s("cuda_graph_max_bs", "--cuda-graph-max-bs", "cuda_graph_max_bs"),
+            _s("speculative_tokens", "--speculative-num-draft-tokens", "speculative_num_draft_tokens"),
+            _s("speculative_steps", "--speculative-num-steps", "speculative_num_steps"),
+            _s("speculative_algorithm", "--speculative-algorithm", "speculative_algorithm"),
+            _s("context_length", "--context-length", "context_length"),
+            _s("chunked_prefill_size", "--chunked-prefill-size", "chunked_prefill_size"),
+            _s("disable_cuda_graph", "--disable-cuda-graph", "disable_cuda_graph"),
+            _s("kv_cache_dtype", "--kv-cache-dtype", "kv_cache_dtype"),
+            _s("max_total_tokens", "--max-total-tokens", "max_total_tokens"),
+            _s("watchdog_timeout", "--watchdog-timeout", "watchdog_timeout"),
+            _s("tp_size", "--tp-size", "tp_size"),
+        )
+    }
+    event_labels: ClassVar = {
+        "server_args": "SGLang read its configuration",
+        "load_weight_begin": "weights loading",
+        "load_weight_end": "weights loaded",
+        "kv_cache_allocated": "KV cache allocated",
+        "cuda_graph_begin": "CUDA graph capture started",
+        "cuda_graph_end": "CUDA graphs captured",
+        "uvicorn_running": "HTTP server listening",
+        "ready": "server ready",
+        "startup_timings": "startup timings",
+    }
+
+    def parse_args(self, raw: str) -> tuple[dict[str, str], str] | None:
+        from ...parsers.sglang.args import parse_server_args
+
+        return parse_server_args(raw)
