@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA, REPO
 
+from postmortem.engines import DuplicateEngineError, Engine, engines, register_engine
 from postmortem.parsers import PARSER_MODULES, DuplicateParserError, all_parsers, register
 from postmortem.parsers.base import Parser
 from postmortem.records import RECORD_TYPES, field_names
@@ -18,8 +19,9 @@ from postmortem.store.db import Store
 
 def test_registry_is_complete_and_unique() -> None:
     parsers = all_parsers()
-    modules = {type(p).__module__.split(".")[2] for p in parsers.values()}
-    assert modules == set(PARSER_MODULES), "every parser module registers at least one parser"
+    modules = {".".join(type(p).__module__.split(".")[1:3]) for p in parsers.values()}
+    expected = {f"parsers.{m}" for m in PARSER_MODULES} | {f"engines.{name}" for name in engines()}
+    assert modules == expected, "every parser module and every engine registers at least one parser"
     tables = {r.TABLE for r in RECORD_TYPES}
     for name, p in parsers.items():
         assert re.fullmatch(r"[a-z][a-z0-9-]*", name)
@@ -42,6 +44,32 @@ def test_registry_rejects_duplicates() -> None:
 
     with pytest.raises(DuplicateParserError):
         register(Dup)
+
+
+def test_engine_registry_rejects_duplicates_and_nameless_engines() -> None:
+    class Dup(Engine):
+        name = "sglang"
+
+    with pytest.raises(DuplicateEngineError):
+        register_engine(Dup)
+
+    class Nameless(Engine):
+        pass
+
+    with pytest.raises(ValueError, match="no name"):
+        register_engine(Nameless)
+
+
+def test_every_engine_describes_itself() -> None:
+    """An engine has a label, names that recognise its units, an origin for the timeline, a
+    parser, and a stream for lines embedded in other captures."""
+    from postmortem.parsers.base import ParseContext
+
+    for name, engine in engines().items():
+        assert engine.label and engine.origin and engine.name_hints and engine.parser_modules, name
+        assert engine.names(f"{engine.name_hints[0]}-x.service"), name
+        stream = engine.new_stream(ParseContext(), host=None, unit="u.service", pid=1)
+        assert stream.engine == name and stream.unit == "u.service"
 
 
 def test_every_parser_has_golden_cases() -> None:

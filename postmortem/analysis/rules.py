@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
-from ..parsers.sglang.args import parse_server_args
+from ..engines import get_engine
 from .facts import (
     GPU_FREED_MIB,
     Consumer,
@@ -330,7 +330,7 @@ def _queue_versus_growth(f: IncidentFacts) -> str:
 
 def _field(raw: str, name: str) -> str | None:
     """The text of one field of a ``server_args`` body (``server_configs.raw``), unquoted."""
-    parsed = parse_server_args(raw)
+    parsed = get_engine("sglang").parse_args(raw)
     value = parsed[0].get(name) if parsed else None
     return value.strip("'") if value is not None else None
 

@@ -24,9 +24,13 @@ Adding an engine = one package + one line in :data:`ENGINE_MODULES` (see
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from ..parsers.base import Output, ParseContext
 
 #: packages that register an engine, in load order (the registry line to add for a new engine)
 ENGINE_MODULES: tuple[str, ...] = ("sglang",)
@@ -49,12 +53,38 @@ class Setting:
     arg: str | None = None
 
 
+class EngineStream(Protocol):
+    """An engine's message-level parser: one per process (or unit) of a capture that carries
+    the engine's lines inside another format (journal, docker, CRI). It yields records and
+    warnings and never counts lines (the wrapping parser does)."""
+
+    #: the :attr:`Engine.name` of the engine it parses
+    engine: ClassVar[str]
+    #: the unit its lines belong to (given, or learnt from the capture)
+    unit: str | None
+    pid: int | None
+
+    def feed(
+        self,
+        line_no: int,
+        message: str,
+        *,
+        ts: datetime | None = None,
+        ts_raw: str | None = None,
+        ts_inferred: str | None = None,
+        host: str | None = None,
+        unit: str | None = None,
+        pid: int | None = None,
+    ) -> Iterator[Output]: ...
+
+    def close(self) -> Iterator[Output]: ...
+
+
 class Engine:
     """What an engine tells the rest of postmortem about itself.
 
-    Subclasses set the class attributes; the parser-facing hooks (recognising an embedded line,
-    the message-level stream) are added by the engine package and declared here so callers
-    never import an engine by name.
+    Subclasses set the class attributes and implement :meth:`looks_like` and
+    :meth:`new_stream`; callers never import an engine by name.
     """
 
     #: the ``engine`` column's value and the registry key ("sglang")
@@ -69,6 +99,35 @@ class Engine:
     name_hints: ClassVar[tuple[str, ...]] = ()
     #: lower-case prefixes of its processes' names (the kernel's 15-byte ``comm``)
     process_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: substrings one of which every message that can start a stream of the engine contains
+    #: (a cheap, vectorisable pre-filter of :meth:`looks_like`; empty: no pre-filter)
+    start_markers: ClassVar[tuple[str, ...]] = ()
+    #: what a timeline calls the engine's own lines (``Source`` column)
+    origin: ClassVar[str] = ""
+    #: modules of the engine's package that register file parsers (``parser`` →
+    #: ``postmortem.engines.<name>.parser``), loaded by the parser registry
+    parser_modules: ClassVar[tuple[str, ...]] = ()
+
+    def looks_like(self, message: str) -> bool:
+        """Whether ``message`` (a line inside another capture, wrappers and all) is the
+        engine's own: cheap, called on every unclaimed line of a journal up to a budget."""
+        return False
+
+    def claims(self, message: str, unit: str | None, ident: str | None) -> bool:
+        """Whether a capture's process (its unit or identifier, and this first line) is a
+        server of this engine: it is named after the engine, or the line is the engine's."""
+        return self.names(unit) or self.names(ident) or self.looks_like(message)
+
+    def new_stream(
+        self, ctx: ParseContext, *, host: str | None, unit: str | None, pid: int | None
+    ) -> EngineStream:
+        """A message-level parser for one process's (or unit's) lines."""
+        raise NotImplementedError(f"engine {self.name!r} parses no embedded lines")
+
+    def fast_messages(self) -> Any:
+        """The engine's vectorised path for embedded lines (a module with ``Given`` and
+        ``fast_messages``), or ``None``: then every line goes through :meth:`new_stream`'s."""
+        return None
 
     def setting(self, key: str) -> Setting:
         """The engine's setting for ``key`` (an unknown key is a setting with no flag)."""

@@ -1,7 +1,9 @@
 """The parser registry: one module per log source, each registering its parsers by name.
 
 Adding a source = one module under ``postmortem/parsers/``, its test data under
-``tests/data/<name>/`` and one line in :data:`PARSER_MODULES`.
+``tests/data/<name>/`` and one line in :data:`PARSER_MODULES`. An inference engine's parsers
+live in its package (``postmortem/engines/<name>/``) and are loaded through the engine
+registry (:attr:`postmortem.engines.Engine.parser_modules`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from .base import Head, Parser
 PARSER_MODULES: tuple[str, ...] = (
     "journal",
     "kernel",
-    "sglang",
     "nvidia",
 )
 
@@ -45,6 +46,11 @@ def _load() -> None:
     _loaded = True
     for module in PARSER_MODULES:
         importlib.import_module(f"{__name__}.{module}")
+    from ..engines import engines
+
+    for engine in engines().values():
+        for module in engine.parser_modules:
+            importlib.import_module(f"{engine.__module__}.{module}")
 
 
 def all_parsers() -> dict[str, Parser]:

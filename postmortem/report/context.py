@@ -1141,9 +1141,9 @@ def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
 def _hicache_args(raw: str | None) -> dict[str, str]:
     """The hierarchical KV cache's settings, when the run had it on (its host pools are host
     memory the other settings do not show)."""
-    from ..parsers.sglang.args import parse_server_args
+    from ..engines import get_engine
 
-    parsed = parse_server_args(raw) if raw else None
+    parsed = get_engine("sglang").parse_args(raw) if raw else None
     args = parsed[0] if parsed else {}
     if str(args.get("enable_hierarchical_cache", "")).strip("'") != "True":
         return {}

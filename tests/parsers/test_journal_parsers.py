@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from conftest import check_accounting, count_lines, issues_of, make_context, parse_text, records_of
 
+from postmortem.engines import Engine
 from postmortem.io import Head
 from postmortem.parsers import get_parser
 from postmortem.parsers.base import LineChunk, ParseIssue, TableBatch
@@ -466,12 +467,26 @@ class FakeSglang:
         return []
 
 
+class FakeEngine(Engine):
+    """An engine whose lines start with ``[sg]`` (and whose units are named after SGLang)."""
+
+    name = "fake"
+    name_hints = ("sglang",)
+    start_markers = ("[sg]", "server_args=")
+
+    def looks_like(self, message: str) -> bool:
+        return message.startswith("[sg]") or "server_args=" in message
+
+    def new_stream(self, ctx: Any, *, host: Any, unit: Any, pid: Any) -> Any:
+        return FakeSglang(ctx, host=host, unit=unit, pid=pid)
+
+
 def fake_sink(**ctx: Any) -> JournalSink:
     FakeKernel.instances.clear()
     FakeSglang.instances.clear()
     s = JournalSink(make_context(**ctx))
     s._kernel_checked, s._kernel_cls = True, FakeKernel
-    s._sglang_checked, s._sglang_api = True, (lambda m: m.startswith("[sg]"), FakeSglang)
+    s._engines = (FakeEngine(),)
     return s
 
 
@@ -538,7 +553,7 @@ def test_sglang_routing_by_unit_and_by_ident_pid() -> None:
 
 
 def test_sglang_check_budget_stops_checking(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sink_mod, "SGLANG_CHECK_BUDGET", 2)
+    monkeypatch.setattr(sink_mod, "ENGINE_CHECK_BUDGET", 2)
     s = fake_sink()
     for n in range(1, 4):
         add(s, n, "sshd", "hello", pid=9)
@@ -611,7 +626,7 @@ def _short_state(vector_on: bool) -> Any:
     if not vector_on:
         state.vector = None
     state.sink._kernel_checked, state.sink._kernel_cls = True, FakeKernel
-    state.sink._sglang_checked, state.sink._sglang_api = True, (lambda m: m.startswith("[sg]"), FakeSglang)
+    state.sink._engines = (FakeEngine(),)
     return state
 
 
@@ -622,7 +637,7 @@ def test_candidate_that_turns_sglang_gets_every_later_line(
     from postmortem.parsers.journal import vector
 
     monkeypatch.setattr(vector, "MIN_LINES", 0)
-    monkeypatch.setattr(sink_mod, "SGLANG_CHECK_BUDGET", 3)
+    monkeypatch.setattr(sink_mod, "ENGINE_CHECK_BUDGET", 3)
     FakeSglang.instances.clear()
     lines = [
         "2025-03-14T09:00:00+0000 h python3[5]: warming up",

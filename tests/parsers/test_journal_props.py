@@ -197,7 +197,7 @@ def test_vector_path_equals_the_per_line_path(text: str, chunk_lines: int) -> No
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(vector, "MIN_LINES", 0)
-        mp.setattr(sink, "SGLANG_CHECK_BUDGET", 3)  # exercise the check budget within a chunk
+        mp.setattr(sink, "ENGINE_CHECK_BUDGET", 3)  # exercise the check budget within a chunk
         assert _run_short(text, True, chunk_lines) == _run_short(text, False, chunk_lines)
 
 

@@ -205,7 +205,7 @@ def test_fast_sglang_routing_stores_what_the_per_line_path_stores(seed: int, mod
 
 def test_fast_sglang_with_a_tiny_check_budget_and_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector, "MIN_LINES", 0)
-    monkeypatch.setattr(sink, "SGLANG_CHECK_BUDGET", 3)
+    monkeypatch.setattr(sink, "ENGINE_CHECK_BUDGET", 3)
     text = sglang_journal(11, 3000)
     for chunk_lines in (7, 64, 500):
         fast, fast_counts, kinds = _run(text, True, chunk_lines)
@@ -227,7 +227,7 @@ def test_fast_sglang_routing_property(seed: int, n: int, mode: str, chunk_lines:
     text = sglang_journal(seed, n, mode)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(vector, "MIN_LINES", 0)
-        mp.setattr(sink, "SGLANG_CHECK_BUDGET", budget)
+        mp.setattr(sink, "ENGINE_CHECK_BUDGET", budget)
         fast, fast_counts, _ = _run(text, True, chunk_lines)
         slow, slow_counts, _ = _run(text, False, chunk_lines)
     assert fast_counts == slow_counts

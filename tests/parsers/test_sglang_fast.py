@@ -54,7 +54,7 @@ def _readers(
 ) -> tuple[tuple[bool, int], tuple[bool, float], tuple[bool, int]]:
     import numpy as np
 
-    from postmortem.parsers.sglang.kernels import read_bool, read_float, read_int
+    from postmortem.engines.sglang.kernels import read_bool, read_float, read_int
 
     buf = np.frombuffer(line.encode(), dtype=np.uint8)
     return read_int(buf, start, end), read_float(buf, start, end), read_bool(buf, start, end)

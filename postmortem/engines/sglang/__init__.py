@@ -1,13 +1,20 @@
-"""SGLang as an engine plug-in: its names, settings and event labels.
+"""SGLang as an engine plug-in: its parser, its lines inside other captures, its names,
+settings and event labels.
 
-The parsers still live in ``postmortem.parsers.sglang``; the architecture work moves them here.
+Modules: :mod:`.parser` (the file parser, registered in the parser registry), :mod:`.stream`
+(the message-level parser), :mod:`.prefix` (line prefixes and capture wrappers), :mod:`.fast`
+and :mod:`.kernels` (the vectorised path), :mod:`.args` (``server_args``), :mod:`.batch`,
+:mod:`.messages`, :mod:`.oom`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import Engine, Setting, register_engine
+from .. import Engine, EngineStream, Setting, register_engine
+
+if TYPE_CHECKING:
+    from ...parsers.base import ParseContext
 
 
 def _s(key: str, flag: str | None, column: str | None = None, arg: str | None = None) -> Setting:
@@ -20,6 +27,11 @@ class SGLang(Engine):
     label = "SGLang"
     name_hints = ("sglang",)
     process_prefixes = ("sglang",)
+    origin = "sglang"
+    #: a line that can start an SGLang stream has its ``[`` prefix, a tqdm ``\r`` or the
+    #: configuration line (what :func:`.prefix.looks_like_sglang` needs)
+    start_markers = ("[", "\r", "server_args=")
+    parser_modules = ("parser",)
     settings: ClassVar = {
         s.key: s
         for s in (
@@ -52,6 +64,23 @@ class SGLang(Engine):
     }
 
     def parse_args(self, raw: str) -> tuple[dict[str, str], str] | None:
-        from ...parsers.sglang.args import parse_server_args
+        from .args import parse_server_args
 
         return parse_server_args(raw)
+
+    def looks_like(self, message: str) -> bool:
+        from .prefix import looks_like_sglang
+
+        return "server_args=" in message or looks_like_sglang(message)
+
+    def new_stream(
+        self, ctx: ParseContext, *, host: str | None, unit: str | None, pid: int | None
+    ) -> EngineStream:
+        from .stream import SglangStream
+
+        return SglangStream(ctx, host=host, unit=unit, pid=pid)
+
+    def fast_messages(self) -> Any:
+        from . import fast
+
+        return fast

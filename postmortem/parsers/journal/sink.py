@@ -8,8 +8,10 @@ lines of a journal are plain messages and must stay cheap), and routes it:
   ``earlyoom``, ``scope`` NULL);
 * kernel entries (``_TRANSPORT=kernel``, identifier ``kernel``) → the kernel module's
   ``KernelStream``, one per (host, boot), so OOM records in the journal land in ``oom_kills``;
-* SGLang output → the SGLang module's ``SglangStream``, one per unit (or identifier + pid when
-  no unit is known), with the journal's time, unit and pid;
+* an inference server's output → its engine's message-level stream
+  (:meth:`postmortem.engines.Engine.new_stream`), one per unit (or identifier + pid when no
+  unit is known), with the journal's time, unit and pid: the first engine that claims a
+  process's line (:meth:`~postmortem.engines.Engine.claims`) parses the rest of its lines;
 * entries with both realtime and monotonic stamps → one ``boots`` row per boot id
   (boot time = median of realtime − monotonic, over a bounded sample);
 * a container's output (see :mod:`.container`) → one ``containers`` row per container id,
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ...engines import Engine, EngineStream, engines
 from ...records import Boot, Container, OomKill, UnitEvent, field_names
 from ...timeutil import UTC
 from ..base import Output, ParseContext, TableBatch
@@ -55,16 +58,16 @@ COLUMNS = (
     "message",
 )
 
-#: identifiers whose messages are classified (everything else is checked for SGLang only)
+#: identifiers whose messages are classified (everything else is offered to the engines only)
 SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"})
 
-#: lines of a not-yet-SGLang stream checked with looks_like_sglang() before giving up on it
-SGLANG_CHECK_BUDGET = 1000
-#: SGLang check counters kept (one per identifier + pid, or unit) before they are reset
+#: lines of a process no engine has claimed yet offered to the engines before giving up on it
+ENGINE_CHECK_BUDGET = 1000
+#: check counters kept (one per identifier + pid, or unit) before they are reset
 MAX_CHECK_KEYS = 100_000
-#: a unit started at most this long before a new SGLang process's first line names its unit
+#: a unit started at most this long before a new server process's first line names its unit
 #: (text modes, where journal lines carry no unit)
-SGLANG_START_WINDOW_S = 120.0
+SERVER_START_WINDOW_S = 120.0
 #: samples of (realtime − monotonic) kept per boot (decimated when full)
 BOOT_SAMPLES = 2048
 #: longest message kept when continuation lines are appended
@@ -130,10 +133,9 @@ class JournalSink:
         self._kernel_boot: dict[str | None, str | None] = {}
         self._kernel_cls: Any = None
         self._kernel_checked = False
-        self._sglang: dict[Any, Any] = {}
-        self._sglang_checks: dict[Any, int] = {}
-        self._sglang_api: tuple[Any, Any] | None = None
-        self._sglang_checked = False
+        self._streams: dict[Any, EngineStream] = {}
+        self._checks: dict[Any, int] = {}
+        self._engines: tuple[Engine, ...] = tuple(engines().values())
         self._boots: dict[str, _BootAcc] = {}
         self._desc_units: dict[str, str] = {}
         self._holdoff: dict[str, UnitEvent] = {}
@@ -142,7 +144,7 @@ class JournalSink:
         self._containers: set[tuple[str | None, str, str, str | None]] = set()
         self.cat_mode = False
         self._cat_kernel = False
-        self._cat_sglang: Any = None
+        self._cat_stream: EngineStream | None = None
 
     # ------------------------------------------------------------------ entries
 
@@ -202,8 +204,8 @@ class JournalSink:
             self._pending = row
         else:
             key = unit or (ident, pid)
-            stream = self._sglang.get(key)
-            if stream is not None or self._sglang_checks.get(key, 0) < SGLANG_CHECK_BUDGET:
+            stream = self._streams.get(key)
+            if stream is not None or self._checks.get(key, 0) < ENGINE_CHECK_BUDGET:
                 self._pending = row
 
     def wants(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
@@ -212,50 +214,65 @@ class JournalSink:
 
     def route_limit(self, ident: str | None, pid: int | None, unit: str | None) -> int:
         """How many more entries with these fields need routing: -1 all, 0 none, else the
-        SGLang check budget left for them."""
+        engine check budget left for them."""
         if ident in SPECIAL_IDENTS or self.cat_mode:
             return -1
         key = unit or (ident, pid)
-        if key in self._sglang:
+        if key in self._streams:
             return -1
-        return max(0, SGLANG_CHECK_BUDGET - self._sglang_checks.get(key, 0))
+        return max(0, ENGINE_CHECK_BUDGET - self._checks.get(key, 0))
 
-    def sglang_stream(self, ident: str | None, pid: int | None, unit: str | None) -> Any:
-        """The SGLang stream entries with these fields are fed to, if it exists already."""
+    def engine_stream(self, ident: str | None, pid: int | None, unit: str | None) -> EngineStream | None:
+        """The engine stream entries with these fields are fed to, if it exists already."""
         if ident in SPECIAL_IDENTS or self.cat_mode:
             return None
-        return self._sglang.get(unit or (ident, pid))
+        return self._streams.get(unit or (ident, pid))
 
-    def not_sglang(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
-        """Route an entry whose message cannot start an SGLang stream (the caller checked: not
-        named after SGLang, no ``[``, ``\\r`` or ``server_args=``): it only counts against its
-        check budget, as in :meth:`_to_sglang`. False: route it in full after all (its stream
-        has started)."""
+    def names_engine(self, ident: str | None, unit: str | None) -> bool:
+        """Whether a unit or identifier is named after an engine (its lines are always routed)."""
+        return any(e.names(unit) or e.names(ident) for e in self._engines)
+
+    @property
+    def start_markers(self) -> tuple[str, ...]:
+        """Substrings one of which every line that can start an engine's stream contains
+        (empty when an engine has no such pre-filter: then every line is a candidate)."""
+        markers: list[str] = []
+        for e in self._engines:
+            if not e.start_markers:
+                return ()
+            markers.extend(m for m in e.start_markers if m not in markers)
+        return tuple(markers)
+
+    def no_engine(self, ident: str | None, pid: int | None, unit: str | None) -> bool:
+        """Route an entry whose message cannot start an engine's stream (the caller checked:
+        not named after an engine, none of :attr:`start_markers` in it): it only counts
+        against its check budget, as in :meth:`_to_engine`. False: route it in full after all
+        (its stream has started)."""
         key = unit or (ident, pid)
-        if key in self._sglang or self._sglang_mod() is None:
+        if key in self._streams or not self._engines:
             return False
-        if self._sglang_checks.get(key, 0) >= SGLANG_CHECK_BUDGET:
+        if self._checks.get(key, 0) >= ENGINE_CHECK_BUDGET:
             return True
-        if len(self._sglang_checks) > MAX_CHECK_KEYS:  # as in _to_sglang
-            self._sglang_checks.clear()
-        self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
+        if len(self._checks) > MAX_CHECK_KEYS:  # as in _to_engine
+            self._checks.clear()
+        self._checks[key] = self._checks.get(key, 0) + 1
         return True
 
-    def not_sglang_many(
+    def no_engine_many(
         self, counts: list[tuple[str | None, int | None, str | None, int]], bound: int
     ) -> bool:
-        """:meth:`not_sglang` for ``count`` entries of each of several keys (identifier, pid,
+        """:meth:`no_engine` for ``count`` entries of each of several keys (identifier, pid,
         unit) at once, in any order: exact when none of the keys has a stream and the counters
         cannot be reset meanwhile — ``bound`` is how many keys the caller's lines may add.
         Returns False, having done nothing, when that is not so."""
-        checks = self._sglang_checks
-        if self._sglang_mod() is None or len(checks) + bound > MAX_CHECK_KEYS:
+        checks = self._checks
+        if not self._engines or len(checks) + bound > MAX_CHECK_KEYS:
             return False
         keys = [unit or (ident, pid) for ident, pid, unit, _ in counts]
-        if any(key in self._sglang for key in keys):
+        if any(key in self._streams for key in keys):
             return False
         for key, (_, _, _, count) in zip(keys, counts, strict=True):
-            checks[key] = min(SGLANG_CHECK_BUDGET, checks.get(key, 0) + count)
+            checks[key] = min(ENGINE_CHECK_BUDGET, checks.get(key, 0) + count)
         return True
 
     def add_output(self, item: Output) -> None:
@@ -353,12 +370,12 @@ class JournalSink:
         for stream in self._kernel.values():
             self.out.extend(stream.close())
         self._kernel.clear()
-        for sg in self._sglang.values():
-            self.out.extend(sg.close())
-        self._sglang.clear()
-        if self._cat_sglang is not None:
-            self.out.extend(self._cat_sglang.close())
-            self._cat_sglang = None
+        for st in self._streams.values():
+            self.out.extend(st.close())
+        self._streams.clear()
+        if self._cat_stream is not None:
+            self.out.extend(self._cat_stream.close())
+            self._cat_stream = None
         for boot_id, acc in self._boots.items():
             if acc.samples:
                 boot_ts = EPOCH + timedelta(microseconds=acc.median_us())
@@ -395,7 +412,7 @@ class JournalSink:
         elif self.cat_mode:
             self._route_cat(row)
         elif ident not in SPECIAL_IDENTS:
-            self._to_sglang(row)
+            self._to_engine(row)
 
     def _kernel_stream(self, host: str | None, boot_id: str | None) -> Any:
         if not self._kernel_checked:
@@ -449,44 +466,32 @@ class JournalSink:
             )
         )
 
-    def _sglang_mod(self) -> tuple[Any, Any] | None:
-        if not self._sglang_checked:
-            self._sglang_checked = True
-            try:
-                from .. import sglang
-            except ImportError:  # pragma: no cover
-                return None
-            looks = getattr(sglang, "looks_like_sglang", None)
-            cls = getattr(sglang, "SglangStream", None)
-            if looks is not None and cls is not None:
-                self._sglang_api = (looks, cls)
-        return self._sglang_api
+    def _claiming(self, message: str, unit: str | None, ident: str | None) -> Engine | None:
+        for engine in self._engines:
+            if engine.claims(message, unit, ident):
+                return engine
+        return None
 
-    def _to_sglang(self, row: tuple[Any, ...]) -> None:
+    def _to_engine(self, row: tuple[Any, ...]) -> None:
         unit = row[8]
         ident = row[6]
         pid = row[7]
         key = unit or (ident, pid)
-        stream = self._sglang.get(key)
+        stream = self._streams.get(key)
         message = row[12]
         if stream is None:
-            if self._sglang_checks.get(key, 0) >= SGLANG_CHECK_BUDGET:
+            if self._checks.get(key, 0) >= ENGINE_CHECK_BUDGET:
                 return
-            api = self._sglang_mod()
-            if api is None:
-                self._sglang_checks[key] = SGLANG_CHECK_BUDGET
+            engine = self._claiming(message, unit, ident)
+            if engine is None:
+                if len(self._checks) > MAX_CHECK_KEYS:  # bounded: many short-lived processes
+                    self._checks.clear()
+                self._checks[key] = self._checks.get(key, 0) + 1
                 return
-            looks, cls = api
-            named = (unit and "sglang" in unit.lower()) or (ident and "sglang" in ident.lower())
-            if not (named or "server_args=" in message or looks(message)):
-                if len(self._sglang_checks) > MAX_CHECK_KEYS:  # bounded: many short-lived processes
-                    self._sglang_checks.clear()
-                self._sglang_checks[key] = self._sglang_checks.get(key, 0) + 1
-                return
-            self._sglang_checks.pop(key, None)
+            self._checks.pop(key, None)
             if unit is None:
                 unit = self.ctx.unit or self._claim_started_unit(row[1])
-            stream = self._sglang[key] = cls(self.ctx, host=row[5], unit=unit, pid=pid)
+            stream = self._streams[key] = engine.new_stream(self.ctx, host=row[5], unit=unit, pid=pid)
         self.out.extend(
             stream.feed(
                 row[0],
@@ -501,7 +506,7 @@ class JournalSink:
         )
 
     def _claim_started_unit(self, ts: datetime | None) -> str | None:
-        """Text modes: the service started just before a new SGLang process's first line."""
+        """Text modes: the service started just before a new server process's first line."""
         if ts is None:
             return None
         for start in reversed(self._starts):
@@ -509,7 +514,7 @@ class JournalSink:
             if claimed or start_ts is None:
                 continue
             gap = (ts - start_ts).total_seconds()
-            if 0 <= gap <= SGLANG_START_WINDOW_S:
+            if 0 <= gap <= SERVER_START_WINDOW_S:
                 start[2] = True
                 return str(unit)
         return None
@@ -616,8 +621,8 @@ class JournalSink:
 
     def _route_cat(self, row: tuple[Any, ...]) -> None:
         """No identifiers: classify by content. systemd sentences → unit_events; an OOM record
-        (from its first kernel line to the kill line) → the kernel stream; SGLang lines (and
-        every later unclassified line) → one SGLang stream."""
+        (from its first kernel line to the kill line) → the kernel stream; an engine's lines (and
+        every later unclassified line) → one stream of the first engine that claims a line."""
         message = row[12]
         lc = systemd.classify(message)
         if lc is not None:
@@ -631,23 +636,20 @@ class JournalSink:
         if systemd.earlyoom_kill(message) is not None:
             self._earlyoom(row)
             return
-        api = self._sglang_mod()
-        is_sglang = api is not None and api[0](message)
-        if not self._cat_kernel and not is_sglang and _starts_kernel_record(message):
+        engine = next((e for e in self._engines if e.looks_like(message)), None)
+        if not self._cat_kernel and engine is None and _starts_kernel_record(message):
             self._cat_kernel = True
-        if self._cat_kernel and not is_sglang:
+        if self._cat_kernel and engine is None:
             self._to_kernel(row, None, None)
             if "Killed process " in message or message.startswith("oom_reaper: "):
                 self._cat_kernel = False  # the record ends at its kill (or reaper) line
             return
         self._cat_kernel = False
-        if api is None:
-            return
-        if self._cat_sglang is None:
-            if not is_sglang:
+        if self._cat_stream is None:
+            if engine is None:
                 return
-            self._cat_sglang = api[1](self.ctx, host=row[5], unit=self.ctx.unit, pid=None)
-        self.out.extend(self._cat_sglang.feed(row[0], message, ts=None, host=row[5]))
+            self._cat_stream = engine.new_stream(self.ctx, host=row[5], unit=self.ctx.unit, pid=None)
+        self.out.extend(self._cat_stream.feed(row[0], message, ts=None, host=row[5]))
 
 
 _OOM_FIELDS = tuple(n for n in field_names(OomKill) if n not in ("line_no", "oom_id", "killer", "message"))

@@ -9,16 +9,16 @@ per distinct value (zone-offset ISO stamps and epoch seconds in Arrow, the rest 
 second), and identifier tokens once per distinct value. Every other line — continuation
 lines, header and catalog lines, host-less or padded-day lines, garbage — goes through the
 per-line reference path in line order; lines that need routing (systemd, kernel,
-systemd-oomd, earlyoom, SGLang candidates) are routed in line order with their complete
-messages.
+systemd-oomd, earlyoom, inference-server candidates) are routed in line order with their
+complete messages.
 
-SGLang output is most of what such journals hold: the batch and access lines of an SGLang
-stream (one per identifier + pid, or unit) are stored by the SGLang module's vectorised pass
-(:func:`~postmortem.parsers.sglang.fast.fast_messages`, with the journal's time, host, unit and
-pid), and only that stream's other lines are fed to its ``SglangStream`` one by one, in line
-order (:class:`_FastSglang`). Lines of a candidate that cannot start a stream (no ``[``, no
-``server_args=``) only count against its check budget. The result is the same as the
-per-line path's (property tests check it, with SGLang output, kernel, systemd and odd lines).
+Inference servers' output is most of what such journals hold: the statistics and access lines
+of a server's stream (one per identifier + pid, or unit) are stored by its engine's vectorised
+pass (:meth:`postmortem.engines.Engine.fast_messages`, with the journal's time, host, unit and
+pid), and only that stream's other lines are fed to its message-level stream one by one, in
+line order (:class:`_FastEngine`). Lines of a candidate that cannot start a stream (none of the
+engines' start markers) only count against its check budget. The result is the same as the
+per-line path's (property tests check it, with server output, kernel, systemd and odd lines).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _US = timedelta(microseconds=1)
 #: stands for a missing time in an int64 copy of a time column
 _NO_TS = -(1 << 63)
-#: a routed line past its SGLang check budget (see ``VectorShort.chunk``)
+#: a routed line past its engine check budget (see ``VectorShort.chunk``)
 _HELD = object()
 #: a routed kernel line with a plain message: stored as its kernel_messages row in a block
 #: unless an OOM record is open when its turn comes
@@ -336,7 +336,7 @@ class VectorShort:
         # routing, in line order, with complete messages
         routed_pos = pc.indices_nonzero(want_col).to_numpy()
         tix_all = None  # identifier token of each stored line
-        held: dict[int, Any] = {}  # SGLang candidates' lines past their check budget
+        held: dict[int, Any] = {}  # server candidates' lines past their check budget
         if len(routed_pos) and any(lim > 0 for lim in limits):
             tix_all = tix_ok
             tix = tix_all[routed_pos]
@@ -392,7 +392,7 @@ class VectorShort:
             ]
 
         unit_patches: dict[int, str] = {}
-        fast: _FastSglang | None = None
+        fast: _FastEngine | None = None
 
         def row_at(q: int) -> tuple[Any, ...]:
             """One stored line as an entry tuple (scalar access: cheaper than rows_at for one)."""
@@ -429,13 +429,13 @@ class VectorShort:
                         continue
                     entry = row_at(pos_)
                 elif entry is None or entry is _HELD:
-                    # materialised only when needed: a candidate's line that cannot be SGLang
+                    # materialised only when needed: a candidate's line no engine can claim
                     # (only its check counts), or one past its check budget (routed only if
                     # its stream has started, or the budget came back)
                     assert tix_all is not None
                     t = int(tix_all[pos_])
                     if entry is None:
-                        if sink.not_sglang(ids[t], pids[t], units[t]):
+                        if sink.no_engine(ids[t], pids[t], units[t]):
                             continue
                     elif sink.route_limit(ids[t], pids[t], units[t]) == 0:
                         continue
@@ -458,7 +458,7 @@ class VectorShort:
         if len(routed_pos) or held:
             if tix_all is None:
                 tix_all = tix_ok
-            fast = _FastSglang.build(
+            fast = _FastEngine.build(
                 sink,
                 tix_all,
                 np.concatenate([routed_pos, *held.values()]) if held else routed_pos,
@@ -477,10 +477,11 @@ class VectorShort:
         if len(routed_pos) or extra_rows or held:
             light = None
             if tix_all is not None and any(lim > 0 for lim in limits):
-                light = _not_sglang(pa, pc, np, message, tix_ok, routed_pos, ids, units, limits)
+                light = _cannot_start(pa, pc, np, sink, message, tix_ok, routed_pos, (ids, units, limits))
                 # keys whose every routed line here is such a line: counted at once — unless a
                 # line of this chunk's per-line path (host-less, odd) may start a stream first
-                if light is not None and not any("[" in line for line in rest_lines):
+                markers = sink.start_markers
+                if light is not None and not any(m in line for line in rest_lines for m in markers):
                     bulk = _bulk_checks(sink, np, tix_ok[routed_pos], light, (ids, pids, units, limits))
                     if bulk is not None:
                         routed_pos, light = routed_pos[~bulk], light[~bulk]
@@ -653,8 +654,8 @@ def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: tuple[Any, ...], boot:
 
 def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, per_token: tuple[list[Any], ...]) -> Any:
     """Of the routed lines (their identifier tokens ``tix``), those that only count against
-    their key's SGLang check budget (``light``) where every routed line of that key in this
-    chunk is such a line: the counts are added at once (:meth:`JournalSink.not_sglang_many`)
+    their key's engine check budget (``light``) where every routed line of that key in this
+    chunk is such a line: the counts are added at once (:meth:`JournalSink.no_engine_many`)
     and the lines need no routing one by one. None when nothing was counted."""
     ids, pids, units, limits = per_token
     key_of = [units[t] or (ids[t], pids[t]) for t in range(len(ids))]
@@ -670,46 +671,48 @@ def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, per_token: tuple[list
         return None
     # keys with several tokens: all their tokens' lines are light here, count them once each
     bound = sum(1 for lim in limits if lim > 0)
-    if not sink.not_sglang_many(todo, bound):
+    if not sink.no_engine_many(todo, bound):
         return None
     return light & np.isin(tix, np.array(chosen, dtype=np.int64))
 
 
-def _not_sglang(
+def _cannot_start(
     pa: Any,
     pc: Any,
     np: Any,
+    sink: Any,
     message: Any,
     tix_all: Any,
     positions: Any,
-    ids: list[str | None],
-    units: list[str | None],
-    limits: list[int],
+    per_token: tuple[list[str | None], list[str | None], list[int]],
 ) -> Any:
-    """Of the stored lines at ``positions``, those of SGLang candidates (not streams yet) that
-    cannot start a stream: not named after SGLang, and neither a ``[`` nor a ``\\r`` nor
-    ``server_args=`` in the message (what :func:`looks_like_sglang` needs)."""
+    """Of the stored lines at ``positions``, those of server candidates (not streams yet) that
+    cannot start a stream: not named after an engine, and none of the engines' start markers
+    in the message (what their ``looks_like`` needs)."""
+    ids, units, limits = per_token
+    markers = sink.start_markers
+    if not markers:
+        return None
     plain = np.zeros(len(limits), dtype=bool)
     for t, lim in enumerate(limits):
         ident, unit = ids[t], units[t]
-        named = (unit and "sglang" in unit.lower()) or (ident and "sglang" in ident.lower())
-        plain[t] = lim > 0 and not named and ident not in SPECIAL_IDENTS
+        plain[t] = lim > 0 and ident not in SPECIAL_IDENTS and not sink.names_engine(ident, unit)
     rows = plain[tix_all[positions]]
     if not rows.any():
         return None
     q = np.flatnonzero(rows)
     msgs = pc.take(message, pa.array(positions[q]))
-    maybe = pc.or_(
-        pc.or_(pc.match_substring(msgs, "["), pc.match_substring(msgs, "\r")),
-        pc.match_substring(msgs, "server_args="),
-    )
+    maybe = pc.match_substring(msgs, markers[0])
+    for marker in markers[1:]:
+        maybe = pc.or_(maybe, pc.match_substring(msgs, marker))
     rows[q[pc.fill_null(maybe, True).to_numpy(zero_copy_only=False)]] = False
     return rows
 
 
-class _FastSglang:
-    """The batch and access lines of SGLang streams, stored by the SGLang module's vectorised
-    path with the journal's time, host, unit and pid.
+class _FastEngine:
+    """The statistics and access lines of one engine's streams, stored by the engine's
+    vectorised path (:meth:`postmortem.engines.Engine.fast_messages`) with the journal's time,
+    host, unit and pid.
 
     Streams that existed when the chunk began have all their fast lines set aside at once;
     a candidate's lines are set aside from the moment its stream starts (within the chunk).
@@ -717,13 +720,14 @@ class _FastSglang:
     path); before each of them (and at the end of the chunk) the fast lines that precede it
     are settled: while the stream cannot take fast lines (a traceback's message is open, a
     death line waits for its exit code, another process spoke last) they are fed too, the
-    rest only move the stream's time (:meth:`SglangStream.note_given`). A stream fed from
+    rest only move the stream's time (the stream's ``note_given``). A stream fed from
     several identifier tokens in one chunk (one unit, several pids) stays per-line.
 
     Positions are those of the chunk's stored lines (the vector pass's rows)."""
 
     def __init__(
         self,
+        engine: str,
         sink: Any,
         fr: Any,
         tix: Any,
@@ -736,6 +740,7 @@ class _FastSglang:
         import numpy as np
 
         self._np = np
+        self.engine = engine
         self.sink = sink
         self.fr = fr
         self.tix = tix  # identifier token of each stored line
@@ -780,12 +785,16 @@ class _FastSglang:
         patches: dict[int, str],
         hints: tuple[bool, bool, bool],
         slow: Any,
-    ) -> _FastSglang | None:
+    ) -> _FastEngine | None:
         import numpy as np
         import pyarrow as _pa
 
-        from ..sglang.fast import Given, fast_messages
+        from ...engines import engines
 
+        engine = next((e for e in engines().values() if e.fast_messages() is not None), None)
+        if engine is None:
+            return None
+        fast = engine.fast_messages()
         pa: Any = _pa
         ids, pids, units, limits = per_token
         keys: dict[Any, list[int]] = {}
@@ -796,8 +805,8 @@ class _FastSglang:
             key = units[t] or (ids[t], pids[t])
             keys.setdefault(key, []).append(t)
             if lim == -1:
-                st = sink.sglang_stream(ids[t], pids[t], units[t])
-                if st is None:
+                st = sink.engine_stream(ids[t], pids[t], units[t])
+                if st is None or st.engine != engine.name:
                     continue
                 existing[t] = st
         usable = np.zeros(len(limits), dtype=bool)
@@ -820,7 +829,7 @@ class _FastSglang:
         if not offered.any():
             return None
         line_no, ts_col, raw_col, inf_col, host_col, message = columns
-        given = Given(
+        given = fast.Given(
             line_no=line_no,
             ts=ts_col,
             ts_raw=raw_col,
@@ -830,7 +839,7 @@ class _FastSglang:
             pid=pa.nulls(m, pa.int32()),
         )
         maybe_cr, maybe_hit, maybe_nl = hints
-        fr = fast_messages(
+        fr = fast.fast_messages(
             message,
             given,
             rows=offered,
@@ -840,7 +849,7 @@ class _FastSglang:
         )
         if fr is None:
             return None
-        return cls(sink, fr, tix_all, (ids, pids, units), existing, candidates, ts_col, slow)
+        return cls(engine.name, sink, fr, tix_all, (ids, pids, units), existing, candidates, ts_col, slow)
 
     def taken_of(self, positions: Any) -> Any:
         """Which of the stored lines at ``positions`` the fast path keeps for now."""
@@ -852,8 +861,8 @@ class _FastSglang:
             return s
         if t not in self.candidates:
             return None
-        st = self.sink.sglang_stream(self.ids[t], self.pids[t], self.units[t])
-        if st is None:
+        st = self.sink.engine_stream(self.ids[t], self.pids[t], self.units[t])
+        if st is None or st.engine != self.engine:
             return None
         return self._register(t, st)
 
@@ -873,7 +882,7 @@ class _FastSglang:
 
     def before(self, pos: int, entry: tuple[Any, ...], ok_idx: Any, first: int) -> None:
         """Settle the fast lines of ``entry``'s stream that come before it."""
-        st = self.sink.sglang_stream(entry[6], entry[7], entry[8])
+        st = self.sink.engine_stream(entry[6], entry[7], entry[8])
         if st is None:
             return
         s = self.index.get(id(st))

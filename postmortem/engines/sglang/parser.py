@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
+from ...parsers import register
+from ...parsers.base import Head, LineChunk, Output, ParseContext, Parser, TableBatch
 from ...timeutil import UTC, Inferred
-from .. import register
-from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch
 from .prefix import LEGACY_GPU_RE, PREFIX_RE, looks_like_sglang, strip_wrappers
 from .stream import IGNORED, PARSED, SglangStream
 

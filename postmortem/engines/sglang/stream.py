@@ -1,6 +1,6 @@
 """The message-level SGLang parser: one :class:`SglangStream` per log stream.
 
-The file parser (:class:`postmortem.parsers.sglang.SglangParser`) feeds it every physical
+The file parser (:class:`postmortem.engines.sglang.SglangParser`) feeds it every physical
 line; the journal parser feeds it the messages of an SGLang unit with the journal's ``ts``,
 ``unit`` and ``pid``. The stream keeps only the state a multi-line record needs (an open
 traceback, a ``Rank N scheduler is dead`` line waiting for its ``Exit code:``), the per-rank
@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import date, datetime, tzinfo
-from typing import Any
+from typing import Any, ClassVar
 
+from ...parsers.base import Output, ParseContext, ParseIssue, excerpt
 from ...records import CudaOom, HttpRequest, ServerConfig, SglangBatch, SglangEvent
 from ...timeutil import UTC, DayInference, ForwardLocalizer, Inferred, YearInference, parse_iso
-from ..base import Output, ParseContext, ParseIssue, excerpt
 from . import messages as M
 from .args import (
     algorithm,
@@ -228,6 +228,7 @@ class SglangStream:
     """
 
     PARSED, IGNORED, UNPARSED = PARSED, IGNORED, UNPARSED
+    engine: ClassVar[str] = "sglang"
 
     def __init__(
         self,

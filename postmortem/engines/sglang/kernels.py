@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, U, digits, kernel, wall_clock
+from ...parsers.jit import I64, U8, U, digits, kernel, wall_clock
 
 OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
 INT, FLOAT, BOOL = 0, 1, 2

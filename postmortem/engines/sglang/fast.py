@@ -17,7 +17,7 @@ and at most one dot, read as the digits' integer over a power of ten, which IEEE
 rounds exactly as ``float()`` does), a wrapper in front of the prefix, a time-only prefix, a
 ``/health`` request (it moves the stream's phase), a ``\\r`` or newline inside the line, the
 words `` hit an exception``, a wall-clock time in a DST gap or an impossible date — stays on
-the Python path (:class:`~postmortem.parsers.sglang.stream.SglangStream`), which is the
+the Python path (:class:`~postmortem.engines.sglang.stream.SglangStream`), which is the
 reference: tests check that both paths store the same rows.
 
 A journal's messages come with their own time (the journal's, exact): :class:`Given` carries
@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as _pa
 import pyarrow.compute as _pc
 
-from ..base import LineChunk, repeated
+from ...parsers.base import LineChunk, repeated
 from .batch import COLUMNS, KEYS
 from .prefix import normalise_ranks
 
@@ -170,7 +170,7 @@ def fast_messages(
     messages of a stream). ``maybe_hit``: whether any message may hold the words
     `` hit an exception`` (False skips that search). ``maybe_cr`` / ``maybe_nl`` are accepted
     for callers that know more; the pass always checks for carriage returns and newlines."""
-    from ..jit import string_buffers
+    from ...parsers.jit import string_buffers
 
     del maybe_cr, maybe_nl
     buf, starts, ends = string_buffers(messages)
@@ -233,7 +233,7 @@ class _Scan:
         self.rows = rows
 
     def run(self) -> FastRows | None:
-        from ..jit import to_arrow
+        from ...parsers.jit import to_arrow
         from .kernels import ACCESS_FIELDS, scan
 
         n = self.n
@@ -337,13 +337,13 @@ class _Scan:
         return FastRows(fast, ts_us, fast.copy(), blocks)
 
     def _text(self, starts: I64, ends: I64) -> Any:
-        from ..jit import spans_to_arrow
+        from ...parsers.jit import spans_to_arrow
 
         return spans_to_arrow(self.buf, starts, ends).cast(pa.string())
 
     def _common(self, pos: I64, ts_us: I64, raw_end: I64) -> dict[str, Any]:
         """The columns every fast row has: where it is from, its time and stream."""
-        from ..jit import to_arrow
+        from ...parsers.jit import to_arrow
 
         k = len(pos)
         g = self.given
