@@ -187,11 +187,15 @@ class ServerConfig(Record):
     disable_cuda_graph: bool | None = None
     watchdog_timeout: float | None = None
     args_format: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class SglangEvent(Record):
-    TABLE: ClassVar[str] = "sglang_events"
+class ServerEvent(Record):
+    """An inference server's startup phase, readiness, error, signal or death."""
+
+    TABLE: ClassVar[str] = "server_events"
     line_no: int
     ts: datetime | None
     ts_raw: str | None
@@ -210,11 +214,14 @@ class SglangEvent(Record):
     exit_code: int | None
     message: str
     detail: str | None = None
+    engine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class SglangBatch(Record):
-    TABLE: ClassVar[str] = "sglang_batches"
+class ServerStats(Record):
+    """One periodic statistics line of an inference server's scheduler."""
+
+    TABLE: ClassVar[str] = "server_stats"
     line_no: int
     ts: datetime | None
     ts_raw: str | None
@@ -241,6 +248,11 @@ class SglangBatch(Record):
     swa_token_usage: float | None = None
     mamba_usage: float | None = None
     pending_token: int | None = None
+    engine: str | None = None
+    swapped_req: int | None = None
+    preemptions: int | None = None
+    cpu_kv_usage: float | None = None
+    prefix_cache_hit_rate: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +270,7 @@ class HttpRequest(Record):
     http_version: str | None
     status: int
     ts_inferred: str | None = None
+    engine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +295,7 @@ class CudaOom(Record):
     private_pool_mib: float | None = None
     process_mib: float | None = None
     device: str | None = None
+    engine: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,8 +393,8 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     OomKill,
     OomTask,
     ServerConfig,
-    SglangEvent,
-    SglangBatch,
+    ServerEvent,
+    ServerStats,
     HttpRequest,
     CudaOom,
     GpuSample,

@@ -652,16 +652,16 @@ def test_the_last_sign_of_life_is_found_however_long_before_the_kill() -> None:
     store = Store.memory()
     assert _last_activity(store, "a.service", T) is None
     store.execute(
-        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 1, ?, 'a.service', 'ready')",
+        "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 1, ?, 'a.service', 'ready', 'sglang')",
         [T - timedelta(hours=30)],
     )
     assert _last_activity(store, "a.service", T) == T - timedelta(hours=30)  # beyond the first look
     store.execute(
-        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 2, ?, 'a.service', 'ready')",
+        "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 2, ?, 'a.service', 'ready', 'sglang')",
         [T - timedelta(minutes=5)],
     )
     store.execute(
-        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind) VALUES (1, 3, ?, 'a.service', 'ready')",
+        "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 3, ?, 'a.service', 'ready', 'sglang')",
         [T + timedelta(minutes=5)],  # after the kill: not a sign of life before it
     )
     assert _last_activity(store, "a.service", T) == T - timedelta(minutes=5)
@@ -842,9 +842,9 @@ def test_clock_pairs_and_window_queries_keep_to_the_incidents_host() -> None:
 
     store = Store.memory()
     store.execute(
-        "INSERT INTO sglang_events (source_id, line_no, ts, host, unit, kind) VALUES "
-        "(1, 1, ?, 'la', 'a.service', 'server_args'), (1, 2, ?, 'la', 'a.service', 'ready'), "
-        "(3, 1, ?, 'utc', 'a.service', 'ready')",
+        "INSERT INTO server_events (source_id, line_no, ts, host, unit, kind, engine) VALUES "
+        "(1, 1, ?, 'la', 'a.service', 'server_args', 'sglang'), (1, 2, ?, 'la', 'a.service', 'ready', 'sglang'), "
+        "(3, 1, ?, 'utc', 'a.service', 'ready', 'sglang')",
         [T, T + timedelta(minutes=1), T + timedelta(minutes=2)],
     )
     store.execute(
@@ -962,7 +962,7 @@ def test_a_failure_on_any_rank_is_in_the_timeline_a_milestone_only_from_tp0() ->
     ]
     for line, ranks, kind in rows:
         store.execute(
-            "INSERT INTO sglang_events (source_id, line_no, ts, unit, ranks, kind, message) VALUES (1, ?, ?, 'a.service', ?, ?, 'x')",
+            "INSERT INTO server_events (source_id, line_no, ts, unit, ranks, kind, message, engine) VALUES (1, ?, ?, 'a.service', ?, ?, 'x', 'sglang')",
             [line, T + timedelta(seconds=line), ranks, kind],
         )
     from postmortem.analysis.timeline import FAILURE_KINDS
@@ -1097,8 +1097,8 @@ def test_no_bucket_before_the_kill_holds_a_value_measured_after_it() -> None:
     store = Store.memory()
     for line, dt, usage in ((1, -10, 0.5), (2, 5, 0.9)):
         store.execute(
-            "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, token_usage, running_req, queue_req) "
-            "VALUES (1, ?, ?, 'a.service', 'decode', ?, 1, 0)",
+            "INSERT INTO server_stats (source_id, line_no, ts, unit, phase, token_usage, running_req, queue_req, engine) "
+            "VALUES (1, ?, ?, 'a.service', 'decode', ?, 1, 0, 'sglang')",
             [line, T + timedelta(seconds=dt), usage],
         )
     tl = memory_timeline(store, kill_ts=T, unit="a.service", host=None, window_s=1800, after_s=600)
@@ -1414,8 +1414,8 @@ def test_the_last_batch_before_a_kill_is_the_killed_runs_own() -> None:
 
     store = Store.memory()
     store.execute(
-        "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, running_req, queue_req) "
-        "VALUES (1, 1, ?, 'a.service', 'decode', 62, 0)",
+        "INSERT INTO server_stats (source_id, line_no, ts, unit, phase, running_req, queue_req, engine) "
+        "VALUES (1, 1, ?, 'a.service', 'decode', 62, 0, 'sglang')",
         [T - timedelta(minutes=4)],
     )
     q = {"unit": "a.service", "before": T, "host": None}
@@ -1491,7 +1491,7 @@ def test_an_nccl_watchdog_abort_is_a_crash_that_names_the_hang(tmp_path: Path) -
     store = Store.open(tmp_path / "pm.duckdb")
     summary = ingest_paths(store, [str(log)], IngestOptions(zone=get_zone("UTC"), strict=True))
     assert summary.files[0].parse_issues == 0
-    (exc,) = store.fetchall("SELECT message FROM sglang_events WHERE kind = 'exception'")
+    (exc,) = store.fetchall("SELECT message FROM server_events WHERE kind = 'exception'")
     assert exc[0].startswith("c10::DistBackendError: [PG 3 Rank 5] Process group watchdog")
     result = rebuild(store)
     (inc,) = result.incidents
@@ -1582,13 +1582,13 @@ def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
 
     store = Store.memory()
     store.execute(
-        "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, running_req, queue_req) "
-        "VALUES (1, 1, ?, 'a.service', 'decode', 42, 0)",
+        "INSERT INTO server_stats (source_id, line_no, ts, unit, phase, running_req, queue_req, engine) "
+        "VALUES (1, 1, ?, 'a.service', 'decode', 42, 0, 'sglang')",
         [T - timedelta(seconds=302)],
     )
     for line, kind in ((2, "watchdog"), (3, "sigquit")):
         store.execute(
-            "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind, message) VALUES (1, ?, ?, 'a.service', ?, 'x')",
+            "INSERT INTO server_events (source_id, line_no, ts, unit, kind, message, engine) VALUES (1, ?, ?, 'a.service', ?, 'x', 'sglang')",
             [line, T, kind],
         )
     (row,) = run_named_dicts(

@@ -94,7 +94,7 @@ def test_a_forgotten_or_wrong_host_is_undone_by_the_right_one(cli: Any, tmp_path
         assert r.code == 0 and r.out.startswith(f"{log}: replaced as sglang"), r
         with Store.open_readonly(db) as store:
             assert store.fetchall("SELECT host, count(*) FROM sources GROUP BY host") == [(host, 1)]
-            assert store.fetchall("SELECT DISTINCT host FROM sglang_events") == [(host,)]
+            assert store.fetchall("SELECT DISTINCT host FROM server_events") == [(host,)]
     r = cli("ingest", log, "--db", db, "--tz", "UTC", "--host", "node-b")
     assert r.out == f"{log}: unchanged\n", r
     assert cli("ingest", log, "--db", db, "--tz", "UTC").out == f"{log}: unchanged\n"
@@ -606,7 +606,7 @@ def test_zone_precedence_cli_then_source_hint_then_defaults(
     assert cli(*args, *(["--tz", cli_tz] if cli_tz else [])).code == 0
     r = cli(
         "query",
-        "SELECT ts FROM sglang_events e JOIN sources s USING (source_id) ORDER BY s.path",
+        "SELECT ts FROM server_events e JOIN sources s USING (source_id) ORDER BY s.path",
         "--db",
         tmp_path / "pm.duckdb",
         "--format",
@@ -899,9 +899,23 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     db = tmp_path / "pm.duckdb"
     assert cli("build", "--logs", SAMPLE, "--db", db, "--out", tmp_path / "r", "--tz", "UTC").code == 0
     con = duckdb.connect(str(db))
-    # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6)
+    # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6),
+    # SGLang's own tables without engine columns (version 7)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
     con.execute("DROP TABLE containers")
+    con.execute("DROP VIEW sglang_events")
+    con.execute("DROP VIEW sglang_batches")
+    con.execute("ALTER TABLE server_events RENAME TO sglang_events")
+    con.execute("ALTER TABLE server_stats RENAME TO sglang_batches")
+    for table, cols in (
+        ("sglang_events", ("engine",)),
+        ("sglang_batches", ("engine", "swapped_req", "preemptions", "cpu_kv_usage", "prefix_cache_hit_rate")),
+        ("server_configs", ("engine", "engine_version")),
+        ("http_requests", ("engine",)),
+        ("cuda_ooms", ("engine",)),
+    ):
+        for col in cols:
+            con.execute(f"ALTER TABLE {table} DROP COLUMN {col}")
     con.execute("DELETE FROM schema_migrations WHERE version >= 4")
     con.close()
     r = cli("trends", "--db", db, "--out", tmp_path / "t")
@@ -910,6 +924,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (latest_version(),)
     assert con.execute("SELECT count(*) FROM containers").fetchone() == (0,)
     assert con.execute("SELECT count(file_id) FROM sources").fetchone() == (0,)
+    assert con.execute("SELECT DISTINCT engine FROM server_stats").fetchall() == [("sglang",)]
     con.close()
 
 
@@ -1196,7 +1211,7 @@ def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: A
     (logs / "app.log").write_text(gen2)
     assert cli("ingest", logs, "--db", db, "--tz", "UTC").code == 0
     with Store.open(db) as store:
-        before = store.fetchall("SELECT count(*) FROM sglang_batches")[0][0]
+        before = store.fetchall("SELECT count(*) FROM server_stats")[0][0]
 
     def rotate(new_live: str) -> None:
         """logrotate: app.log.1 compressed into app.log.2.gz — rewritten in place, as when the
@@ -1225,15 +1240,15 @@ def test_a_logrotate_cycle_moves_each_generation_and_stores_nothing_twice(cli: A
         ]
         assert sha[str(logs / "app.log.1")] == hashlib.sha256(gen2.encode()).hexdigest()[:16]
         assert sha[str(logs / "app.log.2.gz")] == hashlib.sha256(gen1.encode()).hexdigest()[:16]
-        after = store.fetchall("SELECT count(*) FROM sglang_batches")[0][0]
+        after = store.fetchall("SELECT count(*) FROM server_stats")[0][0]
         new = store.fetchall(
-            "SELECT count(*) FROM sglang_batches b JOIN sources s USING (source_id) WHERE s.path = ?",
+            "SELECT count(*) FROM server_stats b JOIN sources s USING (source_id) WHERE s.path = ?",
             [str(logs / "app.log")],
         )[0][0]
         assert after == before + new  # nothing stored twice, nothing deleted
         # app.log.1 holds the third thousand lines: its stored line 1 is that file's line 1
         first = store.fetchall(
-            "SELECT min(line_no) FROM sglang_batches b JOIN sources s USING (source_id) WHERE s.path = ?",
+            "SELECT min(line_no) FROM server_stats b JOIN sources s USING (source_id) WHERE s.path = ?",
             [str(logs / "app.log.1")],
         )[0][0]
         assert (logs / "app.log.1").read_text().splitlines()[first - 1] == sglang[2000 + first - 1].rstrip(

@@ -232,7 +232,7 @@ def test_bundle_ingests_into_the_expected_rows(standins: None, tmp_path: Path, c
     ]
     # the SGLang log: unit from the unit file's StandardOutput=append:, local times in PDT, given zone
     ready = _rows(
-        db, "SELECT ts, ts_raw, ts_inferred, unit, host FROM sglang_events WHERE kind = 'ready' ORDER BY ts"
+        db, "SELECT ts, ts_raw, ts_inferred, unit, host FROM server_events WHERE kind = 'ready' ORDER BY ts"
     )
     assert ready == [
         (
@@ -280,8 +280,8 @@ _TABLES = (
     ("unit_events", "ts, unit, action, source_id"),
     ("gpu_samples", "ts, gpu_uuid, mem_used_mib, source_id"),
     ("gpu_processes", "ts, pid, used_mib, source_id"),
-    ("sglang_events", "ts, kind, unit, source_id"),
-    ("sglang_batches", "ts, token_usage, source_id"),
+    ("server_events", "ts, kind, unit, source_id"),
+    ("server_stats", "ts, token_usage, source_id"),
     ("http_requests", "ts, path, status, source_id"),
     ("server_configs", "ts, model_path, tp_size, source_id"),
 )
@@ -306,7 +306,7 @@ def test_archive_ingests_into_the_same_rows_as_the_directory(standins: None, tmp
         base = str(path)
         assert all(p.startswith(base + "/") for p in paths), paths
     assert dumps[0] == dumps[1]
-    assert len(dumps[0]["oom_kills"]) == 2 and len(dumps[0]["sglang_batches"]) == 5
+    assert len(dumps[0]["oom_kills"]) == 2 and len(dumps[0]["server_stats"]) == 5
 
 
 def test_archive_and_directory_in_one_run_are_duplicates(standins: None, tmp_path: Path, cli: Any) -> None:
@@ -708,7 +708,7 @@ def _ready_ts(tmp_path: Path, paths: list[str], options: IngestOptions) -> list[
         ingest_paths(store, paths, options)
         return [
             tuple(r)
-            for r in store.fetchall("SELECT ts, ts_inferred, host, unit FROM sglang_events ORDER BY ts")
+            for r in store.fetchall("SELECT ts, ts_inferred, host, unit FROM server_events ORDER BY ts")
         ]
     finally:
         store.close()

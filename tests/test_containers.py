@@ -54,9 +54,9 @@ def test_a_containers_lines_are_its_unit_not_docker_service(fmt: str) -> None:
         "docker:sglang-qwen",
         dj.HOST,
     )
-    batches = _rows(outputs, "sglang_batches")
+    batches = _rows(outputs, "server_stats")
     assert batches and {r["unit"] for r in batches} == {"docker:sglang-qwen"}
-    (ready,) = [r for r in _rows(outputs, "sglang_events") if r["kind"] == "ready" and r["ts"] < dj.KILL]
+    (ready,) = [r for r in _rows(outputs, "server_events") if r["kind"] == "ready" and r["ts"] < dj.KILL]
     assert ready["unit"] == "docker:sglang-qwen"
 
 
@@ -128,7 +128,7 @@ def test_a_container_restarted_by_docker_is_reported_as_the_container(
     assert "docker.service" not in report
     assert _row(report, "Requests running at the last batch line").endswith("| 219 |")
     assert _row(report, "Requests queued at the last batch line").endswith("| 209 |")
-    assert "No SGLang startup was found" not in report and "sglang_batches: no data" not in report
+    assert "No SGLang startup was found" not in report and "server_stats: no data" not in report
     assert "**Bound the request queue** (high)" in report
     # M6: the container is named, with its image and short id; its limit is docker's --memory
     assert (

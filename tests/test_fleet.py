@@ -37,7 +37,7 @@ def test_export_merge_round_trip(cli: Any, tmp_path: Path) -> None:
     ).fetchall()
     # dmesg names no host, nor does an SGLang log: the store names one, dflash-train, so theirs
     assert [(h, str(d)) for h, d in parts] == [("dflash-train", "2025-05-25")]
-    for table in ("sglang_batches", "gpu_samples", "sources"):
+    for table in ("server_stats", "gpu_samples", "sources"):
         got = con.execute(
             "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
             [str(exp / table / "**" / "*.parquet")],
@@ -60,7 +60,7 @@ def test_export_merge_round_trip(cli: Any, tmp_path: Path) -> None:
         "kernel_messages",
         "oom_kills",
         "oom_tasks",
-        "sglang_batches",
+        "server_stats",
         "gpu_samples",
     ):
         assert dst.count(table) == src.count(table), table
@@ -397,12 +397,12 @@ def test_a_partial_export_is_refused_and_nothing_merged(cli: Any, tmp_path: Path
     assert cli("export", "--parquet", exp, "--db", a).code == 0
     listed = json.loads((exp / "_postmortem.json").read_text())
     no_table = _copy(exp, tmp_path / "no-table")
-    shutil.rmtree(no_table / "sglang_batches")
+    shutil.rmtree(no_table / "server_stats")
     r = cli("ingest", "--from-parquet", no_table, "--db", fleet)
     assert (r.code, r.out) == (1, "")
     assert r.err == (
-        f"Error: {no_table}: an incomplete export: sglang_batches is missing "
-        f"({listed['tables']['sglang_batches']} rows listed in _postmortem.json); nothing merged — "
+        f"Error: {no_table}: an incomplete export: server_stats is missing "
+        f"({listed['tables']['server_stats']} rows listed in _postmortem.json); nothing merged — "
         "copy or export it again\n"
     )
     no_partition = _copy(exp, tmp_path / "no-partition")
@@ -438,7 +438,7 @@ def test_a_partial_export_is_refused_and_nothing_merged(cli: Any, tmp_path: Path
     r = cli("ingest", "--from-parquet", exp, "--db", fleet)
     assert r.out.startswith(f"{exp}: 7 sources merged, 0 already present"), r
     with Store.open_readonly(fleet) as dst, Store.open_readonly(a) as src:
-        for t in ("sglang_batches", "journal_entries", "gpu_samples"):
+        for t in ("server_stats", "journal_entries", "gpu_samples"):
             assert dst.count(t) == src.count(t), t
 
 

@@ -124,3 +124,59 @@ def test_a_store_of_an_early_revision_gets_every_column(cli: Any, tmp_path: Path
     r = cli("build", "--logs", REPO / "sample_logs", "--db", db, "--out", tmp_path / "r", "--tz", "UTC")
     assert r.code == 0, r
     assert "1 incident(s)" in r.out
+
+
+def _version_6_store(path: Path) -> None:
+    """A store as schema version 6 left it: SGLang's rows in sglang_events and sglang_batches."""
+    con = duckdb.connect(str(path))
+    con.execute(
+        f"CREATE TABLE {SCHEMA_VERSION_TABLE} (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
+    )
+    for version, name, sql in _migrations():
+        if version > 6:
+            break
+        con.execute(sql)
+        con.execute(
+            f"INSERT INTO {SCHEMA_VERSION_TABLE} VALUES (?, ?, ?)", [version, name, datetime.now(UTC)]
+        )
+    con.execute(
+        "INSERT INTO sglang_batches (source_id, line_no, ts, unit, phase, running_req, queue_req, token_usage) "
+        "SELECT 1, i, TIMESTAMPTZ '2025-05-25 20:00:00+00' + to_seconds(i), 'sglang-a.service', 'decode', "
+        "i, 0, 0.5 FROM range(1, 101) r(i)"
+    )
+    con.execute(
+        "INSERT INTO sglang_events (source_id, line_no, ts, unit, kind, message) VALUES "
+        "(1, 200, TIMESTAMPTZ '2025-05-25 20:05:00+00', 'sglang-a.service', 'ready', 'fired up')"
+    )
+    con.execute(
+        "INSERT INTO server_configs (source_id, line_no, unit, model_path, raw) VALUES "
+        "(1, 1, 'sglang-a.service', '/m', 'ServerArgs(model_path=''/m'')')"
+    )
+    con.close()
+
+
+def test_a_version_6_store_gets_the_engine_neutral_tables_and_keeps_the_old_names(tmp_path: Path) -> None:
+    db = tmp_path / "v6.duckdb"
+    _version_6_store(db)
+    with Store.open(db) as store:
+        assert store.version() == latest_version()
+        assert {"server_events", "server_stats"} <= set(store.table_names())
+        assert not {"sglang_events", "sglang_batches"} & set(store.table_names())  # views now
+        stats = store.fetchall("SELECT engine, count(*), sum(running_req) FROM server_stats GROUP BY engine")
+        assert stats == [("sglang", 100, 5050)]
+        assert store.fetchall("SELECT engine, kind FROM server_events") == [("sglang", "ready")]
+        assert store.fetchall("SELECT engine, model_path FROM server_configs") == [("sglang", "/m")]
+        # the old names answer as before, with their old columns
+        assert store.fetchall("SELECT count(*), max(running_req) FROM sglang_batches") == [(100, 100)]
+        old_cols = [c for c, _ in store.columns("sglang_batches")]
+        assert "engine" not in old_cols and "swapped_req" not in old_cols and "pending_token" in old_cols
+        assert store.fetchall("SELECT kind FROM sglang_events") == [("ready",)]
+        # a row of another engine is not SGLang's
+        store.execute(
+            "INSERT INTO server_events (source_id, line_no, kind, message, engine) "
+            "VALUES (2, 1, 'ready', 'up', 'other')"
+        )
+        assert store.fetchall("SELECT count(*) FROM sglang_events") == [(1,)]
+        # every server row names its engine
+        with pytest.raises(duckdb.ConstraintException):
+            store.execute("INSERT INTO server_stats (source_id, line_no, phase) VALUES (3, 1, 'decode')")

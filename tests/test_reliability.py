@@ -45,7 +45,7 @@ def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> Non
     cmd = [sys.executable, "-m", "postmortem", "ingest", str(log), "--tz", "UTC", "--db"]
     subprocess.run([*cmd, str(clean)], check=True, env=env, capture_output=True)
     expected = _counts(clean)
-    assert expected["sglang_batches"] == 599_999
+    assert expected["server_stats"] == 599_999
 
     db = tmp_path / "pm.duckdb"
     proc = subprocess.Popen([*cmd, str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -65,7 +65,7 @@ def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> Non
     # the next writer removes the partial rows; the next ingest completes the file
     store = Store.open(db)
     assert store.recovered == [str(log)]
-    assert store.count("sglang_batches") == 0 and store.count("sources") == 0
+    assert store.count("server_stats") == 0 and store.count("sources") == 0
     store.close()
     subprocess.run([*cmd, str(db)], check=True, env=env, capture_output=True)
     assert _counts(db) == expected

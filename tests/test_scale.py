@@ -32,11 +32,11 @@ def test_million_lines_exact_counts(tmp_path: Path) -> None:
     access = sum(1 for i in n if i % 10 >= 8)
     counts = store.fetchall(
         "SELECT (SELECT lines FROM sources), (SELECT parsed_lines FROM sources), "
-        "(SELECT count(*) FROM sglang_batches WHERE phase = 'decode'), "
-        "(SELECT count(*) FROM sglang_batches WHERE phase = 'prefill'), "
+        "(SELECT count(*) FROM server_stats WHERE phase = 'decode'), "
+        "(SELECT count(*) FROM server_stats WHERE phase = 'prefill'), "
         "(SELECT count(*) FROM http_requests), (SELECT count(*) FROM server_configs), "
-        "(SELECT count(DISTINCT line_no) FROM sglang_batches), "
-        "(SELECT count(*) FROM sglang_batches WHERE ts IS NULL)"
+        "(SELECT count(DISTINCT line_no) FROM server_stats), "
+        "(SELECT count(*) FROM server_stats WHERE ts IS NULL)"
     )[0]
     store.close()
     assert counts == (LINES, LINES, decode, prefill, access, 1, decode + prefill, 0)

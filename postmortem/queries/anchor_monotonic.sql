@@ -107,7 +107,7 @@ FROM (
     SELECT o.source_id, o.host,
            anchor_boot_of(e.ts, o.monotonic_s) AS boot_ts  -- SGLang stamps whole seconds
     FROM oom_kills AS o
-    JOIN sglang_events AS e
+    JOIN server_events AS e
       ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL
      AND TRY_CAST(regexp_extract(e.message, '\(pid=(\d+)\) crashed with exit code -9', 1) AS INTEGER)
          = o.victim_pid

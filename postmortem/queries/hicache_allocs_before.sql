@@ -2,7 +2,7 @@
 -- "Allocating N GB host memory for hierarchical KV cache"). Parameters: $unit, $since (the
 -- run's start, or NULL: the hour before), $before, $host.
 SELECT ts, ranks, mem_usage_gb AS gb, source_id, line_no
-FROM sglang_events
+FROM server_events
 WHERE kind = 'hicache_host_alloc' AND unit = $unit AND ts <= $before
   AND ts >= coalesce($since, $before - INTERVAL 1 HOUR)
   AND ($host IS NULL OR host IS NULL OR host = $host)

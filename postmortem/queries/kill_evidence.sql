@@ -22,7 +22,7 @@ UNION ALL
 SELECT 'sglang_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
        NULL, CAST(e.detail AS VARCHAR), e.phase
-FROM sglang_events e
+FROM server_events e
 WHERE e.ts IS NOT NULL
   AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
   AND (e.kind IN ('scheduler_killed', 'scheduler_dead', 'subprocess_crashed', 'cuda_oom', 'watchdog',

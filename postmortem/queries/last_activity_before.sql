@@ -4,8 +4,8 @@
 -- a server hung for minutes before its watchdog ended it was silent all that time.
 -- Parameters: $unit, $before, $since, $host.
 SELECT max(ts) AS ts FROM (
-    SELECT max(ts) AS ts FROM sglang_batches WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
-    UNION ALL SELECT max(ts) FROM sglang_events WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
+    SELECT max(ts) AS ts FROM server_stats WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
+    UNION ALL SELECT max(ts) FROM server_events WHERE unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since) AND ($host IS NULL OR host IS NULL OR host = $host)
         AND kind NOT IN ('watchdog', 'exception', 'sigquit', 'sigterm', 'scheduler_killed', 'scheduler_dead',
                          'subprocess_crashed', 'cuda_oom', 'forced_exit', 'graceful_exit', 'health_check_failed',
                          'kill_process_tree', 'initialization_failed')

@@ -2,7 +2,7 @@
 -- run that was killed (not of the one before it: a run that died loading served nothing).
 -- Parameters: $unit, $before, $host, $since (that run's start, or NULL).
 SELECT ts, running_req, queue_req, token_usage, gen_throughput, source_id, line_no
-FROM sglang_batches
+FROM server_stats
 WHERE unit = $unit AND ts <= $before AND ts >= $before - INTERVAL 2 HOUR
   AND ($host IS NULL OR host IS NULL OR host = $host) AND ($since IS NULL OR ts >= $since)
 ORDER BY ts DESC, line_no DESC

@@ -2,7 +2,7 @@
 -- line), the last before a time within a run. Parameters: $unit, $since, $before, $host.
 SELECT CAST(json_extract(detail, '$.max_running_requests') AS BIGINT) AS max_running_requests,
        num_tokens AS max_total_num_tokens, source_id, line_no
-FROM sglang_events
+FROM server_events
 WHERE kind = 'limits' AND unit = $unit AND ts <= $before AND ($since IS NULL OR ts >= $since)
   AND ($host IS NULL OR host IS NULL OR host = $host)
 ORDER BY ts DESC, line_no DESC

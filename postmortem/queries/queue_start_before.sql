@@ -3,7 +3,7 @@
 -- Parameters: $unit, $since, $before, $host.
 WITH b AS (
     SELECT ts, source_id, line_no, queue_req
-    FROM sglang_batches
+    FROM server_stats
     WHERE unit = $unit AND ts >= $since AND ts <= $before AND queue_req IS NOT NULL
       AND ($host IS NULL OR host IS NULL OR host = $host)
 ),

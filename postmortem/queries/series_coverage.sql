@@ -3,8 +3,8 @@
 SELECT 'gpu_samples' AS series, min(ts) AS first_ts, max(ts) AS last_ts, count(DISTINCT ts) AS samples
 FROM gpu_samples WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
-SELECT 'sglang_batches', min(ts), max(ts), count(*)
-FROM sglang_batches WHERE unit = $unit AND ts >= $from AND ts <= $to
+SELECT 'server_stats', min(ts), max(ts), count(*)
+FROM server_stats WHERE unit = $unit AND ts >= $from AND ts <= $to
 UNION ALL
 SELECT 'http_requests', min(ts), max(ts), count(*)
 FROM http_requests WHERE unit = $unit AND ts >= $from AND ts <= $to

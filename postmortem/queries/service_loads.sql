@@ -8,7 +8,7 @@ SELECT 'sglang' AS origin, source_id, line_no, ts, host, unit, pid, kind, role, 
        CAST(NULL AS VARCHAR) AS model_path, CAST(NULL AS VARCHAR) AS speculative_algorithm,
        CAST(NULL AS INTEGER) AS tp_size, CAST(NULL AS INTEGER) AS port,
        CAST(NULL AS VARCHAR) AS result, CAST(NULL AS VARCHAR) AS code
-FROM sglang_events
+FROM server_events
 WHERE kind IN ('init_dist_begin', 'init_dist_end', 'load_weight_begin', 'load_weight_end', 'kv_cache_allocated',
                'memory_pool_end', 'cuda_graph_begin', 'cuda_graph_end', 'limits',
                'startup_timings', 'uvicorn_started', 'uvicorn_running', 'ready', 'exception',

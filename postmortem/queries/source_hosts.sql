@@ -9,8 +9,8 @@ SELECT DISTINCT source_id, host FROM (
     UNION ALL SELECT source_id, host FROM unit_events
     UNION ALL SELECT source_id, host FROM oom_kills
     UNION ALL SELECT source_id, host FROM server_configs
-    UNION ALL SELECT source_id, host FROM sglang_events
-    UNION ALL SELECT source_id, host FROM sglang_batches
+    UNION ALL SELECT source_id, host FROM server_events
+    UNION ALL SELECT source_id, host FROM server_stats
     UNION ALL SELECT source_id, host FROM http_requests
     UNION ALL SELECT source_id, host FROM cuda_ooms
     UNION ALL SELECT source_id, host FROM gpu_samples

@@ -8,8 +8,8 @@ SELECT source_id, count(*) AS records FROM (
     UNION ALL SELECT source_id FROM unit_events WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM oom_kills WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM server_configs WHERE ts BETWEEN $from AND $to
-    UNION ALL SELECT source_id FROM sglang_events WHERE ts BETWEEN $from AND $to
-    UNION ALL SELECT source_id FROM sglang_batches WHERE ts BETWEEN $from AND $to
+    UNION ALL SELECT source_id FROM server_events WHERE ts BETWEEN $from AND $to
+    UNION ALL SELECT source_id FROM server_stats WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM http_requests WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM cuda_ooms WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM gpu_samples WHERE ts BETWEEN $from AND $to

@@ -9,8 +9,8 @@ SELECT DISTINCT host FROM (
     UNION ALL SELECT host FROM unit_events
     UNION ALL SELECT host FROM oom_kills
     UNION ALL SELECT host FROM server_configs
-    UNION ALL SELECT host FROM sglang_events
-    UNION ALL SELECT host FROM sglang_batches
+    UNION ALL SELECT host FROM server_events
+    UNION ALL SELECT host FROM server_stats
     UNION ALL SELECT host FROM http_requests
     UNION ALL SELECT host FROM cuda_ooms
     UNION ALL SELECT host FROM gpu_samples

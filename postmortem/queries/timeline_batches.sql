@@ -8,7 +8,7 @@ SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $or
        avg(gen_throughput) FILTER (WHERE phase = 'decode') AS gen_throughput,
        avg(accept_len) AS accept_len,
        count(*) AS samples
-FROM sglang_batches
+FROM server_stats
 WHERE unit = $unit AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 GROUP BY ALL
 ORDER BY bucket

@@ -6,7 +6,7 @@ WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $ho
   AND unit NOT LIKE '%.slice'
 UNION ALL
 SELECT ts, 'sglang', unit, kind, message, source_id, line_no
-FROM sglang_events
+FROM server_events
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
   AND kind NOT IN ('retract')
   -- every rank logs the same milestones: TP0's stand for all; a failure is shown from any rank

@@ -7,7 +7,7 @@ SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $or
        min(ts) AS first_ts,
        arg_min(source_id, ts) AS first_source_id,
        arg_min(line_no, ts) AS first_line_no
-FROM sglang_events
+FROM server_events
 WHERE unit = $unit AND kind = 'retract' AND ts >= $from AND ts <= $to
   AND ($host IS NULL OR host IS NULL OR host = $host)
 GROUP BY ALL

@@ -2,7 +2,7 @@
 -- later) on the same host: pairs used to infer the clock offset of SGLang log files.
 SELECT e.source_id, e.line_no, e.ts AS sglang_ts, u.source_id AS reference_source_id,
        u.ts AS unit_ts, e.unit
-FROM sglang_events e
+FROM server_events e
 JOIN unit_events u
   ON u.unit = e.unit AND u.action IN ('starting', 'started') AND u.source_id <> e.source_id
  AND (e.host IS NULL OR u.host IS NULL OR e.host = u.host)

@@ -184,8 +184,10 @@ class Store:
         self._columns.clear()
 
     def table_names(self) -> list[str]:
+        """The store's tables (not its views: ``sglang_events``, ``sglang_batches``)."""
         rows = self.con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_type = 'BASE TABLE' ORDER BY table_name"
         ).fetchall()
         return [r[0] for r in rows]
 

@@ -197,8 +197,8 @@ def test_fast_sglang_routing_stores_what_the_per_line_path_stores(seed: int, mod
         return  # year inference keeps a chunk with host-less entries on the per-line path
     # the vectorised path did run: most batch and access rows came as Arrow blocks (one unit's
     # two processes and the odd shapes stay per-line)
-    assert kinds["sglang_batches"] > 1500 and kinds["http_requests"] > 600, kinds
-    assert slow_kinds["sglang_batches"] == 0 and slow_kinds["SglangBatch"] > 3000
+    assert kinds["server_stats"] > 1500 and kinds["http_requests"] > 600, kinds
+    assert slow_kinds["server_stats"] == 0 and slow_kinds["ServerStats"] > 3000
     # plain kernel lines came as blocks, the OOM records (plain lines inside them too) per line
     assert kinds["kernel_messages"] > 100 and kinds["OomKill"] > 5, kinds
 
@@ -212,7 +212,7 @@ def test_fast_sglang_with_a_tiny_check_budget_and_small_chunks(monkeypatch: pyte
         slow, slow_counts, _ = _run(text, False, chunk_lines)
         assert fast_counts == slow_counts
         assert fast == slow
-        assert kinds["sglang_batches"] > 500
+        assert kinds["server_stats"] > 500
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -32,7 +32,7 @@ from postmortem.engines.sglang.prefix import looks_like_sglang
 from postmortem.engines.sglang.stream import SglangStream
 from postmortem.parsers import detect, get_parser
 from postmortem.parsers.base import Head, ParseContext, ParseIssue
-from postmortem.records import CudaOom, HttpRequest, ServerConfig, SglangBatch, SglangEvent
+from postmortem.records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats
 from postmortem.store.db import Store
 from postmortem.timeutil import get_zone
 
@@ -46,12 +46,12 @@ def parse(text: str, **ctx: Any) -> tuple[list[Any], ParseContext]:
     return out, c
 
 
-def events(out: list[Any], kind: str | None = None) -> list[SglangEvent]:
-    evs = records_of(out, SglangEvent)
+def events(out: list[Any], kind: str | None = None) -> list[ServerEvent]:
+    evs = records_of(out, ServerEvent)
     return [e for e in evs if kind is None or e.kind == kind]
 
 
-def one(out: list[Any], kind: str) -> SglangEvent:
+def one(out: list[Any], kind: str) -> ServerEvent:
     found = events(out, kind)
     assert len(found) == 1, [e.kind for e in events(out)]
     return found[0]
@@ -178,7 +178,7 @@ def test_out_of_order_lines_keep_their_line_numbers() -> None:
         '[2025-01-01 10:00:04] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200 OK\n'
     )
     out, _ = parse(text)
-    assert [(type(o).__name__, o.line_no) for o in out] == [("SglangEvent", 1), ("HttpRequest", 2)]
+    assert [(type(o).__name__, o.line_no) for o in out] == [("ServerEvent", 1), ("HttpRequest", 2)]
     assert records_of(out, HttpRequest)[0].ts == utc("2025-01-01T10:00:04")
 
 
@@ -612,7 +612,7 @@ def test_batch_headers_and_bodies(
     graph: bool | None,
 ) -> None:
     out, _ = parse(f"[2026-01-01 00:00:00 TP0] {line}\n")
-    (b,) = records_of(out, SglangBatch)
+    (b,) = records_of(out, ServerStats)
     assert (b.phase, b.iteration, b.running_req, b.queue_req, b.num_tokens, b.token_usage, b.cuda_graph) == (
         phase,
         iteration,
@@ -633,7 +633,7 @@ def test_batch_speculative_and_hybrid_fields() -> None:
         "swa token usage: 0.10, #running-req: 0, #queue-req: 0, #pending-token: 2128, cuda graph: False, "
         "input throughput (token/s): 593.64, fwd occupancy: 87.5%\n"
     )
-    d, p = records_of(out, SglangBatch)
+    d, p = records_of(out, ServerStats)
     assert (d.accept_len, d.accept_rate, d.gen_throughput) == (2.17, 0.54, 0.39)
     assert (
         p.new_seq,
@@ -662,7 +662,7 @@ def test_unknown_batch_keys_give_one_warning_per_file() -> None:
     (issue,) = issues_of(out)
     assert (issue.line_no, issue.unparsed) == (1, False)
     assert "new-thing-0" in issue.reason
-    assert [json.loads(b.extra or "{}") for b in records_of(out, SglangBatch)] == [
+    assert [json.loads(b.extra or "{}") for b in records_of(out, ServerStats)] == [
         {"new-thing-0": 0},
         {"new-thing-1": 1},
         {"new-thing-2": 2},
@@ -675,7 +675,7 @@ def test_batch_with_a_bad_value_and_a_bad_header() -> None:
         "[2026-01-01 00:00:00 TP0] Decode batch, #running-req: many, #queue-req: 0\n"
         "[2026-01-01 00:00:01 TP0] Decode batch of something else\n"
     )
-    (b,) = records_of(out, SglangBatch)
+    (b,) = records_of(out, ServerStats)
     assert (b.running_req, json.loads(b.extra or "{}")) == (None, {"#running-req": "many"})
     warn, bad = issues_of(out)
     assert (warn.unparsed, bad.unparsed, bad.reason) == (False, True, "malformed batch line")
@@ -1042,7 +1042,7 @@ def test_stream_traceback_across_feeds_and_close() -> None:
         == []
     )
     out = list(s.close())
-    assert [type(o).__name__ for o in out] == ["SglangEvent", "SglangEvent", "CudaOom"]
+    assert [type(o).__name__ for o in out] == ["ServerEvent", "ServerEvent", "CudaOom"]
     assert (out[0].phase, out[2].tried_mib, out[2].ranks) == ("weights", 2048.0, "TP1")
     assert not s.expects_continuation
 
@@ -1113,7 +1113,7 @@ def test_real_journal_sglang_lines(name: str, tmp_path: Path, cli: Any) -> None:
     assert cli("ingest", "--db", db, "--tz", "UTC", "--year", "2025", path).code == 0
     store = Store.open_readonly(db)
     try:
-        kinds = dict(store.fetchall("SELECT kind, count(*) FROM sglang_events GROUP BY kind ORDER BY kind"))
+        kinds = dict(store.fetchall("SELECT kind, count(*) FROM server_events GROUP BY kind ORDER BY kind"))
         assert kinds["load_weight_begin"] == 16
         assert kinds["load_weight_end"] == 16
         assert kinds["ready"] == 2
@@ -1121,21 +1121,21 @@ def test_real_journal_sglang_lines(name: str, tmp_path: Path, cli: Any) -> None:
         assert kinds["kv_cache_allocated"] == 2
         graphs = store.fetchall(
             "SELECT strftime(ts, '%H:%M:%S'), elapsed_s, mem_usage_gb, avail_mem_gb, role, unit, pid "
-            "FROM sglang_events WHERE kind = 'cuda_graph_end' ORDER BY ts"
+            "FROM server_events WHERE kind = 'cuda_graph_end' ORDER BY ts"
         )
         assert graphs == [
             ("09:05:51", 27.2, 1.83, 2.27, "target", "sglang-qwen.service", 5150),
             ("11:48:23", 30.6, 1.83, 2.27, "target", "sglang-qwen.service", 6262),
         ]
         kv = store.fetchall(
-            "SELECT num_tokens, mem_usage_gb FROM sglang_events WHERE kind = 'kv_cache_allocated'"
+            "SELECT num_tokens, mem_usage_gb FROM server_events WHERE kind = 'kv_cache_allocated'"
         )
         assert kv == [(912384, 59.71), (912384, 59.71)]
         cfg = store.fetchall(
             "SELECT model_path, tp_size, port, mem_fraction_static, cuda_graph_max_bs FROM server_configs"
         )
         assert cfg == [("/models/Qwen3-235B-A22B", 8, 30001, 0.88, 160)] * 2
-        batches = store.fetchall("SELECT count(*), max(running_req), max(num_tokens) FROM sglang_batches")
+        batches = store.fetchall("SELECT count(*), max(running_req), max(num_tokens) FROM server_stats")
         assert batches == [(6, 57, 345000)]
         reqs = store.fetchall("SELECT path, status, count(*) FROM http_requests GROUP BY ALL ORDER BY ALL")
         assert reqs == [("/get_model_info", 200, 2)]
@@ -1273,14 +1273,14 @@ def test_vectorised_path_stores_what_the_python_path_stores(zone: str, start: da
     assert fast_rows.keys() == slow_rows.keys()
     for table in slow_rows:
         assert fast_rows[table] == slow_rows[table], table
-    assert len(slow_rows["sglang_batches"]) > 5000 and len(slow_rows["http_requests"]) > 2000
+    assert len(slow_rows["server_stats"]) > 5000 and len(slow_rows["http_requests"]) > 2000
 
 
 def test_a_garbled_stamp_is_a_parse_issue_not_another_logger() -> None:
     """A line whose SGLang prefix is garbled (a digit lost, a NUL inside) was skipped as 'another
     logger's bracketed prefix', counted as ignored with no issue; a stamp that is no real date
     was stored with ts NULL and no word. Both are parse issues now."""
-    from postmortem.records import SglangBatch
+    from postmortem.records import ServerStats
 
     batch = "Decode batch. #running-req: 1, #token: 10, token usage: 0.01, gen throughput (token/s): 1.00, #queue-req: 0"
     text = (
@@ -1298,7 +1298,7 @@ def test_a_garbled_stamp_is_a_parse_issue_not_another_logger() -> None:
         (3, True): "not an SGLang log line",
         (4, False): "stamp is not a real date and time; ts is NULL",
     }
-    batches = records_of(out, SglangBatch)
+    batches = records_of(out, ServerStats)
     assert [(b.line_no, b.ts is None) for b in batches] == [(1, False), (4, True)]
     assert ctx.ignored_lines == 1  # the Gloo line: another logger's
 
@@ -1308,7 +1308,7 @@ def test_the_hour_that_repeats_when_clocks_go_back_is_read_in_the_logs_order() -
     keeps its order in UTC, on the vectorised path (which leaves the repeated hour to the per-line
     one) as on the per-line path."""
     from postmortem.parsers.base import LineChunk
-    from postmortem.records import SglangBatch
+    from postmortem.records import ServerStats
 
     zone = get_zone("America/Los_Angeles")
     utc = datetime(2025, 11, 2, 7, 30, tzinfo=UTC)
@@ -1323,7 +1323,7 @@ def test_the_hour_that_repeats_when_clocks_go_back_is_read_in_the_logs_order() -
     for fast in ("1", "0"):
         ctx = ParseContext(zone=zone, zone_given=True, options={"sglang_fast": fast})
         out = list(parser.parse([LineChunk.from_lines(1, lines)], ctx))
-        assert [b.ts for b in records_of(out, SglangBatch)] == want, fast
+        assert [b.ts for b in records_of(out, ServerStats)] == want, fast
 
 
 def test_a_crash_tail_without_prefixes_is_recognised_and_its_phase_read() -> None:
@@ -1345,7 +1345,7 @@ def test_a_crash_tail_without_prefixes_is_recognised_and_its_phase_read() -> Non
     parser, _score = detect(Head("x.log", data, text.split("\n")))
     assert parser is not None and parser.name == "sglang"
     out, _ctx = parse_text("sglang", text)
-    (exc,) = [e for e in records_of(out, SglangEvent) if e.kind == "exception"]
+    (exc,) = [e for e in records_of(out, ServerEvent) if e.kind == "exception"]
     assert exc.phase == "runtime"
 
 
@@ -1357,7 +1357,7 @@ def test_hicaches_host_pool_is_an_event_with_its_size() -> None:
         "[2025-06-12 11:34:13 TP1] Allocating 117.00 GB host memory for hierarchical KV cache.\n"
     )
     out, ctx = parse_text("sglang", text, tz="UTC")
-    events = [e for e in records_of(out, SglangEvent) if e.kind == "hicache_host_alloc"]
+    events = [e for e in records_of(out, ServerEvent) if e.kind == "hicache_host_alloc"]
     assert [(e.ranks, e.mem_usage_gb) for e in events] == [("TP0", 117.0), ("TP1", 117.0)]
     assert ctx.parsed_lines == 2
 
@@ -1371,7 +1371,7 @@ def test_a_lone_oom_exception_line_is_an_exception_and_a_cuda_oom() -> None:
         "capacity of 23.52 GiB of which 13.00 MiB is free.\n"
     )
     out, _ = parse_text("sglang", text, tz="UTC")
-    kinds = [e.kind for e in records_of(out, SglangEvent)]
+    kinds = [e.kind for e in records_of(out, ServerEvent)]
     assert kinds == ["load_weight_begin", "exception", "cuda_oom"]
 
 

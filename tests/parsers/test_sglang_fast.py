@@ -136,5 +136,5 @@ def test_odd_log_vectorised_equals_python(zone: str, start: datetime, seed: int)
     for table in slow_rows:
         assert fast_rows[table] == slow_rows[table], table
     # the fast path did much of the work (wall-clock times in a DST gap stay per-line)
-    fast_batch_rows = sum(o.data.num_rows for o in fast_out if getattr(o, "table", None) == "sglang_batches")
-    assert fast_batch_rows > len(slow_rows["sglang_batches"]) // 4
+    fast_batch_rows = sum(o.data.num_rows for o in fast_out if getattr(o, "table", None) == "server_stats")
+    assert fast_batch_rows > len(slow_rows["server_stats"]) // 4

@@ -18,7 +18,7 @@ _float = float
 _bool = {"True": True, "False": False}.__getitem__  # KeyError on anything else
 
 
-# column order of the parsed values (see SglangBatch)
+# column order of the parsed values (see ServerStats)
 COLUMNS = (
     "running_req",
     "queue_req",

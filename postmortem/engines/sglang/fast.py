@@ -4,7 +4,7 @@ statistics (``[ts ranks] Decode batch …`` / ``Prefill batch …``) and uvicorn
 For a block of lines (a log file's chunk, or the SGLang messages a journal captured),
 :func:`fast_rows` / :func:`fast_messages` find the lines of those shapes whose every
 ``key: value`` pair has a column of its own and a plain value, and build their
-``sglang_batches`` / ``http_requests`` rows as Arrow tables. The reading is one compiled pass
+``server_stats`` / ``http_requests`` rows as Arrow tables. The reading is one compiled pass
 over the block's bytes (:func:`.kernels.scan`); Python only turns its output into Arrow
 columns, reads distinct rank tags once each, and localises times.
 
@@ -38,6 +38,16 @@ import pyarrow.compute as _pc
 from ...parsers.base import LineChunk, repeated
 from .batch import COLUMNS, KEYS
 from .prefix import normalise_ranks
+
+#: the engine column of every row this path writes
+ENGINE = "sglang"
+#: server_stats columns of other engines' statistics, which SGLang does not print
+_NOT_SGLANGS = (
+    ("swapped_req", _pa.int32()),
+    ("preemptions", _pa.int64()),
+    ("cpu_kv_usage", _pa.float64()),
+    ("prefix_cache_hit_rate", _pa.float64()),
+)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -317,7 +327,10 @@ class _Scan:
                     cols[name] = to_arrow(values, _PA_TYPE[kind_], have)
                 cols["extra"] = pa.nulls(len(pos), pa.string())
                 cols["iteration"] = pa.nulls(len(pos), pa.int64())
-                blocks.append(("sglang_batches", pa.table(cols), pos))
+                cols["engine"] = repeated(ENGINE, len(pos))
+                for name, typ in _NOT_SGLANGS:
+                    cols[name] = pa.nulls(len(pos), typ)
+                blocks.append(("server_stats", pa.table(cols), pos))
         if na:
             pos = access_pos[:na]
             keep = fast[pos]
@@ -331,6 +344,7 @@ class _Scan:
                 cols["path"] = self._text(f[4], f[5])
                 cols["http_version"] = self._text(f[6], f[7])
                 cols["status"] = to_arrow(f[8].astype(np.int16), pa.int16())
+                cols["engine"] = repeated(ENGINE, len(pos))
                 blocks.append(("http_requests", pa.table(cols), pos))
         if not blocks:
             return None

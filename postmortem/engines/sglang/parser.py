@@ -1,9 +1,9 @@
 """SGLang server logs, versions 0.1–0.5.x.
 
 One text stream from several processes (main: engine, tokenizer manager, uvicorn; one
-scheduler per GPU rank; detokenizer). Tables: ``server_configs`` (the ``server_args`` line),
-``sglang_events`` (startup phases, readiness, errors, signals, deaths), ``sglang_batches``
-(``Prefill batch``/``Decode batch`` statistics), ``http_requests`` (uvicorn access lines) and
+scheduler per GPU rank; detokenizer). Tables (engine ``sglang``): ``server_configs`` (the
+``server_args`` line), ``server_events`` (startup phases, readiness, errors, signals, deaths),
+``server_stats`` (``Prefill batch``/``Decode batch`` statistics), ``http_requests`` (uvicorn access lines) and
 ``cuda_ooms`` (PyTorch CUDA OOM sizes). Kinds, columns and units: ``docs/schema_parts/sglang.md``.
 
 Other parsers call the message-level API: :func:`looks_like_sglang` and :class:`SglangStream`.
@@ -68,8 +68,8 @@ class SglangParser(Parser):
     ... [2026-01-15 11:00:00 TP0] Decode batch, #running-req: 62, #token: 167777, token usage: 0.81, cuda graph: True, gen throughput (token/s): 896.73, #queue-req: 2'''
     >>> out, ctx = run_parser(SglangParser(), text)
     >>> [(type(r).__name__, getattr(r, "kind", None)) for r in out]  # doctest: +NORMALIZE_WHITESPACE
-    [('ServerConfig', None), ('SglangEvent', 'server_args'), ('SglangEvent', 'load_weight_begin'),
-     ('SglangEvent', 'load_weight_end'), ('SglangEvent', 'ready'), ('SglangBatch', None)]
+    [('ServerConfig', None), ('ServerEvent', 'server_args'), ('ServerEvent', 'load_weight_begin'),
+     ('ServerEvent', 'load_weight_end'), ('ServerEvent', 'ready'), ('ServerStats', None)]
     >>> out[0].model_path, out[0].tp_size, out[0].port, out[3].mem_usage_gb, out[5].token_usage
     ('/models/demo-7b', 4, 30000, 36.73, 0.81)
     >>> out[3].ts.isoformat(), out[3].ts_inferred, ctx.parsed_lines
@@ -82,8 +82,8 @@ class SglangParser(Parser):
     )
     tables: ClassVar[tuple[str, ...]] = (
         "server_configs",
-        "sglang_events",
-        "sglang_batches",
+        "server_events",
+        "server_stats",
         "http_requests",
         "cuda_ooms",
     )

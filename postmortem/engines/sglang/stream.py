@@ -25,7 +25,7 @@ from datetime import date, datetime, tzinfo
 from typing import Any, ClassVar
 
 from ...parsers.base import Output, ParseContext, ParseIssue, excerpt
-from ...records import CudaOom, HttpRequest, ServerConfig, SglangBatch, SglangEvent
+from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats
 from ...timeutil import UTC, DayInference, ForwardLocalizer, Inferred, YearInference, parse_iso
 from . import messages as M
 from .args import (
@@ -51,6 +51,8 @@ from .prefix import (
 )
 
 PARSED, IGNORED, UNPARSED = 0, 1, 2
+#: the engine column of every row this stream writes
+ENGINE = "sglang"
 _UNKNOWN = "?"  # speculative algorithm not known (no server_args line seen)
 _FRAMES, _MESSAGE = 0, 1
 _MAX_TB_LINES = 5000
@@ -228,7 +230,7 @@ class SglangStream:
     """
 
     PARSED, IGNORED, UNPARSED = PARSED, IGNORED, UNPARSED
-    engine: ClassVar[str] = "sglang"
+    engine: ClassVar[str] = ENGINE
 
     def __init__(
         self,
@@ -926,7 +928,7 @@ class SglangStream:
         if len(msg) > _EVENT_MESSAGE_CHARS:
             msg = msg[:_EVENT_MESSAGE_CHARS] + "…"
         self._out.append(
-            SglangEvent(
+            ServerEvent(
                 line_no,
                 ts,
                 raw,
@@ -945,6 +947,7 @@ class SglangStream:
                 exit_code,
                 msg,
                 json.dumps(detail) if detail else None,
+                engine=ENGINE,
             )
         )
 
@@ -969,7 +972,7 @@ class SglangStream:
                 msg,
             )
         self._out.append(
-            SglangBatch(
+            ServerStats(
                 line_no,
                 self._ts,
                 self._ts_raw,
@@ -996,6 +999,7 @@ class SglangStream:
                 v[12],
                 v[13],
                 v[14],
+                engine=ENGINE,
             )
         )
         return PARSED
@@ -1024,6 +1028,7 @@ class SglangStream:
                     m["http"],
                     status,
                     self._ts_inf,
+                    engine=ENGINE,
                 )
             )
             return PARSED
@@ -1135,6 +1140,7 @@ class SglangStream:
                 as_bool(get("disable_cuda_graph")),
                 as_float(get("watchdog_timeout")),
                 form,
+                engine=ENGINE,
             )
         )
         detail = {"model_path": as_str(get("model_path")), "speculative_algorithm": spec, "tp_size": tp}
@@ -1434,6 +1440,7 @@ class SglangStream:
                     o.private_pool_mib,
                     o.process_mib,
                     o.device,
+                    engine=ENGINE,
                 )
             )
 
