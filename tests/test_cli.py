@@ -913,6 +913,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
         ("server_configs", ("engine", "engine_version")),
         ("http_requests", ("engine",)),
         ("cuda_ooms", ("engine",)),
+        ("service_loads", ("engine",)),
     ):
         for col in cols:
             con.execute(f"ALTER TABLE {table} DROP COLUMN {col}")

@@ -526,7 +526,7 @@ def _gpu_holders(store: Store, facts: IncidentFacts) -> None:
     from an hour before the kill to the end of the window."""
     inc = facts.incident
     assert inc.ts is not None
-    messages = [e.detail for e in inc.evidence if e.kind in ("cuda_oom", "sglang_cuda_oom")]
+    messages = [e.detail for e in inc.evidence if e.kind in ("cuda_oom", "server_cuda_oom")]
     holders = gpu_holders(messages)
     if not holders:
         return

@@ -23,23 +23,23 @@ PRIMARY_KINDS = {
     "unit_oomd_killed",
     "unit_main_exited",
     "unit_failed",
-    "sglang_scheduler_killed",
-    "sglang_subprocess_crashed",
-    "sglang_cuda_oom",
+    "server_scheduler_killed",
+    "server_subprocess_crashed",
+    "server_cuda_oom",
     "cuda_oom",
     # the server stopping on its own error (a crash): a server process's traceback, a scheduler
     # that exited (not killed), SGLang's watchdog, a failed initialisation
-    "sglang_exception",
-    "sglang_scheduler_dead",
-    "sglang_watchdog",
-    "sglang_initialization_failed",
+    "server_exception",
+    "server_scheduler_dead",
+    "server_watchdog",
+    "server_initialization_failed",
 }
 #: the crash evidence above, by how firmly it says why
 CRASH_KINDS = (
-    "sglang_exception",
-    "sglang_watchdog",
-    "sglang_scheduler_dead",
-    "sglang_initialization_failed",
+    "server_exception",
+    "server_watchdog",
+    "server_scheduler_dead",
+    "server_initialization_failed",
 )
 _DEATH_RESULTS = {"oom-kill", "signal", "core-dump", "watchdog"}
 
@@ -289,13 +289,13 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
     systemd_says = bool(unit_oom) or any(
         e.kind == "unit_failed" and e.raw.get("result") == "oom-kill" for e in items
     )
-    cuda = [e for e in items if e.kind in ("cuda_oom", "sglang_cuda_oom")]
+    cuda = [e for e in items if e.kind in ("cuda_oom", "server_cuda_oom")]
     signal = [
         e
         for e in items
         if (e.kind == "unit_main_exited" and e.raw.get("code") in ("killed", "dumped"))
         or (e.kind == "unit_failed" and e.raw.get("result") in ("signal", "core-dump"))
-        or e.kind in ("sglang_scheduler_killed", "sglang_subprocess_crashed")
+        or e.kind in ("server_scheduler_killed", "server_subprocess_crashed")
     ]
     if kernel:
         scope = kernel[0].raw.get("scope")
@@ -402,11 +402,11 @@ def crash_words(crash: Sequence[Evidence]) -> str:
     first = min(crash, key=lambda e: CRASH_KINDS.index(e.kind))
     raw = first.raw
     try:
-        detail = json.loads(raw.get("sglang_detail") or "{}")
+        detail = json.loads(raw.get("server_detail") or "{}")
     except ValueError:
         detail = {}
     who = detail.get("who") or "a server process"
-    if first.kind == "sglang_exception":
+    if first.kind == "server_exception":
         phase = raw.get("phase")
         during = f" during {_PHASE_WORDS.get(phase, phase)}" if phase else ""
         text = first.detail.strip()
@@ -422,13 +422,13 @@ def crash_words(crash: Sequence[Evidence]) -> str:
         return (
             f"{what}{during} — {text} — and the server shut itself down: a crash, not a kill by an OOM killer"
         )
-    if first.kind == "sglang_watchdog":
+    if first.kind == "server_watchdog":
         return (
             f"SGLang's watchdog found the {who.lower()} stuck (no step within --watchdog-timeout) and "
             "killed the server: a hang — a stuck collective (NCCL), a GPU fault or a step slower than "
             "the timeout — not an OOM kill"
         )
-    if first.kind == "sglang_scheduler_dead":
+    if first.kind == "server_scheduler_dead":
         code = raw.get("status")  # kill_evidence.sql carries SGLang's exit code there
         how = f" with exit code {code}" if code not in (None, "") else ""
         return (

@@ -123,6 +123,7 @@ class _Load:
     speculative_algorithm: str | None = None
     tp_size: int | None = None
     port: int | None = None
+    engine: str | None = None
     has_config: bool = False
     ready_ts: datetime | None = None
     ready_line_no: int | None = None
@@ -195,7 +196,7 @@ def _group_key(row: dict[str, Any], unit_hosts: dict[str, set[str]]) -> tuple[An
 
 
 class _Builder:
-    """Segments one SGLang stream (one group) into loads."""
+    """Segments one server's stream (one group) into loads."""
 
     def __init__(self) -> None:
         self.loads: list[_Load] = []
@@ -213,6 +214,7 @@ class _Builder:
             start_ts=row["ts"],
             start_source=source,
             start_line_no=row["line_no"],
+            engine=row.get("engine"),
         )
         self.loads.append(load)
         self.cur = load
@@ -267,6 +269,8 @@ class _Builder:
             return
         if cur.pid is None and pid is not None:
             cur.pid = pid
+        if cur.engine is None:
+            cur.engine = row.get("engine")
         cur.last_ts = row["ts"] or cur.last_ts
         if cur.ready_ts is not None:
             return
@@ -522,7 +526,7 @@ def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``service_loads`` rows (dicts, in start order) for the query's ``rows``."""
     unit_rows = [r for r in rows if r["origin"] == "unit"]
     oom_rows = [r for r in rows if r["origin"] == "oom"]
-    sg_rows = [r for r in rows if r["origin"] in ("sglang", "config", "http")]
+    sg_rows = [r for r in rows if r["origin"] in ("server", "config", "http")]
     unit_hosts: dict[str, set[str]] = {}
     for r in rows:
         if r["unit"] and r["host"]:
@@ -573,6 +577,7 @@ def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "start_line_no": ld.start_line_no,
                 "start_source_id": ld.start_source_id if ld.start_source_id is not None else ld.source_id,
                 "ready_line_no": ready_line,
+                "engine": ld.engine,
             }
         )
     return out
@@ -603,6 +608,7 @@ COLUMNS = (
     "start_line_no",
     "ready_line_no",
     "start_source_id",
+    "engine",
 )
 
 

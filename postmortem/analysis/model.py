@@ -23,7 +23,9 @@ class SourceRef:
 class Evidence:
     """One decisive line: a kill record, a systemd state change, SGLang's crash words."""
 
-    kind: str  # oom_kill, unit_oom_killed, unit_main_exited, unit_failed, sglang_*, cuda_oom, ...
+    kind: (
+        str  # oom_kill, unit_oom_killed, unit_main_exited, unit_failed, server_* (an engine's), cuda_oom, ...
+    )
     ts: datetime | None
     source_id: int
     line_no: int
@@ -87,6 +89,7 @@ class Load:
     ready_line_no: int | None = None
     start_source: str | None = None
     ready_source: str | None = None
+    engine: str | None = None
 
     @property
     def never_ready(self) -> bool:

@@ -154,7 +154,7 @@ def host_ram_not_gpu(f: IncidentFacts) -> Recommendation | None:
             "was exhausted. Host-RAM limits (MemoryMax=, swap) would not have helped; what the server "
             "allocates (--mem-fraction-static, CUDA graphs, a draft model) and what else holds the "
             "GPUs decide it.",
-            _ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom"),
+            _ref(f, "cuda_oom") or _ref(f, "server_cuda_oom"),
         )
     parts = []
     noun = "container" if is_container(inc.unit) else "unit"
@@ -362,7 +362,7 @@ def gpu_held_by_another_process(f: IncidentFacts) -> Recommendation | None:
         + f". {inc.unit or 'The server'} cannot fit beside them: stop them or move them to other GPUs "
         "before starting it (check `nvidia-smi --query-compute-apps=pid,process_name,used_memory "
         "--format=csv`); lowering --mem-fraction-static would only shrink the server's KV cache.",
-        (_ref(f, "cuda_oom") or _ref(f, "sglang_cuda_oom")) + refs,
+        (_ref(f, "cuda_oom") or _ref(f, "server_cuda_oom")) + refs,
     )
 
 
@@ -371,7 +371,7 @@ def speculative_gpu_settings(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     algo = _spec(f)
     gpu_evidence = inc.cause == "gpu_oom" or any(
-        e.kind in ("cuda_oom", "sglang_cuda_oom") for e in inc.evidence
+        e.kind in ("cuda_oom", "server_cuda_oom") for e in inc.evidence
     )
     if not algo or not gpu_evidence:
         return None
@@ -1201,9 +1201,9 @@ def server_error(f: IncidentFacts) -> Recommendation | None:
     inc = f.incident
     if inc.cause != "crash":
         return None
-    lines = [e for e in inc.evidence if e.kind.startswith("sglang_") and e.kind != "sglang_sigquit"]
-    if any(e.kind == "sglang_watchdog" or "collective operation timeout" in e.detail for e in lines):
-        nccl = not any(e.kind == "sglang_watchdog" for e in lines)
+    lines = [e for e in inc.evidence if e.kind.startswith("server_") and e.kind != "server_sigquit"]
+    if any(e.kind == "server_watchdog" or "collective operation timeout" in e.detail for e in lines):
+        nccl = not any(e.kind == "server_watchdog" for e in lines)
         return Recommendation(
             "server_error",
             "high",

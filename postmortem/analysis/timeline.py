@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..engines import is_engine
 from ..query import run_named_dicts
 from ..store.db import Store
 
@@ -33,7 +34,7 @@ class Bucket:
 @dataclass
 class TimelineEvent:
     ts: datetime
-    origin: str  # systemd, sglang, kernel, gpu, operator
+    origin: str  # systemd, kernel, gpu, operator, or the engine of a server's line (sglang)
     unit: str | None
     kind: str
     message: str
@@ -114,7 +115,7 @@ def after_kill(ev: TimelineEvent, kills: Sequence[datetime]) -> datetime | None:
     >>> after_kill(dead, [t + timedelta(seconds=1, microseconds=5)]) is None  # the next second's
     True
     """
-    if ev.origin != "sglang" or ev.kind not in DEATH_REPORTS or ev.ts.microsecond:
+    if not is_engine(ev.origin) or ev.kind not in DEATH_REPORTS or ev.ts.microsecond:
         return None
     within = [k for k in kills if ev.ts <= k < ev.ts + timedelta(seconds=1)]
     return max(within) if within else None

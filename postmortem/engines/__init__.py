@@ -95,6 +95,8 @@ class Engine:
     settings: ClassVar[Mapping[str, Setting]] = {}
     #: event kind → the short label a timeline shows for it
     event_labels: ClassVar[Mapping[str, str]] = {}
+    #: event kinds a report's timeline leaves out (bookkeeping lines of a normal start)
+    quiet_kinds: ClassVar[frozenset[str]] = frozenset()
     #: lower-case fragments of unit names, container images and identifiers that name it
     name_hints: ClassVar[tuple[str, ...]] = ()
     #: lower-case prefixes of its processes' names (the kernel's 15-byte ``comm``)
@@ -184,6 +186,16 @@ def engines() -> dict[str, Engine]:
     """Every registered engine, by name, in :data:`ENGINE_MODULES` order."""
     _load()
     return dict(_REGISTRY)
+
+
+def is_engine(name: str | None) -> bool:
+    """Whether ``name`` is a registered engine (a timeline origin, an ``engine`` value).
+
+    >>> is_engine("sglang"), is_engine("systemd"), is_engine(None)
+    (True, False, False)
+    """
+    _load()
+    return name is not None and name in _REGISTRY
 
 
 def get_engine(name: str | None) -> Engine:

@@ -4,7 +4,7 @@ SELECT 'oom_kill' AS kind, k.source_id, k.line_no, k.ts, k.host, k.unit, k.kille
        k.victim_pid AS pid, k.victim_comm AS comm, k.oom_id, k.anon_rss_kb, k.memcg_usage_kb,
        k.memcg_limit_kb, NULL::VARCHAR AS action, NULL::VARCHAR AS code, NULL::VARCHAR AS status,
        NULL::VARCHAR AS result, NULL::INTEGER AS restart_count, k.message,
-       k.oom_memcg, NULL::VARCHAR AS sglang_detail, NULL::VARCHAR AS phase
+       k.oom_memcg, NULL::VARCHAR AS server_detail, NULL::VARCHAR AS phase
 FROM oom_kills k
 WHERE k.ts IS NOT NULL
   AND ($since IS NULL OR k.ts >= $since) AND ($until IS NULL OR k.ts <= $until)
@@ -19,7 +19,7 @@ WHERE u.ts IS NOT NULL
        OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped'))
        OR (u.action = 'failed' AND coalesce(u.result, '') NOT IN ('success', '')))
 UNION ALL
-SELECT 'sglang_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
+SELECT 'server_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
        NULL, CAST(e.detail AS VARCHAR), e.phase
 FROM server_events e

@@ -5,7 +5,7 @@ FROM unit_events
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
   AND unit NOT LIKE '%.slice'
 UNION ALL
-SELECT ts, 'sglang', unit, kind, message, source_id, line_no
+SELECT ts, engine, unit, kind, message, source_id, line_no
 FROM server_events
 WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
   AND kind NOT IN ('retract')

@@ -25,6 +25,7 @@ from ..analysis.model import Incident, Load, Victim, is_container, killed_proces
 from ..analysis.rules import gpu_names, held_before, idle_gpus
 from ..analysis.summary import CAUSE_WORDS, downtime_text, human, retraction_words, size_kb
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
+from ..engines import get_engine, is_engine
 from ..parsers.journal.systemd import left_process
 from ..query import run_named_dicts
 from ..store.db import Store
@@ -507,35 +508,25 @@ class Sources:
 
 # ----------------------------------------------------------------------------- builders
 
-_SGLANG_KINDS = {
-    "server_args": "SGLang read its configuration",
-    "load_weight_begin": "weights loading",
-    "load_weight_end": "weights loaded",
-    "kv_cache_allocated": "KV cache allocated",
-    "cuda_graph_begin": "CUDA graph capture started",
-    "cuda_graph_end": "CUDA graphs captured",
-    "uvicorn_running": "HTTP server listening",
-    "ready": "server ready",
-    "startup_timings": "startup timings",
-}
 #: systemd events of a unit that end or retry it: shown past the kill when it did not come back
 _UNIT_ENDINGS = frozenset(
     {"main_exited", "failed", "start_failed", "start_limit_hit", "restart_scheduled", "starting", "stopped"}
 )
-
-_SKIP_SGLANG = {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
 
 
 def _event_text(origin: str, kind: str, message: str, unit: str | None, clean: Redactor) -> str:
     msg = clean(message)
     if origin == "operator":
         return f"operator ran `{msg}`" if msg else "operator command"
-    if origin == "sglang":
-        label = _SGLANG_KINDS.get(kind)
+    if is_engine(origin):
+        engine = get_engine(origin)
+        label = engine.event_labels.get(kind)
         if kind == "server_args":
             msg = _args_digest(msg)
         short = msg if len(msg) <= 160 else msg[:157] + "…"
-        return f"{unit or 'SGLang'}: {short}" if not label else f"{unit or 'SGLang'}: {label} — {short}"
+        return (
+            f"{unit or engine.label}: {short}" if not label else f"{unit or engine.label}: {label} — {short}"
+        )
     return msg
 
 
@@ -622,6 +613,15 @@ def _zones_assumed(sources: Sources, own: list[int]) -> list[str]:
     return sorted(found)
 
 
+def server_origin(facts: IncidentFacts) -> str:
+    """The engine of the killed server (the timeline's origin for its lines): its load's, else
+    its configuration's; ``server`` when no engine's line is in the data."""
+    killed = facts.incident.killed_load
+    if killed is not None and killed.engine:
+        return killed.engine
+    return str((facts.config or {}).get("engine") or "server")
+
+
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
     tl = facts.timeline
     inc = facts.incident
@@ -634,6 +634,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         rows.append((key, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
 
     killed = inc.killed_load
+    srv = server_origin(facts)
     if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
         for c in facts.start_commands:
             add(
@@ -644,7 +645,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             )
         add(
             killed.start_ts,
-            "systemd" if (killed.start_source or "").startswith("systemd") else "sglang",
+            "systemd" if (killed.start_source or "").startswith("systemd") else srv,
             f"{killed.unit} "
             + ("starting" if killed.start_source == "systemd_starting" else "started")
             + " (this instance)",
@@ -653,7 +654,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         if killed.ready_ts is not None and killed.ready_ts < tl.start:
             add(
                 killed.ready_ts,
-                "sglang",
+                srv,
                 f"{killed.unit} ready after {human(killed.load_s)}",
                 sources.cite(killed.source_id, killed.ready_line_no),
             )
@@ -686,9 +687,10 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     for ev in tl.events:
         if ev.ts > end:
             continue
-        if ev.origin == "sglang" and ev.kind in _SKIP_SGLANG:
+        server = is_engine(ev.origin)
+        if server and ev.kind in get_engine(ev.origin).quiet_kinds:
             continue
-        if ev.origin == "sglang" and ev.kind in (
+        if server and ev.kind in (
             "load_weight_begin",
             "load_weight_end",
             "kv_cache_allocated",
@@ -697,7 +699,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             if key in seen_kinds:
                 continue
             seen_kinds.add(key)
-        elif ev.origin == "sglang" and ev.kind in FAILURE_KINDS:
+        elif server and ev.kind in FAILURE_KINDS:
             # the same failure on several ranks at once: its first line stands for them
             key = (ev.unit, ev.kind, ev.message[:40])
             shown = failures_shown.get(key)
@@ -713,7 +715,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             if pid is not None and kill in kills_shown:
                 continue
             kills_shown.add(kill)
-        if ev.origin == "sglang" and ev.kind == "retract":
+        if server and ev.kind == "retract":
             retract_n += 1
             retract_first = retract_first or ev
             continue
@@ -761,7 +763,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
         first_ts, first_sid, first_line = facts.first_retraction
         add(
             first_ts,
-            "sglang",
+            srv,
             f"{inc.unit}: KV cache pool full, requests retracted — the first of "
             f"{retraction_words(facts.retractions, facts.retracted_reqs)} before the kill",
             sources.cite(first_sid, first_line),
@@ -773,7 +775,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             parts.append(f"KV usage {lb['token_usage']:.2f}")
         add(
             lb["ts"],
-            "sglang",
+            srv,
             f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
             sources.cite(lb["source_id"], lb["line_no"]),
         )
@@ -826,7 +828,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     if facts.queue_start_ts is not None and facts.queue_max:
         add(
             facts.queue_start_ts,
-            "sglang",
+            srv,
             f"{inc.unit}: requests begin to wait in the queue (up to {facts.queue_max} before the kill)",
             sources.cite(*facts.queue_start_at) if facts.queue_start_at else "",
         )
@@ -834,7 +836,7 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     if rec is not None and rec.ready_ts is not None:
         add(
             rec.ready_ts,
-            "sglang",
+            rec.engine or srv,
             f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
             sources.cite(rec.source_id, rec.ready_line_no),
         )
@@ -911,7 +913,7 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
     seen_lines: set[tuple[int, int]] = set()
     for e in inc.evidence:
         # one line can be several kinds of evidence (an exception that is a CUDA OOM)
-        if e.kind.startswith(("sglang_", "cuda_oom")) and (e.source_id, e.line_no) not in seen_lines:
+        if e.kind.startswith(("server_", "cuda_oom")) and (e.source_id, e.line_no) not in seen_lines:
             seen_lines.add((e.source_id, e.line_no))
             sg.append(e)
     if sg:
@@ -1141,8 +1143,6 @@ def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
 def _hicache_args(raw: str | None) -> dict[str, str]:
     """The hierarchical KV cache's settings, when the run had it on (its host pools are host
     memory the other settings do not show)."""
-    from ..engines import get_engine
-
     parsed = get_engine("sglang").parse_args(raw) if raw else None
     args = parsed[0] if parsed else {}
     if str(args.get("enable_hierarchical_cache", "")).strip("'") != "True":

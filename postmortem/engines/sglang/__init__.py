@@ -51,6 +51,9 @@ class SGLang(Engine):
             _s("tp_size", "--tp-size", "tp_size"),
         )
     }
+    quiet_kinds = frozenset(
+        {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
+    )
     event_labels: ClassVar = {
         "server_args": "SGLang read its configuration",
         "load_weight_begin": "weights loading",

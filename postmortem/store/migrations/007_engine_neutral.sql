@@ -36,6 +36,9 @@ ALTER TABLE cuda_ooms ADD COLUMN engine VARCHAR DEFAULT 'sglang';
 ALTER TABLE cuda_ooms ALTER COLUMN engine DROP DEFAULT;
 ALTER TABLE cuda_ooms ALTER COLUMN engine SET NOT NULL;
 
+-- service_loads (derived: rebuilt by every build) names the engine of the server that loaded
+ALTER TABLE service_loads ADD COLUMN engine VARCHAR;
+
 CREATE VIEW sglang_events AS SELECT * EXCLUDE (engine) FROM server_events WHERE engine = 'sglang';
 CREATE VIEW sglang_batches AS
     SELECT * EXCLUDE (engine, swapped_req, preemptions, cpu_kv_usage, prefix_cache_hit_rate)
