@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import __version__
+from .engines import engine_labels
 from .errors import ExitCode, PostmortemError, UsageError
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 app = typer.Typer(
     name="postmortem",
     help="Incident postmortems for LLM-serving machines: ingest journald, kernel OOM records, "
-    "SGLang logs and nvidia-smi snapshots into DuckDB and write Markdown reports.",
+    f"inference-server logs ({engine_labels()}) and nvidia-smi snapshots into DuckDB and write "
+    "Markdown reports.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -263,7 +265,7 @@ def ingest(
     host: Annotated[
         str | None, typer.Option("--host", help="Host name for sources that do not print one.")
     ] = None,
-    unit: Annotated[str | None, typer.Option("--unit", help="systemd unit an SGLang log belongs to.")] = None,
+    unit: Annotated[str | None, typer.Option("--unit", help="systemd unit a server log belongs to.")] = None,
     boot_time: Annotated[
         str | None, typer.Option("--boot-time", help="Boot time, to anchor dmesg's monotonic stamps.")
     ] = None,
@@ -737,7 +739,8 @@ def collect(
     unit: Annotated[
         list[str] | None,
         typer.Option(
-            "--unit", help="Unit glob (repeatable): their journal plus the kernel's; default sglang*."
+            "--unit",
+            help="Unit glob (repeatable): their journal plus the kernel's; default: units named after an engine.",
         ),
     ] = None,
     out: Annotated[str, typer.Option("--out", help="Directory for the bundle.")] = ".",

@@ -51,7 +51,19 @@ from .timeutil import check_range, get_zone, parse_when, zone_name
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_BYTES = 256 << 20
 DEFAULT_SINCE = "-24h"
-DEFAULT_UNIT_PATTERNS = ("sglang*",)
+
+
+def default_unit_patterns() -> tuple[str, ...]:
+    """The units collected when none is named: those named after a registered engine.
+
+    >>> all(p.endswith("*") for p in default_unit_patterns()) and len(default_unit_patterns()) > 0
+    True
+    """
+    from .engines import engines
+
+    return tuple(f"{hint}*" for engine in engines().values() for hint in engine.name_hints)
+
+
 #: units whose journal lines describe memory pressure; added to a --unit journal
 MEMORY_UNITS = ("systemd-oomd.service", "earlyoom.service")
 #: the memory-pressure fields of docs/reference nvidia.md §1.3 (its suggested command, without -l)
@@ -95,7 +107,9 @@ class CollectOptions:
     out: Path = Path(".")
     since: str | None = DEFAULT_SINCE
     until: str | None = None
-    units: list[str] = field(default_factory=list)  # globs; none: sglang* for systemd, whole journal
+    units: list[str] = field(
+        default_factory=list
+    )  # globs; none: the engines' units for systemd, whole journal
     archive: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -533,8 +547,8 @@ _GLOB = re.compile(r"[*?\[]")
 def unit_pattern(text: str) -> str:
     """A --unit value as systemctl/journalctl match it: a bare name gets ``.service``.
 
-    >>> unit_pattern("sglang-qwen"), unit_pattern("sglang*"), unit_pattern("x.scope")
-    ('sglang-qwen.service', 'sglang*', 'x.scope')
+    >>> unit_pattern("llm-qwen"), unit_pattern("llm*"), unit_pattern("x.scope")
+    ('llm-qwen.service', 'llm*', 'x.scope')
     """
     text = text.strip()
     if _GLOB.search(text) or "." in text:
@@ -1028,7 +1042,7 @@ class _Collector:
 
     def systemd(self) -> list[dict[str, Any]]:
         """systemctl list/show/cat of the matching units; returns (unit, log path, tz) hints."""
-        patterns = [unit_pattern(u) for u in self.opts.units] or list(DEFAULT_UNIT_PATTERNS)
+        patterns = [unit_pattern(u) for u in self.opts.units] or list(default_unit_patterns())
         listed = self.run(
             "systemd-units",
             ["systemctl", "list-units", "--all", "--full", "--plain", "--no-legend", "--no-pager", *patterns],
@@ -1086,7 +1100,7 @@ class _Collector:
                 f"systemd-cat:{unit}",
                 ["systemctl", "cat", "--no-pager", unit],
                 f"systemd/{safe}.cat.txt",
-                purpose="the unit file and drop-ins (SGLang's arguments)",
+                purpose="the unit file and drop-ins (the server's arguments)",
             )
             show_text = (
                 _head(self.work / show["output"], 4 << 20).decode("utf-8", "replace")
@@ -1122,7 +1136,7 @@ class _Collector:
             self.copy(name, source, f"host/{name}", keep="head", purpose=purpose, keep_mtime=False)
         self.run("free", ["free", "-b"], "host/free-b.txt", purpose="host memory now, in bytes")
 
-    def sglang_logs(self, hints: list[dict[str, Any]]) -> None:
+    def server_logs(self, hints: list[dict[str, Any]]) -> None:
         wanted: dict[str, dict[str, Any]] = {}
         for h in hints:
             wanted.setdefault(
@@ -1142,7 +1156,7 @@ class _Collector:
             where = str(self.machine_path(pattern)) if os.path.isabs(pattern) else str(base / pattern)
             matched = sorted(glob.glob(where))
             if not matched:
-                self.miss(pattern, "no file matches this [collect] sglang_logs pattern")
+                self.miss(pattern, "no file matches this [collect] server_logs pattern")
             for m in matched:
                 shown = m
                 if os.path.isabs(pattern) and self.root != Path("/"):
@@ -1152,7 +1166,7 @@ class _Collector:
                         shown, {"unit": None, "tz": None, "from": "postmortem.toml", "real": Path(m)}
                     )
         if len(wanted) > MAX_LOGS:
-            self.warn(f"sglang logs: {len(wanted)} files; kept the first {MAX_LOGS}")
+            self.warn(f"server logs: {len(wanted)} files; kept the first {MAX_LOGS}")
         used: set[str] = set()
         for path, info in list(wanted.items())[:MAX_LOGS]:
             unit = info["unit"]
@@ -1160,10 +1174,10 @@ class _Collector:
                 hint = config.hint_for(path)
                 unit = hint.unit if hint else None
             name = _safe_name(os.path.basename(path))
-            out = f"sglang/{name}"
+            out = f"servers/{name}"
             k = 2
             while out in used:
-                out = f"sglang/{k}-{name}"
+                out = f"servers/{k}-{name}"
                 k += 1
             used.add(out)
             ctx = {k2: v for k2, v in (("unit", unit), ("tz", info["tz"])) if v}
@@ -1174,13 +1188,13 @@ class _Collector:
                 keep="tail",
                 ingest=True,
                 context=ctx,
-                purpose=f"SGLang log file (named by {info['from']})",
+                purpose=f"inference-server log file (named by {info['from']})",
                 real=info["real"],
             )
         if not wanted:
             self.miss(
-                "sglang logs",
-                "no log file named (set [collect] sglang_logs in postmortem.toml, or log to the journal)",
+                "server logs",
+                "no log file named (set [collect] server_logs in postmortem.toml, or log to the journal)",
                 warn=False,
             )
 
@@ -1284,7 +1298,7 @@ def collect(opts: CollectOptions) -> CollectResult:
         "user": _user(),
         "window": window,
         "units": {
-            "patterns": [unit_pattern(u) for u in opts.units] or list(DEFAULT_UNIT_PATTERNS),
+            "patterns": [unit_pattern(u) for u in opts.units] or list(default_unit_patterns()),
             "matched": [],
         },
         "limits": {"timeout_s": opts.timeout_s, "max_bytes": opts.max_bytes},
@@ -1317,7 +1331,7 @@ def collect(opts: CollectOptions) -> CollectResult:
         ("gpu", c.gpu),
         ("systemd", units),
         ("host", c.host_files),
-        ("sglang logs", lambda: c.sglang_logs(hints)),
+        ("server logs", lambda: c.server_logs(hints)),
     ]
     try:
         for step, run in steps:

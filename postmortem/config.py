@@ -10,12 +10,11 @@ Example::
     out = "reports"
 
     [[sources]]                   # per-file hints, matched by glob on the path
-    path = "*/sglang-k26-eagle3*.log"
-    unit = "sglang-k26-eagle3.service"
-    format = "sglang"
+    path = "*/k26-eagle3*.log"
+    unit = "k26-eagle3.service"
 
     [collect]
-    sglang_logs = ["/var/log/sglang/*.log"]
+    server_logs = ["/var/log/llm/*.log"]  # inference-server logs (also read: sglang_logs)
 """
 
 from __future__ import annotations
@@ -33,6 +32,9 @@ CONFIG_NAME = "postmortem.toml"
 DEFAULT_DB = "postmortem.duckdb"
 DEFAULT_LOGS = ("sample_logs",)
 DEFAULT_OUT = "reports"
+#: [collect] keys naming inference-server log files (``sglang_logs``: its name before engines
+#: were plug-ins, still read)
+LOG_KEYS = ("server_logs", "sglang_logs")
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,15 @@ def load_config(directory: Path | None = None) -> Config:
     collect = data.get("collect", {})
     if not isinstance(collect, dict):
         raise UsageError(f"{where}: [collect] must be a table")
-    _known(collect, ("sglang_logs",), "in [collect]", where)
-    collect_logs = collect.get("sglang_logs", [])
-    if isinstance(collect_logs, str):
-        collect_logs = [collect_logs]
-    if not isinstance(collect_logs, list) or not all(isinstance(x, str) for x in collect_logs):
-        raise UsageError(f"{where}: 'sglang_logs' in [collect] must be a list of paths or globs")
+    _known(collect, LOG_KEYS, "in [collect]", where)
+    collect_logs: list[str] = []
+    for key in LOG_KEYS:
+        value = collect.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise UsageError(f"{where}: '{key}' in [collect] must be a list of paths or globs")
+        collect_logs.extend(v for v in value if v not in collect_logs)
     return Config(
         path=path,
         db=_str(defaults, "db", where),

@@ -486,7 +486,7 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
     # (identical nodes started together) are two sources, one of each host
     copies = _stored_copies(store, {str(sha) for sha in sources["sha256"].to_pylist()})
     added: set[tuple[str, str | None]] = set()
-    # an export by an older postmortem left a per-host store's SGLang, nvidia-smi and dmesg
+    # an export by an older postmortem left a per-host store's server, nvidia-smi and dmesg
     # rows without a host (as 'export' now fills them): the export's only host is theirs
     only = scan.only_host()
     fill: dict[int, str] = {}  # export source id -> the host its host-less rows get

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bundle import bundle_options, expand_bundles
 from .config import Config
+from .engines import engines
 from .errors import ArchiveError, InputError, PostmortemError, UsageError
 from .io import (
     DAMAGE_KEPT,
@@ -400,14 +401,16 @@ def _other_format(store: Store, source_id: int, forced: str | None) -> bool:
 
 
 def _unit_from_name(path: str) -> str | None:
-    """``/var/log/sglang-k26-eagle3.log`` → ``sglang-k26-eagle3.service`` (a naming guess); a
-    date in the name (logrotate's dateext, a daily file) is not part of the unit's name.
+    """A file named after its unit → the unit: ``llm-a.service.log``, or a name an engine's
+    units go by (``<engine>-k26.log`` → ``<engine>-k26.service``: a naming guess); a date in
+    the name (logrotate's dateext, a daily file) is not part of the unit's name.
 
-    >>> _unit_from_name("/var/log/sglang-k26-eagle3.log.1"), _unit_from_name("sglang-k26-2026-02-10.log")
-    ('sglang-k26-eagle3.service', 'sglang-k26.service')
-    >>> _unit_from_name("sglang-k26.log-20250525.gz"), _unit_from_name("sglang_20250525_0300.log")
-    ('sglang-k26.service', 'sglang.service')
-    >>> _unit_from_name("server.log") is None
+    >>> _unit_from_name("/var/log/llm-k26.service.log.1"), _unit_from_name("server.log") is None
+    ('llm-k26.service', True)
+    >>> from postmortem.engines import engines
+    >>> e = next(iter(engines().values())).name_hints[0]
+    >>> [_unit_from_name(f"{e}-k26-2026-02-10.log"), _unit_from_name(f"{e}_20250525_0300.log")] == [
+    ...     f"{e}-k26.service", f"{e}.service"]
     True
     """
     stem = os.path.basename(path)
@@ -415,7 +418,7 @@ def _unit_from_name(path: str) -> str | None:
     stem = re.sub(rf"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+)|{date})+$", "", stem)
     if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
         return stem
-    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
+    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and any(e.names(stem) for e in engines().values()):
         return f"{stem}.service"
     return None
 
@@ -595,7 +598,7 @@ def _given_host(inp: InputFile, options: IngestOptions) -> str | None:
 def _same_content(store: Store, inp: InputFile, host: str | None) -> str | None:
     """The path of a stored source with exactly ``inp``'s content, for an uncompressed file the
     store holds one of the same size of (only then is the file hashed ahead of parsing) — not one
-    stored for another host: two nodes started the same second write the same SGLang log."""
+    stored for another host: two nodes started the same second write the same server log."""
     if inp.path is None or inp.size is None or compression_of(inp.first_bytes()) is not None:
         return None
     rows = store.fetchall(

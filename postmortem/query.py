@@ -162,7 +162,7 @@ def run_named_dicts(
 
 def sole_host(store: Store) -> str | None:
     """The host the store's ingested rows name, when they name exactly one (a per-host store).
-    Its rows no host is known for — an SGLang log, an nvidia-smi loop, a dmesg file ingested
+    Its rows no host is known for — a server's log, an nvidia-smi loop, a dmesg file ingested
     without ``--host`` — are that host's: ``build`` gives its incidents and loads that host, and
     ``export`` files those rows under it, so a per-host store and a fleet store it is merged
     into say the same."""

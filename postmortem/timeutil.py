@@ -4,7 +4,7 @@ Everything postmortem stores is UTC (``TIMESTAMPTZ``), with the raw text kept be
 flag saying what was inferred. This module knows how to get there from what logs actually
 print:
 
-* zone-less local times (SGLang, nvidia-smi, ``dmesg -T``, syslog) → :func:`localize`
+* zone-less local times (server logs, nvidia-smi, ``dmesg -T``, syslog) → :func:`localize`
 * year-less times (journalctl ``short``, RFC 3164 syslog) → :class:`YearInference`
 * boot-relative seconds (dmesg, ``/dev/kmsg``, ``short-monotonic``) → :class:`BootAnchors`
 * what a user types for ``--since`` / ``--until`` → :func:`parse_when`

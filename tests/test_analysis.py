@@ -223,7 +223,7 @@ def test_zone_sized_offset_from_unit_start_pairs() -> None:
         {
             "source_id": 5,
             "line_no": n,
-            "sglang_ts": T + timedelta(hours=2, seconds=2 + n),
+            "server_ts": T + timedelta(hours=2, seconds=2 + n),
             "reference_source_id": 1,
             "unit_ts": T + timedelta(seconds=n),
             "unit": "a.service",
@@ -232,7 +232,7 @@ def test_zone_sized_offset_from_unit_start_pairs() -> None:
     ]
     (off,) = start_pair_offsets(rows, {1: "journal-export", 5: "sglang"}, set())
     assert off.offset_s == 7200 and off.pairs == 3 and "time zone" in (off.note or "")
-    rows_ok = [dict(r, sglang_ts=r["unit_ts"] + timedelta(seconds=3)) for r in rows]
+    rows_ok = [dict(r, server_ts=r["unit_ts"] + timedelta(seconds=3)) for r in rows]
     assert start_pair_offsets(rows_ok, {1: "journal-export", 5: "sglang"}, set()) == []
 
 

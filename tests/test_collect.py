@@ -162,12 +162,12 @@ def test_bundle_layout_and_manifest(standins: None, tmp_path: Path) -> None:
     # the unit file names the SGLang log: copied with its unit and its modification time
     log = _entry(r, "log:/var/log/sglang/sglang-qwen.log")
     assert (log["output"], log["ingest"], log["context"]) == (
-        "sglang/sglang-qwen.log",
+        "servers/sglang-qwen.log",
         True,
         {"unit": "sglang-qwen.service"},
     )
     assert log["mtime"] == "2026-03-20T17:12:00+00:00"
-    assert (r.bundle / "sglang/sglang-qwen.log").stat().st_mtime == datetime(
+    assert (r.bundle / "servers/sglang-qwen.log").stat().st_mtime == datetime(
         2026, 3, 20, 17, 12, tzinfo=UTC
     ).timestamp()
     assert (
@@ -204,7 +204,7 @@ def test_bundle_ingests_into_the_expected_rows(standins: None, tmp_path: Path, c
         f"{b}/gpu/query-compute-apps.csv: ingested as nvidia-smi-csv: 3 lines, 2 records, 0 parse issues, 1 ignored",
         f"{b}/gpu/query-gpu.csv: ingested as nvidia-smi-csv: 3 lines, 2 records, 0 parse issues, 1 ignored",
         f"{b}/kernel/dmesg-iso.txt: ingested as dmesg: 29 lines, 33 records, 0 parse issues, 0 ignored",
-        f"{b}/sglang/sglang-qwen.log: ingested as sglang: 42 lines, 40 records, 0 parse issues, 4 ignored",
+        f"{b}/servers/sglang-qwen.log: ingested as sglang: 42 lines, 40 records, 0 parse issues, 4 ignored",
     ]
     # every source has the manifest's host and zone
     assert set(_rows(db, "SELECT host, tz FROM sources")) == {("gpu-node-3", "America/Los_Angeles")}
@@ -542,8 +542,8 @@ def test_config_log_globs(standins: None, tmp_path: Path) -> None:
 
     r = _collect(tmp_path, config=load_config(tmp_path))
     a = _entry(r, f"log:{logs}/a.log")
-    assert (a["output"], a["context"]) == ("sglang/a.log", {"unit": "sglang-a.service"})
-    assert {"what": "nothing/*.log", "why": "no file matches this [collect] sglang_logs pattern"} in r.missing
+    assert (a["output"], a["context"]) == ("servers/a.log", {"unit": "sglang-a.service"})
+    assert {"what": "nothing/*.log", "why": "no file matches this [collect] server_logs pattern"} in r.missing
 
 
 def test_timeout_stops_a_hanging_command(

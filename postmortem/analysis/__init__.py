@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from ..engines import engine_formats
 from ..errors import PostmortemError
 from ..machine import usable_cpus
 from ..query import named_sql, run_named_dicts, sole_host
@@ -85,7 +86,12 @@ def _offsets(store: Store) -> dict[int, ClockOffset]:
         run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
     )
     offsets = merge_offsets(exact, zones)
-    same = _not_contradicted(store, same_zone_offsets(run_named_dicts(store, "zone_sources"), offsets))
+    same = _not_contradicted(
+        store,
+        same_zone_offsets(
+            run_named_dicts(store, "zone_sources", {"engine_formats": engine_formats()}), offsets
+        ),
+    )
     return merge_offsets(offsets.values(), same)
 
 
@@ -93,7 +99,7 @@ def _not_contradicted(store: Store, offsets: list[ClockOffset]) -> list[ClockOff
     """Offsets given to sources because another one read in the same zone was off, less those
     the data contradicts: nvidia-smi samples whose GPUs emptied at a death as stamped, and not
     once the offset is applied, say the host's nvidia-smi ran in the zone it was read in (an
-    SGLang container logging in another zone): none of the nvidia-smi files take the offset."""
+    a server's container logging in another zone): none of the nvidia-smi files take the offset."""
     if not offsets:
         return offsets
     formats = {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")}

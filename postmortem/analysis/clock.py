@@ -3,9 +3,9 @@
 The journal is the reference clock (UTC from the machine's realtime clock). Other sources are
 placed on it by pairs of records that must be (nearly) simultaneous:
 
-* the same message seen by two sources (a dmesg file and the journal's kernel copy, an SGLang
-  log file and SGLang's stdout captured by journald) → the median difference, exactly;
-* systemd starting a unit and SGLang printing ``server_args`` for it a few seconds later →
+* the same message seen by two sources (a dmesg file and the journal's kernel copy, a server's
+  log file and its stdout captured by journald) → the median difference, exactly;
+* systemd starting a unit and its server printing its configuration a few seconds later →
   a time-zone-sized offset (a multiple of 15 minutes) when the log was written in another zone
   than ``--tz`` says.
 """
@@ -18,7 +18,7 @@ from typing import Any
 from .model import ClockOffset
 
 ZONE_STEP_S = 900.0  # zones are whole quarter hours
-START_DELAY_S = (0.0, 90.0)  # systemd start → SGLang server_args
+START_DELAY_S = (0.0, 90.0)  # systemd start → the server's configuration line
 
 
 def is_reference(fmt: str | None) -> bool:
@@ -89,13 +89,13 @@ def describe_offset(offset_s: float) -> str | None:
 def start_pair_offsets(
     rows: Sequence[dict[str, Any]], formats: dict[int, str], known: set[int]
 ) -> list[ClockOffset]:
-    """Zone-sized offsets of SGLang files from (systemd start, server_args) pairs.
+    """Zone-sized offsets of server log files from (systemd start, configuration line) pairs.
 
     >>> from datetime import UTC, datetime, timedelta
     >>> t = datetime(2025, 5, 25, 18, 41, 3, tzinfo=UTC)
-    >>> rows = [{"source_id": 5, "line_no": 1, "sglang_ts": t + timedelta(hours=2, seconds=3),
+    >>> rows = [{"source_id": 5, "line_no": 1, "server_ts": t + timedelta(hours=2, seconds=3),
     ...          "reference_source_id": 1, "unit_ts": t, "unit": "a.service"}]
-    >>> off = start_pair_offsets(rows, {1: "journal-export", 5: "sglang"}, set())[0]
+    >>> off = start_pair_offsets(rows, {1: "journal-export", 5: "llm-log"}, set())[0]
     >>> off.offset_s, off.method
     (7200.0, 'unit start vs server_args')
     """
@@ -112,7 +112,7 @@ def start_pair_offsets(
         lines: dict[int, list[float]] = {}
         ref = int(pairs[0]["reference_source_id"])
         for r in pairs:
-            d = (r["sglang_ts"] - r["unit_ts"]).total_seconds()
+            d = (r["server_ts"] - r["unit_ts"]).total_seconds()
             lines.setdefault(int(r["line_no"]), []).append(d)
         best_c, best_n = 0.0, 0
         candidates = sorted({round(d / ZONE_STEP_S) * ZONE_STEP_S for ds in lines.values() for d in ds})
@@ -146,7 +146,7 @@ def start_pair_offsets(
 
 def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffset]) -> list[ClockOffset]:
     """A zone-less source read in the wrong zone shares the error with every other zone-less
-    source read in the same zone (nvidia-smi CSV beside an SGLang log): give them its offset.
+    source read in the same zone (nvidia-smi CSV beside a server's log): give them its offset.
 
     >>> found = {6: ClockOffset(6, 1, 25200.0, "unit start vs server_args", 2)}
     >>> rows = [{"source_id": 6, "tz": "America/Los_Angeles"}, {"source_id": 4, "tz": "America/Los_Angeles"},

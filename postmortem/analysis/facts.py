@@ -223,10 +223,10 @@ class IncidentFacts:
 def top_consumers(tasks: list[dict[str, Any]], page_kb: int = 4) -> list[Consumer]:
     """The task table grouped by process name, biggest RSS first.
 
-    >>> rows = [{"name": "sglang::schedul", "rss_pages": 100}, {"name": "sglang::schedul", "rss_pages": 100},
+    >>> rows = [{"name": "llm::scheduler", "rss_pages": 100}, {"name": "llm::scheduler", "rss_pages": 100},
     ...         {"name": "python3", "rss_pages": 50}]
     >>> [(c.name, c.processes, c.rss_kb, round(c.share, 2)) for c in top_consumers(rows)]
-    [('sglang::schedul', 2, 800, 0.8), ('python3', 1, 200, 0.2)]
+    [('llm::scheduler', 2, 800, 0.8), ('python3', 1, 200, 0.2)]
     """
     groups: dict[str, list[int]] = {}
     for t in tasks:
@@ -585,14 +585,14 @@ def others_on_the_gpu(
     return out
 
 
-#: how far before a kill the unit's last SGLang line is looked for first (then, if none, further)
+#: how far before a kill the unit's last server line is looked for first (then, if none, further)
 ACTIVITY_LOOK_S = 7200.0
 #: how long after a kill (at least) a killed pid still listed by nvidia-smi is memory left behind
 PROCESS_LOOK_S = 3600.0
 
 
 def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = None) -> datetime | None:
-    """The unit's last SGLang line before ``kill``: within the last two hours (a scan of those
+    """The unit's last server line before ``kill``: within the last two hours (a scan of those
     rows only), else however long before."""
     for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
         rows = run_named_dicts(

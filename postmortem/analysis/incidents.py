@@ -3,7 +3,7 @@
 Pure functions over rows of ``kill_evidence.sql``, the inferred clock offsets and the service
 loads. The same kill seen twice (dmesg and the journal copy) is one incident; a storm (several
 victims of one unit within seconds, or ``memory.oom.group``) is one incident with several
-victims; a unit's systemd words and SGLang's last words attach to the kill they follow.
+victims; a unit's systemd words and its server's last words attach to the kill they follow.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PRIMARY_KINDS = {
     "server_cuda_oom",
     "cuda_oom",
     # the server stopping on its own error (a crash): a server process's traceback, a scheduler
-    # that exited (not killed), SGLang's watchdog, a failed initialisation
+    # that exited (not killed), the server's watchdog, a failed initialisation
     "server_exception",
     "server_scheduler_dead",
     "server_watchdog",
@@ -62,7 +62,7 @@ def limit_setting(memcg: str | None) -> str:
     ``--memory``; podman's (``libpod-<id>.scope``) its ``--memory``; anything else (another
     runtime's, an unknown path) may be a container limit.
 
-    >>> limit_setting("/system.slice/sglang-k26-eagle3.service")
+    >>> limit_setting("/system.slice/k26-eagle3.service")
     "the unit's MemoryMax=, or MemoryLimit= on cgroup v1"
     >>> limit_setting("/docker/0123abcd")
     "the container's memory limit: docker run --memory, compose mem_limit"
@@ -204,7 +204,7 @@ def cluster_evidence(
             target.items.append(ev)
             target.last = max(target.last, t)
             target.host = target.host or ev.host
-    # evidence without a unit (old kernels, bare SGLang logs) or secondary evidence joins the
+    # evidence without a unit (old kernels, bare server logs) or secondary evidence joins the
     # nearest cluster of the same host; unit-less primary evidence may start its own
     for t, ev in deferred:
         best: _Cluster | None = None
@@ -429,7 +429,7 @@ def crash_words(crash: Sequence[Evidence]) -> str:
             "the timeout — not an OOM kill"
         )
     if first.kind == "server_scheduler_dead":
-        code = raw.get("status")  # kill_evidence.sql carries SGLang's exit code there
+        code = raw.get("status")  # kill_evidence.sql carries the server's exit code there
         how = f" with exit code {code}" if code not in (None, "") else ""
         return (
             f"a scheduler process of the server exited{how} and the server shut itself down: a crash "
@@ -466,7 +466,7 @@ GPU_FAULT_XIDS: dict[int, str] = {
     140: "unrecovered ECC error",
 }
 #: how long before a death a GPU fault is looked for (a hung collective waits out NCCL's and
-#: SGLang's watchdogs: 5–10 min by default)
+#: servers' watchdogs: 5–10 min by default)
 GPU_FAULT_LOOK_S = 1800.0
 #: causes a GPU fault before the death explains better (an OOM kill explains itself)
 FAULT_OVERRIDES = ("signal", "unknown", "timeout", "crash")

@@ -1,31 +1,31 @@
-"""``service_loads``: one row per SGLang server start, from SGLang's own lines, refined by the
+"""``service_loads``: one row per server start, from the server's own lines, refined by the
 journal when it is there.
 
-Rows come from the named query ``service_loads`` (one time-ordered stream of SGLang events,
+Rows come from the named query ``service_loads`` (one time-ordered stream of server events,
 ``server_args`` configurations, health-endpoint requests, systemd lifecycle events and OOM
 kills); :func:`derive_loads` is a pure function over them.
 
-Rules (also in ``docs/schema_parts/sglang.md``):
+Rules (also in ``docs/schema_parts/servers.md``):
 
-* **Streams.** SGLang rows are grouped by (host, unit), rows without a unit by source. The
+* **Streams.** Server rows are grouped by (host, unit), rows without a unit by source. The
   same line seen in two sources (the journal and the unit's own log file) counts once.
 * **Start.** A ``server_args`` line starts a load; so does the first ``Init torch distributed
   begin``/``Load weight begin`` of a target model after the previous load finished (ready,
   failed or killed) or in another process (journal pid; a pid is one process, so at most one
   start). A log that begins in the middle of a startup
   starts a load at its first startup line. When the journal has the unit's ``Starting``
-  (else ``Started``) event at most 15 minutes before the load's first SGLang line, and after
+  (else ``Started``) event at most 15 minutes before the load's first server line, and after
   the previous load's first line, that is the start (``start_source`` ``systemd_starting`` /
   ``systemd_started``; a ``Started`` within 5 minutes of the same host's ``Starting`` of the
   unit is that start's, whatever other hosts or units started between); else the
   ``server_args`` line (``server_args``) or the first line (``first_line``). Loads that know
-  their unit claim first; a unit-less SGLang stream then claims an unclaimed start on its
-  host, preferring one in its own source, then a unit named like SGLang, then the latest.
+  their unit claim first; a unit-less server stream then claims an unclaimed start on its
+  host, preferring one in its own source, then a unit named after its engine, then the latest.
 * **Ready.** The ``The server is fired up and ready to roll!`` line (``ready_line``); without
   one, the first 200 answer on a health endpoint (``health_200``).
 * **Health polls** = requests to ``/health``, ``/health_generate``, ``/v1/models`` (also
   ``/v1/models/<id>``) and ``/ping`` after the start and before ready, whatever their status.
-  ``/get_model_info`` is not counted: SGLang's own warmup calls it.
+  ``/get_model_info`` is not counted: a server's own warmup may call it.
 * **Phases** (seconds). Weights: the longest ``Load weight end … elapsed=`` over the ranks,
   else ``Engine startup timings load_weight=`` (target), else last end − first begin; the
   same for the draft model. KV allocation: ``kv_cache_allocation=`` from the startup timings,
@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..engines import get_engine
 from ..query import run_named_dicts
 from ..store.db import Store
 
@@ -88,7 +89,7 @@ _FAIL_KINDS = frozenset(
         "watchdog",
     }
 )
-#: the server's own errors: a SIGKILL after one is SGLang tearing its process tree down
+#: the server's own errors: a SIGKILL after one is the server tearing its process tree down
 _OWN_FAILURE_KINDS = frozenset({"cuda_oom", "not_enough_memory", "kv_oom", "cuda_graph_failed", "watchdog"})
 _KILL_KINDS = frozenset({"scheduler_killed", "forced_exit"})
 #: asked to stop (systemctl stop, kill -TERM): not a failure of the load, and not a kill
@@ -158,7 +159,7 @@ class _Load:
         if self.ready_ts is not None or self.h200 is not None:
             return "ready"
         if self.killed and (self.killed_outside or not self.own_failure):
-            # a SIGKILL after the server's own failure is its own teardown (SGLang kills its
+            # a SIGKILL after the server's own failure is its own teardown (a server kills its
             # process tree when a child fails): the load failed, nothing killed it
             return "killed"
         if self.failed:
@@ -430,7 +431,7 @@ def _refine_with_units(
             assert before.first_ts is not None
             floors[id(after)] = before.first_ts
     # loads that know their unit claim first; then unit-less ones, preferring a start in their
-    # own source, then a unit named like SGLang, then the latest
+    # own source, then a unit named after the load's engine, then the latest
     order = sorted(
         (ld for ld in loads if ld.first_ts is not None), key=lambda ld: (ld.unit is None, _first_key(ld))
     )
@@ -449,7 +450,9 @@ def _refine_with_units(
         ]
         if not cands:
             continue
-        best = max(cands, key=lambda s: (s.source_id == load.source_id, "sglang" in s.unit.lower(), s.ts))
+        best = max(
+            cands, key=lambda s: (s.source_id == load.source_id, get_engine(load.engine).names(s.unit), s.ts)
+        )
         best.claimed = True
         load.unit = load.unit or best.unit
         load.host = load.host or best.host

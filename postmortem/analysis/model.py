@@ -21,7 +21,7 @@ class SourceRef:
 
 @dataclass
 class Evidence:
-    """One decisive line: a kill record, a systemd state change, SGLang's crash words."""
+    """One decisive line: a kill record, a systemd state change, the server's crash words."""
 
     kind: (
         str  # oom_kill, unit_oom_killed, unit_main_exited, unit_failed, server_* (an engine's), cuda_oom, ...
@@ -127,11 +127,11 @@ class ContainerInfo:
         return (f"docker-{cid}.scope", f"libpod-{cid}.scope", f"/docker/{cid}", cid)
 
     def words(self) -> str:
-        """``container sglang-qwen``."""
+        """``container llm-qwen``."""
         return f"container {self.name}"
 
     def details(self) -> str:
-        """``image lmsysorg/sglang:v0.4.10-cu126, id 3f2a9c0d1e4b``."""
+        """``image registry.example/llm-server:1.4, id 3f2a9c0d1e4b``."""
         return ", ".join(x for x in (f"image {self.image}" if self.image else "", f"id {self.short_id}") if x)
 
 
@@ -211,7 +211,7 @@ def is_service(unit: str | None) -> bool:
     """Whether ``unit`` is a service, which systemd starts and may restart: a login session's or
     a container's scope, a slice or a bare cgroup path is not.
 
-    >>> is_service("sglang-k26.service"), is_service("session-12.scope"), is_service(None)
+    >>> is_service("k26.service"), is_service("session-12.scope"), is_service(None)
     (True, False, False)
     """
     return unit is not None and unit.endswith(".service")
@@ -221,7 +221,7 @@ def is_container(unit: str | None) -> bool:
     """Whether ``unit`` is a container (``docker:<name>``), which its runtime starts and, under a
     restart policy, restarts.
 
-    >>> is_container("docker:sglang-qwen"), is_container("docker-3f2a.scope")
+    >>> is_container("docker:llm-qwen"), is_container("docker-3f2a.scope")
     (True, False)
     """
     return is_container_unit(unit)
@@ -231,14 +231,14 @@ def restartable(unit: str | None) -> bool:
     """Whether something brings ``unit`` back when it dies: systemd a service, a container
     runtime a container. A login session's scope or a slice is nobody's to restart.
 
-    >>> restartable("a.service"), restartable("docker:sglang-qwen"), restartable("session-12.scope")
+    >>> restartable("a.service"), restartable("docker:llm-qwen"), restartable("session-12.scope")
     (True, True, False)
     """
     return is_service(unit) or is_container(unit)
 
 
 def unit_words(inc: Incident) -> str:
-    """How a sentence names the incident's unit: ``container sglang-qwen`` for a container.
+    """How a sentence names the incident's unit: ``container llm-qwen`` for a container.
 
     >>> unit_words(Incident(1, "h", None, "a.service", "unknown", 0.3))
     'a.service'

@@ -37,7 +37,7 @@ def clock(ts: datetime | None, zone: tzinfo) -> str:
 
 
 def retraction_words(events: int, requests: int) -> str:
-    """How many retractions (SGLang's lines) and how many requests they retracted.
+    """How many retractions (the server's lines) and how many requests they retracted.
 
     >>> retraction_words(56, 307), retraction_words(1, 2), retraction_words(3, 0)
     ('56 retractions (307 requests retracted)', '1 retraction (2 requests retracted)', '3 retractions')

@@ -34,7 +34,7 @@ class Bucket:
 @dataclass
 class TimelineEvent:
     ts: datetime
-    origin: str  # systemd, kernel, gpu, operator, or the engine of a server's line (sglang)
+    origin: str  # systemd, kernel, gpu, operator, or the engine of a server's line (e.g. sglang)
     unit: str | None
     kind: str
     message: str
@@ -70,7 +70,7 @@ class Timeline:
         return [b for b in self.buckets if b.ts < self.kill_ts]
 
 
-#: SGLang lines that say something failed: in the timeline from any rank (every rank logs the
+#: server lines that say something failed: in the timeline from any rank (every rank logs the
 #: same milestones, TP0's stand for them; an OOM on TP3 is often the only one), once per burst
 FAILURE_KINDS = frozenset(
     {
@@ -91,7 +91,7 @@ FAILURE_KINDS = frozenset(
 )
 
 
-#: SGLang's words of a process that died: written after the death they report, never before
+#: a server's words of a process that died: written after the death they report, never before
 DEATH_REPORTS = frozenset({"scheduler_killed", "scheduler_dead", "subprocess_crashed", "sigquit"})
 
 
@@ -101,7 +101,7 @@ def kill_times(events: Sequence[TimelineEvent]) -> list[datetime]:
 
 
 def after_kill(ev: TimelineEvent, kills: Sequence[datetime]) -> datetime | None:
-    """The kill a death report stamped to the whole second comes after: SGLang's ``Rank 0
+    """The kill a death report stamped to the whole second comes after: a server's ``Rank 0
     scheduler is dead`` of 18:04:19 was written at some instant of that second, after the
     kernel's kill at 18:04:19.604 that it reports — not at 18:04:19.000, where its stamp would
     put it. The latest precise kill of its second; None for another line, a precise stamp or a
@@ -266,7 +266,7 @@ def dedupe_events(events: list[TimelineEvent]) -> list[TimelineEvent]:
 
 
 def _norm(message: str) -> str:
-    # SGLang's own stamp differs between a journald copy and a log file; compare what follows
+    # a server's own stamp differs between a journald copy and a log file; compare what follows
     text = message.strip()
     if text.startswith("[") and "] " in text[:60]:
         text = text.split("] ", 1)[1]

@@ -188,6 +188,24 @@ def engines() -> dict[str, Engine]:
     return dict(_REGISTRY)
 
 
+def engine_formats() -> list[str]:
+    """The names of the file parsers the engines register (the ``sources.format`` of their logs).
+
+    >>> "sglang" in engine_formats()
+    True
+    """
+    from ..parsers import all_parsers
+
+    return sorted(
+        name for name, parser in all_parsers().items() if type(parser).__module__.startswith(__name__ + ".")
+    )
+
+
+def engine_labels() -> str:
+    """The registered engines as a reader names them: ``SGLang`` (``, `` between several)."""
+    return ", ".join(e.label for e in engines().values())
+
+
 def is_engine(name: str | None) -> bool:
     """Whether ``name`` is a registered engine (a timeline origin, an ``engine`` value).
 

@@ -1,6 +1,6 @@
 """Compiled kernels for the hot loops of the vectorised parsers.
 
-The common line shapes of a large log (SGLang batch lines, journal prefixes) are read by small
+The common line shapes of a large log (a server's statistics lines, journal prefixes) are read by small
 byte-level loops compiled with numba: one pass over a block's bytes instead of dozens of
 Arrow/numpy passes. The loops are plain Python (tests run them against ``int()``,
 ``float()``, ``datetime`` and the per-line parsers) and compiled on first use; the machine

@@ -53,7 +53,7 @@ FROM pending AS p
 JOIN sources AS s ON s.source_id = p.source_id;
 
 -- A boot's start from witnesses: the median of (a witness's wall-clock time − the seconds since
--- boot it stands for); stamps in whole seconds (short-iso, SGLang) are truncated, half a second
+-- boot it stands for); stamps in whole seconds (short-iso, server loggers) are truncated, half a second
 -- early on average, so then the median is moved half a second on.
 CREATE OR REPLACE TEMP MACRO anchor_boot_of(wall, mono) AS
     make_timestamptz(CAST(
@@ -97,7 +97,7 @@ FROM (
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
 
 -- A source still without a boot (a previous boot's dmesg, no journal of that boot): an OOM kill
--- in it whose victim the killed server reported by pid — SGLang's "Subprocess scheduler_0
+-- in it whose victim the killed server reported by pid — a server's "Subprocess scheduler_0
 -- (pid=48305) crashed with exit code -9" (0.5.10 on), logged the moment the child died — gives
 -- its boot as that line's time minus the kill's seconds since boot (the median over such kills).
 -- The pid, the unit and the host must agree, and the capture cannot predate its own records.
@@ -105,7 +105,7 @@ UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
     SELECT o.source_id, o.host,
-           anchor_boot_of(e.ts, o.monotonic_s) AS boot_ts  -- SGLang stamps whole seconds
+           anchor_boot_of(e.ts, o.monotonic_s) AS boot_ts  -- servers stamp whole seconds
     FROM oom_kills AS o
     JOIN server_events AS e
       ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL

@@ -1,4 +1,4 @@
--- The last line any SGLang table holds for a unit before a time (its last sign of life), at or
+-- The last line any server table holds for a unit before a time (its last sign of life), at or
 -- after $since (NULL: however long before; a bound lets the scan skip the store's older rows).
 -- The server's dying words (its watchdog, a traceback, SIGQUIT, a dead scheduler) are not life:
 -- a server hung for minutes before its watchdog ended it was silent all that time.

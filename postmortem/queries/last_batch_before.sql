@@ -1,4 +1,4 @@
--- The last SGLang batch line of a unit before a time (requests in flight and queued), of the
+-- The last statistics line of a unit's server before a time (requests in flight and queued), of the
 -- run that was killed (not of the one before it: a run that died loading served nothing).
 -- Parameters: $unit, $before, $host, $since (that run's start, or NULL).
 SELECT ts, running_req, queue_req, token_usage, gen_throughput, source_id, line_no

@@ -1,4 +1,4 @@
--- The limits a server settled on at startup (SGLang's "max_total_num_tokens=…, max_running_requests=…"
+-- The limits a server settled on at startup (e.g. "max_total_num_tokens=…, max_running_requests=…"
 -- line), the last before a time within a run. Parameters: $unit, $since, $before, $host.
 SELECT CAST(json_extract(detail, '$.max_running_requests') AS BIGINT) AS max_running_requests,
        num_tokens AS max_total_num_tokens, source_id, line_no

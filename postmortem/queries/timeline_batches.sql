@@ -1,4 +1,4 @@
--- SGLang serving signals of one unit in time buckets.
+-- A server's serving signals of one unit in time buckets.
 -- Parameters: $unit, $host, $from, $to, $bucket_s (seconds), $origin (a bucket starts there: the kill).
 SELECT time_bucket(to_microseconds(CAST($bucket_s * 1000000 AS BIGINT)), ts, $origin) AS bucket,
        avg(token_usage) AS token_usage,

@@ -1,6 +1,6 @@
--- systemd's start of a unit and SGLang's server_args line of the same unit (normally 1–10 s
--- later) on the same host: pairs used to infer the clock offset of SGLang log files.
-SELECT e.source_id, e.line_no, e.ts AS sglang_ts, u.source_id AS reference_source_id,
+-- systemd's start of a unit and its server's configuration line (server_configs) (normally 1–10 s
+-- later) on the same host: pairs used to infer the clock offset of server log files.
+SELECT e.source_id, e.line_no, e.ts AS server_ts, u.source_id AS reference_source_id,
        u.ts AS unit_ts, e.unit
 FROM server_events e
 JOIN unit_events u

@@ -8,8 +8,8 @@
 
 All of them store one ``journal_entries`` row per entry and share the routing in
 :mod:`.sink`: systemd lifecycle → ``unit_events`` (:mod:`.systemd`), systemd-oomd/earlyoom →
-``oom_kills``, kernel entries → the kernel parser's ``KernelStream``, SGLang output → the
-SGLang parser's ``SglangStream``, realtime/monotonic pairs → ``boots``.
+``oom_kills``, kernel entries → the kernel parser's ``KernelStream``, an inference server's output →
+its engine's message-level stream, realtime/monotonic pairs → ``boots``.
 """
 
 from __future__ import annotations

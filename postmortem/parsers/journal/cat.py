@@ -3,11 +3,11 @@
 Every line is stored as an entry with ``ts`` NULL (the ingest summary says so). With no
 identifiers, routing works from the text: systemd lifecycle sentences → ``unit_events``; a
 kernel OOM record (from its ``invoked oom-killer`` / ``oom-kill:`` / kill line to the kill line)
-→ the kernel stream; SGLang lines (and later unclassified lines) → one SGLang stream.
+→ the kernel stream; an engine's lines (and later unclassified lines) → one stream of that engine.
 
->>> out, ctx = run_parser(JournalCatParser(), "sglang-qwen.service: Failed with result 'oom-kill'.")
+>>> out, ctx = run_parser(JournalCatParser(), "llm-qwen.service: Failed with result 'oom-kill'.")
 >>> out[0].unit, out[0].action, out[0].result, out[0].ts
-('sglang-qwen.service', 'failed', 'oom-kill', None)
+('llm-qwen.service', 'failed', 'oom-kill', None)
 >>> ctx.notes
 ['no timestamps (journalctl -o cat): entries are stored with ts NULL']
 """
@@ -54,7 +54,7 @@ class JournalCatParser(Parser):
         if not lines or stamped > lines // 10:
             return 0
         # systemd's lifecycle sentences never appear in a program's own log: two of them
-        # among unstamped lines mean journalctl -o cat (even when SGLang lines dominate)
+        # among unstamped lines mean journalctl -o cat (even when a server's lines dominate)
         return 0 if units == 0 else (45 if units == 1 else 92)
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:

@@ -7,20 +7,20 @@ and dockerd's ``_PID``, and the driver adds ``CONTAINER_ID`` (12 hex digits),
 ``CONTAINER_TAG`` and ``SYSLOG_IDENTIFIER`` (the ``--log-opt tag``, by default the short id),
 ``IMAGE_NAME``, and ``PRIORITY`` 6 for stdout, 3 for stderr. Podman's ``conmon`` writes the same
 ``CONTAINER_*`` fields. Such a line belongs to the container, not to the daemon that relayed it:
-its unit is the container's, named ``<runtime>:<container name>`` (``docker:sglang-qwen``), and
+its unit is the container's, named ``<runtime>:<container name>`` (``docker:llm-qwen``), and
 its ``_PID`` (the daemon's) is no process of the container. Under a systemd service (a podman
 Quadlet, ``podman run`` in ``ExecStart=``) conmon runs in that service's cgroup: the service is
 the unit, as systemd restarts it.
 
 >>> ref = container_of({"_COMM": "dockerd", "_SYSTEMD_UNIT": "docker.service",
-...                     "CONTAINER_ID_FULL": "3f2a" + "0" * 60, "CONTAINER_NAME": "sglang-qwen",
-...                     "IMAGE_NAME": "lmsysorg/sglang:v0.4.10-cu126"})
+...                     "CONTAINER_ID_FULL": "3f2a" + "0" * 60, "CONTAINER_NAME": "llm-qwen",
+...                     "IMAGE_NAME": "registry.example/llm-server:1.4"})
 >>> ref.unit, ref.runtime, ref.container_id[:12], ref.image
-('docker:sglang-qwen', 'docker', '3f2a00000000', 'lmsysorg/sglang:v0.4.10-cu126')
->>> container_of({"_COMM": "conmon", "_SYSTEMD_UNIT": "sglang.service",
-...               "CONTAINER_ID_FULL": "ab" * 32, "CONTAINER_NAME": "sglang"}) is None
+('docker:llm-qwen', 'docker', '3f2a00000000', 'registry.example/llm-server:1.4')
+>>> container_of({"_COMM": "conmon", "_SYSTEMD_UNIT": "llm.service",
+...               "CONTAINER_ID_FULL": "ab" * 32, "CONTAINER_NAME": "llm"}) is None
 True
->>> container_of({"_COMM": "python3", "_SYSTEMD_UNIT": "sglang.service"}) is None
+>>> container_of({"_COMM": "python3", "_SYSTEMD_UNIT": "llm.service"}) is None
 True
 """
 
@@ -69,7 +69,7 @@ def container_of(fields: dict[str, str]) -> ContainerRef | None:
 def is_container_unit(unit: str | None) -> bool:
     """Whether ``unit`` names a container (``docker:<name>``) rather than a systemd unit.
 
-    >>> is_container_unit("docker:sglang-qwen"), is_container_unit("sglang.service"), is_container_unit(None)
+    >>> is_container_unit("docker:llm-qwen"), is_container_unit("llm.service"), is_container_unit(None)
     (True, False, False)
     """
     return unit is not None and unit.startswith(UNIT_PREFIXES)

@@ -9,12 +9,12 @@ empty message, and the ingest summary says so).
 
 >>> line = ('{"__REALTIME_TIMESTAMP":"1741952525842000","__MONOTONIC_TIMESTAMP":"20525842000",'
 ...         '"_BOOT_ID":"3f1c2b9a8e7d4c6b9a1f2e3d4c5b6a79","_HOSTNAME":"gpu-node-7","_PID":"1",'
-...         '"SYSLOG_IDENTIFIER":"systemd","UNIT":"sglang-qwen.service","PRIORITY":"4",'
-...         '"MESSAGE":"sglang-qwen.service: Failed with result \\'oom-kill\\'."}')
+...         '"SYSLOG_IDENTIFIER":"systemd","UNIT":"llm-qwen.service","PRIORITY":"4",'
+...         '"MESSAGE":"llm-qwen.service: Failed with result \\'oom-kill\\'."}')
 >>> out, ctx = run_parser(JournalJsonParser(), line)
 >>> ev, boot = out[0], out[1]
 >>> ev.unit, ev.action, ev.result, ev.ts.isoformat()
-('sglang-qwen.service', 'failed', 'oom-kill', '2025-03-14T11:42:05.842000+00:00')
+('llm-qwen.service', 'failed', 'oom-kill', '2025-03-14T11:42:05.842000+00:00')
 >>> boot.boot_ts.isoformat(), boot.method
 ('2025-03-14T06:00:00+00:00', 'journal')
 >>> out[2].data.to_pylist()[0]["priority"], ctx.parsed_lines

@@ -25,7 +25,7 @@ stored as both. Header, boot-marker and ``journalctl -x`` catalog lines (``-- �
 recognised and ignored. For systemd (pid 1) lines the unit comes from the message text.
 
 >>> text = '''-- Boot 3f1c2b9a8e7d4c6b9a1f2e3d4c5b6a79 --
-... Mar 14 11:42:05 gpu-node-7 systemd[1]: sglang-qwen.service: Failed with result 'oom-kill'.
+... Mar 14 11:42:05 gpu-node-7 systemd[1]: llm-qwen.service: Failed with result 'oom-kill'.
 ... Mar 14 11:42:06 gpu-node-7 kernel: Mem-Info:
 ...                                    active_anon:1 inactive_anon:2'''
 >>> from postmortem.parsers.base import TableBatch
@@ -33,7 +33,7 @@ recognised and ignored. For systemd (pid 1) lines the unit comes from the messag
 >>> [type(o).__name__ for o in out if not isinstance(o, TableBatch)][:1]
 ['UnitEvent']
 >>> ev = out[0]; ev.unit, ev.action, ev.result, ev.ts.isoformat(), ev.ts_inferred
-('sglang-qwen.service', 'failed', 'oom-kill', '2025-03-14T11:42:05+00:00', 'year')
+('llm-qwen.service', 'failed', 'oom-kill', '2025-03-14T11:42:05+00:00', 'year')
 >>> rows = [r for o in out if isinstance(o, TableBatch) for r in o.data.to_pylist()]
 >>> rows[1]["ident"], rows[1]["message"], rows[1]["boot_id"][:8]
 ('kernel', 'Mem-Info:\\nactive_anon:1 inactive_anon:2', '3f1c2b9a')
@@ -104,7 +104,7 @@ class StampParser:
         self._months: dict[str, int | None] = {}
         self._years: YearInference | None = None
         self.header_date: tuple[int, int, int] | None = None
-        #: a full date a year-less line carries in its message (SGLang's ``[2025-03-14 09:00:02]``):
+        #: a full date a year-less line carries in its message (a server logger's ``[2025-03-14 09:00:02]``):
         #: (year, month, day, line_no), found in the first chunk by :meth:`find_embedded_date`
         self.embedded_date: tuple[int, int, int, int] | None = None
         self.looked_for_dates = False
@@ -119,7 +119,7 @@ class StampParser:
 
     def find_embedded_date(self, chunk: LineChunk) -> None:
         """Look once, in the first chunk, for a year-less line whose message starts with a full
-        date of the same month and day (±1: the logger's zone against the host's) (an SGLang prefix ``[2025-03-14 09:00:02]``, a Python
+        date of the same month and day (±1: the logger's zone against the host's) (a server logger's prefix ``[2025-03-14 09:00:02]``, a Python
         logging stamp): a better witness of the year than the file's mtime."""
         if self.looked_for_dates:
             return

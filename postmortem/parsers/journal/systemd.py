@@ -3,11 +3,11 @@
 Pure functions over one message body (after ``systemd[1]: ``), used by every journal/syslog
 parser. Wording from systemd v219 to v259 (reference §5, §6):
 
->>> classify("sglang-demo.service: Main process exited, code=killed, status=9/KILL")
-Lifecycle(unit='sglang-demo.service', action='main_exited', code='killed', status='9/KILL', ...)
->>> classify("Started sglang-demo.service - SGLang demo server.").description
-'SGLang demo server'
->>> c = classify("sglang-demo.service: Consumed 9h 41min 12.004s CPU time, 1.2G memory peak.")
+>>> classify("llm-demo.service: Main process exited, code=killed, status=9/KILL")
+Lifecycle(unit='llm-demo.service', action='main_exited', code='killed', status='9/KILL', ...)
+>>> classify("Started llm-demo.service - LLM demo server.").description
+'LLM demo server'
+>>> c = classify("llm-demo.service: Consumed 9h 41min 12.004s CPU time, 1.2G memory peak.")
 >>> c.cpu_s, c.memory_peak_bytes
 (34872.004, 1288490189)
 >>> classify("Reached the end of the tunnel.") is None
@@ -109,7 +109,7 @@ class Lifecycle:
 
 
 def is_unit_name(text: str) -> bool:
-    """``foo.service`` → True; ``SGLang server`` → False.
+    """``foo.service`` → True; ``LLM server`` → False.
 
     >>> is_unit_name("user@1000.service"), is_unit_name("a b.service"), is_unit_name(".slice")
     (True, False, False)
@@ -328,8 +328,8 @@ def classify(message: str) -> Lifecycle | None:
     'oom-kill'
     >>> classify("foo.service: Scheduled restart job, restart counter is at 3.").restart_count
     3
-    >>> classify("Stopped SGLang demo server.")
-    Lifecycle(unit=None, action='stopped', ..., description='SGLang demo server')
+    >>> classify("Stopped LLM demo server.")
+    Lifecycle(unit=None, action='stopped', ..., description='LLM demo server')
     >>> classify("Unit foo.service entered failed state.").action
     'failed'
     """
@@ -417,8 +417,8 @@ def apply_fields(lc: Lifecycle | None, fields: dict[str, str], message: str) -> 
 def unit_from_cgroup(path: str | None) -> str | None:
     """The systemd unit a cgroup path belongs to: its deepest component that is a unit.
 
-    >>> unit_from_cgroup("/system.slice/sglang-demo.service")
-    'sglang-demo.service'
+    >>> unit_from_cgroup("/system.slice/llm-demo.service")
+    'llm-demo.service'
     >>> unit_from_cgroup("/user.slice/user-1000.slice/user@1000.service/app.slice/app-x.scope/sub")
     'app-x.scope'
     >>> unit_from_cgroup("/"), unit_from_cgroup(None)

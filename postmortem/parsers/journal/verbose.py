@@ -9,11 +9,11 @@ not printable shows as ``[N blob data]`` (kept as printed).
 >>> text = '''Fri 2025-03-14 02:00:00.120000 PDT [s=62;i=1;b=3f1c2b9a8e7d4c6b9a1f2e3d4c5b6a79;m=283bcc0c0;t=63049a9d1f8c0;x=78]
 ...     _HOSTNAME=gpu-node-7
 ...     SYSLOG_IDENTIFIER=systemd
-...     UNIT=sglang-qwen.service
-...     MESSAGE=Starting sglang-qwen.service - SGLang Qwen3-235B server...'''
+...     UNIT=llm-qwen.service
+...     MESSAGE=Starting llm-qwen.service - Qwen3-235B server...'''
 >>> out, ctx = run_parser(JournalVerboseParser(), text)
 >>> out[0].unit, out[0].action, out[0].ts.isoformat(), out[0].ts_raw
-('sglang-qwen.service', 'starting', '2025-03-14T09:00:00.120000+00:00', 'Fri 2025-03-14 02:00:00.120000 PDT')
+('llm-qwen.service', 'starting', '2025-03-14T09:00:00.120000+00:00', 'Fri 2025-03-14 02:00:00.120000 PDT')
 >>> ctx.parsed_lines
 5
 """

@@ -32,7 +32,7 @@ _DECODE = re.compile(
 )
 _KMSG = re.compile(r"(\d{1,4}),(\d+),(\d+),[-c+]?(?:,[^;]*)?;")
 
-# what other tools' timestamped lines look like (syslog, ISO, journal, SGLang, epoch, kmsg)
+# what other tools' timestamped lines look like (syslog, ISO, journal, server loggers, epoch, kmsg)
 _FOREIGN = re.compile(
     r"(?:[^\s\d\[]\S{0,9} +\d{1,2} \d\d:\d\d:\d\d"
     r"|\d{1,2}月 +\d{1,2} \d\d:\d\d:\d\d"
@@ -313,7 +313,7 @@ class DmesgParser(Parser):
 _SNIFF_CTX = ParseContext()
 
 #: the start of a line of another log, stamped as dmesg never stamps: a journal's or syslog's
-#: time and host (ISO or "May 25 20:17:19"), an SGLang or Python logger's "[2025-05-25 20:17:19"
+#: time and host (ISO or "May 25 20:17:19"), a server's or Python logger's "[2025-05-25 20:17:19"
 _FOREIGN_STAMP = re.compile(
     r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S* \S+ \S+?(?:\[\d+\])?: "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \S+?(?:\[\d+\])?: "
@@ -359,13 +359,13 @@ class KmsgParser(Parser):
     dictionary lines (`` SUBSYSTEM=pci``) are recognised and ignored.
 
     >>> from postmortem.parsers.base import run_parser
-    >>> text = '''3,504,152104816,-;Memory cgroup out of memory: Killed process 2383 (sglang::schedul) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0
+    >>> text = '''3,504,152104816,-;Memory cgroup out of memory: Killed process 2383 (llm::scheduler) total-vm:541160kB, anon-rss:523008kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:1084kB oom_score_adj:0
     ...  SUBSYSTEM=memory'''
     >>> out, ctx = run_parser(KmsgParser(), text)
     >>> kill, batch = out
     >>> msg = batch.data.to_pylist()[0]
     >>> msg["level"], msg["seq"], msg["monotonic_s"], kill.victim_comm, kill.scope, ctx.parsed_lines, ctx.ignored_lines
-    (3, 504, 152.104816, 'sglang::schedul', 'memcg', 1, 1)
+    (3, 504, 152.104816, 'llm::scheduler', 'memcg', 1, 1)
     """
 
     name = "kmsg"

@@ -139,8 +139,8 @@ def unit_of(cgroup: str | None) -> str | None:
     naming (``/docker/<id>`` of cgroupfs-driven docker, a hand-made ``/mem2``, a bare cpuset
     name) is kept as printed; the root cgroup gives ``None``.
 
-    >>> unit_of("/system.slice/sglang-demo.service")
-    'sglang-demo.service'
+    >>> unit_of("/system.slice/llm-demo.service")
+    'llm-demo.service'
     >>> unit_of("/user.slice/user-1000.slice/user@1000.service/app.slice/app-x.scope")
     'app-x.scope'
     >>> unit_of("/system.slice/docker-4f2e.scope"), unit_of("/docker/2e08"), unit_of("/")

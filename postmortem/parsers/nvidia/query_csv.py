@@ -349,9 +349,9 @@ class NvidiaSmiCsv(Parser):
     >>> [(s.gpu_index, s.mem_used_mib, s.mem_total_mib, s.power_w, s.ts.isoformat()) for s in out]
     [(0, 32362, 143771, None, '2026-01-15T10:00:00.123000+00:00'), (1, 0, 143771, 76.1, '2026-01-15T10:00:00.125000+00:00')]
     >>> out, ctx = run_parser(NvidiaSmiCsv(), '''timestamp, gpu_bus_id, gpu_uuid, pid, process_name, used_gpu_memory [MiB]
-    ... 2026/01/15 10:00:00.456, 00000000:83:00.0, GPU-0, 4242, sglang::scheduler_TP0, 28234 MiB''')
+    ... 2026/01/15 10:00:00.456, 00000000:83:00.0, GPU-0, 4242, llm::worker_TP0, 28234 MiB''')
     >>> [(p.pid, p.process_name, p.used_mib, p.bus_id) for p in out]
-    [(4242, 'sglang::scheduler_TP0', 28234, '00000000:83:00.0')]
+    [(4242, 'llm::worker_TP0', 28234, '00000000:83:00.0')]
     """
 
     name = "nvidia-smi-csv"

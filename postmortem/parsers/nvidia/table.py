@@ -76,13 +76,13 @@ class NvidiaSmiTable(Parser):
     ... | N/A   51C    P0            412W /  700W |   32362MiB / 143771MiB |     97%      Default |
     ... |                                         |                        |             Disabled |
     ... +-----------------------------------------+------------------------+----------------------+
-    ... |    0   N/A  N/A            4242      C   sglang::scheduler_TP0                 13583... |'''
+    ... |    0   N/A  N/A            4242      C   llm::worker_TP0                 13583... |'''
     >>> out, ctx = run_parser(NvidiaSmiTable(), table)
     >>> s, p = out
     >>> (s.gpu_index, s.bus_id, s.mem_used_mib, s.mem_total_mib, s.temp_c, s.power_w, s.ts.isoformat())
     (0, '00000000:18:00.0', 32362, 143771, 51.0, 412.0, '2026-01-15T10:00:00+00:00')
     >>> (p.pid, p.process_name, p.used_mib, p.truncated, p.bus_id)
-    (4242, 'sglang::scheduler_TP0', None, True, '00000000:18:00.0')
+    (4242, 'llm::worker_TP0', None, True, '00000000:18:00.0')
     """
 
     name = "nvidia-smi-table"
