@@ -14,6 +14,7 @@ from itertools import pairwise
 from statistics import median
 
 from ..engines import get_engine
+from ..text.formats import seconds, size_kb, size_mib
 from .facts import (
     GPU_FREED_MIB,
     Consumer,
@@ -47,24 +48,9 @@ def rule(name: str) -> Callable[[Rule], Rule]:
     return deco
 
 
-def gib(kb: float | None) -> str:
-    from .summary import size_kb
-
-    return size_kb(kb)
-
-
-def gib_mib(mib: float | None) -> str:
-    return gib(mib * 1024) if mib is not None else "?"
-
-
-def dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = round(seconds)
-    if s < 120:
-        return f"{s} s"
-    m, sec = divmod(s, 60)
-    return f"{s} s ({m} min {sec} s)" if sec else f"{s} s ({m} min)"
+gib = size_kb
+gib_mib = size_mib
+dur = seconds
 
 
 def _ref(facts: IncidentFacts, kind: str) -> list[SourceRef]:

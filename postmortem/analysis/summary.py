@@ -4,10 +4,11 @@ brought service back."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, tzinfo
+from datetime import timedelta, tzinfo
 
 from ..parsers.journal.systemd import oomd_kill, oomd_reason
-from ..timeutil import UTC, zone_name
+from ..text.formats import clock, human, size_kb
+from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
 from .model import Incident, is_container, killed_process, restartable
 
@@ -25,17 +26,6 @@ CAUSE_WORDS = {
 }
 
 
-def clock(ts: datetime | None, zone: tzinfo) -> str:
-    """``20:17:19 UTC``, or ``20:17:19 CEST (18:17:19 UTC)`` for another zone."""
-    if ts is None:
-        return "an unknown time"
-    utc = ts.astimezone(UTC)
-    if zone_name(zone) in ("UTC", "Etc/UTC"):
-        return f"{utc:%H:%M:%S} UTC"
-    local = ts.astimezone(zone)
-    return f"{local:%H:%M:%S} {local.tzname()} ({utc:%H:%M:%S} UTC)"
-
-
 def retraction_words(events: int, requests: int) -> str:
     """How many retractions (the server's lines) and how many requests they retracted.
 
@@ -46,39 +36,6 @@ def retraction_words(events: int, requests: int) -> str:
     if requests:
         words += f" ({requests} request{'s' if requests != 1 else ''} retracted)"
     return words
-
-
-def human(seconds: float | None) -> str:
-    """``733`` → ``12 min 13 s``.
-
-    >>> human(733), human(42), human(3600 * 5 + 60)
-    ('12 min 13 s', '42 s', '5 h 1 min')
-    """
-    if seconds is None:
-        return "an unknown time"
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    m, sec = divmod(s, 60)
-    if m < 60:
-        return f"{m} min {sec} s" if sec else f"{m} min"
-    h, m = divmod(m, 60)
-    return f"{h} h {m} min" if m else f"{h} h"
-
-
-def size_kb(kb: float | None) -> str:
-    """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``.
-
-    >>> size_kb(671088640), size_kb(524288), size_kb(1610612)
-    ('640 GiB', '512 MiB', '1.5 GiB')
-    """
-    if kb is None:
-        return "?"
-    mib = kb / 1024
-    if mib < 1024:
-        return f"{mib:,.0f} MiB"
-    gib = mib / 1024
-    return f"{gib:,.0f} GiB" if gib >= 10 else f"{gib:,.1f} GiB"
 
 
 def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:

@@ -10,9 +10,10 @@ from pathlib import Path
 from statistics import median
 
 from .. import __version__
-from ..analysis.summary import downtime_text, human
+from ..analysis.summary import downtime_text
 from ..query import run_named_dicts
 from ..store.db import Store
+from ..text.formats import human
 from ..timeutil import UTC
 from .context import utc_text, window_text
 from .render import render, write_whole

@@ -1,0 +1,200 @@
+"""Formatters: the one place where durations, sizes, numbers and times become text.
+
+Each is also a Jinja filter (:data:`FILTERS`). Where two sections of a report print the same
+quantity differently, they use two named variants here, not two private helpers:
+
+===================  =======================  =======================================
+filter               733 s / 671088640 kB      used for
+===================  =======================  =======================================
+``human``            ``12 min 13 s``           sentences (summary, recommendations)
+``duration``         ``12 min 13 s``           table cells (``—`` when unknown, tenths
+                                               under 10 s, days past 48 h)
+``seconds``          ``733 s (12 min 13 s)``   a budget to set (timeouts, load times)
+``size_kb``          ``640 GiB``               kernel and systemd sizes (kB)
+``size_mib``         ``640 GiB``               nvidia-smi and host-RAM sizes (MiB)
+``num``              ``1,234`` / ``1,234.5``   table cells (``—`` when unknown)
+``offset``           ``-0.38 ms``              clock offsets
+===================  =======================  =======================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+
+def human(seconds: float | None) -> str:
+    """``733`` → ``12 min 13 s``.
+
+    >>> human(733), human(42), human(3600 * 5 + 60), human(None)
+    ('12 min 13 s', '42 s', '5 h 1 min', 'an unknown time')
+    """
+    if seconds is None:
+        return "an unknown time"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    m, sec = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    h, m = divmod(m, 60)
+    return f"{h} h {m} min" if m else f"{h} h"
+
+
+def duration(seconds: float | None) -> str:
+    """A table cell's duration: ``570`` → ``9 min 30 s``; ``None`` → ``—``.
+
+    >>> duration(570), duration(5.5), duration(None), duration(-61), duration(86400 * 3)
+    ('9 min 30 s', '5.5 s', '—', '-1 min 1 s', '3 d 0 h')
+    """
+    if seconds is None:
+        return "—"
+    s = float(seconds)
+    if s < 0:
+        return "-" + duration(-s)
+    if s < 60:
+        return f"{s:.0f} s" if s >= 10 or s == int(s) else f"{s:.1f} s"
+    m, sec = divmod(round(s), 60)
+    if m < 60:
+        return f"{m} min {sec} s" if sec else f"{m} min"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h} h {m} min" if m else f"{h} h"
+    d, h = divmod(h, 24)
+    return f"{d} d {h} h"
+
+
+def seconds(value: float | None) -> str:
+    """A budget in seconds with its reading: ``733`` → ``733 s (12 min 13 s)``.
+
+    >>> seconds(733), seconds(600), seconds(90), seconds(None)
+    ('733 s (12 min 13 s)', '600 s (10 min)', '90 s', '?')
+    """
+    if value is None:
+        return "?"
+    s = round(value)
+    if s < 120:
+        return f"{s} s"
+    m, sec = divmod(s, 60)
+    return f"{s} s ({m} min {sec} s)" if sec else f"{s} s ({m} min)"
+
+
+def size_kb(kb: float | None) -> str:
+    """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``.
+
+    >>> size_kb(671088640), size_kb(524288), size_kb(1610612), size_kb(None)
+    ('640 GiB', '512 MiB', '1.5 GiB', '?')
+    """
+    if kb is None:
+        return "?"
+    mib = kb / 1024
+    if mib < 1024:
+        return f"{mib:,.0f} MiB"
+    gib = mib / 1024
+    return f"{gib:,.0f} GiB" if gib >= 10 else f"{gib:,.1f} GiB"
+
+
+def size_mib(mib: float | None) -> str:
+    """:func:`size_kb` of a size in MiB.
+
+    >>> size_mib(143718), size_mib(None)
+    ('140 GiB', '?')
+    """
+    return size_kb(mib * 1024) if mib is not None else "?"
+
+
+def num(value: Any, digits: int = 0) -> str:
+    """A table cell's number: thousands separated, ``digits`` decimals for a float, ``—`` for none.
+
+    >>> num(1234), num(1234.56, 1), num(None), num("x")
+    ('1,234', '1,234.6', '—', 'x')
+    """
+    if value is None:
+        return "—"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def offset(value: float) -> str:
+    """A clock offset: ``-0.00038`` → ``-0.38 ms``; ``7200`` → ``+7200.0 s (+2.0 h)``.
+
+    >>> offset(-0.00038), offset(7200), offset(86400 * 3)
+    ('-0.38 ms', '+7200.0 s (+2.0 h)', '+259200.0 s (+3.00 d)')
+    """
+    s = float(value)
+    if abs(s) < 1:
+        return f"{s * 1000:+.2f} ms"
+    text = f"{s:+.1f} s"
+    if abs(s) >= 3600:
+        text += f" ({s / 3600:+.1f} h)" if abs(s) < 86400 * 2 else f" ({s / 86400:+.2f} d)"
+    return text
+
+
+def utc_time(ts: datetime | None) -> str:
+    """``20:17:19`` (UTC), the time of day a sentence gives beside "UTC".
+
+    >>> utc_time(datetime(2025, 5, 25, 20, 17, 19, tzinfo=UTC)), utc_time(None)
+    ('20:17:19', '?')
+    """
+    return f"{ts.astimezone(UTC):%H:%M:%S}" if ts is not None else "?"
+
+
+def utc_minute(ts: datetime | None) -> str:
+    """``2025-05-25 20:17`` (UTC).
+
+    >>> utc_minute(datetime(2025, 5, 25, 20, 17, 19, tzinfo=UTC))
+    '2025-05-25 20:17'
+    """
+    return f"{ts.astimezone(UTC):%Y-%m-%d %H:%M}" if ts is not None else "?"
+
+
+def clock(ts: datetime | None, zone: tzinfo) -> str:
+    """``20:17:19 UTC``, or ``20:17:19 CEST (18:17:19 UTC)`` for another zone."""
+    from ..timeutil import zone_name
+
+    if ts is None:
+        return "an unknown time"
+    utc = ts.astimezone(UTC)
+    if zone_name(zone) in ("UTC", "Etc/UTC"):
+        return f"{utc:%H:%M:%S} UTC"
+    local = ts.astimezone(zone)
+    return f"{local:%H:%M:%S} {local.tzname()} ({utc:%H:%M:%S} UTC)"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 process``, ``2 processes``.
+
+    >>> plural(1, "process", "processes"), plural(3, "retraction")
+    ('1 process', '3 retractions')
+    """
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def percent(fraction: float) -> str:
+    """``0.94`` → ``94%`` (as Python's ``:.0%``).
+
+    >>> percent(0.943), percent(0.98)
+    ('94%', '98%')
+    """
+    return f"{fraction:.0%}"
+
+
+#: the Jinja filters (also registered by :func:`postmortem.text.templates.environment`)
+FILTERS: dict[str, Callable[..., str]] = {
+    "human": human,
+    "duration": duration,
+    "dur": duration,  # the name templates used before this module
+    "seconds": seconds,
+    "size_kb": size_kb,
+    "size_mib": size_mib,
+    "num": num,
+    "offset": offset,
+    "utc_time": utc_time,
+    "utc_minute": utc_minute,
+    "plural": plural,
+    "percent": percent,
+}

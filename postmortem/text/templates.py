@@ -1,0 +1,142 @@
+"""Jinja2 rendering: packaged templates, a user's directory searched first, StrictUndefined.
+
+User templates are trusted code (Jinja can call methods on the context objects): point
+``--templates`` only at directories you would also run Python from.
+
+A rule's words live in ``templates/rules/<rule>.md.j2`` as three blocks — ``title``, ``text``
+and ``action`` — rendered with the rule's finding data as variables (:func:`render_blocks`);
+whitespace in a block is folded to single spaces, so a template may wrap its sentences freely.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..errors import UsageError
+from .formats import FILTERS
+from .markdown import md_cell, md_code, md_inline, md_link_text
+
+
+def default_template_dir() -> Path:
+    """``templates/`` of the source tree, or ``postmortem/templates`` inside a wheel."""
+    packaged = resources.files("postmortem").joinpath("templates")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
+    search: list[str] = []
+    for d in user_dirs:
+        p = Path(d)
+        if not p.is_dir():
+            raise UsageError(f"{d}: template directory not found")
+        search.append(str(p))
+    search.append(str(default_template_dir()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    env.filters["cell"] = md_cell
+    env.filters["inline"] = md_inline
+    env.filters["code"] = md_code
+    env.filters["linktext"] = md_link_text
+    env.filters["url"] = _url
+    return env
+
+
+@lru_cache(maxsize=8)
+def cached_environment(user_dirs: tuple[str, ...]) -> jinja2.Environment:
+    """:func:`environment`, kept for the process (every compiled template with it)."""
+    return environment(user_dirs)
+
+
+def get_template(template: str, user_dirs: Sequence[str | Path] = ()) -> jinja2.Template:
+    env = cached_environment(tuple(str(d) for d in user_dirs))
+    try:
+        return env.get_template(template)
+    except jinja2.TemplateNotFound as exc:
+        raise UsageError(f"template {template!r} not found") from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise UsageError(f"template {exc.filename or template}, line {exc.lineno}: {exc.message}") from exc
+
+
+def render(template: str, context: Any, user_dirs: Sequence[str | Path] = ()) -> str:
+    """Render ``template`` with ``ctx=context``."""
+    tpl = get_template(template, user_dirs)
+    with _user_errors(tpl, template):
+        return tpl.render(ctx=context)
+
+
+def render_blocks(
+    template: str, data: Mapping[str, Any], blocks: Sequence[str], user_dirs: Sequence[str | Path] = ()
+) -> dict[str, str]:
+    """The named blocks of ``template`` rendered with ``data`` as its variables, each with its
+    whitespace folded (a missing block renders as ``""``)."""
+    tpl = get_template(template, user_dirs)
+    out: dict[str, str] = {}
+    with _user_errors(tpl, template):
+        ctx = tpl.new_context(dict(data))
+        for name in blocks:
+            fn = tpl.blocks.get(name)
+            out[name] = _fold("".join(fn(ctx))) if fn is not None else ""
+    return out
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _fold(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+class _user_errors:
+    """A user template's error → one :class:`UsageError` naming the template; ours → raised."""
+
+    def __init__(self, tpl: jinja2.Template, name: str) -> None:
+        self.tpl, self.name = tpl, name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            return
+        tpl, template = self.tpl, self.name
+        if isinstance(exc, jinja2.UndefinedError):
+            raise UsageError(f"template {template!r}: {exc}") from exc
+        if isinstance(exc, RecursionError):
+            if _packaged(tpl):
+                return
+            raise UsageError(
+                f"template {tpl.filename or template}: includes or extends itself (endless recursion)"
+            ) from exc
+        if isinstance(exc, (ArithmeticError, TypeError, ValueError, LookupError, jinja2.TemplateError)):
+            if _packaged(tpl):
+                return  # our own template failing is a bug
+            raise UsageError(f"template {tpl.filename or template}: {type(exc).__name__}: {exc}") from exc
+
+
+def _packaged(tpl: jinja2.Template) -> bool:
+    """Whether ``tpl`` is one of postmortem's own templates (not one from --templates)."""
+    own = str(default_template_dir().resolve())
+    return bool(tpl.filename) and str(Path(str(tpl.filename)).resolve()).startswith(own)
+
+
+def _url(value: Any) -> str:
+    """A relative link target: percent-encoded so spaces and parentheses cannot break it."""
+    from urllib.parse import quote
+
+    return quote(str(value), safe="/._-")
