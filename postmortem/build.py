@@ -70,6 +70,7 @@ def build(options: BuildOptions) -> BuildResult:
             until=options.until,
             zone=options.zone,
             on_facts=plan.add,
+            templates=options.templates,
         )
         t2 = time.perf_counter()
         timings["analysis"] = t2 - t1

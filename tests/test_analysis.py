@@ -374,7 +374,7 @@ def test_logs_read_in_the_wrong_zone_are_put_on_the_journal_clock(tmp_path: Path
 def test_reset_failed_only_for_a_unit_left_failed(after_kill: list[str], fires: bool) -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import reset_failed
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline, TimelineEvent
 
     inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, restart_count=1)
@@ -383,7 +383,7 @@ def test_reset_failed_only_for_a_unit_left_failed(after_kill: list[str], fires: 
         TimelineEvent(T + timedelta(seconds=i), "systemd", "a.service", kind, kind, 1, i + 1)
         for i, kind in enumerate(after_kill)
     ]
-    rec = reset_failed(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
+    rec = explain("reset_failed", IncidentFacts(incident=inc, timeline=tl, offsets=[]))
     assert (rec is not None) == fires
     if rec is not None:
         assert "still in the failed state" in rec.detail
@@ -404,7 +404,7 @@ def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: st
 
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import restart_policy
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, restart_count=1)
@@ -414,7 +414,7 @@ def test_restart_left_alone_against_the_fallback(ready_after_s: float, words: st
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.restarts = [{"ts": T + timedelta(seconds=60), "source_id": 1, "line_no": 9, "restart_count": 1}]
     facts.unit_loads = SimpleNamespace(median_load_s=600.0, loads=[])  # type: ignore[assignment]
-    rec = restart_policy(facts)
+    rec = explain("restart_policy", facts)
     assert rec is not None and words in rec.detail
 
 
@@ -442,7 +442,7 @@ def _facts_with_recovery(ready_after_s: float = 600.0) -> object:
 def test_readiness_advice_follows_what_the_polls_got(statuses: list[int], title: str, words: str) -> None:
     """Polls 15 s apart ending at the ready line (T+600 s): a 2xx before it means the status code
     is not readiness; 5xx until it means it was, and the advice says so instead."""
-    from postmortem.analysis.rules import health_check_backoff
+    from postmortem.analysis.rules import explain
 
     facts: Any = _facts_with_recovery(600.0)
     first = T + timedelta(seconds=600 - 15 * (len(statuses) - 1))
@@ -456,7 +456,7 @@ def test_readiness_advice_follows_what_the_polls_got(statuses: list[int], title:
         }
         for i, st in enumerate(statuses)
     ]
-    rec = health_check_backoff(facts)
+    rec = explain("health_check_backoff", facts)
     assert rec is not None and rec.title.startswith(title) and words in rec.detail
     assert "15 s apart" in rec.detail
 
@@ -472,7 +472,7 @@ def test_queue_advice_says_whether_memory_grew_before_the_queue(before_gib: floa
     """Host RAM in use sampled every minute for 30 minutes before the kill, the queue starting
     at T−15 min: how much grew before it decides whether the queue is said to explain it."""
     from postmortem.analysis.facts import _host_growth
-    from postmortem.analysis.rules import bound_queue
+    from postmortem.analysis.rules import explain
 
     facts: Any = _facts_with_recovery()
     total_mib, q = 2048.0 * 1024, T - timedelta(minutes=15)
@@ -485,13 +485,13 @@ def test_queue_advice_says_whether_memory_grew_before_the_queue(before_gib: floa
         host.append((t - timedelta(seconds=2), total_mib - 700 * 1024 - grown * 1024, total_mib))
     facts.host_avail_start_mib, facts.host_avail_end_mib = host[0][1], host[-1][1]
     _host_growth(facts, host)
-    rec = bound_queue(facts)
+    rec = explain("bound_queue", facts)
     assert rec is not None and words in rec.detail
     assert facts.host_rate_mib_min == pytest.approx(6 * 1024, rel=0.01)
     # the killed run's settings known or not: "configured: …" only when they are
     assert ("configured: unlimited" in rec.detail) == (facts.config is not None)
     facts.config = None
-    rec = bound_queue(facts)
+    rec = explain("bound_queue", facts)
     assert rec is not None and "configured" not in rec.detail and "settings are not in the data" in rec.detail
 
 
@@ -775,7 +775,8 @@ def test_a_killed_session_is_no_service_to_restart() -> None:
     host whose GPUs stayed busy with another server, and no downtime of a service."""
     from postmortem.analysis.facts import GpuRelease, IncidentFacts
     from postmortem.analysis.model import Incident, Victim
-    from postmortem.analysis.rules import gpu_workload, restart_policy, verify_gpu_freed
+    from postmortem.analysis.rules import explain
+    from postmortem.analysis.rules.common import gpu_workload
     from postmortem.analysis.summary import downtime_text, summarise
     from postmortem.analysis.timeline import Timeline
 
@@ -785,14 +786,14 @@ def test_a_killed_session_is_no_service_to_restart() -> None:
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.gpu_release = [GpuRelease("GPU 0", 129431, 129431, None, False, None)]
-    assert restart_policy(facts) is None
-    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    assert explain("restart_policy", facts) is None
+    assert not gpu_workload(facts) and explain("verify_gpu_freed", facts) is None
     assert downtime_text(None, inc.unit) == "— (not a service)"
     assert downtime_text(None, "a.service") == "not restored"
     assert "not a service" in summarise(facts)
     # the GPUs emptied a moment later, when a server beside it died: not the session's doing
     facts.gpu_release = [GpuRelease("GPU 0", 129431, 0, 25.0, True, None)]
-    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    assert not gpu_workload(facts) and explain("verify_gpu_freed", facts) is None
     # the same for a service: then the killed service was using them
     inc.unit = "a.service"
     assert gpu_workload(facts)
@@ -803,16 +804,17 @@ def test_an_idle_gpu_released_nothing() -> None:
     "released" at the kill, nor a sign that the killed unit used GPUs (QA r7 W9)."""
     from postmortem.analysis.facts import GpuRelease, IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import gpu_workload, verify_gpu_freed
+    from postmortem.analysis.rules import explain
+    from postmortem.analysis.rules.common import gpu_workload
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "host_oom", 0.97)
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.gpu_release = [GpuRelease(f"GPU {i}", 0, 0, 5.0, True, None) for i in (4, 5, 6, 7)]
-    assert not gpu_workload(facts) and verify_gpu_freed(facts) is None
+    assert not gpu_workload(facts) and explain("verify_gpu_freed", facts) is None
     facts.gpu_release[:0] = [GpuRelease(f"GPU {i}", 71290, 0, 3.0, True, None) for i in (0, 1, 2, 3)]
-    rec = verify_gpu_freed(facts)
+    rec = explain("verify_gpu_freed", facts)
     assert rec is not None and gpu_workload(facts)
     assert rec.detail.startswith(
         "GPUs 0–3 fell to 0 MiB within 3 s of the kill (nvidia-smi samples); GPUs 4–7 held no memory before it."
@@ -822,15 +824,15 @@ def test_an_idle_gpu_released_nothing() -> None:
 def test_a_gpu_oom_is_not_given_the_host_ram_action() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import _action, host_ram_not_gpu
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.9)
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
-    rec = host_ram_not_gpu(facts)
+    rec = explain("host_ram_not_gpu", facts)
     assert rec is not None
-    action = _action(rec, facts)
+    action = rec.action
     assert action is not None and "GPU memory settings" in action and "host memory" not in action
 
 
@@ -934,19 +936,19 @@ def test_a_kill_of_another_process_just_before_is_said() -> None:
 def test_a_restart_killed_again_is_not_weighed_against_the_fallback() -> None:
     from types import SimpleNamespace
 
-    from postmortem.analysis.rules import restart_policy
+    from postmortem.analysis.rules import explain
 
     facts: Any = _facts_with_recovery(840.0)
     facts.incident.restart_count = 1
     facts.restarts = [{"ts": T + timedelta(seconds=3), "source_id": 1, "line_no": 9, "restart_count": 1}]
     again = load("a.service", 5, None)  # killed before ready
     facts.unit_loads = SimpleNamespace(median_load_s=585.0, loads=[again])
-    rec = restart_policy(facts)
+    rec = explain("restart_policy", facts)
     assert rec is not None
     assert "was killed again before it was ready" in rec.detail and "would have been ready" not in rec.detail
     assert "did not come back and the operator started b.service" in rec.detail
     again.outcome, again.ready_ts, again.load_s = "ready", T + timedelta(seconds=590), 585.0
-    rec = restart_policy(facts)
+    rec = explain("restart_policy", facts)
     assert rec is not None and "would have been ready" in rec.detail and "operator stopped" in rec.detail
 
 
@@ -980,7 +982,7 @@ def test_a_failure_on_any_rank_is_in_the_timeline_a_milestone_only_from_tp0() ->
 def test_a_stop_timeout_is_told_with_its_drain_and_an_operators_restart_needs_no_restart_policy() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import restart_policy, stop_timeout
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline, TimelineEvent
 
     inc = Incident(1, "h", T, "a.service", "timeout", 0.9)
@@ -1004,12 +1006,12 @@ def test_a_stop_timeout_is_told_with_its_drain_and_an_operators_restart_needs_no
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.last_batch = {"running_req": 37}
     facts.stop_ts, facts.stop_at = T - timedelta(seconds=90), (1, 34)  # as gather() finds it
-    rec = stop_timeout(facts)
+    rec = explain("stop_timeout", facts)
     assert rec is not None and rec.evidence[0].line_no == 34
     assert "killed it 90 s later" in rec.detail and "37 requests still running" in rec.detail
-    assert restart_policy(facts) is None  # the operator's restart brought it back
+    assert explain("restart_policy", facts) is None  # the operator's restart brought it back
     tl.events = tl.events[1:]
-    rec = restart_policy(facts)
+    rec = explain("restart_policy", facts)
     assert rec is not None and rec.title.startswith("Set Restart=")
 
 
@@ -1394,7 +1396,7 @@ def test_a_server_that_stops_on_its_own_error_is_a_crash_incident(tmp_path: Path
 def test_gpus_with_room_are_not_called_nearly_full() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import host_ram_not_gpu
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "host_oom", 0.9, killer="kernel")
@@ -1403,7 +1405,7 @@ def test_gpus_with_room_are_not_called_nearly_full() -> None:
     facts.gpu_total_mib = 81_559
     for used, words in ((38_912, "still had room"), (78_000, "nearly-full GPUs are normal")):
         facts.gpu_used_end_mib = used
-        rec = host_ram_not_gpu(facts)
+        rec = explain("host_ram_not_gpu", facts)
         assert rec is not None and words in rec.detail
 
 
@@ -1447,24 +1449,24 @@ def test_an_xid_in_the_journal_and_in_dmesg_is_listed_once() -> None:
 def test_hicaches_host_pools_before_a_memory_kill_are_named_with_their_sizes() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import hicache_host_memory
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, killer="kernel")
     inc.memcg_limit_kb = 256 * 1024 * 1024
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
-    assert hicache_host_memory(facts) is None  # no pools: nothing to say
+    assert explain("hicache_host_memory", facts) is None  # no pools: nothing to say
     facts.hicache = [
         {"ts": T - timedelta(seconds=4), "ranks": f"TP{i}", "gb": 117.0, "source_id": 4, "line_no": 219 + i}
         for i in range(8)
     ]
-    rec = hicache_host_memory(facts)
+    rec = explain("hicache_host_memory", facts)
     assert rec is not None and rec.evidence[0].line_no == 219
     assert "8 host-memory pools" in rec.detail and "117.00 GB each, 936 GB in all" in rec.detail
     assert "limit of 256 GiB" in rec.detail and "4 s before the kill" in rec.detail
     inc.cause = "gpu_oom"
-    assert hicache_host_memory(facts) is None  # GPU memory ran out: host pools are not the cause
+    assert explain("hicache_host_memory", facts) is None  # GPU memory ran out: host pools are not the cause
 
 
 def test_an_nccl_watchdog_abort_is_a_crash_that_names_the_hang(tmp_path: Path) -> None:
@@ -1536,7 +1538,7 @@ def test_a_run_killed_while_loading_counts_the_outage_from_the_stop_that_started
 def test_a_memory_kill_while_loading_is_not_advised_as_growth_under_load() -> None:
     from postmortem.analysis.facts import GpuRelease, IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import _action, host_ram_not_gpu
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "host_oom", 0.97, killer="kernel")
@@ -1544,25 +1546,19 @@ def test_a_memory_kill_while_loading_is_not_advised_as_growth_under_load() -> No
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.gpu_release = [GpuRelease("GPU 0", 38_000, 0, 4.0, True, None)]  # a GPU server
-    rec = host_ram_not_gpu(facts)
+    rec = explain("host_ram_not_gpu", facts)
     assert rec is not None and "still loading" in rec.detail and "queued and retracted" not in rec.detail
-    assert (
-        _action(rec, facts)
-        == "Find what a.service holds in host memory while it loads before starting it again"
-    )
+    assert rec.action == "Find what a.service holds in host memory while it loads before starting it again"
     inc.killed_load = load("a.service", -240, -100)  # serving when killed
-    rec = host_ram_not_gpu(facts)
+    rec = explain("host_ram_not_gpu", facts)
     assert rec is not None and "queued and retracted" in rec.detail
-    assert (
-        _action(rec, facts)
-        == "Find what grows in a.service's host memory under load before starting it again"
-    )
+    assert rec.action == "Find what grows in a.service's host memory under load before starting it again"
 
 
 def test_the_limit_advice_points_at_a_queue_advice_only_when_there_is_one() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import unit_memory_limits
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.timeline import Timeline
 
     inc = Incident(1, "h", T, "a.service", "cgroup_oom", 0.97, killer="kernel")
@@ -1571,7 +1567,7 @@ def test_the_limit_advice_points_at_a_queue_advice_only_when_there_is_one() -> N
     tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.host_avail_end_mib = 1_800_000
-    rec = unit_memory_limits(facts)
+    rec = explain("unit_memory_limits", facts)
     assert rec is not None and "(above)" not in rec.detail and "still loading" in rec.detail
 
 
@@ -1605,7 +1601,7 @@ def test_gpu_memory_held_by_processes_systemd_left_names_them(final_sigkill: boo
     next start) are ordinary orphans — kill them, and fix KillMode= — not 'only a reboot'."""
     from postmortem.analysis.facts import GpuRelease, IncidentFacts
     from postmortem.analysis.model import Incident
-    from postmortem.analysis.rules import verify_gpu_freed
+    from postmortem.analysis.rules import explain
     from postmortem.analysis.summary import summarise
     from postmortem.analysis.timeline import Timeline, TimelineEvent
 
@@ -1633,7 +1629,7 @@ def test_gpu_memory_held_by_processes_systemd_left_names_them(final_sigkill: boo
         )  # fmt: skip
     facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
     facts.gpu_release = [GpuRelease("GPU 2", 76530, 76530, None, False, None)]
-    rec = verify_gpu_freed(facts)
+    rec = explain("verify_gpu_freed", facts)
     assert rec is not None and [(r.source_id, r.line_no) for r in rec.evidence] == [(2, 110)]
     assert rec.detail.count("31878") == 1  # the same process reported twice is named once
     if final_sigkill:

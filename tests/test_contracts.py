@@ -191,3 +191,38 @@ def test_templates_use_only_documented_fields() -> None:
         used = set(re.findall(r"\b(?:ctx|[a-z])\.([a-z_]+)\b", tpl.read_text()))
         unknown = used - fields - {"items", "format"}
         assert not unknown, (tpl.name, unknown)
+
+
+def test_every_rule_has_a_template_a_data_test_and_a_doc_line() -> None:
+    """insights-core's contract for rules: each registered rule has its words in a template
+    (title and text blocks), a test in tests/test_rules.py asserting on its finding's data, and
+    a line in docs/dev/adding-a-rule.md."""
+    from postmortem.analysis.rules import RULE_MODULES, rules
+    from postmortem.text.templates import default_template_dir
+
+    registered = rules()
+    assert list(registered) == list(RULE_MODULES), "one module per rule, named after it"
+    tests = (REPO / "tests" / "test_rules.py").read_text()
+    doc = (REPO / "docs" / "dev" / "adding-a-rule.md").read_text()
+    for name, sp in registered.items():
+        tpl = default_template_dir() / "rules" / f"{name}.md.j2"
+        assert tpl.is_file(), name
+        text = tpl.read_text()
+        assert "{% block title %}" in text and "{% block text %}" in text, name
+        assert re.search(rf"^def test_rule_{name}\w*\(", tests, re.M), f"no data test for {name}"
+        assert re.search(rf"^\| `{name}` \|", doc, re.M), f"{name} is not listed in adding-a-rule.md"
+        assert sp.doc, f"{name} has no docstring"
+    listed = set(re.findall(r"^\| `(\w+)` \|", doc, re.M))
+    assert listed == set(registered), listed ^ set(registered)
+
+
+def test_rule_templates_use_only_their_rules_data() -> None:
+    """A rule template's variables are the common ones (postmortem.analysis.rules.words) or keys
+    its rule's findings carry — checked by rendering every rule against facts that fire it in the
+    rule tests is the words' job; here: the template documents its data in its first comment."""
+    from postmortem.analysis.rules import rules
+    from postmortem.text.templates import default_template_dir
+
+    for name in rules():
+        head = (default_template_dir() / "rules" / f"{name}.md.j2").read_text().split("-#}", 1)[0]
+        assert head.startswith("{#- " + name + " — data:"), name

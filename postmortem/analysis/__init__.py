@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -225,13 +225,15 @@ def rebuild(
     until: datetime | None = None,
     zone: tzinfo = UTC,
     on_facts: Callable[[Analysis, Incident], None] | None = None,
+    templates: Sequence[str] = (),
 ) -> Analysis:
     """Recompute every derived table; return the store's incidents, those from ``since`` to
     ``until`` with their facts (the others keep the columns and recommendations the last build
     that analysed them stored). ``on_facts`` is
     called with the analysis so far (every incident, the facts gathered yet) and an incident as
     soon as its facts are gathered (``build`` starts drawing its figures then, while the next
-    incidents are analysed)."""
+    incidents are analysed). ``templates``: the user's template directories (a rule's words,
+    stored with its recommendation, come from them first)."""
     with store.transaction():
         # boot-relative kernel rows get their wall-clock time once a boot anchor is known
         # (a script of several statements)
@@ -287,7 +289,7 @@ def rebuild(
         with closing(gathering):
             for inc, facts in zip(timed, gathering, strict=True):
                 result.facts[inc.incident_id] = facts
-                result.recommendations[inc.incident_id] = recommend(facts)
+                result.recommendations[inc.incident_id] = recommend(facts, templates)
                 inc.summary = summarise(facts, result.zone_of(inc.host, zone))
                 if on_facts is not None:
                     on_facts(result, inc)

@@ -26,18 +26,6 @@ CAUSE_WORDS = {
 }
 
 
-def retraction_words(events: int, requests: int) -> str:
-    """How many retractions (the server's lines) and how many requests they retracted.
-
-    >>> retraction_words(56, 307), retraction_words(1, 2), retraction_words(3, 0)
-    ('56 retractions (307 requests retracted)', '1 retraction (2 requests retracted)', '3 retractions')
-    """
-    words = f"{events} retraction{'s' if events != 1 else ''}"
-    if requests:
-        words += f" ({requests} request{'s' if requests != 1 else ''} retracted)"
-    return words
-
-
 def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
     inc = facts.incident
     what = inc.unit or "a process"

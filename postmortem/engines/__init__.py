@@ -95,6 +95,10 @@ class Engine:
     settings: ClassVar[Mapping[str, Setting]] = {}
     #: event kind → the short label a timeline shows for it
     event_labels: ClassVar[Mapping[str, str]] = {}
+    #: the engine's own words for what a rule's advice names (``watchdog``: the setting of its
+    #: watchdog; ``busy_gpu_error``: the error a start beside a busy GPU fails with; ``issues``:
+    #: where its known bugs are tracked) — a rule template omits a phrase an engine lacks
+    phrases: ClassVar[Mapping[str, str]] = {}
     #: event kinds a report's timeline leaves out (bookkeeping lines of a normal start)
     quiet_kinds: ClassVar[frozenset[str]] = frozenset()
     #: lower-case fragments of unit names, container images and identifiers that name it

@@ -22,14 +22,14 @@ from ..analysis import Analysis
 from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import REGRESSION_MIN_S, REGRESSION_RATIO, LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, is_container, killed_process
-from ..analysis.rules import gpu_names, held_before, idle_gpus
-from ..analysis.summary import CAUSE_WORDS, downtime_text, retraction_words
+from ..analysis.rules.common import gpu_names, held_before, idle_gpus
+from ..analysis.summary import CAUSE_WORDS, downtime_text
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ..engines import get_engine, is_engine
 from ..parsers.journal.systemd import left_process
 from ..query import run_named_dicts
 from ..store.db import Store
-from ..text.formats import human, size_kb
+from ..text.formats import human, retraction_words, size_kb
 from ..timeutil import UTC, ZONE_ASSUMED, zone_name
 from .redact import Redactor
 

@@ -174,6 +174,18 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
+def retraction_words(events: int, requests: int) -> str:
+    """How many retractions (the server's lines) and how many requests they retracted.
+
+    >>> retraction_words(56, 307), retraction_words(1, 2), retraction_words(3, 0)
+    ('56 retractions (307 requests retracted)', '1 retraction (2 requests retracted)', '3 retractions')
+    """
+    words = f"{events} retraction{'s' if events != 1 else ''}"
+    if requests:
+        words += f" ({requests} request{'s' if requests != 1 else ''} retracted)"
+    return words
+
+
 def percent(fraction: float) -> str:
     """``0.94`` → ``94%`` (as Python's ``:.0%``).
 
@@ -197,4 +209,5 @@ FILTERS: dict[str, Callable[..., str]] = {
     "utc_minute": utc_minute,
     "plural": plural,
     "percent": percent,
+    "retraction_words": retraction_words,
 }

@@ -32,7 +32,9 @@ def default_template_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
-def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
+def environment(user_dirs: Sequence[str | Path] = (), *, prose: bool = False) -> jinja2.Environment:
+    """The environment: ``prose`` keeps the line breaks around tags (a rule's blocks are
+    paragraphs whose whitespace is folded: a line break is a space there)."""
     search: list[str] = []
     for d in user_dirs:
         p = Path(d)
@@ -45,8 +47,8 @@ def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
+        trim_blocks=not prose,
+        lstrip_blocks=not prose,
     )
     env.filters.update(FILTERS)
     env.filters["cell"] = md_cell
@@ -58,13 +60,15 @@ def environment(user_dirs: Sequence[str | Path] = ()) -> jinja2.Environment:
 
 
 @lru_cache(maxsize=8)
-def cached_environment(user_dirs: tuple[str, ...]) -> jinja2.Environment:
+def cached_environment(user_dirs: tuple[str, ...], prose: bool = False) -> jinja2.Environment:
     """:func:`environment`, kept for the process (every compiled template with it)."""
-    return environment(user_dirs)
+    return environment(user_dirs, prose=prose)
 
 
-def get_template(template: str, user_dirs: Sequence[str | Path] = ()) -> jinja2.Template:
-    env = cached_environment(tuple(str(d) for d in user_dirs))
+def get_template(
+    template: str, user_dirs: Sequence[str | Path] = (), *, prose: bool = False
+) -> jinja2.Template:
+    env = cached_environment(tuple(str(d) for d in user_dirs), prose)
     try:
         return env.get_template(template)
     except jinja2.TemplateNotFound as exc:
@@ -85,7 +89,7 @@ def render_blocks(
 ) -> dict[str, str]:
     """The named blocks of ``template`` rendered with ``data`` as its variables, each with its
     whitespace folded (a missing block renders as ``""``)."""
-    tpl = get_template(template, user_dirs)
+    tpl = get_template(template, user_dirs, prose=True)
     out: dict[str, str] = {}
     with _user_errors(tpl, template):
         ctx = tpl.new_context(dict(data))

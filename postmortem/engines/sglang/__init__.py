@@ -54,6 +54,11 @@ class SGLang(Engine):
     quiet_kinds = frozenset(
         {"memory_pool_end", "limits", "init_dist_begin", "init_dist_end", "graph_bs", "uvicorn"}
     )
+    phrases: ClassVar = {
+        "watchdog": "SGLang's --watchdog-timeout",
+        "busy_gpu_error": "SGLang's 'memory capacity is unbalanced'",
+        "issues": "SGLang's issues",
+    }
     event_labels: ClassVar = {
         "server_args": "SGLang read its configuration",
         "load_weight_begin": "weights loading",

@@ -1,0 +1,69 @@
+"""A finding → its words: ``templates/rules/<rule>.md.j2`` rendered with the finding's data.
+
+Besides the finding's own data every rule template gets:
+
+* ``unit`` — how a sentence names the incident's unit (``container x`` for a container);
+* ``inc_unit`` — the unit's name as is, ``fallback_unit`` — the fallback that brought service
+  back (or ``None``);
+* ``engine`` — the killed server's engine (:class:`postmortem.engines.Engine`: its ``label``);
+* ``flag(key)`` — the engine's flag for an engine-neutral setting key
+  (``flag("gpu_memory_fraction")`` → ``--mem-fraction-static`` for SGLang);
+* ``phrase(key)`` — an engine's own words for something the rule names (its
+  :attr:`~postmortem.engines.Engine.phrases`; ``""`` when it has none);
+* ``severity`` — the finding's severity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...engines import Engine, engines, get_engine
+from ...text.templates import render_blocks
+from ..model import Recommendation, unit_words
+from . import Finding
+
+BLOCKS = ("title", "text", "action")
+
+
+def engine_of(facts: Any) -> Engine:
+    """The killed server's engine: its load's, its configuration's, the engine its unit or a
+    victim is named after; else the first registered engine (whose words the advice then uses)."""
+    inc = facts.incident
+    load = inc.killed_load
+    name = (load.engine if load is not None else None) or (facts.config or {}).get("engine")
+    if name:
+        return get_engine(name)
+    known = list(engines().values())
+    for engine in known:
+        if engine.names(inc.unit) or any(engine.owns_process(v.comm) for v in inc.victims):
+            return engine
+    return known[0]
+
+
+def variables(finding: Finding, facts: Any) -> dict[str, Any]:
+    """The template's variables: the common ones, then the finding's data."""
+    inc = facts.incident
+    engine = engine_of(facts)
+    return {
+        "unit": unit_words(inc),
+        "inc_unit": inc.unit,
+        "fallback_unit": inc.fallback_unit,
+        "engine": engine,
+        "flag": lambda key: engine.setting(key).flag or key,
+        "phrase": lambda key: engine.phrases.get(key, ""),
+        "severity": finding.severity,
+        **finding.data,
+    }
+
+
+def render_finding(finding: Finding, facts: Any, templates: Sequence[str] = ()) -> Recommendation:
+    words = render_blocks(f"rules/{finding.rule}.md.j2", variables(finding, facts), BLOCKS, templates)
+    return Recommendation(
+        finding.rule,
+        finding.severity,
+        words["title"],
+        words["text"],
+        list(finding.evidence),
+        words["action"] or None,
+    )

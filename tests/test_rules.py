@@ -1,0 +1,342 @@
+"""Each rule's finding, asserted on its data (its words are the templates'; the report tests
+and the sample snapshot check those). One test per rule at least: the contract test in
+tests/test_contracts.py checks that every registered rule has one here (``test_rule_<name>``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from postmortem.analysis.facts import Consumer, GpuHolder, GpuRelease, IncidentFacts, Reboot
+from postmortem.analysis.load_stats import load_statistics
+from postmortem.analysis.model import Evidence, Incident, Load, Victim
+from postmortem.analysis.rules import Finding, explain, rules, run
+from postmortem.analysis.timeline import Timeline, TimelineEvent
+
+T = datetime(2025, 5, 25, 20, 17, 19, tzinfo=UTC)
+
+
+def facts(cause: str = "cgroup_oom", unit: str = "a.service", **kw: Any) -> IncidentFacts:
+    inc = Incident(1, "h", T, unit, cause, 0.9, **kw)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    return IncidentFacts(incident=inc, timeline=tl, offsets=[])
+
+
+def load(unit: str, start: float, ready: float | None, spec: str | None = None) -> Load:
+    return Load(
+        int(start) + 1000,
+        "h",
+        unit,
+        T + timedelta(seconds=start),
+        T + timedelta(seconds=ready) if ready is not None else None,
+        (ready - start) if ready is not None else None,
+        "ready" if ready is not None else "killed",
+        "/m",
+        spec,
+        30000,
+        engine="sglang",
+    )
+
+
+def finding(name: str, f: IncidentFacts) -> Finding | None:
+    return next((x for x in run(f, only=[name]) if x.rule == name), None)
+
+
+def test_rule_host_ram_not_gpu_names_what_ran_out() -> None:
+    f = facts("cgroup_oom", memcg_usage_kb=1024**3, memcg_limit_kb=1024**3)
+    f.host_avail_start_mib, f.host_avail_end_mib, f.host_total_mib = 600_000.0, 500_000.0, 2_000_000.0
+    f.gpu_used_start_mib, f.gpu_used_end_mib, f.gpu_total_mib = 130_000.0, 130_000.0, 140_000.0
+    f.config = {"engine": "sglang", "model_path": "/m"}
+    got = finding("host_ram_not_gpu", f)
+    assert got is not None and got.severity == "high"
+    assert (got.data["cause"], got.data["noun"], got.data["gpu"], got.data["gpu_full"]) == (
+        "cgroup_oom",
+        "unit",
+        True,
+        True,
+    )
+    g = finding("host_ram_not_gpu", facts("gpu_oom"))
+    assert g is not None and g.data == {
+        "cause": "gpu_oom",
+        "other": None,
+        "gpu_holders": False,
+        "gpu_headroom": False,
+    }
+    assert finding("host_ram_not_gpu", facts("signal")) is None
+
+
+def test_rule_host_ram_not_gpu_names_a_bigger_consumer_in_a_host_oom() -> None:
+    f = facts("host_oom", victims=[Victim(7, "python3", T, 10, 1, 1, True)])
+    f.consumers = [Consumer("loader", 3, 900_000_000, 0.9), Consumer("python3", 1, 100, 0.1)]
+    got = finding("host_ram_not_gpu", f)
+    assert got is not None and got.data["other"] == {"name": "loader", "processes": 3, "rss_kb": 900_000_000}
+    rec = explain("host_ram_not_gpu", f)
+    assert (
+        rec is not None
+        and rec.action
+        == "Cap or move loader, the host's largest memory user, and find what grows in a.service"
+    )
+
+
+def test_rule_bound_queue_carries_the_configured_bounds_and_the_growth() -> None:
+    f = facts("cgroup_oom")
+    assert finding("bound_queue", f) is None  # no queue
+    f.queue_max, f.token_usage_max, f.retractions, f.retracted_reqs = 40, 0.97, 3, 9
+    f.config = {
+        "engine": "sglang",
+        "raw": "ServerArgs(max_queued_requests=100, port=1)",
+        "max_running_requests": None,
+    }
+    f.limits = {"max_running_requests": 512}
+    got = finding("bound_queue", f)
+    assert got is not None
+    assert (got.data["max_queued"], got.data["max_running"], got.data["growth"]) == (
+        "100",
+        {"configured": None, "effective": 512},
+        None,
+    )
+    f.queue_max = 10
+    assert finding("bound_queue", f) is None  # a short queue is not the story
+
+
+def test_rule_gpu_held_by_another_process_lists_the_holders() -> None:
+    f = facts("gpu_oom", killed_load=load("a.service", -100, None))
+    f.gpu_holders = [GpuHolder(88001, 118.2, "python3", 2, T - timedelta(minutes=10), (3, 4))]
+    got = finding("gpu_held_by_another_process", f)
+    assert (
+        got is not None and got.data["holders"][0]["pid"] == 88001 and got.data["holders"][0]["before_start"]
+    )
+    assert [(e.source_id, e.line_no) for e in got.evidence] == [(3, 4)]
+
+
+def test_rule_speculative_gpu_settings_gives_a_first_step_for_each_setting() -> None:
+    f = facts("gpu_oom")
+    f.config = {
+        "engine": "sglang",
+        "speculative_algorithm": "EAGLE3",
+        "mem_fraction_static": 0.88,
+        "cuda_graph_max_bs": 256,
+    }
+    got = finding("speculative_gpu_settings", f)
+    assert got is not None
+    assert (got.data["fraction_try"], got.data["graph_bs_try"], got.data["draft_tokens"]) == (0.85, 128, None)
+    f.config = {"engine": "sglang"}
+    assert finding("speculative_gpu_settings", f) is None  # no draft model
+
+
+@pytest.mark.parametrize(("phase", "fires"), [("cuda_graph", True), ("runtime", True), ("weights", False)])
+def test_rule_gpu_headroom_only_where_a_batch_or_graph_did_not_fit(phase: str, fires: bool) -> None:
+    f = facts("gpu_oom")
+    f.cuda_oom = {"phase": phase, "ranks": "TP3", "gpu": 3, "tried_mib": 2048.0, "free_mib": 512.0}
+    f.config = {"engine": "sglang", "mem_fraction_static": 0.9}
+    got = finding("gpu_headroom", f)
+    assert (got is not None) == fires
+    if got is not None:
+        assert (got.data["ranks"], got.data["gpu"], got.data["fraction_try"]) == ("TP3", 3, 0.87)
+
+
+def test_rule_fallback_autoregressive_budgets_the_fallbacks_load() -> None:
+    rec_load = load("b.service", 100, 700)
+    f = facts("cgroup_oom", fallback_unit="b.service", recovery_load=rec_load)
+    f.config = {"engine": "sglang", "speculative_algorithm": "EAGLE3"}
+    f.recovery_loads = load_statistics(
+        [load("b.service", -9000, -8400), load("b.service", -5000, -4420), rec_load]
+    )[0]
+    got = finding("fallback_autoregressive", f)
+    assert got is not None
+    assert (got.data["last_s"], got.data["loads"], got.data["median_s"]) == (600.0, 3, 600.0)
+
+
+def test_rule_unit_memory_limits_weighs_raising_the_limit() -> None:
+    f = facts("cgroup_oom", memcg_limit_kb=1024**3)
+    f.host_avail_end_mib, f.host_rate_mib_min = 100_000.0, 1000.0
+    f.earlier_peaks = [
+        {"ts": T - timedelta(hours=2), "memory_peak_bytes": 0.9 * 1024**4, "source_id": 1, "line_no": 5}
+    ]
+    got = finding("unit_memory_limits", f)
+    assert got is not None and got.severity == "medium"
+    assert got.data["growth_mib_min"] == 1000.0 and got.data["earlier_peak"]["share"] == pytest.approx(0.9)
+    host = finding("unit_memory_limits", facts("host_oom"))
+    assert host is not None and host.severity == "high" and host.data["case"] == "host_oom"
+
+
+def test_rule_restart_policy_tells_a_restart_from_none() -> None:
+    f = facts("cgroup_oom", restart_count=1)
+    f.restarts = [{"ts": T + timedelta(seconds=60), "source_id": 1, "line_no": 9, "restart_count": 1}]
+    got = finding("restart_policy", f)
+    assert got is not None and got.data["case"] == "restarted" and got.data["restart_count"] == 1
+    f = facts("cgroup_oom")
+    f.timeline.events = [TimelineEvent(T, "systemd", "a.service", "failed", "a.service: Failed", 1, 2)]
+    none = finding("restart_policy", f)
+    assert none is not None and none.data == {"case": "none"}
+    assert finding("restart_policy", facts("gpu_fault")) is None
+
+
+@pytest.mark.parametrize(("after", "fires"), [(["failed"], True), (["failed", "started"], False)])
+def test_rule_reset_failed_reads_the_state_after_the_kill(after: list[str], fires: bool) -> None:
+    f = facts("cgroup_oom")
+    f.timeline.events = [
+        TimelineEvent(T + timedelta(seconds=i), "systemd", "a.service", k, k, 1, i)
+        for i, k in enumerate(after)
+    ]
+    got = finding("reset_failed", f)
+    assert (got is not None) == fires
+    if got is not None:
+        assert got.data == {"state": "failed"}
+
+
+def test_rule_verify_gpu_freed_cases() -> None:
+    f = facts("cgroup_oom", unit="a.service")
+    f.config = {"engine": "sglang"}
+    f.gpu_release = [
+        GpuRelease("GPU 0", 30_000, 0, 4.0, True, (2, 3)),
+        GpuRelease("GPU 1", 30_000, 0, 6.0, True),
+    ]
+    got = finding("verify_gpu_freed", f)
+    assert got is not None and got.severity == "info"
+    assert (got.data["case"], got.data["count"], got.data["within_s"], got.data["left_mib"]) == (
+        "released",
+        2,
+        6.0,
+        0,
+    )
+    f.gpu_release = [GpuRelease("GPU 0", 30_000, 29_000, None, False)]
+    stayed = finding("verify_gpu_freed", f)
+    assert stayed is not None and stayed.severity == "high" and stayed.data["case"] == "stayed"
+    f.gpu_release = []
+    unknown = finding("verify_gpu_freed", f)
+    assert unknown is not None and unknown.data["case"] == "unknown"
+
+
+def test_rule_host_rebooted_tells_a_hang_from_a_plain_reboot() -> None:
+    f = facts("cgroup_oom")
+    f.reboot = Reboot(T + timedelta(minutes=20), True, (4, 1), "b2", T + timedelta(minutes=12), None)
+    plain = finding("host_rebooted", f)
+    assert plain is not None and plain.severity == "medium" and plain.data["up_after_s"] == 1200
+    f.timeline.events = [
+        TimelineEvent(T + timedelta(minutes=5), "kernel", None, "hung_task", "task blocked", 1, 8)
+    ]
+    hung = finding("host_rebooted", f)
+    assert hung is not None and hung.severity == "high" and hung.data["hung_from"] == T + timedelta(minutes=5)
+
+
+def test_rule_health_check_backoff_counts_the_polls() -> None:
+    f = facts("cgroup_oom", recovery_unit="b.service", recovered_ts=T + timedelta(seconds=600))
+    f.polls = [
+        {
+            "ts": T + timedelta(seconds=570 + 15 * i),
+            "path": "/v1/models",
+            "status": s,
+            "source_id": 1,
+            "line_no": i,
+        }
+        for i, s in enumerate((503, 200, 200))
+    ]
+    got = finding("health_check_backoff", f)
+    assert got is not None
+    assert (got.data["polls"], got.data["interval_s"], got.data["not_ready"], got.data["early_ok"]) == (
+        3,
+        15.0,
+        1,
+        1,
+    )
+
+
+def test_rule_load_regression_compares_with_the_units_other_loads() -> None:
+    slow = load("b.service", 100, 1300)
+    f = facts("cgroup_oom", recovery_load=slow)
+    f.recovery_loads = load_statistics(
+        [load("b.service", -9000, -8400), load("b.service", -5000, -4420), slow]
+    )[0]
+    got = finding("load_regression", f)
+    assert got is not None and (got.data["load_s"], got.data["median_s"]) == (1200.0, 590.0)
+
+
+def test_rule_restart_loop_from_the_start_limit_or_repeated_kills() -> None:
+    f = facts("cgroup_oom", restart_count=5)
+    f.timeline.events = [
+        TimelineEvent(T + timedelta(minutes=3), "systemd", "a.service", "start_limit_hit", "x", 1, 3)
+    ]
+    got = finding("restart_loop", f)
+    assert got is not None and got.data["case"] == "start_limit" and got.data["restart_count"] == 5
+    loop = finding("restart_loop", facts("cgroup_oom", kills_last_hour=2))
+    assert loop is not None and loop.data == {"case": "kill_loop", "kills": 3}
+
+
+def test_rule_stop_timeout_measures_the_drain() -> None:
+    f = facts("timeout")
+    f.stop_ts, f.stop_at, f.last_batch = T - timedelta(seconds=90), (1, 7), {"running_req": 12}
+    got = finding("stop_timeout", f)
+    assert got is not None and got.data == {
+        "stop_ts": T - timedelta(seconds=90),
+        "waited_s": 90.0,
+        "running": 12,
+    }
+
+
+def test_rule_gpu_fault_names_the_xid() -> None:
+    xid = Evidence(
+        "xid", T - timedelta(seconds=5), 3, 9, "Xid 79", "h", None, {"xid": 79, "bus_id": "0000:18:00"}
+    )
+    got = finding("gpu_fault", facts("gpu_fault", evidence=[xid]))
+    assert got is not None and (got.data["xid"], got.data["bus_id"]) == (79, "0000:18:00")
+
+
+def test_rule_server_error_tells_a_watchdog_from_an_error() -> None:
+    def ev(kind: str, detail: str = "x") -> Evidence:
+        return Evidence(kind, T, 1, 2, detail, "h", "a.service", {})
+
+    assert finding("server_error", facts("crash", evidence=[ev("server_exception")])).data == {
+        "case": "error"
+    }  # type: ignore[union-attr]
+    dog = finding("server_error", facts("crash", evidence=[ev("server_watchdog")]))
+    assert dog is not None and dog.data == {"case": "server_watchdog"}
+    nccl = finding(
+        "server_error", facts("crash", evidence=[ev("server_exception", "collective operation timeout")])
+    )
+    assert nccl is not None and nccl.data == {"case": "nccl_watchdog"}
+
+
+def test_rule_hicache_host_memory_sums_the_pools() -> None:
+    f = facts("cgroup_oom", memcg_limit_kb=1024**3)
+    f.hicache = [{"gb": 100.0, "ts": T - timedelta(minutes=30), "source_id": 1, "line_no": 4}] * 8
+    got = finding("hicache_host_memory", f)
+    assert got is not None and (got.data["pools"], got.data["total_gb"], got.data["first_before_s"]) == (
+        8,
+        800.0,
+        1800.0,
+    )
+
+
+def test_rule_find_the_signal_prefers_an_undated_oom_record() -> None:
+    plain = finding("find_the_signal", facts("signal"))
+    assert plain is not None and plain.data == {"undated": False} and plain.severity == "medium"
+    f = facts("signal")
+    f.undated_kills = [{"victim_pid": 7, "victim_comm": "python3", "source_id": 2, "line_no": 30}]
+    undated = finding("find_the_signal", f)
+    assert undated is not None and undated.severity == "high" and undated.data["victim_pid"] == 7
+
+
+def test_rules_run_after_the_rules_they_read() -> None:
+    from postmortem.analysis.rules import run_order
+
+    order = run_order()
+    for name, sp in rules().items():
+        assert all(order.index(dep) < order.index(name) for dep in sp.after)
+
+
+def test_a_users_template_rewords_a_rule(tmp_path: Any) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "reset_failed.md.j2").write_text(
+        "{% block title %}Reset {{ inc_unit }}{% endblock %}{% block text %}It is {{ state }}.{% endblock %}"
+    )
+    f = facts("cgroup_oom")
+    f.timeline.events = [TimelineEvent(T, "systemd", "a.service", "failed", "x", 1, 1)]
+    rec = explain("reset_failed", f, templates=[str(tmp_path)])
+    assert rec is not None and (rec.title, rec.detail, rec.action) == (
+        "Reset a.service",
+        "It is failed.",
+        None,
+    )
