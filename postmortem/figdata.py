@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .analysis.facts import IncidentFacts
     from .analysis.model import Load
+    from .engines import Engine
 
 GIB = 1024.0
 #: a bucket whose lowest GPU sample is this far (MiB) below its highest gets its range drawn
@@ -35,6 +36,8 @@ class MemoryData:
     unit: str | None
     #: panels, in order: ``host``, ``gpu``, ``kv`` (those with something to show)
     panels: list[str]
+    #: how the figure names the killed server's engine (its serving panel's title)
+    engine_label: str = "Server"
     host_used: Series | None = None  # GiB in use (earlyoom: total − available)
     host_total_gib: float | None = None
     memcg: tuple[datetime, float] | None = None  # the unit cgroup's usage at the kill, GiB
@@ -107,6 +110,13 @@ def gpu_sort(label: str) -> tuple[int, str]:
     return (int(tail), label) if tail.isdigit() else (10_000, label)
 
 
+def engine_of_facts(facts: IncidentFacts) -> Engine:
+    """The killed server's engine, as the rules' words name it."""
+    from .analysis.rules.words import engine_of
+
+    return engine_of(facts)
+
+
 def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryData | None:
     """What the memory figure of ``facts`` shows (None: nothing to show)."""
     tl, inc = facts.timeline, facts.incident
@@ -125,6 +135,7 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         zone_name=str(getattr(zone, "key", "UTC")),
         unit=inc.unit,
         panels=panels,
+        engine_label=engine_of_facts(facts).label,
         kill=local(inc.ts, zone) if inc.ts is not None else None,
         ready=local(inc.recovered_ts, zone) if inc.recovered_ts is not None else None,
     )

@@ -200,7 +200,7 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                     ax2.set_yticks([0])
                 ax2.set_ylabel("queued")
                 ax2.legend(loc="upper right", fontsize=7)
-            ax.set_title(f"SGLang serving ({data.unit})", loc="left", fontsize=10, y=1.0)
+            ax.set_title(f"{data.engine_label} serving ({data.unit})", loc="left", fontsize=10, y=1.0)
         if data.reboot is not None:
             ax.axvline(
                 _xs([data.reboot])[0], color="#000000", linewidth=1.2, linestyle="-.", label="host rebooted"

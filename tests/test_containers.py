@@ -128,7 +128,7 @@ def test_a_container_restarted_by_docker_is_reported_as_the_container(
     assert "docker.service" not in report
     assert _row(report, "Requests running at the last batch line").endswith("| 219 |")
     assert _row(report, "Requests queued at the last batch line").endswith("| 209 |")
-    assert "No SGLang startup was found" not in report and "server_stats: no data" not in report
+    assert "No server startup was found" not in report and "server_stats: no data" not in report
     assert "**Bound the request queue** (high)" in report
     # M6: the container is named, with its image and short id; its limit is docker's --memory
     assert (

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..engines import get_engine
 from .model import Evidence, Incident, Load, Victim
 
 #: evidence that can start an incident; everything else only attaches to one
@@ -406,6 +407,7 @@ def crash_words(crash: Sequence[Evidence]) -> str:
     except ValueError:
         detail = {}
     who = detail.get("who") or "a server process"
+    engine = get_engine(raw.get("engine"))
     if first.kind == "server_exception":
         phase = raw.get("phase")
         during = f" during {_PHASE_WORDS.get(phase, phase)}" if phase else ""
@@ -417,14 +419,15 @@ def crash_words(crash: Sequence[Evidence]) -> str:
         what = (
             "a server process aborted in C++ (an exception nothing caught)"
             if who == "C++ runtime"
-            else f"SGLang's {who} stopped on an error"
+            else f"{engine.label}'s {who} stopped on an error"
         )
         return (
             f"{what}{during} — {text} — and the server shut itself down: a crash, not a kill by an OOM killer"
         )
     if first.kind == "server_watchdog":
         return (
-            f"SGLang's watchdog found the {who.lower()} stuck (no step within --watchdog-timeout) and "
+            f"{engine.label}'s watchdog found the {who.lower()} stuck (no step within "
+            f"{engine.setting('watchdog_timeout').flag or 'its timeout'}) and "
             "killed the server: a hang — a stuck collective (NCCL), a GPU fault or a step slower than "
             "the timeout — not an OOM kill"
         )

@@ -108,6 +108,8 @@ class Engine:
     #: substrings one of which every message that can start a stream of the engine contains
     #: (a cheap, vectorisable pre-filter of :meth:`looks_like`; empty: no pre-filter)
     start_markers: ClassVar[tuple[str, ...]] = ()
+    #: what a report calls the engine's printed configuration (Markdown: ``SGLang `server_args```)
+    config_name: ClassVar[str] = "configuration"
     #: what a timeline calls the engine's own lines (``Source`` column)
     origin: ClassVar[str] = ""
     #: modules of the engine's package that register file parsers (``parser`` →
@@ -232,4 +234,4 @@ class UnknownEngine(Engine):
     """The engine of a server no plug-in recognised (label "server")."""
 
     name = "unknown"
-    label = "server"
+    label = "the server"

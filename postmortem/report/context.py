@@ -23,6 +23,7 @@ from ..analysis.facts import IncidentFacts
 from ..analysis.load_stats import REGRESSION_MIN_S, REGRESSION_RATIO, LoadStats, is_regression
 from ..analysis.model import Incident, Load, Victim, is_container, killed_process
 from ..analysis.rules.common import gpu_names, held_before, idle_gpus
+from ..analysis.rules.words import engine_of
 from ..analysis.summary import CAUSE_WORDS, downtime_text
 from ..analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ..engines import get_engine, is_engine
@@ -264,6 +265,8 @@ class IncidentReport:
     #: value of each setting ``config`` shows (``—``: not set), and its unit
     recovery_config: dict[str, str] = dataclasses.field(default_factory=dict)
     recovery_config_unit: str = ""
+    #: where ``config`` comes from: the engine and what it calls its printed configuration
+    config_source: str = ""
     #: the container the unit is, when it is one
     container: ContainerRow | None = None
     #: the zones the host's zone-less stamps were read in when nobody named one (no --tz, no
@@ -596,11 +599,13 @@ def _gpu_start_words(facts: IncidentFacts, span: str) -> str:
 def _flat_words(facts: IncidentFacts) -> str:
     """What flat GPU memory before the kill means for the cause."""
     if facts.incident.cause == "gpu_oom":
-        # SGLang takes its KV pool at start: used memory is flat by design, and a CUDA OOM is an
-        # allocation outside the pool (activations, graphs) that the rest did not fit
+        # the server takes its KV pool at start: used memory is flat by design, and a CUDA OOM
+        # is an allocation outside the pool (activations, graphs) that the rest did not fit
+        engine = engine_of(facts)
+        fraction = engine.setting("gpu_memory_fraction").flag or "its memory fraction"
         return (
-            " — flat, as SGLang takes its memory pool at start: the CUDA OOM was an allocation "
-            "outside that pool, in the headroom --mem-fraction-static leaves."
+            f" — flat, as {engine.label} takes its memory pool at start: the CUDA OOM was an allocation "
+            f"outside that pool, in the headroom {fraction} leaves."
         )
     return " — flat: the GPUs did not run out."
 
@@ -919,7 +924,7 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
             sg.append(e)
     if sg:
         text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:6])
-        quotes.append(Quote("SGLang", sources.cite(sg[0].source_id, sg[0].line_no), text))
+        quotes.append(Quote(engine_of(facts).label, sources.cite(sg[0].source_id, sg[0].line_no), text))
     elif facts.last_batch is not None:
         lb = facts.last_batch
         rows = run_named_dicts(
@@ -930,7 +935,7 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
         if rows:
             quotes.append(
                 Quote(
-                    "SGLang's last words",
+                    f"{engine_of(facts).label}'s last words",
                     sources.cite(lb["source_id"], lb["line_no"]),
                     clean(str(rows[0]["message"])),
                 )
@@ -1137,14 +1142,14 @@ def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
     """The settings a report shows of a run's ``server_configs`` row."""
     cfg = cfg or {}
     rows = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
-    rows.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw")).items()})
+    rows.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw"), cfg.get("engine")).items()})
     return rows
 
 
-def _hicache_args(raw: str | None) -> dict[str, str]:
+def _hicache_args(raw: str | None, engine: str | None) -> dict[str, str]:
     """The hierarchical KV cache's settings, when the run had it on (its host pools are host
     memory the other settings do not show)."""
-    parsed = get_engine("sglang").parse_args(raw) if raw else None
+    parsed = get_engine(engine).parse_args(raw) if raw else None
     args = parsed[0] if parsed else {}
     if str(args.get("enable_hierarchical_cache", "")).strip("'") != "True":
         return {}
@@ -1404,6 +1409,7 @@ def incident_report(
         load_summaries=sums,
         loads_figure=loads_figure,
         config=config,
+        config_source=f"{engine_of(facts).label} {engine_of(facts).config_name}",
         recovery_config=recovery_config,
         recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
         container=ContainerRow(

@@ -13,8 +13,9 @@ from ..timeline import TimelineEvent
 HOST_CAUSES = ("host_oom", "cgroup_oom", "oomd", "earlyoom")
 #: a --max-queued-requests at least this large is no bound
 UNLIMITED_QUEUE = 2**62
-#: process names of GPU inference servers (the OOM record's comm, cut to 15 characters)
-GPU_COMMS = ("sglang", "vllm", "tritonserver", "text-generation", "ray::")
+#: process names of GPU inference servers no engine plug-in knows (the OOM record's comm, cut to
+#: 15 characters); the registered engines' own are their process_prefixes and name hints
+GPU_COMMS = ("vllm", "tritonserver", "text-generation", "ray::")
 
 
 def ref(facts: IncidentFacts, *kinds: str) -> list[SourceRef]:

@@ -28,6 +28,7 @@ class SGLang(Engine):
     name_hints = ("sglang",)
     process_prefixes = ("sglang",)
     origin = "sglang"
+    config_name = "`server_args`"
     #: a line that can start an SGLang stream has its ``[`` prefix, a tqdm ``\r`` or the
     #: configuration line (what :func:`.prefix.looks_like_sglang` needs)
     start_markers = ("[", "\r", "server_args=")
