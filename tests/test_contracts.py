@@ -169,7 +169,7 @@ def _context_doc() -> dict[str, list[str]]:
 
 
 def test_report_contexts_match_their_documentation() -> None:
-    import postmortem.report.context as context
+    import postmortem.report.context.types as context
     import postmortem.report.trends as trends
 
     classes = {

@@ -1,0 +1,492 @@
+"""One incident's report context, from its facts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+from ... import __version__
+from ...analysis import Analysis
+from ...analysis.facts import IncidentFacts
+from ...analysis.load_stats import LoadStats, is_regression
+from ...analysis.model import Incident, Load
+from ...analysis.rules.words import engine_of
+from ...analysis.summary import CAUSE_WORDS, downtime_text
+from ...engines import get_engine
+from ...query import run_named_dicts
+from ...store.db import Store
+from ...text.formats import human
+from ...timeutil import ZONE_ASSUMED, zone_name
+from ..redact import Redactor
+from .common import Sources, gib_kb, local_text, utc_text
+from .memory import memory_facts, memory_rows, memory_rows_note, silent_text
+from .timeline import timeline_rows
+from .types import (
+    CAUSE_LABELS,
+    ConsumerRow,
+    ContainerRow,
+    GapRow,
+    Impact,
+    IncidentReport,
+    IssueReasonRow,
+    LoadRow,
+    LoadSummary,
+    OffsetRow,
+    Quote,
+    RecommendationRow,
+    SourceRow,
+    VictimRow,
+)
+
+_ASSUMED = re.compile(re.escape(ZONE_ASSUMED) + r" (\S+), this machine's zone")
+
+
+def _zones_assumed(sources: Sources, own: list[int]) -> list[str]:
+    """The zones the incident's own zone-less sources were read in by default (their notes)."""
+    found = {m.group(1) for sid in own if (m := _ASSUMED.search(str(sources.by_id[sid].get("notes") or "")))}
+    return sorted(found)
+
+
+def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
+    inc = facts.incident
+    quotes: list[Quote] = []
+    oom = facts.oom
+    if oom is not None:
+        sid = int(oom["source_id"])
+        first = int(oom["header_line_no"] or oom["line_no"])
+        last = int(oom["line_no"])
+        lines = run_named_dicts(store, "record_lines", {"source_id": sid, "first": first, "last": last + 1})
+        picked = [
+            r
+            for r in lines
+            if any(
+                k in str(r["message"])
+                for k in (
+                    "invoked oom-killer",
+                    "memory: usage",
+                    "oom-kill:",
+                    "Killed process",
+                    "Mem-Info",
+                    "Free swap",
+                    "are going to be killed",
+                    "Task in ",
+                )
+            )
+        ]
+        text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
+        if text:
+            quotes.append(Quote("The kernel's OOM record", sources.cite(sid, first), text))
+    for e in inc.evidence:
+        if e.kind == "xid":  # the GPU fault that made this a gpu_fault incident
+            rows = run_named_dicts(
+                store, "record_lines", {"source_id": e.source_id, "first": e.line_no, "last": e.line_no}
+            )
+            if rows:
+                text = f"{e.line_no:>6}  {clean(str(rows[0]['message']))}"
+                quotes.append(Quote("The NVIDIA driver", sources.cite(e.source_id, e.line_no), text))
+    # systemd's lines from one source (the line numbers are that file's): the source with the
+    # most of them; the same journal in a second file or rendering adds nothing
+    units = [e for e in inc.evidence if e.kind.startswith("unit_")]
+    if units:
+        best = max(
+            {e.source_id for e in units}, key=lambda sid: (sum(e.source_id == sid for e in units), -sid)
+        )
+        sysd = [e for e in units if e.source_id == best]
+        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sysd[:8])
+        quotes.append(Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text))
+    sg = []
+    seen_lines: set[tuple[int, int]] = set()
+    for e in inc.evidence:
+        # one line can be several kinds of evidence (an exception that is a CUDA OOM)
+        if e.kind.startswith(("server_", "cuda_oom")) and (e.source_id, e.line_no) not in seen_lines:
+            seen_lines.add((e.source_id, e.line_no))
+            sg.append(e)
+    if sg:
+        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:6])
+        quotes.append(Quote(engine_of(facts).label, sources.cite(sg[0].source_id, sg[0].line_no), text))
+    elif facts.last_batch is not None:
+        lb = facts.last_batch
+        rows = run_named_dicts(
+            store,
+            "record_lines",
+            {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]},
+        )
+        if rows:
+            quotes.append(
+                Quote(
+                    f"{engine_of(facts).label}'s last words",
+                    sources.cite(lb["source_id"], lb["line_no"]),
+                    clean(str(rows[0]["message"])),
+                )
+            )
+    return quotes
+
+
+def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) -> LoadRow:
+    return LoadRow(
+        unit=ld.unit or "?",
+        start_utc=utc_text(ld.start_ts),
+        ready_utc=utc_text(ld.ready_ts),
+        load_s=ld.load_s,
+        weights_s=ld.weight_load_s,
+        draft_weights_s=ld.draft_weight_load_s,
+        kv_s=ld.kv_alloc_s,
+        graphs_s=ld.cuda_graph_s,
+        draft_graphs_s=ld.draft_cuda_graph_s,
+        outcome=ld.outcome,
+        polls=ld.health_polls,
+        speculative=ld.speculative_algorithm or "—",
+        role=role,
+        regression=bool(stats and is_regression(ld, stats)),
+        cite=sources.cite(ld.start_source_id or ld.source_id, ld.start_line_no),
+    )
+
+
+def _load_summary(st: LoadStats) -> LoadSummary:
+    p = st.phases
+    return LoadSummary(
+        unit=st.unit or "?",
+        model=st.model_path or "?",
+        speculative=st.speculative_algorithm or "—",
+        count=st.count,
+        min_s=p["load_s"].min if "load_s" in p else None,
+        median_s=p["load_s"].median if "load_s" in p else None,
+        p90_s=p["load_s"].p90 if "load_s" in p else None,
+        max_s=p["load_s"].max if "load_s" in p else None,
+        weights_median_s=p["weight_load_s"].median if "weight_load_s" in p else None,
+        graphs_median_s=p["cuda_graph_s"].median if "cuda_graph_s" in p else None,
+    )
+
+
+_CONFIG_KEYS = (
+    "model_path",
+    "tp_size",
+    "mem_fraction_static",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "context_length",
+    "chunked_prefill_size",
+    "port",
+)
+
+
+def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
+    """The settings a report shows of a run's ``server_configs`` row."""
+    cfg = cfg or {}
+    rows = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
+    rows.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw"), cfg.get("engine")).items()})
+    return rows
+
+
+def _hicache_args(raw: str | None, engine: str | None) -> dict[str, str]:
+    """The hierarchical KV cache's settings, when the run had it on (its host pools are host
+    memory the other settings do not show)."""
+    parsed = get_engine(engine).parse_args(raw) if raw else None
+    args = parsed[0] if parsed else {}
+    if str(args.get("enable_hierarchical_cache", "")).strip("'") != "True":
+        return {}
+    keys = ("enable_hierarchical_cache", "hicache_ratio", "hicache_size", "hicache_storage_backend")
+    return {k: str(args[k]).strip("'") for k in keys if args.get(k) not in (None, "None", "0")}
+
+
+#: a file covers a kill it has a line near (within the report's window before it, up to this
+#: after it: the same instant stamped by another clock, a microsecond apart) and that its span
+#: reaches (its last line at most COVER_TAIL before the kill)
+COVER_AFTER = timedelta(seconds=1)
+
+
+COVER_TAIL = timedelta(minutes=10)
+
+
+def source_rows(
+    sources: Sources,
+    kill: datetime | None,
+    clean: Redactor,
+    *,
+    ids: Sequence[int] | None = None,
+    near: set[int] | None = None,
+    window_s: float = 0.0,
+) -> list[SourceRow]:
+    """Rows for the sources ``ids`` (default: every source). ``near``: the sources with a line
+    from ``window_s`` before the ``kill`` to just after it (:func:`sources_near`); a file whose
+    span includes the kill across a gap (its service not running then) does not cover it."""
+    out = []
+    for sid in sorted(sources.by_id) if ids is None else ids:
+        r = sources.by_id[sid]
+        first, last = r["first_ts"], r["last_ts"]
+        spans = bool(kill and first and last and first <= kill <= last + COVER_TAIL)
+        said: list[str] = []
+        if sources.host_unknown(sid):
+            said.append("no host named: its lines may be another host's (ingest it with --host)")
+        if spans and near is not None and sid not in near:
+            said.append(f"no line in the {human(window_s)} before the kill")
+        if r["notes"]:
+            said.append(clean(str(r["notes"])))
+        out.append(
+            SourceRow(
+                file=clean(sources.names[sid]),
+                format=str(r["format"]),
+                lines=int(r["lines"]),
+                parsed=int(r["parsed_lines"]),
+                ignored=int(r["ignored_lines"]),
+                parse_issues=int(r["parse_issues"]),
+                first_utc=utc_text(first),
+                last_utc=utc_text(last),
+                covers_kill=spans and (near is None or sid in near),
+                notes="; ".join(said),
+            )
+        )
+    return out
+
+
+def sources_near(store: Store, kill: datetime | None, window_s: float) -> set[int]:
+    """The sources with a line from ``window_s`` before the kill to just after it."""
+    if kill is None:
+        return set()
+    rows = run_named_dicts(
+        store,
+        "source_records_between",
+        {"from": kill - timedelta(seconds=window_s), "to": kill + COVER_AFTER},
+    )
+    return {int(r["source_id"]) for r in rows}
+
+
+def action_items(inc: Incident, recs: list[RecommendationRow]) -> list[str]:
+    items = [r.action for r in recs if r.action]
+    items.append("Confirm the timeline with the operator on duty and attach this report to the ticket")
+    if inc.fallback_unit:
+        items.append(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}")
+    return items
+
+
+def incident_report(
+    store: Store,
+    analysis: Analysis,
+    inc: Incident,
+    *,
+    sources: Sources,
+    zone: tzinfo,
+    clean: Redactor,
+    window_s: float,
+    generated_at: datetime,
+    figure: str | None,
+    loads_figure: str | None,
+    file_stem: str,
+) -> IncidentReport:
+    facts = analysis.facts[inc.incident_id]
+    recs = [
+        RecommendationRow(
+            r.severity,
+            clean(r.title),
+            clean(r.detail),
+            [clean(sources.cite(e.source_id, e.line_no)) for e in r.evidence],
+            clean(r.action) if r.action else None,
+        )
+        for r in analysis.recommendations.get(inc.incident_id, [])
+    ]
+    last = inc.last_activity_ts
+    tput = None
+    # the killed run's own throughput (a run that died loading served nothing; the run before
+    # it is another outage's)
+    run = inc.killed_load.start_ts if inc.killed_load is not None else None
+    before = [
+        b.gen_throughput
+        for b in facts.timeline.before_kill()[-10:]
+        if b.gen_throughput and (run is None or b.ts >= run)
+    ]
+    if before:
+        tput = sum(before) / len(before)
+    impact = Impact(
+        downtime_s=inc.downtime_s,
+        downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data"),
+        kill_utc=utc_text(inc.ts),
+        recovered_utc=utc_text(inc.recovered_ts),
+        recovery_unit=inc.recovery_unit or "—",
+        fallback_unit=inc.fallback_unit or "—",
+        running_at_kill=inc.running_at_kill,
+        queued_at_kill=inc.queued_at_kill,
+        last_activity_utc=utc_text(last),
+        silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
+        silent_before_kill=silent_text((inc.ts - last).total_seconds()) if inc.ts and last else "—",
+        gen_throughput_before=round(tput, 1) if tput else None,
+        # two significant figures: an estimate, not a count
+        tokens_not_served=float(f"{tput * inc.downtime_s:.2g}") if tput and inc.downtime_s else None,
+        restart_count=inc.restart_count,
+        kills_last_hour=inc.kills_last_hour,
+    )
+    rl = inc.recovery_load
+    if rl is not None and rl.start_ts is not None and inc.ts is not None and rl.start_ts >= inc.ts:
+        impact.until_start_s = (rl.start_ts - inc.ts).total_seconds()
+        impact.until_start = human(impact.until_start_s)
+        earlier = [r["ts"] for r in facts.restarts if r["ts"] < rl.start_ts - timedelta(seconds=5)]
+        if rl.unit == inc.unit and earlier:
+            # the start that came back was not the first: the ones before it failed
+            n = len(earlier)
+            impact.until_start += (
+                f" (the start that came back; {n} restart{'s' if n > 1 else ''} failed before it, the first "
+                f"scheduled {human((min(earlier) - inc.ts).total_seconds())} after the kill)"
+            )
+        if rl.load_s is not None:
+            impact.recovery_load_s = rl.load_s
+            impact.recovery_load = human(rl.load_s)
+    box = inc.container
+    if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
+        impact.recovered_by = f"{box.runtime_name}'s restart policy"
+    if inc.earlier_week:
+        impact.earlier_week = (
+            f"{len(inc.earlier_week)} — "
+            + "; ".join(
+                f"{utc_text(ts)[:16]} UTC ({CAUSE_LABELS.get(cause, cause)})"
+                for ts, cause in inc.earlier_week[:5]
+            )
+            + ("; …" if len(inc.earlier_week) > 5 else "")
+        )
+    rb = facts.reboot
+    if rb is not None and inc.ts is not None:
+        impact.rebooted_utc = utc_text(rb.up_ts)
+        impact.rebooted = (
+            f"{'began' if rb.exact else 'its first line'} {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+            + (f"; the previous boot's last line at {utc_text(rb.last_old_ts)} UTC" if rb.last_old_ts else "")
+        )
+        if rl is not None and rl.start_ts is not None and rl.start_ts >= rb.up_ts and not impact.recovered_by:
+            impact.recovered_by = "started after the reboot"
+    if facts.stop_ts is not None and inc.recovered_ts is not None:
+        impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
+        impact.out_of_service = human(impact.out_of_service_s)
+        impact.stop_utc = utc_text(facts.stop_ts)
+        impact.stop_restarted = facts.stop_restarted
+    loads: list[LoadRow] = []
+    sums: list[LoadSummary] = []
+    for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
+        if st is None or (role == "recovery" and inc.recovery_unit == inc.unit):
+            continue
+        sums.append(_load_summary(st))
+        for ld in st.loads:
+            tag = "history"
+            if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
+                tag = "killed instance"
+            elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
+                tag = "fallback load" if inc.fallback_unit else "recovery load"
+                if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:
+                    tag += " (after the reboot: a cold start)"
+            elif inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
+                # a start between the kill and the recovery (or within the hour, when it never
+                # came back) is an attempt at this incident; a later one is a later run
+                back = inc.recovered_ts or inc.ts + timedelta(hours=1)
+                if ld.start_ts > back:
+                    tag = "later"
+                else:
+                    tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
+            loads.append(_load_row(ld, tag, st, sources))
+    config = _config_rows(facts.config, clean)
+    then = _config_rows(facts.recovery_config, clean)
+    recovery_config: dict[str, str] = {}
+    if facts.recovery_config is not None and then != config:
+        recovery_config = {k: then.get(k, "—") for k in [*config, *(k for k in then if k not in config)]}
+        config = {k: config.get(k, "—") for k in recovery_config}
+    host = clean.host(inc.host) or "unknown-host"
+    # the incident's host's files (in a store of several hosts), and what they say of the kill
+    own = sources.of_host(inc.host)
+    assumed = _zones_assumed(sources, own)
+    if inc.ts is not None:
+        # a file that began after the incident was over is none of its evidence (and a report
+        # written today reads the same after later nights are ingested)
+        over = inc.recovered_ts or inc.ts + timedelta(hours=1)
+        # a file read in the wrong zone may seem to begin up to 14 hours later (the widest
+        # offset): its zone warning stays, though its lines are not the incident's
+        assumed = _zones_assumed(
+            sources,
+            [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over + timedelta(hours=14)],
+        )
+        own = [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over]
+    mine = set(own)
+    return IncidentReport(
+        generated_at=utc_text(generated_at) + " UTC",
+        tool_version=__version__,
+        title=f"{clean(inc.unit or 'process')} {'crashed' if inc.cause == 'crash' else 'killed'} on {host} at {utc_text(inc.ts)} UTC",
+        file_stem=file_stem,
+        incident_id=inc.incident_id,
+        host=host,
+        unit=clean(inc.unit or "unknown"),
+        zone=zone_name(zone),
+        kill_utc=utc_text(inc.ts),
+        kill_local=local_text(inc.ts, zone),
+        cause=inc.cause,
+        cause_label=CAUSE_LABELS.get(inc.cause, inc.cause),
+        cause_words=CAUSE_WORDS.get(inc.cause, inc.cause),
+        confidence=round(inc.confidence, 2),
+        summary=clean(inc.summary),
+        cause_explanation=clean(inc.cause_explanation),
+        impact=impact,
+        timeline=timeline_rows(facts, sources, zone, clean),
+        victims=[
+            VictimRow(
+                v.pid,
+                clean(v.comm or "?"),
+                gib_kb(v.anon_rss_kb),
+                v.chosen,
+                sources.cite(v.source_id, v.line_no),
+            )
+            for v in inc.victims
+        ],
+        consumers=[
+            ConsumerRow(clean(c.name), c.processes, round(c.rss_kb / 1024 / 1024, 1), round(100 * c.share, 1))
+            for c in facts.consumers
+        ],
+        memory_facts=[clean(x) for x in memory_facts(facts)],
+        quotes=_quote_lines(store, facts, sources, clean),
+        memory_figure=figure,
+        memory_rows=memory_rows(facts),
+        memory_rows_note=memory_rows_note(facts),
+        window_s=window_s,
+        loads=loads,
+        load_summaries=sums,
+        loads_figure=loads_figure,
+        config=config,
+        config_source=f"{engine_of(facts).label} {engine_of(facts).config_name}",
+        recovery_config=recovery_config,
+        recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
+        container=ContainerRow(
+            box.runtime_name,
+            clean(box.name),
+            clean(box.image or "—"),
+            box.container_id,
+            box.short_id,
+            box.cgroup or "",
+        )
+        if box is not None
+        else None,
+        zone_assumed=assumed,
+        recommendations=recs,
+        action_items=[clean(x) for x in action_items(inc, recs)],
+        sources=source_rows(
+            sources, inc.ts, clean, ids=own, near=sources_near(store, inc.ts, window_s), window_s=window_s
+        ),
+        gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
+        offsets=[
+            OffsetRow(
+                clean(sources.names.get(o.source_id, str(o.source_id))),
+                clean(sources.names.get(o.reference_source_id or -1, "—")),
+                round(o.offset_s, 6),
+                o.method,
+                o.pairs,
+                o.note or "",
+            )
+            for o in facts.offsets
+            if o.source_id in mine
+        ],
+        parse_issue_reasons=[
+            IssueReasonRow(
+                clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
+            )
+            for r in sources.issue_reasons
+            if int(r["source_id"]) in mine
+        ],
+    )

@@ -1,0 +1,177 @@
+"""The incident report's memory section: its sentences and its table."""
+
+from __future__ import annotations
+
+import re
+
+from ...analysis.facts import IncidentFacts
+from ...analysis.model import is_container
+from ...analysis.rules.words import engine_of
+from ...text.formats import human, retraction_words
+from .common import gib_kb, gib_mib, utc_text
+from .types import MemoryRow
+
+
+def _gpu_start_words(facts: IncidentFacts, span: str) -> str:
+    """Where the first GPU figure of the window comes from: its start, or — nvidia-smi began
+    later — its first sample."""
+    tl, at = facts.timeline, facts.gpu_used_start_ts
+    if at is None or (at - tl.start).total_seconds() <= 2 * tl.bucket_s:
+        return f"at the start of {span}"
+    return f"in the {human(tl.bucket_s)} from {utc_text(at)[11:]} UTC (nvidia-smi's first samples in {span})"
+
+
+def _flat_words(facts: IncidentFacts) -> str:
+    """What flat GPU memory before the kill means for the cause."""
+    if facts.incident.cause == "gpu_oom":
+        # the server takes its KV pool at start: used memory is flat by design, and a CUDA OOM
+        # is an allocation outside the pool (activations, graphs) that the rest did not fit
+        engine = engine_of(facts)
+        fraction = engine.setting("gpu_memory_fraction").flag or "its memory fraction"
+        return (
+            f" — flat, as {engine.label} takes its memory pool at start: the CUDA OOM was an allocation "
+            f"outside that pool, in the headroom {fraction} leaves."
+        )
+    return " — flat: the GPUs did not run out."
+
+
+#: systemd's binary units (``7.8G`` is 7.8 GiB)
+_SWAP_PEAK = re.compile(r"([\d.]+)([KMGT]) memory swap peak")
+
+
+def silent_text(seconds: float) -> str:
+    """A gap between two printed times: under a minute to a tenth of a second, since both ends
+    are shown to the second and a rounded ``5 s`` between 20:17:15 and 20:17:19 reads as wrong.
+
+    >>> silent_text(4.604), silent_text(75.2)
+    ('4.6 s', '1 min 15 s')
+    """
+    return f"{seconds:.1f} s" if seconds < 60 else human(seconds)
+
+
+def memory_rows_note(facts: IncidentFacts, max_rows: int = 14) -> str:
+    """How to read the memory table: what a row covers and what its retractions count."""
+    before = facts.timeline.before_kill()
+    if not before:
+        return ""
+    step = max(1, len(before) // (max_rows - 1))
+    b = facts.timeline.bucket_s
+    every = f", a row every {human(step * b)} and the last before the kill" if step > 1 else ""
+    return (
+        f"each row is the {human(b)} from its time — the highest value in it, host RAM as of its last "
+        f"sample{every}; retractions are those since the previous row, up to the end of this row's {human(b)}"
+    )
+
+
+def memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
+    before = facts.timeline.before_kill()
+    if not before:
+        return []
+    step = max(1, len(before) // (max_rows - 1))
+    chosen = before[::step]
+    if chosen[-1] is not before[-1]:
+        chosen.append(before[-1])
+    out = []
+    host_last: float | None = None
+    pending_retractions = 0
+    for b in facts.timeline.buckets:
+        if b.host_avail_mib is not None:
+            host_last = b.host_avail_mib
+        pending_retractions += b.retractions
+        if b in chosen:
+            gpus = b.gpus or 1
+            out.append(
+                MemoryRow(
+                    utc=utc_text(b.ts),
+                    host_avail_gib=gib_mib(b.host_avail_mib if b.host_avail_mib is not None else host_last),
+                    gpu_used_gib=gib_mib(b.gpu_used_mib_max),
+                    gpu_total_gib=gib_mib(b.gpu_total_mib_sum / gpus) if b.gpu_total_mib_sum else None,
+                    token_usage=round(b.token_usage, 2) if b.token_usage is not None else None,
+                    running=b.running_req,
+                    queued=b.queue_req,
+                    retractions=pending_retractions,
+                )
+            )
+            pending_retractions = 0
+    return out
+
+
+def _growth_words(facts: IncidentFacts) -> str | None:
+    """What grew before the kill, in one sentence: host RAM in use from the first sample to the
+    last, its rate at the end, and the running requests meanwhile."""
+    pts = facts.host_used
+    if len(pts) < 2:
+        return None
+    (t0, u0), (t1, u1) = pts[0], pts[-1]
+    text = (
+        f"Host RAM in use {'grew' if u1 >= u0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
+        f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {(u1 - u0) / 1024:+,.1f} GiB"
+    )
+    if facts.host_rate_mib_min is not None:
+        text += f"; {facts.host_rate_mib_min / 1024:,.1f} GiB a minute over its last 10 minutes"
+    if facts.running_first is not None and facts.running_last is not None:
+        text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
+    return text + "."
+
+
+def memory_facts(facts: IncidentFacts) -> list[str]:
+    inc = facts.incident
+    out = []
+    if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
+        owner = "Container" if is_container(inc.unit) else "Unit"
+        out.append(
+            f"{owner} cgroup memory at the kill: {gib_kb(inc.memcg_usage_kb)} GiB of a {gib_kb(inc.memcg_limit_kb)} GiB "
+            "limit (the kernel's `memory: usage … limit …` line)."
+        )
+    if facts.consumed is not None:
+        swap = _SWAP_PEAK.search(str(facts.consumed["message"] or ""))
+        out.append(
+            f"The unit's memory peak over the run that was killed (systemd's `Consumed` line at its end): "
+            f"{facts.consumed['memory_peak_bytes'] / 2**30:,.1f} GiB"
+            + (f", and {swap.group(1)} {swap.group(2)}iB of swap" if swap else "")
+            + "."
+        )
+    oom = facts.oom or {}
+    if oom.get("free_kb") is not None:
+        out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {gib_kb(oom['free_kb'])} GiB.")
+    tl = facts.timeline
+    span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the kill"
+    if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
+        first = facts.timeline.host_points[0][0]
+        out.append(
+            f"Host RAM available (earlyoom): {gib_mib(facts.host_avail_start_mib)} GiB at "
+            f"{utc_text(first)[11:]} UTC (its first sample in {span}), "
+            f"{gib_mib(facts.host_avail_end_mib)}"
+            + (f" of {gib_mib(facts.host_total_mib)} GiB" if facts.host_total_mib else " GiB")
+            + " just before the kill."
+        )
+    growth = _growth_words(facts)
+    if growth:
+        out.append(growth)
+    if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
+        out.append(
+            "GPU memory ("
+            + (f"busiest of its {facts.unit_gpus.text}" if facts.unit_gpus else "busiest GPU")
+            + f"): {gib_mib(facts.gpu_used_start_mib)} GiB {_gpu_start_words(facts, span)}, "
+            f"{gib_mib(facts.gpu_used_end_mib)}"
+            + (f" of {gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
+            + " just before the kill"
+            + (_flat_words(facts) if facts.gpu_flat else ".")
+        )
+        if facts.unit_gpus:
+            out.append(
+                f"{inc.unit} ran on {facts.unit_gpus.text} of the host's {facts.unit_gpus.of} "
+                f"({facts.unit_gpus.how}): the GPU figures here are of those alone."
+            )
+    if facts.token_usage_max is not None:
+        out.append(
+            f"KV-cache token usage peaked at {facts.token_usage_max:.2f}"
+            + (f"; {retraction_words(facts.retractions, facts.retracted_reqs)}" if facts.retractions else "")
+            + (f"; up to {facts.queue_max} requests queued." if facts.queue_max else ".")
+        )
+    v = inc.victim
+    if v is not None and v.anon_rss_kb:
+        out.append(
+            f"The chosen victim {v.comm} (pid {v.pid}) held {gib_kb(v.anon_rss_kb)} GiB of anonymous memory."
+        )
+    return out

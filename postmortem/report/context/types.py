@@ -1,0 +1,309 @@
+"""The report contexts' types: what the templates see (documented field by field in ``docs/report-context.md``; a test checks the two agree)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+CAUSE_LABELS = {
+    "cgroup_oom": "cgroup memory limit (kernel memcg OOM killer)",
+    "host_oom": "host RAM exhausted (kernel OOM killer)",
+    "gpu_oom": "GPU memory exhausted (CUDA OOM)",
+    "oomd": "systemd-oomd kill (memory pressure or swap)",
+    "earlyoom": "earlyoom kill (low host RAM)",
+    "signal": "killed by a signal (no OOM record)",
+    "timeout": "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
+    "gpu_fault": "GPU fault (NVIDIA Xid before the death)",
+    "crash": "server crash (an error, not a kill)",
+    "unknown": "unknown",
+}
+
+
+@dataclass
+class TimelineRow:
+    utc: str
+    local: str
+    origin: str
+    event: str
+    cite: str
+
+
+@dataclass
+class Quote:
+    title: str
+    cite: str
+    text: str
+
+
+@dataclass
+class VictimRow:
+    pid: int | None
+    comm: str
+    anon_rss_gib: float | None
+    chosen: bool
+    cite: str
+
+
+@dataclass
+class ConsumerRow:
+    name: str
+    processes: int
+    rss_gib: float
+    share_pct: float
+
+
+@dataclass
+class MemoryRow:
+    utc: str
+    host_avail_gib: float | None
+    gpu_used_gib: float | None
+    gpu_total_gib: float | None
+    token_usage: float | None
+    running: int | None
+    queued: int | None
+    retractions: int
+
+
+@dataclass
+class LoadRow:
+    unit: str
+    start_utc: str
+    ready_utc: str
+    load_s: float | None
+    weights_s: float | None
+    draft_weights_s: float | None
+    kv_s: float | None
+    graphs_s: float | None
+    draft_graphs_s: float | None
+    outcome: str
+    polls: int | None
+    speculative: str
+    role: str
+    regression: bool
+    cite: str
+
+
+@dataclass
+class LoadSummary:
+    unit: str
+    model: str
+    speculative: str
+    count: int
+    min_s: float | None
+    median_s: float | None
+    p90_s: float | None
+    max_s: float | None
+    weights_median_s: float | None
+    graphs_median_s: float | None
+
+
+@dataclass
+class RecommendationRow:
+    severity: str
+    title: str
+    detail: str
+    evidence: list[str]
+    action: str | None
+
+
+@dataclass
+class SourceRow:
+    file: str
+    format: str
+    lines: int
+    parsed: int
+    ignored: int
+    parse_issues: int
+    first_utc: str
+    last_utc: str
+    covers_kill: bool
+    notes: str
+
+
+@dataclass
+class GapRow:
+    series: str
+    detail: str
+
+
+@dataclass
+class OffsetRow:
+    file: str
+    reference: str
+    offset_s: float
+    method: str
+    pairs: int
+    note: str
+
+
+@dataclass
+class IssueReasonRow:
+    file: str
+    reason: str
+    count: int
+
+
+@dataclass
+class ContainerRow:
+    """The container the killed unit is (a ``docker:<name>`` unit)."""
+
+    runtime: str
+    name: str
+    image: str
+    container_id: str
+    short_id: str
+    cgroup: str
+
+
+@dataclass
+class Impact:
+    downtime_s: float | None
+    downtime: str
+    kill_utc: str
+    recovered_utc: str
+    recovery_unit: str
+    fallback_unit: str
+    running_at_kill: int | None
+    queued_at_kill: int | None
+    last_activity_utc: str
+    silent_before_kill_s: float | None
+    silent_before_kill: str
+    gen_throughput_before: float | None
+    tokens_not_served: float | None
+    restart_count: int | None
+    kills_last_hour: int
+    #: the downtime in two parts: kill → the start that brought service back, then its load
+    until_start_s: float | None = None
+    until_start: str = "—"
+    recovery_load_s: float | None = None
+    recovery_load: str = "—"
+    #: out of service from a stop to ready again: a stop timeout's SIGTERM (the drain), or the
+    #: stop of a serving run to start the one killed while loading
+    out_of_service_s: float | None = None
+    out_of_service: str = "—"
+    stop_utc: str = "—"
+    #: that stop was of the serving run, to start the one that was killed (not its own drain)
+    stop_restarted: bool = False
+    #: who brought a container back, when its runtime's restart policy did
+    recovered_by: str = ""
+    #: the host booted again after the kill: when (UTC) and what is known of it, else empty
+    rebooted_utc: str = ""
+    rebooted: str = ""
+    #: the same unit's earlier kills on this host in the week before: their number, then each
+    #: one's time (UTC) and cause, latest first; empty with none
+    earlier_week: str = ""
+
+
+@dataclass
+class IncidentReport:
+    generated_at: str
+    tool_version: str
+    title: str
+    file_stem: str
+    incident_id: int
+    host: str
+    unit: str
+    zone: str
+    kill_utc: str
+    kill_local: str
+    cause: str
+    cause_label: str
+    cause_words: str
+    confidence: float
+    summary: str
+    cause_explanation: str
+    impact: Impact
+    timeline: list[TimelineRow]
+    victims: list[VictimRow]
+    consumers: list[ConsumerRow]
+    memory_facts: list[str]
+    quotes: list[Quote]
+    memory_figure: str | None
+    memory_rows: list[MemoryRow]
+    memory_rows_note: str
+    window_s: float
+    loads: list[LoadRow]
+    load_summaries: list[LoadSummary]
+    loads_figure: str | None
+    config: dict[str, str]
+    recommendations: list[RecommendationRow]
+    action_items: list[str]
+    sources: list[SourceRow]
+    gaps: list[GapRow]
+    offsets: list[OffsetRow]
+    parse_issue_reasons: list[IssueReasonRow]
+    #: the run that brought service back, when its settings differ from the killed run's: the
+    #: value of each setting ``config`` shows (``—``: not set), and its unit
+    recovery_config: dict[str, str] = dataclasses.field(default_factory=dict)
+    recovery_config_unit: str = ""
+    #: where ``config`` comes from: the engine and what it calls its printed configuration
+    config_source: str = ""
+    #: the container the unit is, when it is one
+    container: ContainerRow | None = None
+    #: the zones the host's zone-less stamps were read in when nobody named one (no --tz, no
+    #: configured zone): every such time is off by the host's own offset from it
+    zone_assumed: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class IndexRow:
+    report: str
+    kill_utc: str
+    host: str
+    unit: str
+    cause: str
+    downtime: str
+    recovery: str
+
+
+@dataclass
+class UndatedKillRow:
+    """An OOM kill whose time could not be told: in no report."""
+
+    cite: str
+    host: str
+    killer: str
+    victim: str
+    cgroup: str
+    anon_rss: str  # the victim's anonymous RSS in words (`195 MiB`, `1.5 GiB`), or `—`
+    uptime_s: float | None  # seconds since boot, when the line printed them
+
+
+@dataclass
+class XidRow:
+    """An NVIDIA Xid event in the window (or with no time)."""
+
+    utc: str
+    host: str
+    bus_id: str
+    xid: int
+    process: str
+    message: str
+    cite: str
+
+
+@dataclass
+class IndexReport:
+    generated_at: str
+    tool_version: str
+    window: str
+    incidents: list[IndexRow]
+    sources: list[SourceRow]
+    no_incident_reason: str
+    undated_kills: list[UndatedKillRow] = dataclasses.field(default_factory=list)
+    xids: list[XidRow] = dataclasses.field(default_factory=list)
+    slow_loads: list[SlowLoadRow] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class SlowLoadRow:
+    """A load in the window far slower than its unit's loads before it, incident or not."""
+
+    started_utc: str
+    host: str
+    unit: str
+    load: str  # its load time in words
+    load_s: float
+    median_before: str  # the median of the unit's loads before it, in words
+    loads_before: int
+    cite: str
