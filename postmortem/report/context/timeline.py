@@ -102,54 +102,94 @@ def server_origin(facts: IncidentFacts) -> str:
 
 
 def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> list[TimelineRow]:
-    tl = facts.timeline
-    inc = facts.incident
-    # in time order; a whole-second death report after the kill of its second (after_kill)
-    rows: list[tuple[tuple[datetime, bool], TimelineRow]] = []
-    kills = kill_times(tl.events)
+    """The timeline of ``facts``: the events of the window in time order, then the rows the
+    facts add (the killed run's start, grouped kills, retractions, the last batch, GPU release,
+    a reboot, the queue, the recovery); a row equal to the one before it at the same second is
+    dropped."""
+    b = _Timeline(facts, sources, zone, clean)
+    b.killed_run_start()
+    b.events()
+    for extra in (
+        b.hung_tasks,
+        b.grouped_kill,
+        b.retractions,
+        b.last_batch,
+        b.gpu_released,
+        b.reboot,
+        b.gpu_freed_late,
+        b.queue_start,
+        b.recovery,
+    ):
+        extra()
+    return b.result()
 
-    def add(ts: datetime, origin: str, text: str, cite: str, after: datetime | None = None) -> None:
+
+class _Timeline:
+    """Builds the rows of :func:`timeline_rows`; one method per kind of row."""
+
+    def __init__(self, facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> None:
+        self.facts, self.sources, self.zone, self.clean = facts, sources, zone, clean
+        self.tl, self.inc = facts.timeline, facts.incident
+        # in time order; a whole-second death report after the kill of its second (after_kill)
+        self.rows: list[tuple[tuple[datetime, bool], TimelineRow]] = []
+        self.kills = kill_times(self.tl.events)
+        self.srv = server_origin(facts)
+        self.hung: list[TimelineEvent] = []
+        self.listed: dict[tuple[str | None, str], list[TimelineEvent]] = {}
+        self.seen_kinds: set[tuple[str | None, str, str]] = set()
+        self.failures_shown: dict[tuple[str | None, str, str], datetime] = {}
+        self.kills_shown: set[tuple[int | None, int]] = set()
+        self.grouped_pids = {v.pid for v in self.inc.killed_with}
+
+    def add(self, ts: datetime, origin: str, text: str, cite: str, after: datetime | None = None) -> None:
         key = (after or ts, after is not None)
-        rows.append((key, TimelineRow(utc_text(ts), local_text(ts, zone), origin, text, cite)))
+        self.rows.append((key, TimelineRow(utc_text(ts), local_text(ts, self.zone), origin, text, cite)))
 
-    killed = inc.killed_load
-    srv = server_origin(facts)
-    if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
-        for c in facts.start_commands:
-            add(
-                c["ts"],
-                "operator",
-                _event_text("operator", "command", str(c["command"] or ""), None, clean),
-                sources.cite(c["source_id"], c["line_no"]),
-            )
-        add(
+    def cite(self, at: tuple[int, int] | None) -> str:
+        return self.sources.cite(*at) if at else ""
+
+    def result(self) -> list[TimelineRow]:
+        self.rows.sort(key=lambda p: p[0])
+        out: list[TimelineRow] = []
+        for _, r in self.rows:
+            if out and out[-1].event == r.event and out[-1].utc == r.utc:
+                continue
+            out.append(r)
+        return out
+
+    # ------------------------------------------------------------------ the window's events
+
+    def killed_run_start(self) -> None:
+        """The killed run's start (and ready) when it came before the window, with the operator's
+        commands that started it."""
+        killed = self.inc.killed_load
+        if killed is None or killed.start_ts is None or killed.start_ts >= self.tl.start:
+            return
+        for c in self.facts.start_commands:
+            text = _event_text("operator", "command", str(c["command"] or ""), None, self.clean)
+            self.add(c["ts"], "operator", text, self.sources.cite(c["source_id"], c["line_no"]))
+        how = "starting" if killed.start_source == "systemd_starting" else "started"
+        self.add(
             killed.start_ts,
-            "systemd" if (killed.start_source or "").startswith("systemd") else srv,
-            f"{killed.unit} "
-            + ("starting" if killed.start_source == "systemd_starting" else "started")
-            + " (this instance)",
-            sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
+            "systemd" if (killed.start_source or "").startswith("systemd") else self.srv,
+            f"{killed.unit} {how} (this instance)",
+            self.sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
         )
-        if killed.ready_ts is not None and killed.ready_ts < tl.start:
-            add(
+        if killed.ready_ts is not None and killed.ready_ts < self.tl.start:
+            self.add(
                 killed.ready_ts,
-                srv,
+                self.srv,
                 f"{killed.unit} ready after {human(killed.load_s)}",
-                sources.cite(killed.source_id, killed.ready_line_no),
+                self.sources.cite(killed.source_id, killed.ready_line_no),
             )
-    # the kernel's kill lines: the processes killed with the chosen one in its record are one row
-    # (memory.oom.group); another record, or another process's kill, is a row of its own; the
-    # same kill printed by two sources (dmesg and the journal) is shown once
-    chosen = inc.victim
-    grouped = inc.killed_with
-    grouped_pids = {v.pid for v in grouped}
-    kills_shown: set[tuple[int | None, int]] = set()
-    retract_first = None
-    retract_n = 0
-    end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
-    if inc.recovered_ts is None:
-        # not back: the unit's later attempts and how they ended (a restart loop, the start
-        # limit) belong to the story, up to half an hour on
+
+    def _end(self) -> datetime:
+        """Events shown up to a minute past the recovery; when it did not come back, the unit's
+        later attempts and how they ended (a restart loop, the start limit), up to half an hour."""
+        tl, inc = self.tl, self.inc
+        end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
+        if inc.recovered_ts is not None:
+            return end
         later = [
             ev.ts
             for ev in tl.events
@@ -158,174 +198,195 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
             and ev.kind in _UNIT_ENDINGS
             and tl.kill_ts < ev.ts <= tl.kill_ts + timedelta(minutes=30)
         ]
-        end = max([end, *(t + timedelta(seconds=1) for t in later)])
-    seen_kinds: set[tuple[str | None, str, str]] = set()
-    failures_shown: dict[tuple[str | None, str, str], datetime] = {}
-    hung: list[TimelineEvent] = []
-    listed: dict[tuple[str | None, str], list[TimelineEvent]] = {}
-    for ev in tl.events:
-        if ev.ts > end:
-            continue
-        server = is_engine(ev.origin)
-        if server and ev.kind in get_engine(ev.origin).quiet_kinds:
-            continue
-        if server and ev.kind in (
-            "load_weight_begin",
-            "load_weight_end",
-            "kv_cache_allocated",
-        ):
-            key = (ev.unit, ev.kind, ev.message[:40])
-            if key in seen_kinds:
+        return max([end, *(t + timedelta(seconds=1) for t in later)])
+
+    def events(self) -> None:
+        end = self._end()
+        for ev in self.tl.events:
+            if ev.ts > end or self._skipped(ev) or self._held_back(ev):
                 continue
-            seen_kinds.add(key)
-        elif server and ev.kind in FAILURE_KINDS:
-            # the same failure on several ranks at once: its first line stands for them
-            key = (ev.unit, ev.kind, ev.message[:40])
-            shown = failures_shown.get(key)
-            if shown is not None and (ev.ts - shown).total_seconds() < 10:
-                continue
-            failures_shown[key] = ev.ts
+            self.add(
+                ev.ts,
+                ev.origin,
+                _event_text(ev.origin, ev.kind, ev.message, ev.unit, self.clean),
+                self.sources.cite(ev.source_id, ev.line_no),
+                after_kill(ev, self.kills),
+            )
+        for batch in self.listed.values():
+            _add_process_list(self.add, batch, self.sources)
+
+    def _skipped(self, ev: TimelineEvent) -> bool:
+        """An event shown by another row: an engine's bookkeeping, a milestone every rank logs, a
+        failure repeated on several ranks, a kill of the grouped record or printed twice."""
+        if is_engine(ev.origin):
+            return self._server_repeat(ev)
         if ev.origin == "kernel" and ev.kind == "oom_kill":
             proc = killed_process(ev.message)
             pid = proc[0] if proc else None
-            if pid is not None and pid in grouped_pids:
-                continue
+            if pid is not None and pid in self.grouped_pids:
+                return True
             kill = (pid, int(ev.ts.timestamp()) // 5)
-            if pid is not None and kill in kills_shown:
-                continue
-            kills_shown.add(kill)
-        if server and ev.kind == "retract":
-            retract_n += 1
-            retract_first = retract_first or ev
-            continue
+            if pid is not None and kill in self.kills_shown:
+                return True
+            self.kills_shown.add(kill)
+        return False
+
+    def _server_repeat(self, ev: TimelineEvent) -> bool:
+        if ev.kind in get_engine(ev.origin).quiet_kinds:
+            return True
+        key = (ev.unit, ev.kind, ev.message[:40])
+        if ev.kind in ("load_weight_begin", "load_weight_end", "kv_cache_allocated"):
+            if key in self.seen_kinds:
+                return True
+            self.seen_kinds.add(key)
+        elif ev.kind in FAILURE_KINDS:
+            # the same failure on several ranks at once: its first line stands for them
+            shown = self.failures_shown.get(key)
+            if shown is not None and (ev.ts - shown).total_seconds() < 10:
+                return True
+            self.failures_shown[key] = ev.ts
+        return ev.kind == "retract"  # told by one row of their own (retractions)
+
+    def _held_back(self, ev: TimelineEvent) -> bool:
+        """Events gathered into one row later: hung-task warnings, systemd's per-process lines."""
         if ev.origin == "kernel" and ev.kind == "hung_task":
-            hung.append(ev)
-            continue
+            self.hung.append(ev)
+            return True
         if ev.origin == "systemd" and ev.kind in _PROCESS_LISTS:
             # one line per process: the processes of one stop (or one start) are one row
-            batch = listed.get((ev.unit, ev.kind))
+            batch = self.listed.get((ev.unit, ev.kind))
             if batch and (ev.ts - batch[-1].ts).total_seconds() <= 2:
                 batch.append(ev)
-                continue
+                return True
             if batch:
-                _add_process_list(add, batch, sources)
-            listed[(ev.unit, ev.kind)] = [ev]
-            continue
-        add(
-            ev.ts,
-            ev.origin,
-            _event_text(ev.origin, ev.kind, ev.message, ev.unit, clean),
-            sources.cite(ev.source_id, ev.line_no),
-            after_kill(ev, kills),
-        )
-    for batch in listed.values():
-        _add_process_list(add, batch, sources)
-    if hung:
+                _add_process_list(self.add, batch, self.sources)
+            self.listed[(ev.unit, ev.kind)] = [ev]
+            return True
+        return False
+
+    # ------------------------------------------------------------------ rows from the facts
+
+    def hung_tasks(self) -> None:
+        if not self.hung:
+            return
+        hung = self.hung
         first = hung[0]
-        text = _event_text(first.origin, first.kind, first.message, None, clean)
+        text = _event_text(first.origin, first.kind, first.message, None, self.clean)
         tasks = {m.group(1) for ev in hung if (m := _HUNG_TASK.search(ev.message))}
         more = len(tasks) - 1 if tasks else 0
         if more > 0:
             text += f" ({more} more task{'s' if more > 1 else ''} reported blocked by {utc_text(hung[-1].ts)[11:]} UTC)"
         elif len(hung) > 1:
             text += f" (reported again by {utc_text(hung[-1].ts)[11:]} UTC)"
-        add(first.ts, "kernel", text, sources.cite(first.source_id, first.line_no))
-    if grouped and chosen is not None and chosen.ts is not None:
+        self.add(first.ts, "kernel", text, self.sources.cite(first.source_id, first.line_no))
+
+    def grouped_kill(self) -> None:
+        """The processes killed with the chosen one in its record (memory.oom.group): one row."""
+        inc, chosen = self.inc, self.inc.victim
+        grouped = inc.killed_with
+        if not grouped or chosen is None or chosen.ts is None:
+            return
         n = len(grouped)
-        add(
+        self.add(
             chosen.ts + timedelta(microseconds=1),
             "kernel",
             f"… and {n} more process{'es' if n > 1 else ''} of {inc.unit} killed in the same record",
-            _cite_others(grouped, sources),
+            _cite_others(grouped, self.sources),
         )
-    if facts.retractions and facts.first_retraction is not None:
-        first_ts, first_sid, first_line = facts.first_retraction
-        add(
+
+    def retractions(self) -> None:
+        f = self.facts
+        if not f.retractions or f.first_retraction is None:
+            return
+        first_ts, first_sid, first_line = f.first_retraction
+        self.add(
             first_ts,
-            srv,
-            f"{inc.unit}: KV cache pool full, requests retracted — the first of "
-            f"{retraction_words(facts.retractions, facts.retracted_reqs)} before the kill",
-            sources.cite(first_sid, first_line),
+            self.srv,
+            f"{self.inc.unit}: KV cache pool full, requests retracted — the first of "
+            f"{retraction_words(f.retractions, f.retracted_reqs)} before the kill",
+            self.sources.cite(first_sid, first_line),
         )
-    lb = facts.last_batch
-    if lb is not None:
+
+    def last_batch(self) -> None:
+        lb = self.facts.last_batch
+        if lb is None:
+            return
         parts = [f"running {lb['running_req']}", f"queued {lb['queue_req']}"]
         if lb.get("token_usage") is not None:
             parts.append(f"KV usage {lb['token_usage']:.2f}")
-        add(
+        self.add(
             lb["ts"],
-            srv,
-            f"{inc.unit}: last batch line before the kill ({', '.join(parts)})",
-            sources.cite(lb["source_id"], lb["line_no"]),
+            self.srv,
+            f"{self.inc.unit}: last batch line before the kill ({', '.join(parts)})",
+            self.sources.cite(lb["source_id"], lb["line_no"]),
         )
-    # the GPUs that held memory: an idle GPU (one the server was not given) released nothing
-    busy = [g for g in facts.gpu_release if held_before(g)]
-    freed = [g for g in busy if g.freed and g.freed_after_s is not None]
-    if freed and inc.ts is not None and len(freed) == len(busy):
+
+    def gpu_released(self) -> None:
+        """The GPUs that held memory, released: an idle GPU (one the server was not given)
+        released nothing."""
+        f, inc = self.facts, self.inc
+        busy = [g for g in f.gpu_release if held_before(g)]
+        freed = [g for g in busy if g.freed and g.freed_after_s is not None]
+        if not freed or inc.ts is None or len(freed) != len(busy):
+            return
         last = max(freed, key=lambda g: g.freed_after_s or 0)
-        idle = idle_gpus(facts)
-        add(
-            inc.ts + timedelta(seconds=last.freed_after_s or 0),
-            "gpu",
-            (
-                f"GPU memory released on {inc.unit}'s {facts.unit_gpus.text} (nvidia-smi)"
-                if facts.unit_gpus
-                else f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
-                if idle
-                else f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
-            ),
-            sources.cite(*last.freed_at) if last.freed_at else "",
+        idle = idle_gpus(f)
+        if f.unit_gpus:
+            text = f"GPU memory released on {inc.unit}'s {f.unit_gpus.text} (nvidia-smi)"
+        elif idle:
+            text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
+        else:
+            text = f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
+        self.add(inc.ts + timedelta(seconds=last.freed_after_s or 0), "gpu", text, self.cite(last.freed_at))
+
+    def reboot(self) -> None:
+        rb, inc = self.facts.reboot, self.inc
+        if rb is None or inc.ts is None:
+            return
+        text = (
+            f"host rebooted: {rb.boot_words} began"
+            if rb.exact
+            else f"host rebooted: first line of {rb.boot_words}"
         )
-    rb = facts.reboot
-    if rb is not None and inc.ts is not None:
-        add(
-            rb.up_ts,
-            "host",
-            (
-                f"host rebooted: {rb.boot_words} began"
-                if rb.exact
-                else f"host rebooted: first line of {rb.boot_words}"
-            )
-            + f", {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
-            + (
-                f" (the previous boot's last line at {utc_text(rb.last_old_ts)[11:]} UTC)"
-                if rb.last_old_ts
-                else ""
-            ),
-            sources.cite(*rb.at),
-        )
-    late = facts.gpu_freed_late
-    if late is not None and inc.ts is not None:
-        add(
+        text += f", {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+        if rb.last_old_ts:
+            text += f" (the previous boot's last line at {utc_text(rb.last_old_ts)[11:]} UTC)"
+        self.add(rb.up_ts, "host", text, self.sources.cite(*rb.at))
+
+    def gpu_freed_late(self) -> None:
+        late, inc, f = self.facts.gpu_freed_late, self.inc, self.facts
+        if late is None or inc.ts is None:
+            return
+        self.add(
             late.ts,
             "gpu",
             "GPU memory left behind by the killed run released on "
-            + (f"{inc.unit}'s {facts.unit_gpus.text}" if facts.unit_gpus else late.text)
+            + (f"{inc.unit}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
             + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the kill",
-            sources.cite(*late.at) if late.at else "",
+            self.cite(late.at),
         )
-    if facts.queue_start_ts is not None and facts.queue_max:
-        add(
-            facts.queue_start_ts,
-            srv,
-            f"{inc.unit}: requests begin to wait in the queue (up to {facts.queue_max} before the kill)",
-            sources.cite(*facts.queue_start_at) if facts.queue_start_at else "",
+
+    def queue_start(self) -> None:
+        f = self.facts
+        if f.queue_start_ts is None or not f.queue_max:
+            return
+        self.add(
+            f.queue_start_ts,
+            self.srv,
+            f"{self.inc.unit}: requests begin to wait in the queue (up to {f.queue_max} before the kill)",
+            self.cite(f.queue_start_at),
         )
-    rec = inc.recovery_load
-    if rec is not None and rec.ready_ts is not None:
-        add(
+
+    def recovery(self) -> None:
+        rec = self.inc.recovery_load
+        if rec is None or rec.ready_ts is None:
+            return
+        self.add(
             rec.ready_ts,
-            rec.engine or srv,
+            rec.engine or self.srv,
             f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
-            sources.cite(rec.source_id, rec.ready_line_no),
+            self.sources.cite(rec.source_id, rec.ready_line_no),
         )
-    rows.sort(key=lambda p: p[0])
-    out: list[TimelineRow] = []
-    for _, r in rows:
-        if out and out[-1].event == r.event and out[-1].utc == r.utc:
-            continue
-        out.append(r)
-    return out
 
 
 def _cite_others(victims: Sequence[Victim], sources: Sources) -> str:
