@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--jsonl", type=Path)
     ap.add_argument("--keep", type=Path, help="keep each night's logs and reports under this directory")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: re-check the builds kept there")
+    ap.add_argument("--verbose", action="store_true", help="print explained failures too")
     args = ap.parse_args(argv)
     failing: Counter[tuple[str, str]] = Counter()
     sink = args.jsonl.open("w", encoding="utf-8") if args.jsonl else None
@@ -45,24 +47,32 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.start, args.start + args.n):
             s = draw(args.seed, i)
             work = (args.keep or Path(tmp)) / str(i)
-            shutil.rmtree(work, ignore_errors=True)
-            r = build_night(s, work)
+            if not args.reuse:
+                shutil.rmtree(work, ignore_errors=True)
+            r = build_night(s, work, reuse=args.reuse)
             why = explain(s, r.truth)
             bad = []
             for name in CHECKS:
                 c = r.checks.get(name)
-                if c is None or c.ok is not False:
+                if c is None or c.ok is None:
                     continue
-                fid = why.get(name, "-")
-                failing[(name, fid)] += 1
-                bad.append(f"{name}[{fid}]")
+                fid = why.get(name)
+                if c.ok and fid:
+                    failing[(name, f"{fid}!passes")] += 1
+                    bad.append(f"{name}[{fid} but passes]")
+                elif not c.ok:
+                    failing[(name, fid or "-")] += 1
+                    if args.verbose or not fid:
+                        bad.append(f"{name}[{fid or '-'}]: {str(c)[:220]}")
             if bad:
-                print(f"{s.tag}: {' '.join(bad)}")
+                print(f"{s.tag}:\n    " + "\n    ".join(bad))
             if sink:
                 knobs = {
                     k: v for k, v in asdict(s).items() if k not in ("server", "other", "fallback", "load_s")
                 }
                 knobs["unit"] = s.server.unit
+                knobs["two"] = s.other is not None
+                knobs["tp"] = s.server.tp
                 knobs["log_name"] = s.server.log_name
                 sink.write(
                     json.dumps(

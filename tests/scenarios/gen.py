@@ -654,9 +654,18 @@ def _truth(
         }
     gpu_freed, freed_at = _gpu_truth(night)
     wall_journal = s.journal_mode in WALL_MODES
+    mono_dmesg = "dmesg" in s.kernel_in and s.dmesg_format in ("raw", "prio", "decode", "kmsg")
+    # SGLang 0.5.10+ names the pid of a scheduler the kernel killed alone, with its own time
+    pid_said = (
+        s.cause in ("cgroup_oom", "host_oom")
+        and not s.oom_group
+        and s.sglang_version not in ("0.4.6.post1", "0.5.2")
+        and (s.sglang_in == "journal" or s.envelope == "plain")
+    )
     datable = (
         wall_journal
         or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso"))
+        or (mono_dmesg and (s.journal_mode in ("export", "json", "verbose") or pid_said))
         or s.cause == "gpu_oom"
     )
     year = True  # every SGLang line carries its date (0.3.4+), whatever the journal's mode
@@ -673,6 +682,7 @@ def _truth(
         startup_failure=s.startup is not None,
         start_attempts=attempts,
         recovery_unit=recovery.server.unit if recovery is not None else None,
+        recovery_aliases=_aliases(s, recovery),
         recovered_utc=recovery.ready if recovery is not None else None,
         downtime_s=(recovery.ready - k).total_seconds() if recovery is not None and recovery.ready else None,
         recovery_load_s=phases.get("load"),
@@ -687,7 +697,28 @@ def _truth(
         year_evidence=year,
         datable=datable,
         killed_unit_back=killed_back,
+        death_utc=_death(night),
     )
+
+
+def _death(night: Night) -> datetime | None:
+    ends = [
+        r.end
+        for r in night.runs
+        if r.server is night.s.server and r.end is not None and r.end >= night.s.kill_utc
+    ]
+    return min(ends) if ends else None
+
+
+def _aliases(s: Scenario, recovery: Run | None) -> tuple[str | None, ...]:
+    if recovery is None:
+        return ()
+    if s.journal_mode is None:
+        return (None, "unknown")
+    described = s.systemd < 249 or s.status_format == "description"
+    if recovery.server is not s.server and described and s.journal_mode not in ("export", "json", "verbose"):
+        return (recovery.server.description,)
+    return ()
 
 
 def _last_line_before(night: Night, k: datetime) -> datetime | None:

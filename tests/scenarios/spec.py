@@ -175,6 +175,9 @@ class Truth:
     startup_failure: bool
     start_attempts: int  # start-up failures: how many starts failed
     recovery_unit: str | None
+    #: other answers the logs cannot tell from it: the recovery unit's Description when no line
+    #: names it (description-form job lines in a text journal), None when there is no journal
+    recovery_aliases: tuple[str | None, ...]
     recovered_utc: datetime | None
     downtime_s: float | None
     recovery_load_s: float | None
@@ -189,6 +192,7 @@ class Truth:
     year_evidence: bool  # a dated source or --since tells the year of year-less lines
     datable: bool  # some source gives the kill a wall-clock time (else only "undated" is right)
     killed_unit_back: bool  # the killed unit itself is active again after the kill
+    death_utc: datetime | None = None  # systemd saw the main process exit (its failure follows)
 
 
 def _pick(
@@ -282,19 +286,8 @@ def draw(seed: int, index: int) -> Scenario:
         "Inference API",
         f"Serve {model.rsplit('/', 1)[1]}",
     )[unit_style]
-    log_name = str(
-        rng.choice(
-            (
-                "node7.log",
-                "server.log",
-                f"{unit.removesuffix('.service').replace('@', '-')}.log",
-                "launch.out",
-                "sglang.log",
-                f"{slug}.log",
-                "journal-1.txt",
-            )
-        )
-    )
+    naming = rng.choices(("unit", "stem", "arbitrary"), (35, 15, 50))[0]
+    log_name = _log_name(rng, unit, slug, str(naming))
     port = int(rng.choice((30000, 30001, 8000, 8080)))
     server = Server(unit, desc, model, model_arch, port, tp, tuple(range(tp)), log_name)
     other = None
@@ -308,7 +301,7 @@ def draw(seed: int, index: int) -> Scenario:
             port + 1,
             tp,
             tuple(range(tp, 2 * tp)),
-            str(rng.choice(("other.log", f"{o_slug}-server.log", "node7-b.log"))),
+            _log_name(rng, f"sglang-{o_slug}.service", o_slug, str(naming)),
         )
     fallback = None
     if recovery in ("fallback", "onfailure"):
@@ -323,7 +316,7 @@ def draw(seed: int, index: int) -> Scenario:
             port,
             tp,
             tuple(range(tp)),
-            str(rng.choice(("fallback.log", "node7-fb.log", f"{slug}-plain.log"))),
+            _log_name(rng, f_unit, slug, str(naming)),
         )
 
     year = rng.choice((2024, 2025, 2026))
@@ -398,3 +391,15 @@ def _journal_name(rng: random.Random, mode: str | None) -> str:
     if mode == "json":
         return str(rng.choice(("journal.json", "journal-1.txt", "j.jsonl")))
     return str(rng.choice(("journal.txt", "journal-1.txt", "journalctl.log", "node7-journal.log")))
+
+
+def _log_name(rng: random.Random, unit: str, slug: str, naming: str) -> str:
+    """A server's own log file: named by ``StandardOutput=append:…/%n.log`` (the unit's name),
+    by the unit's stem, or by nothing that says which unit writes it."""
+    if naming == "unit":
+        return f"{unit}.log"
+    if naming == "stem":
+        return f"{unit.removesuffix('.service')}.log"
+    return str(
+        rng.choice(("node7.log", "server.log", "launch.out", "sglang.log", f"{slug}.log", "journal-1.txt"))
+    )
