@@ -56,11 +56,13 @@ def readable(s: Scenario) -> bool:
 
 
 def file_name(s: Scenario, x: Server) -> str:
-    """The name the generator gave ``x``'s log file (a clash with another file's is numbered)."""
+    """The name the generator gave ``x``'s log file (a clash with another file's is numbered):
+    a server started by hand first, then the units' servers when their lines go to files."""
+    order = [srv for srv in (s.fallback,) if srv is not None and not srv.unit]
+    if s.sglang_in == "file":
+        order += [srv for srv in (s.server, s.other, s.fallback) if srv is not None and srv.unit]
     taken: list[str] = []
-    for srv in (s.server, s.other, s.fallback):
-        if srv is None:
-            continue
+    for srv in order:
         name, i = srv.log_name, 1
         while name in taken:
             i += 1
@@ -71,8 +73,15 @@ def file_name(s: Scenario, x: Server) -> str:
     return x.log_name
 
 
+def by_hand(x: Server | None) -> bool:
+    """A server the operator started in a shell (no unit; its output in its own file)."""
+    return x is not None and not x.unit
+
+
 def stream_unit(s: Scenario, x: Server) -> str | None:
     """The unit the project gives the server's statistics and events (``server_stats.unit``)."""
+    if by_hand(x):
+        return name_unit(file_name(s, x))
     if not readable(s):
         return None
     if s.sglang_in == "file":
@@ -98,7 +107,7 @@ def load_unit(s: Scenario, x: Server) -> str | None:
 def recovery_server(s: Scenario) -> Server | None:
     if s.recovery in ("restart", "operator"):
         return s.server
-    if s.recovery in ("fallback", "onfailure"):
+    if s.recovery in ("fallback", "onfailure", "manual"):
         return s.fallback
     return None
 
@@ -196,7 +205,7 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
     if s.startup is None:
         out |= RUNNING
     rec = recovery_server(s)
-    if rec is not None:
+    if rec is not None and not by_hand(rec):
         out |= RECOVERY | DOWNTIME
     if s.cause == "gpu_oom":
         if s.journal_mode is None:
@@ -217,16 +226,16 @@ def _file_unit(s: Scenario, t: Truth) -> set[str]:
 def _made_up_unit(s: Scenario, t: Truth) -> set[str]:
     """A file name with 'sglang' in it becomes a unit that is not the server's."""
     out: set[str] = set()
+    rec = recovery_server(s)
+    if rec is not None and (by_hand(rec) or (s.sglang_in == "file" and readable(s))):
+        unit = name_unit(file_name(s, rec))
+        if unit is not None and unit != (rec.unit or None):
+            out |= RECOVERY
     if s.sglang_in != "file" or not readable(s):
         return out
     made = name_unit(file_name(s, s.server))
     if s.startup is None and made is not None and made != s.server.unit:
         out |= RUNNING
-    rec = recovery_server(s)
-    if rec is not None:
-        unit = name_unit(file_name(s, rec))
-        if unit is not None and unit != rec.unit:
-            out |= RECOVERY
     if t.unit == "unknown" and made is not None:
         out.add("unit")
     return out
@@ -240,7 +249,8 @@ def _described(s: Scenario, t: Truth) -> set[str]:
     if s.sglang_in == "journal" and s.startup is None:
         out |= RUNNING
     rec = recovery_server(s)
-    if rec is not None and load_unit(s, rec) == rec.description and rec.description not in t.recovery_aliases:
+    desc = rec.description if rec is not None and not by_hand(rec) else None
+    if rec is not None and desc and load_unit(s, rec) == desc and desc not in t.recovery_aliases:
         out |= RECOVERY
     if t.killed_unit_back and failure_seen_after_kill(s, t):
         out.add("report_advice")  # its Starting/Started lines do not say it came back
@@ -255,7 +265,7 @@ def _no_wall(s: Scenario, t: Truth) -> set[str]:
     if s.sglang_in == "journal" and s.startup is None:
         out |= RUNNING
     rec = recovery_server(s)
-    if rec is not None and readable(s) and load_unit(s, rec) is None:
+    if rec is not None and not by_hand(rec) and readable(s) and load_unit(s, rec) is None:
         out |= RECOVERY
     return out
 
@@ -286,7 +296,7 @@ def _exit_loop(s: Scenario, t: Truth) -> set[str]:
 
 
 def _crash_killed(s: Scenario, t: Truth) -> set[str]:
-    return {"report_headline"} if s.cause == "gpu_oom" else set()
+    return {"report_headline"} if s.cause == "gpu_oom" and s.startup is None else set()
 
 
 def _page_size(s: Scenario, t: Truth) -> set[str]:
@@ -307,6 +317,90 @@ def _other_gpus(s: Scenario, t: Truth) -> set[str]:
     return set()
 
 
+def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
+    """A server load without a unit takes the unit of any start in the 15 minutes before its
+    first line (``analysis/loads.py``, ``_refine_with_units``): a server started by hand is
+    "brought back by" a oneshot, a timer's service or a login session, its load is timed from
+    that unit's start — and when that start is more than 5 s before the kill, the recovery is
+    not found at all."""
+    rec = recovery_server(s)
+    if (
+        not by_hand(rec)
+        or t.recovered_utc is None
+        or t.recovery_load_s is None
+        or s.journal_mode not in WALL_MODES
+    ):
+        return set()
+    assert rec is not None
+    if stream_unit(s, rec) is not None:
+        return set()  # a unit from its file's name (F03) is claimed before any start
+    first = t.recovered_utc - timedelta(seconds=t.recovery_load_s) + timedelta(seconds=2.1)
+    starts = [ts for _, ts in t.other_starts if first - timedelta(minutes=15) <= ts <= first]
+    if not starts:
+        return set()
+    if max(starts) < t.kill_utc - timedelta(seconds=5):
+        return DOWNTIME.copy()  # the load now starts before the kill: no recovery
+    return RECOVERY | {"recovery_load"}
+
+
+def _split_journal(s: Scenario, t: Truth) -> set[str]:
+    """A journal in two files: the server's lines in the second file are a new stream, and the
+    unit a text journal's stream claimed in the first file is not carried over."""
+    cut = t.journal_cut_utc
+    if cut is None or s.sglang_in != "journal" or s.startup is not None:
+        return set()
+    if stream_unit(s, s.server) != s.server.unit or s.journal_mode in STRUCTURED:
+        return set()
+    return RUNNING.copy() if cut < t.kill_utc else set()
+
+
+def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
+    """The year the project takes from a copied file's mtime differs from the night's."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(s.zone)
+    end = (
+        t.recovered_utc + timedelta(seconds=600) if t.recovered_utc else t.kill_utc + timedelta(seconds=2100)
+    )
+    first = t.kill_utc - timedelta(seconds=s.serving_s + sum(s.load_s.values()) + 0.8 + 300)
+    if s.startup is not None:
+        return False
+    mtime = (end + timedelta(seconds=s.mtime_after_s)).astimezone(zone)
+    start = first.astimezone(zone)
+    base = mtime.year - (1 if start.month > mtime.month else 0)
+    return base != start.year
+
+
+def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
+    """Year-less journal lines take their year from the file's mtime when neither --since nor
+    the journal itself (a header, a dated message) gives one — not from the other dated sources
+    of the same night (the SGLang log, nvidia-smi, dmesg -T)."""
+    yearless = s.journal_mode in ("short", "short-precise") or (
+        s.journal_mode == "syslog" and whole_seconds(s)
+    )
+    # (a "-- Logs begin at …" header, systemd ≤ 249, would give the year, but the vectorised path
+    # that reads files over 64 lines × 40 bytes does not look at it)
+    if not yearless or s.since_given or s.sglang_in == "journal" or not mtime_year_wrong(s, t):
+        return set()
+    out = {"kill_time", "report_headline"}
+    if s.cause in KERNEL_CAUSES and not kernel_undated(s):
+        if "journal" not in s.kernel_in:
+            return set()  # dmesg (or the server's line) dates the kill; the journal's words join nothing
+        if s.dmesg_format in ("ctime", "iso") and "dmesg" in s.kernel_in:
+            out.add("incidents")  # the kill twice, a year apart
+    if s.startup is None:
+        out |= RUNNING
+    if recovery_server(s) is not None:
+        out |= RECOVERY | DOWNTIME
+    if t.gpu_freed:
+        out |= {"gpu_freed", "report_gpu"}
+    return out
+
+
+def _startup_headline(s: Scenario, t: Truth) -> set[str]:
+    return {"report_headline"} if s.startup == "cuda_oom_loop" else set()
+
+
 FINDINGS = (
     Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
     Finding("F02", "A server log's unit comes from its file name only", _file_unit),
@@ -324,6 +418,10 @@ FINDINGS = (
     Finding("F12", "The task table's RSS is read in 4 KiB pages", _page_size),
     Finding("F13", "nvidia-smi loops with date lines are not recognised", _date_lines),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
+    Finding("F15", "A server without a unit is credited to any unit started before it", _claims_any_start),
+    Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
+    Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
+    Finding("F18", "A start-up failure is headed 'killed', with a 'Killed at' row", _startup_headline),
 )
 
 

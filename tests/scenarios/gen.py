@@ -84,6 +84,7 @@ class Night:
         self._pid = self.rng.randrange(3000, 60000)
         self.last = Last()
         self.gpu_times: list[datetime] = []
+        self.cut: datetime | None = None  # where a split journal's second file begins
 
     # ------------------------------------------------------------------ small writers
 
@@ -137,8 +138,9 @@ class Night:
         run.weights_mib = int(total * self.rng.uniform(0.35, 0.5))
         run.kv_mib = int(total * self.rng.uniform(0.3, 0.4))
         self.runs.append(run)
-        self.sysd(t, self.sd.starting(server.unit, server.description), server.unit, "starting")
-        self.sysd(t + _s(0.038), self.sd.started(server.unit, server.description), server.unit, "started")
+        if server.unit:  # (a server started by hand has no unit)
+            self.sysd(t, self.sd.starting(server.unit, server.description), server.unit, "starting")
+            self.sysd(t + _s(0.038), self.sd.started(server.unit, server.description), server.unit, "started")
         log = self.log(server)
         log.pid = main
         log.add(t + _s(2.1), server_args(server.model, server.tp, server.port, 0.88))
@@ -480,7 +482,7 @@ def write(s: Scenario, out: Path) -> Written:
             night.sysd(t + _s(0.001), sd.stopped(a.unit, a.description), a.unit, "stopped")
             recovery = night.start_run(a, t + _s(0.002))
             restart_count, killed_back = 1, True
-        elif s.recovery in ("operator", "fallback"):
+        elif s.recovery in ("operator", "fallback", "manual"):
             t = k + _s(s.react_s)
             login = t - _s(rng.uniform(20, 60))
             night.tool(
@@ -492,7 +494,8 @@ def write(s: Scenario, out: Path) -> Written:
             )
             target = a if s.recovery == "operator" else s.fallback
             assert target is not None
-            night.operator(t, f"{'restart' if target is a else 'start'} {target.unit}")
+            if target.unit:
+                night.operator(t, f"{'restart' if target is a else 'start'} {target.unit}")
             recovery = night.start_run(target, t + _s(0.8))
             killed_back = target is a
         elif s.recovery == "onfailure":
@@ -556,6 +559,8 @@ def write(s: Scenario, out: Path) -> Written:
 
     noise(night, window_start, end)
     night.gpu_times = _gpu_times(night, k - _s(900), min(end, k + _s(1500)))
+    if s.journal_split:
+        night.cut = window_start + (end - window_start) * rng.uniform(0.2, 0.9)
     truth = _truth(night, victims, chosen, anon_kb, consumers, recovery, restart_count, attempts, killed_back)
     files = _write_files(night, out, window_start, end)
     args = ["--tz", s.zone]
@@ -681,7 +686,7 @@ def _truth(
         kill_utc=k,
         startup_failure=s.startup is not None,
         start_attempts=attempts,
-        recovery_unit=recovery.server.unit if recovery is not None else None,
+        recovery_unit=(recovery.server.unit or "unknown") if recovery is not None else None,
         recovery_aliases=_aliases(s, recovery),
         recovered_utc=recovery.ready if recovery is not None else None,
         downtime_s=(recovery.ready - k).total_seconds() if recovery is not None and recovery.ready else None,
@@ -698,7 +703,22 @@ def _truth(
         datable=datable,
         killed_unit_back=killed_back,
         death_utc=_death(night),
+        other_starts=_other_starts(night),
+        journal_cut_utc=night.cut,
     )
+
+
+def _other_starts(night: Night) -> tuple[tuple[str, datetime], ...]:
+    """Units that are not servers started in the journal: (unit, its first Starting/Started)."""
+    servers = {x.unit for x in (night.s.server, night.s.other, night.s.fallback) if x is not None}
+    kinds = {MESSAGE_ID["starting"], MESSAGE_ID["started"]}
+    seen: dict[str, datetime] = {}
+    for e in sorted(night.entries, key=lambda e: e.ts):
+        unit = e.fields.get("UNIT")
+        starts = e.message.startswith(("Starting", "Started")) and e.fields.get("MESSAGE_ID") in kinds
+        if e.ident == "systemd" and starts and unit and unit not in servers:
+            seen.setdefault(unit, e.ts)
+    return tuple(sorted(seen.items(), key=lambda p: p[1]))
 
 
 def _death(night: Night) -> datetime | None:
@@ -713,7 +733,7 @@ def _death(night: Night) -> datetime | None:
 def _aliases(s: Scenario, recovery: Run | None) -> tuple[str | None, ...]:
     if recovery is None:
         return ()
-    if s.journal_mode is None:
+    if s.journal_mode is None or not recovery.server.unit:
         return (None, "unknown")
     described = s.systemd < 249 or s.status_format == "description"
     if recovery.server is not s.server and described and s.journal_mode not in ("export", "json", "verbose"):
@@ -733,7 +753,7 @@ def _last_line_before(night: Night, k: datetime) -> datetime | None:
 
 def _gpu_times(night: Night, lo: datetime, hi: datetime) -> list[datetime]:
     s = night.s
-    step = 10.0 if s.nvidia == "date-lines" else 5.0
+    step = max(10.0, s.nvidia_interval_s) if s.nvidia == "date-lines" else s.nvidia_interval_s
     t = lo.replace(microsecond=123_000)
     out = []
     while t < hi:
@@ -798,6 +818,16 @@ def _write_files(night: Night, out: Path, lo: datetime, hi: datetime) -> list[Pa
     taken: set[str] = set()
     files: list[Path] = []
     servers = [x for x in (s.server, s.other, s.fallback) if x is not None]
+    by_hand = [x for x in servers if not x.unit]  # its output goes to its own file, as written
+    servers = [x for x in servers if x.unit]
+    for srv in by_hand:
+        log = night.logs.get(srv.unit)
+        if log is not None:
+            path = _unique(out, srv.log_name, taken)
+            path.write_text(
+                "\n".join(x.text for x in sorted(log.lines, key=lambda x: x.ts)) + "\n", encoding="utf-8"
+            )
+            files.append(path)
     if s.sglang_in == "journal":
         for srv in servers:
             log = night.logs.get(srv.unit)
@@ -842,9 +872,14 @@ def _write_files(night: Night, out: Path, lo: datetime, hi: datetime) -> list[Pa
             kernel_stamp=s.distro in ("ubuntu18", "ubuntu20"),
         )
         entries = [e for e in night.entries if lo <= e.ts <= hi]
-        path = _unique(out, s.journal_name, taken)
-        path.write_bytes(render_bytes(entries, s.journal_mode, style))
-        files.append(path)
+        parts = [entries]
+        if night.cut is not None:  # rotated (or exported in two runs): the older part is name.1
+            parts = [[e for e in entries if e.ts < night.cut], [e for e in entries if e.ts >= night.cut]]
+        for i, part in enumerate(parts):
+            name = s.journal_name + (".1" if i == 0 and len(parts) == 2 else "")
+            path = _unique(out, name, taken)
+            path.write_bytes(render_bytes(part, s.journal_mode, style))
+            files.append(path)
     if "dmesg" in s.kernel_in:
         release = RELEASE.get((s.kernel, s.arch)) or RELEASE[(s.kernel, "x86_64")]
         boot_recs = [
@@ -871,7 +906,7 @@ def _write_files(night: Night, out: Path, lo: datetime, hi: datetime) -> list[Pa
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         files.append(path)
     # collected the next morning: every file's mtime is after the night
-    when = (hi + _s(3 * 3600)).timestamp()
+    when = (hi + _s(s.mtime_after_s)).timestamp()
     for f in files:
         os.utime(f, (when, when))
     return files

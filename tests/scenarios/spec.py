@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 
@@ -49,7 +49,7 @@ ZONES = ("UTC", "America/Los_Angeles", "Europe/Berlin", "Asia/Tokyo", "America/N
 
 #: kill causes; a start-up failure has its own (gpu_oom for a CUDA OOM loop, crash for an exit loop)
 CAUSES = ("cgroup_oom", "host_oom", "oomd", "earlyoom", "gpu_oom")
-RECOVERIES = ("restart", "operator", "fallback", "onfailure", "none")
+RECOVERIES = ("restart", "operator", "fallback", "onfailure", "none")  # and "manual" (drawn later)
 DMESG_FORMATS = ("raw", "ctime", "iso", "reltime", "prio", "decode", "kmsg")
 JOURNAL_MODES = (
     "short",
@@ -136,6 +136,9 @@ class Scenario:
     react_s: float  # operator's reaction: kill → their systemctl command
     release_s: float  # kill → GPU memory released
     load_s: dict[str, float] = field(default_factory=dict)  # the recovery load's phase lengths
+    mtime_after_s: float = 3 * 3600.0  # the files' mtime: collected this long after the night
+    nvidia_interval_s: float = 5.0  # nvidia-smi's loop interval (-l)
+    journal_split: bool = False  # the journal in two files (rotated, or exported in two parts)
 
     @property
     def tag(self) -> str:
@@ -193,6 +196,8 @@ class Truth:
     datable: bool  # some source gives the kill a wall-clock time (else only "undated" is right)
     killed_unit_back: bool  # the killed unit itself is active again after the kill
     death_utc: datetime | None = None  # systemd saw the main process exit (its failure follows)
+    other_starts: tuple[tuple[str, datetime], ...] = ()  # units that are not servers starting
+    journal_cut_utc: datetime | None = None  # a split journal's second file begins here
 
 
 def _pick(
@@ -336,7 +341,7 @@ def draw(seed: int, index: int) -> Scenario:
     }
     zone = str(rng.choice(ZONES))
     noise = tuple(n for n in NOISE if rng.random() < 0.45) if journal_mode is not None else ()
-    return Scenario(
+    scenario = Scenario(
         index=index,
         seed=night_seed(seed, index),
         host=str(rng.choice(HOSTS)),
@@ -379,6 +384,30 @@ def draw(seed: int, index: int) -> Scenario:
         release_s=rng.uniform(0.8, 9.0),
         load_s=load_s,
     )
+    return replace(scenario, **_later_knobs(rng, recovery, model, model_arch, port, tp, journal_mode))
+
+
+def _later_knobs(
+    rng: random.Random,
+    recovery: str,
+    model: str,
+    model_arch: str,
+    port: int,
+    tp: int,
+    journal_mode: str | None,
+) -> dict[str, object]:
+    """Knobs added after the first survey, drawn last so that earlier nights keep theirs."""
+    out: dict[str, object] = {
+        "mtime_after_s": 3 * 3600.0 if rng.random() < 0.6 else rng.uniform(40, 500) * 86400,
+        "nvidia_interval_s": float(rng.choices((5.0, 10.0, 30.0), (6, 2, 2))[0]),
+        "journal_split": journal_mode is not None and rng.random() < 0.2,
+    }
+    if recovery in ("operator", "fallback") and rng.random() < 0.3:
+        # the operator starts a server by hand (nohup …), no unit: the service is back, no unit did it
+        name = str(rng.choice(("nohup.out", "manual.log", "sglang-manual.log")))
+        out["recovery"] = "manual"
+        out["fallback"] = Server("", "", model, model_arch, port, tp, tuple(range(tp)), name)
+    return out
 
 
 def _journal_name(rng: random.Random, mode: str | None) -> str:
