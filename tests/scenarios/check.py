@@ -43,6 +43,7 @@ CHECKS = (
     "report_downtime",
     "report_running_queued",
     "report_gpu",
+    "gpu_coverage",
     "report_cause",
     "report_advice",
     "report_memory",
@@ -352,6 +353,17 @@ def _report_checks(r: Result, md: str) -> list[Check]:
         )
     else:
         out.append(Check("report_gpu", None))
+    if t.sampled_after_kill and not t.startup_failure:  # the report never denies samples that exist
+        out.append(
+            Check(
+                "gpu_coverage",
+                not denial,
+                "no 'No nvidia-smi samples cover'",
+                _line_with(md, "No nvidia-smi"),
+            )
+        )
+    else:
+        out.append(Check("gpu_coverage", None))
     from postmortem.report.context import CAUSE_LABELS
 
     label = CAUSE_LABELS.get(t.cause, t.cause)

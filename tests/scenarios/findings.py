@@ -96,6 +96,8 @@ def stream_unit(s: Scenario, x: Server) -> str | None:
 def load_unit(s: Scenario, x: Server) -> str | None:
     """The unit of a load of ``x`` (``service_loads.unit``): its stream's, else the unit of the
     systemd start it claims (a Description in a text journal's described job lines)."""
+    if not readable(s) and not by_hand(x):
+        return None  # no load at all
     unit = stream_unit(s, x)
     if unit is not None or s.journal_mode not in WALL_MODES:
         return unit
@@ -305,8 +307,59 @@ def _page_size(s: Scenario, t: Truth) -> set[str]:
     return set()
 
 
+def project_cause(s: Scenario) -> str:
+    """The cause the project gives the night's incident (where it differs from the truth)."""
+    if s.cause == "gpu_oom" and not readable(s) and s.journal_mode is not None:
+        return "signal"  # the CUDA OOM is unread: systemd's 'signal' is all there is
+    if kernel_undated(s) and s.journal_mode is not None:
+        says = s.systemd >= 243 and s.cgroup_v2  # systemd's own OOM sentence and 'oom-kill'
+        return "unknown" if says else "signal"
+    return s.cause
+
+
+def gpu_workload(s: Scenario) -> bool:
+    """``rules.gpu_workload``: the killed unit is known to use GPUs (its server's configuration or
+    loads, victims named like a server, a unit named like one)."""
+    victims = s.cause in KERNEL_CAUSES and not kernel_undated(s)
+    return load_unit(s, s.server) == s.server.unit or victims or "sglang" in s.server.unit
+
+
+def denies_samples(s: Scenario) -> bool:
+    """``rules.verify_gpu_freed``'s last branch: "No nvidia-smi samples cover the minutes after
+    the kill", said when none was read in its look window."""
+    return project_cause(s) != "signal" and gpu_workload(s)
+
+
 def _date_lines(s: Scenario, t: Truth) -> set[str]:
-    return {"gpu_freed", "report_gpu"} if s.nvidia == "date-lines" and t.gpu_freed else set()
+    if s.nvidia != "date-lines" or s.startup is not None:
+        return set()
+    out = {"gpu_freed", "report_gpu"} if t.gpu_freed else set()
+    if t.sampled_after_kill and denies_samples(s):
+        out.add("gpu_coverage")
+    return out
+
+
+def _look_window(s: Scenario, t: Truth) -> set[str]:
+    """GPU release is looked for until the recovery's start + 10 s (at least 15 s, at most 60):
+    with a quick restart a loop sampling every 30 s has no sample there."""
+    if s.nvidia not in ("loop", "nounits") or s.startup is not None or t.first_sample_after_s is None:
+        return set()
+    look = 60.0
+    if t.recovered_utc is not None and t.recovery_load_s is not None:
+        start = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
+        look = max(15.0, min(look, (start - t.kill_utc).total_seconds() + 10))
+    out: set[str] = set()
+    freed_in_time = t.gpu_freed_utc is not None and (t.gpu_freed_utc - t.kill_utc).total_seconds() <= look
+    if not kill_precise(s):  # the kill in whole seconds: a sample in its second counts as after it
+        step = max(10.0, s.nvidia_interval_s) if s.nvidia == "date-lines" else s.nvidia_interval_s
+        before = t.first_sample_after_s - step
+        if before > -(t.kill_utc.microsecond / 1e6):
+            return {"gpu_freed", "report_gpu"} if t.gpu_freed and not freed_in_time else set()
+    if t.gpu_freed and not freed_in_time:
+        out |= {"gpu_freed", "report_gpu"}  # not seen freed: "did not drop", or nothing said
+    if t.first_sample_after_s > look and denies_samples(s):
+        out.add("gpu_coverage")
+    return out
 
 
 def _other_gpus(s: Scenario, t: Truth) -> set[str]:
@@ -422,6 +475,7 @@ FINDINGS = (
     Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
     Finding("F18", "A start-up failure is headed 'killed', with a 'Killed at' row", _startup_headline),
+    Finding("F19", "GPU release is looked for 15 s after the kill when a restart follows", _look_window),
 )
 
 

@@ -705,6 +705,9 @@ def _truth(
         death_utc=_death(night),
         other_starts=_other_starts(night),
         journal_cut_utc=night.cut,
+        sampled_after_kill=s.nvidia is not None
+        and any(k < x <= k + timedelta(seconds=120) for x in night.gpu_times),
+        first_sample_after_s=next(((x - k).total_seconds() for x in night.gpu_times if x > k), None),
     )
 
 

@@ -198,6 +198,8 @@ class Truth:
     death_utc: datetime | None = None  # systemd saw the main process exit (its failure follows)
     other_starts: tuple[tuple[str, datetime], ...] = ()  # units that are not servers starting
     journal_cut_utc: datetime | None = None  # a split journal's second file begins here
+    sampled_after_kill: bool = False  # nvidia-smi sampled the GPUs in the 2 minutes after the kill
+    first_sample_after_s: float | None = None  # the kill → nvidia-smi's next sample
 
 
 def _pick(
