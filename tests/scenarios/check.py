@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .gen import WALL_MODES, write
+from .gen import WALL_MODES, Written, write
 from .spec import Scenario, Truth
 
 #: every check a night can have, in the order they are reported
@@ -118,7 +118,7 @@ def most_rows_per_kill(db: Path) -> int:
         con.close()
 
 
-def build_night(s: Scenario, work: Path, *, reuse: bool = False) -> Result:
+def build_night(s: Scenario, work: Path, *, reuse: bool = False, written: Written | None = None) -> Result:
     """Write the night under ``work`` and build it (``reuse``: a build kept there from an
     earlier run is read again instead, for re-checking after a change to the checks)."""
     import time
@@ -132,7 +132,7 @@ def build_night(s: Scenario, work: Path, *, reuse: bool = False) -> Result:
             written = write(s, Path(tmp))
         code, output, seconds = 0, saved.read_text(encoding="utf-8"), 0.0
     else:
-        written = write(s, logs)
+        written = written or write(s, logs)  # (given: already written to work/logs)
         t0 = time.perf_counter()
         code, output = run_build(
             ["build", "--logs", str(logs), "--db", str(db), "--out", str(out), *written.args]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from .check import without_incident
 from .gen import WALL_MODES
@@ -208,7 +208,7 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
         out |= RUNNING
     rec = recovery_server(s)
     if rec is not None and not by_hand(rec):
-        out |= RECOVERY | DOWNTIME
+        out |= DOWNTIME | (RECOVERY if s.journal_mode is not None else set())  # (no journal: None is right)
     if s.cause == "gpu_oom":
         if s.journal_mode is None:
             return without_incident(s, t)  # nothing else tells of the crash
@@ -240,6 +240,13 @@ def _made_up_unit(s: Scenario, t: Truth) -> set[str]:
         out |= RUNNING
     if t.unit == "unknown" and made is not None:
         out.add("unit")
+    pid_line = s.cause in KERNEL_CAUSES and not s.oom_group and s.sglang_version in ("0.5.10", "0.5.17")
+    lone_dmesg = s.kernel_in == ("dmesg",) and s.dmesg_format in MONO_DMESG and s.journal_mode is None
+    if pid_line and lone_dmesg and made is not None and made != s.server.unit:
+        # the record's cgroup names another unit than the made-up one: the server's report of
+        # its victim's pid no longer dates the kill, and the incident is the server's line alone
+        out |= {"unit", "cause", "victims", "report_headline", "report_cause"}
+        out -= RUNNING  # the incident takes the made-up unit too: its statistics are found
     return out
 
 
@@ -320,7 +327,7 @@ def project_cause(s: Scenario) -> str:
 def gpu_workload(s: Scenario) -> bool:
     """``rules.gpu_workload``: the killed unit is known to use GPUs (its server's configuration or
     loads, victims named like a server, a unit named like one)."""
-    victims = s.cause in KERNEL_CAUSES and not kernel_undated(s)
+    victims = (s.cause in KERNEL_CAUSES and not kernel_undated(s)) or s.cause == "earlyoom"
     return load_unit(s, s.server) == s.server.unit or victims or "sglang" in s.server.unit
 
 
@@ -371,29 +378,48 @@ def _other_gpus(s: Scenario, t: Truth) -> set[str]:
 
 
 def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
-    """A server load without a unit takes the unit of any start in the 15 minutes before its
-    first line (``analysis/loads.py``, ``_refine_with_units``): a server started by hand is
-    "brought back by" a oneshot, a timer's service or a login session, its load is timed from
-    that unit's start — and when that start is more than 5 s before the kill, the recovery is
-    not found at all."""
+    """A server load without a unit takes the unit of a start in the 15 minutes before its first
+    line (``analysis/loads.py``, ``_refine_with_units``): one named like SGLang first, else the
+    latest (on a tie of whole-second stamps, the first listed). A server started by hand is then
+    "brought back by" a oneshot, a timer's service or a login session; a fallback unit by a
+    oneshot that started in the same second; the load is timed from that unit's start — and
+    when that start is more than 5 s before the kill, the recovery is not found at all."""
     rec = recovery_server(s)
     if (
-        not by_hand(rec)
+        rec is None
         or t.recovered_utc is None
         or t.recovery_load_s is None
         or s.journal_mode not in WALL_MODES
     ):
         return set()
-    assert rec is not None
-    if stream_unit(s, rec) is not None:
-        return set()  # a unit from its file's name (F03) is claimed before any start
-    first = t.recovered_utc - timedelta(seconds=t.recovery_load_s) + timedelta(seconds=2.1)
-    starts = [ts for _, ts in t.other_starts if first - timedelta(minutes=15) <= ts <= first]
-    if not starts:
+    if not readable(s) and not by_hand(rec):
         return set()
-    if max(starts) < t.kill_utc - timedelta(seconds=5):
+    if stream_unit(s, rec) is not None:
+        return set()  # its stream names a unit (right, or made up from its file's name: F03)
+    own = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
+    first = own + timedelta(seconds=2.1)
+    whole = whole_seconds(s)
+
+    def stamp(ts: datetime) -> datetime:
+        return ts.replace(microsecond=0) if whole else ts
+
+    cands = [(unit, ts) for unit, ts in t.other_starts if first - timedelta(minutes=15) <= ts <= first]
+    if rec.unit:
+        name = rec.unit if s.journal_mode in STRUCTURED or not described(s) else rec.description
+        cands.append((name, own))
+    if not cands:
+        return set()
+    # sorted as the store lists them (time, then line), max() keeps the first of equals
+    cands.sort(key=lambda c: c[1])
+    best = max(cands, key=lambda c: ("sglang" in c[0].lower(), stamp(c[1])))
+    if best[1] == own:
+        return set()
+    if best[1] < t.kill_utc - timedelta(seconds=5):
         return DOWNTIME.copy()  # the load now starts before the kill: no recovery
-    return RECOVERY | {"recovery_load"}
+    out = set(RECOVERY)
+    if abs((best[1] - own).total_seconds()) > 6:
+        out.add("recovery_load")
+    return out
 
 
 def _split_journal(s: Scenario, t: Truth) -> set[str]:

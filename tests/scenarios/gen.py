@@ -115,7 +115,7 @@ class Night:
 
     def log(self, server: Server) -> SglangLog:
         if server.unit not in self.logs:
-            zone = "UTC" if self.s.envelope == "cri" else self.s.zone
+            zone = "UTC" if self.s.envelope == "cri" and server.unit else self.s.zone  # (a container)
             self.logs[server.unit] = SglangLog(self.s.sglang_version, zone, server.tp)
         return self.logs[server.unit]
 
