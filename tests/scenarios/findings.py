@@ -482,26 +482,28 @@ def _startup_headline(s: Scenario, t: Truth) -> set[str]:
 
 FINDINGS = (
     Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
-    Finding("F02", "A server log's unit comes from its file name only", _file_unit),
+    Finding("F02", "A server's own log is tied to its unit by the file's name only", _file_unit),
     Finding("F03", "A file name is turned into a unit name", _made_up_unit),
     Finding("F04", "Description-form job lines stand for the unit", _described),
     Finding("F05", "Journals without wall-clock times lose the server's unit", _no_wall),
     Finding(
-        "F06", "A boot-relative kernel record is not joined with systemd's lines of the kill", _undated_kernel
+        "F06",
+        "A boot-relative kernel record is not joined with systemd's lines of the same kill",
+        _undated_kernel,
     ),
-    Finding("F07", "Undated kills: the terminal says nothing, index.md says no incident", _dmesg_alone),
-    Finding("F08", "memory.oom.group: the victim's second kill line is a second kill", _oom_group),
+    Finding("F07", 'Undated kills: the terminal says nothing, index.md says "No incident"', _dmesg_alone),
+    Finding("F08", "memory.oom.group: the chosen victim's second kill line is a second kill", _oom_group),
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
-    Finding("F11", "A crash (CUDA OOM) is headed 'killed'", _crash_killed),
+    Finding("F11", 'A crash is headed "killed"', _crash_killed),
     Finding("F12", "The task table's RSS is read in 4 KiB pages", _page_size),
-    Finding("F13", "nvidia-smi loops with date lines are not recognised", _date_lines),
+    Finding("F13", "nvidia-smi loops with `date` lines are not recognised", _date_lines),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
-    Finding("F15", "A server without a unit is credited to any unit started before it", _claims_any_start),
+    Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
     Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
-    Finding("F18", "A start-up failure is headed 'killed', with a 'Killed at' row", _startup_headline),
-    Finding("F19", "GPU release is looked for 15 s after the kill when a restart follows", _look_window),
+    Finding("F18", 'A start-up failure is headed "killed", with a "Killed at" row', _startup_headline),
+    Finding("F19", "GPU release is looked for only until the recovery's start + 10 s", _look_window),
 )
 
 
@@ -514,4 +516,4 @@ def explain(s: Scenario, t: Truth) -> dict[str, str]:
     return {k: "+".join(v) for k, v in out.items()}
 
 
-__all__ = ["FINDINGS", "Finding", "explain", "timedelta"]
+__all__ = ["FINDINGS", "Finding", "explain"]

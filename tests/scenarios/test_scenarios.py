@@ -9,6 +9,7 @@ on the night a fix lands — then the fixer removes the finding from findings.py
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -25,6 +26,7 @@ SEED = int(os.environ.get("SCENARIOS_SEED", "20251205"))
 N = int(os.environ.get("SCENARIOS_N", "200"))
 
 _ROOT = Path(tempfile.mkdtemp(prefix="postmortem-scenarios-"))
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # (also when no test of it ran)
 _NIGHTS: dict[int, tuple[Scenario, Written]] = {}
 _BUILT: dict[int, Result] = {}
 
@@ -89,5 +91,12 @@ def test_night(night: int, check: str) -> None:
     assert c.ok is not False, f"{r.scenario.tag} (seed {SEED}): {c}"
 
 
-def teardown_module() -> None:
-    shutil.rmtree(_ROOT, ignore_errors=True)
+def test_every_finding_is_documented() -> None:
+    """findings.py and FINDINGS.md name the same findings, with the same titles."""
+    import re
+
+    from scenarios.findings import FINDINGS
+
+    text = (Path(__file__).parent / "FINDINGS.md").read_text(encoding="utf-8")
+    documented = dict(re.findall(r"^## (F\d+) — (.+)$", text, re.MULTILINE))
+    assert documented == {f.id: f.title for f in FINDINGS}
