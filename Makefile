@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples clean venv dev
+.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ bench-compare: $(BIN)/.dev-installed
 ## fuzz: the long property-test budget
 fuzz: $(BIN)/.dev-installed
 	POSTMORTEM_FUZZ=long $(BIN)/pytest -q tests/test_fuzz.py
+
+## scenarios: the generated-nights test with more nights or another seed (docs/dev/scenarios.md);
+## N nights from SEED, e.g. make scenarios N=1000 SEED=7
+scenarios: $(BIN)/.dev-installed
+	SCENARIOS_N=$(or $(N),200) SCENARIOS_SEED=$(or $(SEED),20251205) $(BIN)/pytest -q tests/scenarios
 
 ## samples: regenerate sample_logs/ (deterministic)
 samples: $(BIN)/.installed

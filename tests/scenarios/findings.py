@@ -1,0 +1,519 @@
+"""Known-wrong mechanisms: for each finding of FINDINGS.md, which checks of a night it breaks.
+
+A finding is a predicate over the scenario (and its truth) that states *when* the mechanism is
+at play, written from reading the code, and the checks it then breaks. The test suite marks a
+night's check ``xfail(strict=True)`` with the ids of the findings that explain it, so a fix that
+lands turns the mark into a failure (XPASS) and the fixer removes the finding here.
+
+The predicates restate how the project behaves today (``postmortem/ingest.py``'s file-name rule,
+the journal sink's claims, ``analysis/loads.py``'s start claims): when a fix changes that, the
+predicate goes with the finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .check import without_incident
+from .gen import WALL_MODES
+from .spec import Scenario, Server, Truth
+
+STRUCTURED = {"export", "json", "verbose"}
+TEXT_WALL = WALL_MODES - STRUCTURED  # short, short-iso, short-precise, short-full, syslog
+NO_WALL = {"cat", "short-monotonic"}
+MONO_DMESG = {"raw", "prio", "decode", "kmsg"}
+KERNEL_CAUSES = {"cgroup_oom", "host_oom"}
+
+ROW = ("unit", "kill_time", "cause", "victims", "recovery_unit", "downtime", "recovery_load")
+RUNNING = {"running_queued", "last_activity", "report_running_queued"}
+RECOVERY = {"recovery_unit", "report_recovery"}
+DOWNTIME = {"downtime", "recovery_load", "report_downtime"}
+CAUSE = {"cause", "report_cause"}
+
+
+def name_unit(path: str) -> str | None:
+    """The unit ``postmortem/ingest.py`` (``_unit_from_name``) makes of a log file's name: a
+    name ending in ``.service`` (before ``.log``), else a name containing ``sglang`` + ``.service``."""
+    stem = re.sub(r"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+))+$", "", path.rsplit("/", 1)[-1])
+    if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
+        return stem
+    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
+        return f"{stem}.service"
+    return None
+
+
+def described(s: Scenario) -> bool:
+    """Job lines (``Started …``) carry the unit's Description, not its name."""
+    return s.journal_mode is not None and (s.systemd < 249 or s.status_format == "description")
+
+
+def readable(s: Scenario) -> bool:
+    """The server's lines are read at all (in the journal, or a file in SGLang's own format)."""
+    return s.sglang_in == "journal" or s.envelope == "plain"
+
+
+def file_name(s: Scenario, x: Server) -> str:
+    """The name the generator gave ``x``'s log file (a clash with another file's is numbered):
+    a server started by hand first, then the units' servers when their lines go to files."""
+    order = [srv for srv in (s.fallback,) if srv is not None and not srv.unit]
+    if s.sglang_in == "file":
+        order += [srv for srv in (s.server, s.other, s.fallback) if srv is not None and srv.unit]
+    taken: list[str] = []
+    for srv in order:
+        name, i = srv.log_name, 1
+        while name in taken:
+            i += 1
+            name = f"{i}-{srv.log_name}"
+        taken.append(name)
+        if srv is x:
+            return name
+    return x.log_name
+
+
+def by_hand(x: Server | None) -> bool:
+    """A server the operator started in a shell (no unit; its output in its own file)."""
+    return x is not None and not x.unit
+
+
+def stream_unit(s: Scenario, x: Server) -> str | None:
+    """The unit the project gives the server's statistics and events (``server_stats.unit``)."""
+    if by_hand(x):
+        return name_unit(file_name(s, x))
+    if not readable(s):
+        return None
+    if s.sglang_in == "file":
+        return name_unit(file_name(s, x))
+    if s.journal_mode in STRUCTURED:
+        return x.unit
+    if s.journal_mode in TEXT_WALL and not described(s):
+        return x.unit  # the journal sink's claim: a .service started ≤ 120 s before its first line
+    return None
+
+
+def load_unit(s: Scenario, x: Server) -> str | None:
+    """The unit of a load of ``x`` (``service_loads.unit``): its stream's, else the unit of the
+    systemd start it claims (a Description in a text journal's described job lines)."""
+    if not readable(s) and not by_hand(x):
+        return None  # no load at all
+    unit = stream_unit(s, x)
+    if unit is not None or s.journal_mode not in WALL_MODES:
+        return unit
+    if s.journal_mode in STRUCTURED or not described(s):
+        return x.unit
+    return x.description
+
+
+def recovery_server(s: Scenario) -> Server | None:
+    if s.recovery in ("restart", "operator"):
+        return s.server
+    if s.recovery in ("fallback", "onfailure", "manual"):
+        return s.fallback
+    return None
+
+
+def kill_dated_by_server(s: Scenario) -> bool:
+    """An undated kernel record gets its time from SGLang's report of the victim's pid
+    (``Subprocess scheduler_0 (pid=…) crashed with exit code -9``, 0.5.10+, only when the kernel
+    killed a scheduler alone), when the server's unit agrees with the record's."""
+    unit = stream_unit(s, s.server)
+    return (
+        s.cause in KERNEL_CAUSES
+        and not s.oom_group
+        and readable(s)
+        and s.sglang_version not in ("0.4.6.post1", "0.5.2")
+        and unit in (None, s.server.unit)
+    )
+
+
+def server_dated(s: Scenario) -> bool:
+    """The kill's time comes from SGLang's line about its victim (no other source dates it)."""
+    return (
+        s.cause in KERNEL_CAUSES
+        and s.kernel_in == ("dmesg",)
+        and s.dmesg_format in MONO_DMESG
+        and s.journal_mode not in STRUCTURED
+        and kill_dated_by_server(s)
+    )
+
+
+def kernel_undated(s: Scenario) -> bool:
+    """The kernel's record is only in a dmesg file with boot-relative stamps (or ``-H``'s
+    minutes) and nothing the project uses gives that boot its wall-clock time."""
+    if s.cause not in KERNEL_CAUSES or s.kernel_in != ("dmesg",) or s.startup is not None:
+        return False
+    if s.dmesg_format in ("ctime", "iso"):
+        return False
+    if s.dmesg_format in MONO_DMESG and s.journal_mode in STRUCTURED:
+        return False  # the journal's boot id and monotonic clock anchor the boot
+    return not (s.dmesg_format in MONO_DMESG and kill_dated_by_server(s))
+
+
+WHOLE_SECONDS = {"short", "short-iso", "short-full"}  # and rsyslog's RFC 3164 files
+
+
+def whole_seconds(s: Scenario) -> bool:
+    """The journal's stamps are whole seconds (truncated)."""
+    if s.journal_mode == "syslog":
+        return s.distro not in ("el9", "debian13", "fedora43")  # those write RFC 3339 with µs
+    return s.journal_mode in WHOLE_SECONDS
+
+
+def kill_precise(s: Scenario) -> bool:
+    """The incident's time has its microseconds: some source stamps the kill line that finely."""
+    if s.cause in KERNEL_CAUSES and not kernel_undated(s):
+        if "dmesg" in s.kernel_in and s.dmesg_format in (*MONO_DMESG, "iso"):
+            return True
+        return "journal" in s.kernel_in and not whole_seconds(s)
+    return not whole_seconds(s)
+
+
+def failure_seen_after_kill(s: Scenario, t: Truth) -> bool:
+    """systemd's ``Failed with result`` of the kill is not before the incident's time: a line
+    stamped in whole seconds inside the kill's own second reads as earlier than a kill known to
+    the microsecond, and rules that look after the kill skip it."""
+    if t.death_utc is None or s.journal_mode not in WALL_MODES:
+        return False
+    failed = t.death_utc + timedelta(seconds=0.002)
+    if whole_seconds(s):
+        failed = failed.replace(microsecond=0)
+    kill = t.kill_utc if kill_precise(s) else t.kill_utc.replace(microsecond=0)
+    if server_dated(s):  # the boot is the server's line's time minus the kill's seconds since boot
+        said = t.kill_utc + timedelta(seconds=0.6)
+        kill = said.replace(microsecond=said.microsecond // 1000 * 1000)
+        if s.sglang_version == "0.5.10":  # whole seconds: the anchor adds half a second
+            kill = said.replace(microsecond=500_000)
+    if s.cause == "gpu_oom" or kernel_undated(s):
+        kill = t.death_utc if not whole_seconds(s) else t.death_utc.replace(microsecond=0)
+    return failed >= kill
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    title: str
+    breaks: Callable[[Scenario, Truth], set[str]]
+
+
+def _envelope(s: Scenario, t: Truth) -> set[str]:
+    if readable(s):
+        return set()
+    out: set[str] = set()
+    if s.startup is None:
+        out |= RUNNING
+    rec = recovery_server(s)
+    if rec is not None and not by_hand(rec):
+        out |= DOWNTIME | (RECOVERY if s.journal_mode is not None else set())  # (no journal: None is right)
+    if s.cause == "gpu_oom":
+        if s.journal_mode is None:
+            return without_incident(s, t)  # nothing else tells of the crash
+        out |= CAUSE
+    return out
+
+
+def _file_unit(s: Scenario, t: Truth) -> set[str]:
+    """A readable file named after nothing: its statistics have no unit."""
+    if s.sglang_in != "file" or not readable(s) or s.startup is not None:
+        return set()
+    if name_unit(file_name(s, s.server)) is None:
+        return set(RUNNING)
+    return set()
+
+
+def _made_up_unit(s: Scenario, t: Truth) -> set[str]:
+    """A file name with 'sglang' in it becomes a unit that is not the server's."""
+    out: set[str] = set()
+    rec = recovery_server(s)
+    if rec is not None and (by_hand(rec) or (s.sglang_in == "file" and readable(s))):
+        unit = name_unit(file_name(s, rec))
+        if unit is not None and unit != (rec.unit or None):
+            out |= RECOVERY
+    if s.sglang_in != "file" or not readable(s):
+        return out
+    made = name_unit(file_name(s, s.server))
+    if s.startup is None and made is not None and made != s.server.unit:
+        out |= RUNNING
+    if t.unit == "unknown" and made is not None:
+        out.add("unit")
+    pid_line = s.cause in KERNEL_CAUSES and not s.oom_group and s.sglang_version in ("0.5.10", "0.5.17")
+    lone_dmesg = s.kernel_in == ("dmesg",) and s.dmesg_format in MONO_DMESG and s.journal_mode is None
+    if pid_line and lone_dmesg and made is not None and made != s.server.unit:
+        # the record's cgroup names another unit than the made-up one: the server's report of
+        # its victim's pid no longer dates the kill, and the incident is the server's line alone
+        out |= {"unit", "cause", "victims", "report_headline", "report_cause"}
+        out -= RUNNING  # the incident takes the made-up unit too: its statistics are found
+    return out
+
+
+def _described(s: Scenario, t: Truth) -> set[str]:
+    """Text journals with Description-form job lines: the Description stands for the unit."""
+    if not described(s) or s.journal_mode not in TEXT_WALL:
+        return set()
+    out: set[str] = set()
+    if s.sglang_in == "journal" and s.startup is None:
+        out |= RUNNING
+    rec = recovery_server(s)
+    desc = rec.description if rec is not None and not by_hand(rec) else None
+    if rec is not None and desc and load_unit(s, rec) == desc and desc not in t.recovery_aliases:
+        out |= RECOVERY
+    if t.killed_unit_back and failure_seen_after_kill(s, t):
+        out.add("report_advice")  # its Starting/Started lines do not say it came back
+    return out
+
+
+def _no_wall(s: Scenario, t: Truth) -> set[str]:
+    """A journal without wall-clock times (``-o cat``, ``short-monotonic``)."""
+    if s.journal_mode not in NO_WALL:
+        return set()
+    out: set[str] = set()
+    if s.sglang_in == "journal" and s.startup is None:
+        out |= RUNNING
+    rec = recovery_server(s)
+    if rec is not None and not by_hand(rec) and readable(s) and load_unit(s, rec) is None:
+        out |= RECOVERY
+    return out
+
+
+def _undated_kernel(s: Scenario, t: Truth) -> set[str]:
+    """A boot-relative kernel record is not joined with the same kill's systemd lines."""
+    if not kernel_undated(s) or s.journal_mode is None:
+        return set()
+    return CAUSE | {"victims", "report_memory"}
+
+
+def _dmesg_alone(s: Scenario, t: Truth) -> set[str]:
+    if t.datable:
+        return set()
+    return {"terminal"}
+
+
+def _oom_group(s: Scenario, t: Truth) -> set[str]:
+    return {"oom_kills_once"} if s.oom_group else set()
+
+
+def _loop_split(s: Scenario, t: Truth) -> set[str]:
+    return {"incidents"} if s.startup == "cuda_oom_loop" else set()
+
+
+def _exit_loop(s: Scenario, t: Truth) -> set[str]:
+    return without_incident(s, t) if s.startup == "start_limit" else set()
+
+
+def _crash_killed(s: Scenario, t: Truth) -> set[str]:
+    return {"report_headline"} if s.cause == "gpu_oom" and s.startup is None else set()
+
+
+def _page_size(s: Scenario, t: Truth) -> set[str]:
+    if s.page_kb == 64 and s.cause in KERNEL_CAUSES and not kernel_undated(s):
+        return {"report_memory"}
+    return set()
+
+
+def project_cause(s: Scenario) -> str:
+    """The cause the project gives the night's incident (where it differs from the truth)."""
+    if s.cause == "gpu_oom" and not readable(s) and s.journal_mode is not None:
+        return "signal"  # the CUDA OOM is unread: systemd's 'signal' is all there is
+    if kernel_undated(s) and s.journal_mode is not None:
+        says = s.systemd >= 243 and s.cgroup_v2  # systemd's own OOM sentence and 'oom-kill'
+        return "unknown" if says else "signal"
+    return s.cause
+
+
+def gpu_workload(s: Scenario) -> bool:
+    """``rules.gpu_workload``: the killed unit is known to use GPUs (its server's configuration or
+    loads, victims named like a server, a unit named like one)."""
+    victims = (s.cause in KERNEL_CAUSES and not kernel_undated(s)) or s.cause == "earlyoom"
+    return load_unit(s, s.server) == s.server.unit or victims or "sglang" in s.server.unit
+
+
+def denies_samples(s: Scenario) -> bool:
+    """``rules.verify_gpu_freed``'s last branch: "No nvidia-smi samples cover the minutes after
+    the kill", said when none was read in its look window."""
+    return project_cause(s) != "signal" and gpu_workload(s)
+
+
+def _date_lines(s: Scenario, t: Truth) -> set[str]:
+    if s.nvidia != "date-lines" or s.startup is not None:
+        return set()
+    out = {"gpu_freed", "report_gpu"} if t.gpu_freed else set()
+    if t.sampled_after_kill and denies_samples(s):
+        out.add("gpu_coverage")
+    return out
+
+
+def _look_window(s: Scenario, t: Truth) -> set[str]:
+    """GPU release is looked for until the recovery's start + 10 s (at least 15 s, at most 60):
+    with a quick restart a loop sampling every 30 s has no sample there."""
+    if s.nvidia not in ("loop", "nounits") or s.startup is not None or t.first_sample_after_s is None:
+        return set()
+    look = 60.0
+    if t.recovered_utc is not None and t.recovery_load_s is not None:
+        start = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
+        look = max(15.0, min(look, (start - t.kill_utc).total_seconds() + 10))
+    out: set[str] = set()
+    freed_in_time = t.gpu_freed_utc is not None and (t.gpu_freed_utc - t.kill_utc).total_seconds() <= look
+    if not kill_precise(s):  # the kill in whole seconds: a sample in its second counts as after it
+        step = max(10.0, s.nvidia_interval_s) if s.nvidia == "date-lines" else s.nvidia_interval_s
+        before = t.first_sample_after_s - step
+        if before > -(t.kill_utc.microsecond / 1e6):
+            return {"gpu_freed", "report_gpu"} if t.gpu_freed and not freed_in_time else set()
+    if t.gpu_freed and not freed_in_time:
+        out |= {"gpu_freed", "report_gpu"}  # not seen freed: "did not drop", or nothing said
+    if t.first_sample_after_s > look and denies_samples(s):
+        out.add("gpu_coverage")
+    return out
+
+
+def _other_gpus(s: Scenario, t: Truth) -> set[str]:
+    """The killed server's GPUs are told apart only through its server_args tied to its unit."""
+    mine = stream_unit(s, s.server) == s.server.unit
+    if s.other is not None and s.nvidia in ("loop", "nounits") and t.gpu_freed and not mine:
+        return {"gpu_freed", "report_gpu"}
+    return set()
+
+
+def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
+    """A server load without a unit takes the unit of a start in the 15 minutes before its first
+    line (``analysis/loads.py``, ``_refine_with_units``): one named like SGLang first, else the
+    latest (on a tie of whole-second stamps, the first listed). A server started by hand is then
+    "brought back by" a oneshot, a timer's service or a login session; a fallback unit by a
+    oneshot that started in the same second; the load is timed from that unit's start — and
+    when that start is more than 5 s before the kill, the recovery is not found at all."""
+    rec = recovery_server(s)
+    if (
+        rec is None
+        or t.recovered_utc is None
+        or t.recovery_load_s is None
+        or s.journal_mode not in WALL_MODES
+    ):
+        return set()
+    if not readable(s) and not by_hand(rec):
+        return set()
+    if stream_unit(s, rec) is not None:
+        return set()  # its stream names a unit (right, or made up from its file's name: F03)
+    own = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
+    first = own + timedelta(seconds=2.1)
+    whole = whole_seconds(s)
+
+    def stamp(ts: datetime) -> datetime:
+        return ts.replace(microsecond=0) if whole else ts
+
+    cands = [(unit, ts) for unit, ts in t.other_starts if first - timedelta(minutes=15) <= ts <= first]
+    if rec.unit:
+        name = rec.unit if s.journal_mode in STRUCTURED or not described(s) else rec.description
+        cands.append((name, own))
+    if not cands:
+        return set()
+    # sorted as the store lists them (time, then line), max() keeps the first of equals
+    cands.sort(key=lambda c: c[1])
+    best = max(cands, key=lambda c: ("sglang" in c[0].lower(), stamp(c[1])))
+    if best[1] == own:
+        return set()
+    if best[1] < t.kill_utc - timedelta(seconds=5):
+        return DOWNTIME.copy()  # the load now starts before the kill: no recovery
+    out = set(RECOVERY)
+    if abs((best[1] - own).total_seconds()) > 6:
+        out.add("recovery_load")
+    return out
+
+
+def _split_journal(s: Scenario, t: Truth) -> set[str]:
+    """A journal in two files: the server's lines in the second file are a new stream, and the
+    unit a text journal's stream claimed in the first file is not carried over."""
+    cut = t.journal_cut_utc
+    if cut is None or s.sglang_in != "journal" or s.startup is not None:
+        return set()
+    if stream_unit(s, s.server) != s.server.unit or s.journal_mode in STRUCTURED:
+        return set()
+    return RUNNING.copy() if cut < t.kill_utc else set()
+
+
+def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
+    """The year the project takes from a copied file's mtime differs from the night's."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(s.zone)
+    end = (
+        t.recovered_utc + timedelta(seconds=600) if t.recovered_utc else t.kill_utc + timedelta(seconds=2100)
+    )
+    first = t.kill_utc - timedelta(seconds=s.serving_s + sum(s.load_s.values()) + 0.8 + 300)
+    if s.startup is not None:
+        return False
+    mtime = (end + timedelta(seconds=s.mtime_after_s)).astimezone(zone)
+    start = first.astimezone(zone)
+    base = mtime.year - (1 if start.month > mtime.month else 0)
+    return base != start.year
+
+
+def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
+    """Year-less journal lines take their year from the file's mtime when neither --since nor
+    the journal itself (a header, a dated message) gives one — not from the other dated sources
+    of the same night (the SGLang log, nvidia-smi, dmesg -T)."""
+    yearless = s.journal_mode in ("short", "short-precise") or (
+        s.journal_mode == "syslog" and whole_seconds(s)
+    )
+    # (a "-- Logs begin at …" header, systemd ≤ 249, would give the year, but the vectorised path
+    # that reads files over 64 lines × 40 bytes does not look at it)
+    if not yearless or s.since_given or s.sglang_in == "journal" or not mtime_year_wrong(s, t):
+        return set()
+    out = {"kill_time", "report_headline"}
+    if s.cause in KERNEL_CAUSES and not kernel_undated(s):
+        if "journal" not in s.kernel_in:
+            return set()  # dmesg (or the server's line) dates the kill; the journal's words join nothing
+        if s.dmesg_format in ("ctime", "iso") and "dmesg" in s.kernel_in:
+            out.add("incidents")  # the kill twice, a year apart
+    if s.startup is None:
+        out |= RUNNING
+    if recovery_server(s) is not None:
+        out |= RECOVERY | DOWNTIME
+    if t.gpu_freed:
+        out |= {"gpu_freed", "report_gpu"}
+    return out
+
+
+def _startup_headline(s: Scenario, t: Truth) -> set[str]:
+    return {"report_headline"} if s.startup == "cuda_oom_loop" else set()
+
+
+FINDINGS = (
+    Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
+    Finding("F02", "A server's own log is tied to its unit by the file's name only", _file_unit),
+    Finding("F03", "A file name is turned into a unit name", _made_up_unit),
+    Finding("F04", "Description-form job lines stand for the unit", _described),
+    Finding("F05", "Journals without wall-clock times lose the server's unit", _no_wall),
+    Finding(
+        "F06",
+        "A boot-relative kernel record is not joined with systemd's lines of the same kill",
+        _undated_kernel,
+    ),
+    Finding("F07", 'Undated kills: the terminal says nothing, index.md says "No incident"', _dmesg_alone),
+    Finding("F08", "memory.oom.group: the chosen victim's second kill line is a second kill", _oom_group),
+    Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
+    Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
+    Finding("F11", 'A crash is headed "killed"', _crash_killed),
+    Finding("F12", "The task table's RSS is read in 4 KiB pages", _page_size),
+    Finding("F13", "nvidia-smi loops with `date` lines are not recognised", _date_lines),
+    Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
+    Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
+    Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
+    Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
+    Finding("F18", 'A start-up failure is headed "killed", with a "Killed at" row', _startup_headline),
+    Finding("F19", "GPU release is looked for only until the recovery's start + 10 s", _look_window),
+)
+
+
+def explain(s: Scenario, t: Truth) -> dict[str, str]:
+    """check name → the ids of the findings that make it fail on this night (``F01+F04``)."""
+    out: dict[str, list[str]] = {}
+    for f in FINDINGS:
+        for check in sorted(f.breaks(s, t)):
+            out.setdefault(check, []).append(f.id)
+    return {k: "+".join(v) for k, v in out.items()}
+
+
+__all__ = ["FINDINGS", "Finding", "explain"]
