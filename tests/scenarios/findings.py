@@ -218,8 +218,8 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
 
 def _file_unit(s: Scenario, t: Truth) -> set[str]:
     """A readable file named after nothing: its statistics have no unit."""
-    if s.sglang_in != "file" or not readable(s) or s.startup is not None:
-        return set()
+    if s.sglang_in != "file" or not readable(s) or s.startup is not None or not t.datable:
+        return set()  # (an undated kill is no incident: nothing to compare, F07)
     if name_unit(file_name(s, s.server)) is None:
         return set(RUNNING)
     return set()
@@ -512,8 +512,14 @@ def explain(s: Scenario, t: Truth) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     for f in FINDINGS:
         for check in sorted(f.breaks(s, t)):
+            if not t.datable and check not in UNDATED_CHECKS:
+                continue  # an undated kill is no incident: only these are compared (F07)
             out.setdefault(check, []).append(f.id)
     return {k: "+".join(v) for k, v in out.items()}
+
+
+#: the checks compared on a night whose kill cannot be dated (no incident is made of it)
+UNDATED_CHECKS = frozenset({"terminal", "oom_kills_once"})
 
 
 __all__ = ["FINDINGS", "Finding", "explain"]
