@@ -131,14 +131,14 @@ def journal(
 ) -> str:
     """``journalctl -o short-iso`` of one host-RAM OOM kill of ``llm.service``: its start (with
     ``description``), SGLang's ``server_args`` line (``model_path`` and ``server_args`` appended
-    inside the parentheses), the operator's ``operator`` commands a minute apart, the kernel's
+    inside the parentheses), the operator's ``operator`` commands 20 s apart (30 before the kill), the kernel's
     record of killing ``comm`` and systemd's words about it."""
     lines = [
         f"{_stamp(T0)} {HOST} systemd[1]: Started {UNIT} - {description}.",
         f"{_stamp(T0 + timedelta(seconds=5))} {HOST} python3[{PID}]: [2026-03-18 13:50:05] "
         f"server_args=ServerArgs(model_path='{model_path}', tp_size=2, port=30000{server_args})",
     ]
-    lines += [sudo_line(T0 + timedelta(minutes=1 + i), cmd) for i, cmd in enumerate(operator)]
+    lines += [sudo_line(T0 + timedelta(seconds=60 + 20 * i), cmd) for i, cmd in enumerate(operator)]
     k = _stamp(KILL)
     lines += [
         f"{k} {HOST} kernel: {comm} invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), order=0, oom_score_adj=0",
