@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios clean venv dev
+.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,11 @@ scenarios: $(BIN)/.dev-installed
 ## samples: regenerate sample_logs/ (deterministic)
 samples: $(BIN)/.installed
 	$(BIN)/python scripts/gen_sample_logs.py sample_logs
+
+## docs: regenerate docs/cli.md (from every command's --help) and docs/schema.md (from its parts)
+docs: $(BIN)/.installed
+	$(BIN)/python scripts/build_cli_doc.py
+	$(BIN)/python scripts/build_schema_doc.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json
