@@ -187,10 +187,16 @@ def test_report_contexts_match_their_documentation() -> None:
 def test_templates_use_only_documented_fields() -> None:
     doc = _context_doc()
     fields = {f for fs in doc.values() for f in fs}
-    for tpl in (REPO / "templates").glob("*.j2"):
-        used = set(re.findall(r"\b(?:ctx|[a-z])\.([a-z_]+)\b", tpl.read_text()))
+    # the report's templates and partials; `st` and `imp` are the incident template's names for
+    # ctx.story and ctx.impact
+    for tpl in [*(REPO / "templates").glob("*.j2"), *(REPO / "templates" / "partials").glob("story*.j2")]:
+        text = tpl.read_text()
+        used = set(re.findall(r"\b(?:ctx|[a-z])\.([a-z_]+)\b", text))
         unknown = used - fields - {"items", "format"}
         assert not unknown, (tpl.name, unknown)
+        for alias, cls in (("st", "Story"), ("imp", "Impact")):
+            used = set(re.findall(rf"\b{alias}\.([a-z_]+)\b", text))
+            assert used <= set(doc[cls]), (tpl.name, alias, used - set(doc[cls]))
 
 
 def test_every_rule_has_a_template_a_data_test_and_a_doc_line() -> None:

@@ -339,7 +339,7 @@ def test_a_per_host_store_gives_its_host_to_what_no_host_is_known_for_as_the_fle
 
 def _coverage(report: Path) -> str:
     """The Data coverage section of a report (its sources, gaps, clock offsets, parse issues)."""
-    return report.read_text().split("## Data coverage", 1)[1]
+    return report.read_text().split("## F. Data coverage", 1)[1]
 
 
 def test_an_incidents_data_coverage_lists_its_own_hosts_files(cli: Any, tmp_path: Path) -> None:

@@ -75,7 +75,8 @@ def test_memory_left_behind_is_freed_by_the_operators_kill(cli: Any, tmp_path: P
     samples = [(T0 + timedelta(seconds=5 * k), 76000) for k in range(int((freed - T0).total_seconds()) // 5)]
     samples += [(freed + timedelta(seconds=5 * k), 0) for k in range(4)]
     report = _build(cli, tmp_path, _journal(lines), _gpu_csv(samples))
-    row = next(ln for ln in report.splitlines() if "left behind by the killed run released" in ln)
+    full = report.split("## E. Full timeline", 1)[1]
+    row = next(ln for ln in full.splitlines() if "left behind by the killed run released" in ln)
     assert row.startswith("| 2026-03-18 14:04:40 | gpu |") and "2 min 23 s after the kill" in row
     assert (
         "The memory was freed at 14:04:40 UTC (2 min 23 s after the kill, nvidia-smi), after the " in report
@@ -115,7 +116,8 @@ def test_the_reboot_after_a_hang_is_told(cli: Any, tmp_path: Path) -> None:
     ]
     samples += [(up + timedelta(seconds=40 + 5 * k), 0) for k in range(4)]
     report = _build(cli, tmp_path, _journal(lines, boot_marker_at=up), _gpu_csv(samples))
-    row = next(ln for ln in report.splitlines() if "| host |" in ln)
+    full = report.split("## E. Full timeline", 1)[1]
+    row = next(ln for ln in full.splitlines() if "| host |" in ln)
     assert row.startswith(
         "| 2026-03-18 14:14:17 | host | host rebooted: first line of boot 0f1e2d3c, 12 min after"
     )

@@ -170,7 +170,7 @@ def test_rule_restart_policy_tells_a_restart_from_none() -> None:
     f = facts("cgroup_oom")
     f.timeline.events = [TimelineEvent(T, "systemd", "a.service", "failed", "a.service: Failed", 1, 2)]
     none = finding("restart_policy", f)
-    assert none is not None and none.data == {"case": "none"}
+    assert none is not None and none.data["case"] == "none" and not none.data["blocked"]
     assert finding("restart_policy", facts("gpu_fault")) is None
 
 

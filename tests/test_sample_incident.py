@@ -119,14 +119,37 @@ def test_report_states_the_story(built: tuple[Path, object]) -> None:
     assert sections == [
         "Summary",
         "Impact",
-        "Timeline",
-        "Root cause and evidence",
-        "Memory pressure",
-        "Service loads",
-        "Recommendations",
+        "Trigger",
+        "Root cause and contributing factors",
+        "Detection",
+        "Resolution",
         "Action items",
-        "Data coverage",
+        "Recommendations",
+        "Lessons learned",
+        "Timeline",
+        "A. Recommendations in full",
+        "B. Root cause evidence",
+        "C. Memory pressure",
+        "D. Service loads",
+        "E. Full timeline",
+        "F. Data coverage",
     ]
+    body, appendix = text.split("\n# Appendix\n", 1)
+    # the postmortem people sign: two or three printed pages before the appendix
+    assert len(body.splitlines()) <= 120, len(body.splitlines())
+    head = body.split("## Summary", 1)[0]
+    for row in ("| Status | draft |", "| Severity | **SEV-2** —", "| Owner |", "| Ticket |"):
+        assert row in head, row
+    summary = body.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert len(re.findall(r"[.!?](?:\s|$)", summary.strip())) <= 5
+    marks = re.findall(r"\*\*(impact start|detected|mitigated|recovered)\*\*", body)
+    assert marks == ["impact start", "detected", "mitigated", "recovered"]
+    # every claim cites its evidence: the body's timeline rows and factors end with file:line
+    timeline = body.split("## Timeline", 1)[1]
+    rows = [ln for ln in timeline.splitlines() if ln.startswith("| ") and not ln.startswith("| UTC")]
+    assert rows and all(re.search(r"sample_logs/[\w.-]+:\d+", ln) for ln in rows)
+    assert "SIGTERM received" not in timeline and "Shutting down" not in timeline
+    assert "SIGTERM received" in appendix  # the full timeline keeps it
     index = (tmp / "reports" / "index.md").read_text()
     assert reports[0].name in index
 

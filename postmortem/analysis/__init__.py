@@ -290,7 +290,7 @@ def rebuild(
             for inc, facts in zip(timed, gathering, strict=True):
                 result.facts[inc.incident_id] = facts
                 result.recommendations[inc.incident_id] = recommend(facts, templates)
-                inc.summary = summarise(facts, result.zone_of(inc.host, zone))
+                inc.summary = summarise(facts, result.zone_of(inc.host, zone), templates)
                 if on_facts is not None:
                     on_facts(result, inc)
         _persist(store, result)
@@ -442,7 +442,7 @@ def _earlier_facts(store: Store) -> list[_Earlier]:
         found[int(r["incident_id"])] = _Earlier(r["host"], r["unit"], r["ts"], columns, [])
     for r in run_named_dicts(store, "earlier_recommendations"):
         if int(r["incident_id"]) in found:
-            row = (r["rule"], r["severity"], r["title"], r["detail"], r["evidence"])
+            row = tuple(r[c] for c in _DERIVED_COLUMNS["recommendations"][1:])
             found[int(r["incident_id"])].recommendations.append(row)
     return list(found.values())
 
@@ -533,6 +533,10 @@ def _persist(store: Store, result: Analysis) -> None:
                 r.title,
                 r.detail,
                 "; ".join(f"{paths.get(e.source_id, e.source_id)}:{e.line_no}" for e in r.evidence) or None,
+                r.headline or None,
+                r.summary or None,
+                r.action,
+                r.action_type or None,
             ]
             for r in result.recommendations.get(inc.incident_id, [])
         )
@@ -577,7 +581,18 @@ _DERIVED_COLUMNS = {
     ),
     "incident_victims": ("incident_id", "source_id", "line_no", "ts", "pid", "comm", "anon_rss_kb", "chosen"),
     "incident_evidence": ("incident_id", "source_id", "line_no", "ts", "kind", "detail"),
-    "recommendations": ("incident_id", "rule", "severity", "title", "detail", "evidence"),
+    "recommendations": (
+        "incident_id",
+        "rule",
+        "severity",
+        "title",
+        "detail",
+        "evidence",
+        "headline",
+        "summary",
+        "action",
+        "action_type",
+    ),
 }
 
 #: rows per INSERT statement (each statement costs DuckDB 1-2 ms, whatever its rows)

@@ -205,6 +205,17 @@ class Recommendation:
     detail: str
     evidence: list[SourceRef] = field(default_factory=list)
     action: str | None = None  # the checkbox for the action items, when there is something to do
+    #: the report body's words: one line with the number that matters, at most three sentences
+    headline: str = ""
+    summary: str = ""
+    #: what kind of action the action item is: mitigate, prevent or detect
+    action_type: str = ""
+    #: the contributing factor this finding shows (one sentence), if any
+    factor: str = ""
+    #: what went well, went wrong, or was luck in this incident, as this finding shows it
+    went_well: str = ""
+    went_wrong: str = ""
+    lucky: str = ""
 
 
 def is_service(unit: str | None) -> bool:

@@ -1,197 +1,260 @@
-"""The one generated paragraph that opens every report: what died, why, how long, what
-brought service back."""
+"""The report's opening paragraph, at most five sentences: what died and why, what ran out,
+what led to it or what followed, how long service was down and what brought it back.
+
+:func:`summary_data` gathers the facts (data only); ``templates/partials/summary.md.j2`` says
+them (block ``summary``), one sentence per key of ``sentences``, in that order. Which facts get
+a sentence is decided here: the opening, what ran out and how service came back always; the rest
+by importance (a reboot, GPU memory left behind, systemd giving up, a repeat kill, an undated
+OOM record, oomd's rule, the growth before the kill, the processes killed, another process
+killed first) until there are five.
+"""
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta, tzinfo
+from collections.abc import Sequence
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
 
 from ..parsers.journal.systemd import oomd_kill, oomd_reason
-from ..text.formats import clock, human, size_kb
+from ..text.formats import clock, human
 from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
 from .model import Incident, is_container, killed_process, restartable
 
-CAUSE_WORDS = {
-    "cgroup_oom": "the kernel's memory-cgroup OOM killer (the unit hit its memory limit)",
-    "host_oom": "the kernel OOM killer (the host ran out of RAM)",
-    "gpu_oom": "a CUDA out-of-memory error",
-    "oomd": "systemd-oomd (host memory pressure or swap use)",
-    "earlyoom": "earlyoom (host RAM below its threshold)",
-    "signal": "a signal, with no OOM record",
-    "timeout": "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
-    "gpu_fault": "a GPU fault (an NVIDIA Xid error before it)",
-    "crash": "an error in the server itself (nothing killed it)",
-    "unknown": "an unknown cause",
+#: how each cause is said: a label for tables, a phrase for sentences (``{noun}``: unit or
+#: container). The one description of the cause enum.
+CAUSES: dict[str, tuple[str, str]] = {
+    "cgroup_oom": (
+        "cgroup memory limit (kernel memcg OOM killer)",
+        "the kernel's memory-cgroup OOM killer (the {noun} hit its memory limit)",
+    ),
+    "host_oom": ("host RAM exhausted (kernel OOM killer)", "the kernel OOM killer (the host ran out of RAM)"),
+    "gpu_oom": ("GPU memory exhausted (CUDA OOM)", "a CUDA out-of-memory error"),
+    "oomd": (
+        "systemd-oomd kill (memory pressure or swap)",
+        "systemd-oomd (host memory pressure or swap use)",
+    ),
+    "earlyoom": ("earlyoom kill (low host RAM)", "earlyoom (host RAM below its threshold)"),
+    "signal": ("killed by a signal (no OOM record)", "a signal, with no OOM record"),
+    "timeout": (
+        "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
+        "systemd after its stop or start timeout ran out (TimeoutStopSec=/TimeoutStartSec=)",
+    ),
+    "gpu_fault": ("GPU fault (NVIDIA Xid before the death)", "a GPU fault (an NVIDIA Xid error before it)"),
+    "crash": ("server crash (an error, not a kill)", "an error in the server itself (nothing killed it)"),
+    "unknown": ("unknown", "an unknown cause"),
 }
+#: the label of each cause, for tables
+CAUSE_LABELS = {k: label for k, (label, _) in CAUSES.items()}
+#: the phrase of each cause (``the unit``'s), for code that wants it plain
+CAUSE_WORDS = {k: phrase.format(noun="unit") for k, (_, phrase) in CAUSES.items()}
+#: sentences after the first three, most important first; the paragraph keeps five at most
+OPTIONAL = (
+    "reboot",
+    "left_behind",
+    "gave_up",
+    "repeat",
+    "undated",
+    "oomd",
+    "growth",
+    "victims",
+    "earlier_kill",
+    "stop_restarted",
+)
+MAX_SENTENCES = 5
+#: how long before a kill another process's kill counts as the same shortage
+EARLIER_KILL_S = 600.0
 
 
-def summarise(facts: IncidentFacts, zone: tzinfo = UTC) -> str:
+def summarise(facts: IncidentFacts, zone: tzinfo = UTC, templates: Sequence[str] = ()) -> str:
+    """The paragraph, rendered from ``templates/partials/summary.md.j2``."""
+    from ..text.templates import render_blocks
+
+    data = summary_data(facts, zone)
+    return render_blocks("partials/summary.md.j2", data, ("summary",), templates)["summary"]
+
+
+def summary_data(facts: IncidentFacts, zone: tzinfo = UTC) -> dict[str, Any]:
+    """What the paragraph says: a dict per sentence, and ``sentences``, their keys in order."""
     inc = facts.incident
-    what = inc.unit or "a process"
-    algo = (facts.config or {}).get("speculative_algorithm")
-    model = (facts.config or {}).get("model_path")
-    desc = ", ".join(x for x in (str(algo) if algo else "", str(model) if model else "") if x)
     box = inc.container
     noun = "container" if box is not None or is_container(inc.unit) else "unit"
+    data: dict[str, Any] = {"zone": zone, "noun": noun, "clock": lambda ts: clock(ts, zone)}
+    data["head"] = _head(facts, noun)
+    data["ran_out"] = _ran_out(facts)
+    data["back"] = _back(facts)
+    optional = {
+        "reboot": _reboot(facts),
+        "left_behind": _left_behind(facts),
+        "gave_up": _gave_up(facts),
+        "repeat": _repeat(inc),
+        "undated": facts.undated_kills[0] if facts.undated_kills else None,
+        "oomd": _oomd(inc),
+        "growth": _growth(facts),
+        "victims": _victims(inc),
+        "earlier_kill": _earlier_kill(facts),
+        "stop_restarted": facts.stop_ts
+        if facts.stop_restarted and facts.stop_ts is not None and inc.recovered_ts is not None
+        else None,
+    }
+    data.update(optional)
+    chosen = ["head"] + (["ran_out"] if data["ran_out"] else [])
+    room = MAX_SENTENCES - len(chosen) - 1
+    extra = [k for k in OPTIONAL if optional[k] is not None][: max(room, 0)]
+    after = [k for k in extra if k in _AFTER_BACK]
+    before = sorted((k for k in extra if k not in _AFTER_BACK), key=_ORDER.index)
+    data["sentences"] = chosen + before + ["back"] + after
+    return data
+
+
+#: sentences told after how service came back (they measure against it)
+_AFTER_BACK = frozenset({"stop_restarted"})
+
+
+#: the order the chosen sentences are told in (a story: before the kill, the kill, after it)
+_ORDER = [
+    "growth",
+    "earlier_kill",
+    "undated",
+    "oomd",
+    "victims",
+    "repeat",
+    "left_behind",
+    "reboot",
+    "gave_up",
+    "stop_restarted",
+]
+
+
+def _head(facts: IncidentFacts, noun: str) -> dict[str, Any]:
+    inc = facts.incident
+    box = inc.container
+    cfg = facts.config or {}
+    desc = [str(x) for x in (cfg.get("speculative_algorithm"), cfg.get("model_path")) if x]
+    what = inc.unit or "a process"
+    detail = ", ".join(desc)
     if box is not None:
         # the name an operator knows, the image and the short id `docker ps` shows
         what = f"{box.runtime_name} {box.words()}"
-        desc = "; ".join(x for x in (box.details(), desc) if x)
+        detail = "; ".join(x for x in (box.details(), detail) if x)
     load = inc.killed_load
-    # a start that never became ready was not killed in service: it failed while loading
-    loading = load is not None and load.never_ready
-    verb, by = ("failed while loading", ", ended by") if loading else ("was killed", " by")
-    if inc.cause == "crash":
-        verb, by = ("failed while loading" if loading else "crashed"), ", stopped by"
-    parts = [
-        f"{what}{f' ({desc})' if desc else ''} {verb} on {inc.host or 'the host'} at "
-        f"{inc.ts.astimezone(zone):%Y-%m-%d} {clock(inc.ts, zone)}{by} "
-        f"{CAUSE_WORDS.get(inc.cause, inc.cause).replace('the unit hit', f'the {noun} hit')}."
-        if inc.ts
-        else f"{what} died."
-    ]
+    return {
+        "what": what,
+        "detail": detail,
+        # a start that never became ready was not killed in service: it failed while loading
+        "loading": load is not None and load.never_ready,
+        "host": inc.host,
+        "ts": inc.ts,
+        "cause": inc.cause,
+        "cause_words": CAUSES.get(inc.cause, (inc.cause, inc.cause))[1].format(noun=noun),
+    }
+
+
+def _ran_out(facts: IncidentFacts) -> dict[str, Any] | None:
+    inc = facts.incident
     if inc.cause == "cgroup_oom" and inc.memcg_limit_kb and inc.memcg_usage_kb:
-        spare = (
-            f" (the host itself still had {size_kb(facts.host_avail_end_mib * 1024)} available)"
-            if facts.host_avail_end_mib is not None
-            else ""
-        )
-        parts.append(
-            f"Its cgroup used {size_kb(inc.memcg_usage_kb)} of a {size_kb(inc.memcg_limit_kb)} limit: "
-            f"the {noun}'s share of host RAM ran out{spare}, not GPU memory."
-        )
-    elif inc.cause in ("host_oom", "oomd", "earlyoom"):
-        parts.append("Host RAM ran out, not GPU memory.")
-    elif inc.cause == "gpu_oom":
-        parts.append("GPU memory ran out, not host RAM.")
-    elif inc.cause in ("gpu_fault", "crash"):
-        parts.append(inc.cause_explanation[:1].upper() + inc.cause_explanation[1:] + ".")
-    if facts.undated_kills:
-        k = facts.undated_kills[0]
-        parts.append(
-            f"An OOM-killer record of pid {k['victim_pid']} in this unit's cgroup has no time (its boot is "
-            "dated by no journal given): most likely this kill — see the recommendations."
-        )
-    oomd = _oomd_words(inc)
-    if oomd:
-        parts.append(oomd)
-    v = inc.victim
-    if v is not None:
-        rss = f", {size_kb(v.anon_rss_kb)} anonymous RSS" if v.anon_rss_kb else ""
-        others = len(inc.killed_with)
-        parts.append(
-            f"The kernel killed {v.comm} (pid {v.pid}{rss})"
-            + (f" and {others} more process{'es' if others > 1 else ''} of the {noun}" if others else "")
-            + "."
-        )
-        for later in inc.later_kills:
-            if later.ts is not None and v.ts is not None:
-                parts.append(
-                    f"{_secs(later.ts - v.ts)} later it killed {later.comm} (pid {later.pid}) of the same "
-                    "unit again, in a record of its own."
-                )
-    earlier = _earlier_kill(facts)
-    if earlier is not None:
-        parts.append(earlier)
-    repeat = _repeat_words(inc, zone)
-    if repeat:
-        parts.append(repeat)
-    stayed = _stayed_words(facts, zone)
-    if stayed:
-        parts.append(stayed)
-    reboot = _reboot_words(facts, zone)
-    if reboot:
-        parts.append(reboot)
-    gave_up = next(
-        (
-            ev
-            for ev in facts.timeline.events
-            if ev.kind == "start_limit_hit" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
-        ),
-        None,
-    )
-    if gave_up is not None:
-        parts.append(
-            f"systemd gave up restarting it at {clock(gave_up.ts, zone)}: its start limit "
-            "(StartLimitBurst= starts within StartLimitIntervalSec=) was reached."
-        )
+        return {
+            "kind": "cgroup",
+            "usage_kb": inc.memcg_usage_kb,
+            "limit_kb": inc.memcg_limit_kb,
+            "host_avail_mib": facts.host_avail_end_mib,
+        }
+    if inc.cause in ("host_oom", "oomd", "earlyoom"):
+        return {"kind": "host"}
+    if inc.cause == "gpu_oom":
+        return {"kind": "gpu"}
+    if inc.cause in ("gpu_fault", "crash") and inc.cause_explanation:
+        return {"kind": "explained", "text": inc.cause_explanation}
+    return None
+
+
+def _back(facts: IncidentFacts) -> dict[str, Any]:
+    """How service came back — or why no source shows it back."""
+    inc = facts.incident
+    box = inc.container
     if inc.recovered_ts is not None and inc.recovery_unit:
         load = inc.recovery_load
-        how = (
-            f"the fallback {inc.recovery_unit}"
-            if inc.fallback_unit
-            else (f"a restart of {inc.recovery_unit}" if inc.recovery_unit == inc.unit else inc.recovery_unit)
-        )
-        if box is not None and inc.recovery_unit == inc.unit:
-            how = f"a restart of {box.words()}" + (
-                f" by {box.runtime_name}'s restart policy" if inc.restart_count else ""
-            )
-        started = f", started at {clock(load.start_ts, zone)}," if load and load.start_ts else ""
         rb = facts.reboot
-        if started and rb is not None and load is not None and load.start_ts and load.start_ts >= rb.up_ts:
-            started = started[:-1] + " after the reboot,"
-            if how.startswith("a restart of "):
-                how = how[len("a restart of ") :]  # the new boot started it, not Restart=
-        took = (
-            f" after a {load.load_s:.0f} s ({human(load.load_s)}) load"
-            if load and load.load_s is not None
-            else ""
-        )
-        killed_model = inc.killed_load.model_path if inc.killed_load is not None else None
-        other_model = ""
-        if load is not None and load.model_path and killed_model and load.model_path != killed_model:
-            served = (facts.config or {}).get("served_model_name")
-            if served and served == (facts.recovery_config or {}).get("served_model_name"):
-                # the same name to clients (a quantised or smaller copy): clients see no change
-                other_model = (
-                    f" It loads another checkpoint ({load.model_path}, not {killed_model}) under the "
-                    f"same served model name ({served})."
-                )
-            else:
-                other_model = f" It serves another model ({load.model_path}, not {killed_model})."
-        guessed = (
-            f" ({inc.recovery_unit} is taken as the recovery: the first server ready on this host after the "
-            "kill — the killed run's model and port are not in the data, as its start was not logged)"
-            if inc.recovery_guessed
-            else ""
-        )
-        parts.append(
-            f"Service was down for {human(inc.downtime_s)} until {how}{started} was ready at "
-            f"{clock(inc.recovered_ts, zone)}{took}{guessed}.{other_model}"
-        )
-        if facts.stop_restarted and facts.stop_ts is not None:
-            parts.append(
-                f"It was out of service from {clock(facts.stop_ts, zone)}, when the serving run was "
-                f"stopped to start the one that failed: {human((inc.recovered_ts - facts.stop_ts).total_seconds())} "
-                "in all."
-            )
-    elif is_container(inc.unit):
-        name = box.words() if box is not None else inc.unit
-        runtime = box.runtime_name if box is not None else "Its runtime"
-        n = inc.restart_count
-        parts.append(
-            f"{runtime} restarted {name} ({n} time{'s' if n > 1 else ''}), but no source shows it serving again."
-            if n
-            else f"No source shows {name} serving again: {runtime} starts a container again only under a "
-            "restart policy (--restart on-failure or unless-stopped), else an operator must."
-        )
-    elif inc.unit is not None and not restartable(inc.unit):
-        parts.append(
-            f"{inc.unit} is not a service (a session's or a container's scope, or a slice): "
-            "systemd does not start it again."
-        )
-    elif facts.reboot is not None and facts.reboot.unit_started_ts is not None:
-        parts.append(
-            f"{inc.unit} was started again at {clock(facts.reboot.unit_started_ts, zone)}, after the "
-            "reboot, but no source shows it ready."
-        )
-    else:
-        parts.append("No source shows the service coming back.")
-    return " ".join(p for p in parts if p)
+        after_reboot = bool(load and load.start_ts and rb is not None and load.start_ts >= rb.up_ts)
+        how = "fallback" if inc.fallback_unit else ("restart" if inc.recovery_unit == inc.unit else "other")
+        return {
+            "case": "back",
+            "how": how,
+            "unit": inc.recovery_unit,
+            "container": box.words() if box is not None and inc.recovery_unit == inc.unit else None,
+            "runtime": box.runtime_name if box is not None else None,
+            "by_policy": bool(inc.restart_count),
+            "downtime_s": inc.downtime_s,
+            "start_ts": load.start_ts if load else None,
+            "after_reboot": after_reboot,
+            "ready_ts": inc.recovered_ts,
+            "load_s": load.load_s if load else None,
+            "guessed": inc.recovery_guessed,
+            "other_model": _other_model(facts),
+        }
+    if is_container(inc.unit):
+        return {
+            "case": "container",
+            "name": box.words() if box is not None else inc.unit,
+            "runtime": box.runtime_name if box is not None else "Its runtime",
+            "restarts": inc.restart_count,
+        }
+    if inc.unit is not None and not restartable(inc.unit):
+        return {"case": "not_a_service", "unit": inc.unit}
+    if facts.reboot is not None and facts.reboot.unit_started_ts is not None:
+        return {"case": "started_after_reboot", "unit": inc.unit, "ts": facts.reboot.unit_started_ts}
+    return {"case": "none"}
 
 
-def _repeat_words(inc: Incident, zone: tzinfo) -> str | None:
+def _other_model(facts: IncidentFacts) -> dict[str, Any] | None:
+    """The recovery serves another model than the killed run (or another checkpoint under the
+    same served name)."""
+    inc = facts.incident
+    load = inc.recovery_load
+    killed_model = inc.killed_load.model_path if inc.killed_load is not None else None
+    if load is None or not load.model_path or not killed_model or load.model_path == killed_model:
+        return None
+    served = (facts.config or {}).get("served_model_name")
+    same_name = bool(served) and served == (facts.recovery_config or {}).get("served_model_name")
+    return {"model": load.model_path, "killed_model": killed_model, "served": served if same_name else None}
+
+
+def _growth(facts: IncidentFacts) -> dict[str, Any] | None:
+    """Host memory in use grew before a host-memory kill (and the running requests with it)."""
+    inc = facts.incident
+    drop = facts.host_drop_mib
+    if inc.cause not in ("cgroup_oom", "host_oom", "oomd", "earlyoom") or drop is None or drop < 1024:
+        return None
+    tl = facts.timeline
+    return {
+        "grew_mib": drop,
+        "minutes": round((tl.kill_ts - tl.start).total_seconds() / 60),
+        "running_first": facts.running_first,
+        "running_last": facts.running_last,
+        "queued": facts.queue_max,
+    }
+
+
+def _victims(inc: Incident) -> dict[str, Any] | None:
+    v = inc.victim
+    if v is None:
+        return None
+    later = [
+        {"after_s": (lk.ts - v.ts).total_seconds(), "comm": lk.comm, "pid": lk.pid}
+        for lk in inc.later_kills
+        if lk.ts is not None and v.ts is not None
+    ]
+    return {
+        "comm": v.comm,
+        "pid": v.pid,
+        "rss_kb": v.anon_rss_kb,
+        "others": len(inc.killed_with),
+        "later": later,
+    }
+
+
+def _repeat(inc: Incident) -> dict[str, Any] | None:
     """A repeat: the same unit killed before on this host in the week (an hour apart or more:
     a kill within the hour is one shortage, told by the restart loop's words)."""
     week = [(ts, cause) for ts, cause in inc.earlier_week if inc.ts and inc.ts - ts > timedelta(hours=1)]
@@ -199,56 +262,30 @@ def _repeat_words(inc: Incident, zone: tzinfo) -> str | None:
         return None
     last_ts, last_cause = week[0]
     n = len(inc.earlier_week) + 1
-    ordinal = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(n, f"{n}th")
-    by = "the same cause" if last_cause == inc.cause else f"by {CAUSE_WORDS.get(last_cause, last_cause)}"
-    return (
-        f"It is the {ordinal} kill of this unit on this host in 7 days — the last, "
-        f"{_secs(inc.ts - last_ts)} before, at {last_ts.astimezone(zone):%Y-%m-%d} {clock(last_ts, zone)}, "
-        f"{by}."
-    )
+    return {
+        "nth": {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(n, f"{n}th"),
+        "last_ts": last_ts,
+        "before_s": (inc.ts - last_ts).total_seconds(),
+        "same_cause": last_cause == inc.cause,
+        "last_cause_words": CAUSE_WORDS.get(last_cause, last_cause),
+    }
 
 
-def _reboot_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
-    """The host's reboot after the kill: when the old boot was last heard of and when the new
-    one began (its start, from a journal's monotonic clock, or its first line)."""
+def _reboot(facts: IncidentFacts) -> dict[str, Any] | None:
     rb, inc = facts.reboot, facts.incident
     if rb is None or inc.ts is None:
         return None
-    after = human((rb.up_ts - inc.ts).total_seconds())
-    text = (
-        f"The host was rebooted: {rb.boot_words} began at {clock(rb.up_ts, zone)}, {after} after the kill"
-        if rb.exact
-        else f"The host was rebooted: the first line of {rb.boot_words} is at {clock(rb.up_ts, zone)}, "
-        f"{after} after the kill"
-    )
-    if rb.last_old_ts is not None:
-        text += f" (the previous boot's last line at {clock(rb.last_old_ts, zone)})"
-    hung = any(ev.kind == "hung_task" for ev in facts.timeline.events if inc.ts <= ev.ts < rb.up_ts)
-    if hung:
-        text += "; before it the kernel reported tasks hung"
-    return text + "."
+    return {
+        "exact": rb.exact,
+        "boot": rb.boot_words,
+        "up_ts": rb.up_ts,
+        "after_s": (rb.up_ts - inc.ts).total_seconds(),
+        "last_old_ts": rb.last_old_ts,
+        "hung": any(ev.kind == "hung_task" for ev in facts.timeline.events if inc.ts <= ev.ts < rb.up_ts),
+    }
 
 
-def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
-    """A kill's downtime in words: ``missing`` when the service is not seen back, a dash for a
-    unit that is no service (a session's scope or a slice: nothing to be down; a container is
-    a service, its runtime's)."""
-    if downtime_s is not None:
-        return human(downtime_s)
-    if unit is not None and not restartable(unit):
-        return "— (not a service)"
-    return missing
-
-
-def _secs(delta: timedelta) -> str:
-    return human(delta.total_seconds())
-
-
-#: how long before a kill another process's kill counts as the same shortage
-EARLIER_KILL_S = 600.0
-
-
-def _stayed_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
+def _left_behind(facts: IncidentFacts) -> dict[str, Any] | None:
     """The unit's processes that outlived it holding GPU memory (systemd left them running, or
     could not end them), the restarts they made fail, and when the memory was freed."""
     inc = facts.incident
@@ -258,33 +295,20 @@ def _stayed_words(facts: IncidentFacts, zone: tzinfo) -> str | None:
     pids = list(dict.fromkeys(pid for pid, _name, _ev in left))
     if not pids:
         return None
-    listed = ", ".join(pids[:6]) + (", …" if len(pids) > 6 else "")
-    how = (
-        "outlived systemd's final SIGKILL"
-        + ("" if facts.gpu_freed_late is not None else " (stuck in the kernel)")
-        if killed_in_vain(facts)
-        else "stayed running after the unit stopped"
-    )
     late = facts.gpu_freed_late
-    text = f"GPU memory was left behind: {len(pids)} of its processes (pids {listed}) {how} and held it"
-    if late is None and facts.reboot is not None:
-        text += " until the host was rebooted"
-    blocked = blocked_restarts(facts)
-    if blocked:
-        text += (
-            f"; {'the restart' if blocked == 1 else f'the {blocked} restarts'} that found them still in "
-            "the unit's cgroup never became ready"
-        )
-    elif any(ev.kind == "left_over" for _pid, _name, ev in left):
-        text += "; a restart found them still in its cgroup"
-    if late is not None:
-        text += (
-            f". The memory was freed at {clock(late.ts, zone)} "
-            f"({human((late.ts - inc.ts).total_seconds())} after the kill, nvidia-smi)"
-        )
-        if late.command is not None:
-            text += f", after the operator ran `{_short_command(late.command.message)}` at {clock(late.command.ts, zone)}"
-    return text + "."
+    return {
+        "pids": pids,
+        "stuck": killed_in_vain(facts),
+        "freed_ts": late.ts if late is not None else None,
+        "freed_after_s": (late.ts - inc.ts).total_seconds() if late is not None else None,
+        "until_reboot": late is None and facts.reboot is not None,
+        "blocked": blocked_restarts(facts),
+        "found_by_restart": any(ev.kind == "left_over" for _pid, _name, ev in left),
+        "command": _short_command(late.command.message)
+        if late is not None and late.command is not None
+        else None,
+        "command_ts": late.command.ts if late is not None and late.command is not None else None,
+    }
 
 
 def _short_command(command: str) -> str:
@@ -299,7 +323,20 @@ def _short_command(command: str) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _oomd_words(inc: Incident) -> str | None:
+def _gave_up(facts: IncidentFacts) -> datetime | None:
+    inc = facts.incident
+    ev = next(
+        (
+            ev
+            for ev in facts.timeline.events
+            if ev.kind == "start_limit_hit" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
+        ),
+        None,
+    )
+    return ev.ts if ev is not None else None
+
+
+def _oomd(inc: Incident) -> dict[str, Any] | None:
     """systemd-oomd's own account of its kill: the cgroup, and the rule that fired (memory
     pressure of a slice over its limit, or memory and swap use over a share)."""
     if inc.cause != "oomd":
@@ -310,9 +347,7 @@ def _oomd_words(inc: Incident) -> str | None:
     if ev is None:
         return None
     cgroup, why = oomd_kill(ev.detail), oomd_reason(ev.detail)
-    if cgroup is None or why is None:
-        return f"systemd-oomd killed every process of {inc.unit or 'the unit'}."
-    return f"systemd-oomd killed every process of {cgroup} {in_gib(why)}."
+    return {"cgroup": cgroup or inc.unit or "the unit", "why": in_gib(why) if cgroup and why else None}
 
 
 def in_gib(text: str) -> str:
@@ -331,7 +366,7 @@ def in_gib(text: str) -> str:
 _OOMD_BYTES = re.compile(r"(\w+ used) \((\d+)\) / total \((\d+)\)")
 
 
-def _earlier_kill(facts: IncidentFacts) -> str | None:
+def _earlier_kill(facts: IncidentFacts) -> dict[str, Any] | None:
     """The kernel's last kill of another process shortly before this one: a shortage that
     killed something else first (a data loader), then this unit."""
     inc = facts.incident
@@ -353,8 +388,20 @@ def _earlier_kill(facts: IncidentFacts) -> str | None:
     if last is None:
         return None
     ev, (pid, comm) = last
-    where = f" of {ev.unit}" if ev.unit and ev.unit != inc.unit else ""
-    return (
-        f"{_secs(inc.ts - ev.ts)} before, the kernel had killed {comm} (pid {pid}){where}: "
-        "the same shortage took another process first."
-    )
+    return {
+        "before_s": (inc.ts - ev.ts).total_seconds(),
+        "comm": comm,
+        "pid": pid,
+        "unit": ev.unit if ev.unit and ev.unit != inc.unit else None,
+    }
+
+
+def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
+    """A kill's downtime in words: ``missing`` when the service is not seen back, a dash for a
+    unit that is no service (a session's scope or a slice: nothing to be down; a container is
+    a service, its runtime's)."""
+    if downtime_s is not None:
+        return human(downtime_s)
+    if unit is not None and not restartable(unit):
+        return "— (not a service)"
+    return missing

@@ -195,6 +195,15 @@ def percent(fraction: float) -> str:
     return f"{fraction:.0%}"
 
 
+def fold(text: str) -> str:
+    """Whitespace (line breaks included) folded to single spaces: a template's paragraph.
+
+    >>> fold("  a\\n   b  c \\n")
+    'a b c'
+    """
+    return " ".join(str(text).split())
+
+
 #: the Jinja filters (also registered by :func:`postmortem.text.templates.environment`)
 FILTERS: dict[str, Callable[..., str]] = {
     "human": human,
@@ -210,4 +219,5 @@ FILTERS: dict[str, Callable[..., str]] = {
     "plural": plural,
     "percent": percent,
     "retraction_words": retraction_words,
+    "fold": fold,
 }

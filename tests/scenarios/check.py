@@ -334,17 +334,17 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     if t.downtime_s is None:
         out.append(Check("report_downtime", None))
     else:
-        m = re.search(r"\((\d+) s\)", down or "")
+        m = re.search(r"\((\d+) s\b", down or "")
         got = float(m.group(1)) if m else None
         out.append(Check("report_downtime", _num_close(got, t.downtime_s, 5.0), round(t.downtime_s), down))
     if t.startup_failure:
         out.append(Check("report_running_queued", None))
     else:
-        run = table_value(md, "Requests running")
-        queue = table_value(md, "Requests queued")
+        at_kill = table_value(md, "Requests at the kill") or ""
+        m = re.match(r"([\d,]+) running, ([\d,]+) queued", at_kill)
         exp = (str(t.running_at_kill), str(t.queued_at_kill))
-        got = ((run or "").replace(",", ""), (queue or "").replace(",", ""))
-        out.append(Check("report_running_queued", got == exp, exp, (run, queue)))
+        got = (m.group(1).replace(",", ""), m.group(2).replace(",", "")) if m else ("None", "None")
+        out.append(Check("report_running_queued", got == exp, exp, at_kill))
     denial = "No nvidia-smi samples cover" in md
     if t.gpu_freed:
         ok = not denial and ("GPU memory was released" in md or "GPU memory released" in md)
@@ -364,7 +364,7 @@ def _report_checks(r: Result, md: str) -> list[Check]:
         )
     else:
         out.append(Check("gpu_coverage", None))
-    from postmortem.report.context import CAUSE_LABELS
+    from postmortem.analysis.summary import CAUSE_LABELS
 
     label = CAUSE_LABELS.get(t.cause, t.cause)
     out.append(Check("report_cause", label in md, label, _cause_line(md)))

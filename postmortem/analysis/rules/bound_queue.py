@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts import IncidentFacts
+from ..model import SourceRef
 from . import Finding, Found, rule, spec
 from .common import HOST_CAUSES, UNLIMITED_QUEUE
 
@@ -28,7 +29,8 @@ def bound_queue(f: IncidentFacts, found: Found) -> Finding | None:
         "max_running": max_running(f),
         "growth": growth(f),
     }
-    return spec(NAME).finding(data)
+    evidence = [SourceRef(*f.queue_start_at)] if f.queue_start_at else []
+    return spec(NAME).finding(data, evidence)
 
 
 def max_queued(f: IncidentFacts) -> str:

@@ -48,7 +48,16 @@ def restart_policy(f: IncidentFacts, found: Found) -> Finding | None:
     ):
         return None  # it came back with the host's boot, not by a restart
     if inc.recovered_ts is None or (inc.recovery_unit == inc.unit and not operator_started(f)):
-        return spec(NAME).finding({"case": "none"})
+        return spec(NAME).finding(
+            {
+                "case": "none",
+                "blocked": 0,
+                "stuck_for_good": False,
+                "fallback": None,
+                "ended": None,
+                "versus": None,
+            }
+        )
     return None
 
 
@@ -59,6 +68,12 @@ def _container(f: IncidentFacts) -> Finding | None:
     data: dict[str, Any] = {
         "runtime": box.runtime_name if box is not None else "Its runtime",
         "cli": box.runtime if box is not None else "docker",
+        # (what the templates read of a unit's restart: none of it applies to a container)
+        "blocked": 0,
+        "stuck_for_good": False,
+        "fallback": None,
+        "ended": None,
+        "versus": None,
     }
     if inc.restart_count:
         data |= {

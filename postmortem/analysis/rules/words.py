@@ -23,7 +23,23 @@ from ...text.templates import render_blocks
 from ..model import Recommendation, unit_words
 from . import Finding
 
-BLOCKS = ("title", "text", "action")
+#: a rule template's blocks: ``title`` and ``text`` (the full reasoning, the appendix's);
+#: ``headline`` and ``summary`` (the body's: one line, at most three sentences); ``action`` and
+#: ``action_type`` (the action item: mitigate, prevent or detect); ``factor`` (a contributing
+#: factor it shows); ``went_well``, ``went_wrong``, ``lucky`` (lessons learned) — a missing or
+#: empty block says nothing
+BLOCKS = (
+    "title",
+    "text",
+    "action",
+    "headline",
+    "summary",
+    "action_type",
+    "factor",
+    "went_well",
+    "went_wrong",
+    "lucky",
+)
 
 
 def engine_of(facts: Any) -> Engine:
@@ -66,4 +82,11 @@ def render_finding(finding: Finding, facts: Any, templates: Sequence[str] = ()) 
         words["text"],
         list(finding.evidence),
         words["action"] or None,
+        headline=words["headline"] or words["title"],
+        summary=words["summary"],
+        action_type=words["action_type"] or ("mitigate" if words["action"] else ""),
+        factor=words["factor"],
+        went_well=words["went_well"],
+        went_wrong=words["went_wrong"],
+        lucky=words["lucky"],
     )

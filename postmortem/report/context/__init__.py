@@ -15,7 +15,6 @@ from .index import slow_load_rows, undated_kill_rows, xid_rows
 from .memory import memory_facts, memory_rows, memory_rows_note, silent_text
 from .timeline import server_origin, timeline_rows
 from .types import (
-    CAUSE_LABELS,
     ConsumerRow,
     ContainerRow,
     GapRow,
@@ -39,7 +38,6 @@ from .types import (
 )
 
 __all__ = [
-    "CAUSE_LABELS",
     "COVER_AFTER",
     "COVER_TAIL",
     "ConsumerRow",

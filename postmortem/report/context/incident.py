@@ -11,9 +11,9 @@ from ... import __version__
 from ...analysis import Analysis
 from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
-from ...analysis.model import Incident, Load
+from ...analysis.model import Incident, Load, Recommendation, restartable
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_WORDS, downtime_text
+from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, downtime_text
 from ...engines import get_engine
 from ...query import run_named_dicts
 from ...store.db import Store
@@ -22,9 +22,10 @@ from ...timeutil import ZONE_ASSUMED, zone_name
 from ..redact import Redactor
 from .common import Sources, gib_kb, local_text, utc_text
 from .memory import memory_facts, memory_rows, memory_rows_note, silent_text
+from .story import story
 from .timeline import timeline_rows
 from .types import (
-    CAUSE_LABELS,
+    ActionItem,
     ConsumerRow,
     ContainerRow,
     GapRow,
@@ -258,12 +259,53 @@ def sources_near(store: Store, kill: datetime | None, window_s: float) -> set[in
     return {int(r["source_id"]) for r in rows}
 
 
-def action_items(inc: Incident, recs: list[RecommendationRow]) -> list[str]:
-    items = [r.action for r in recs if r.action]
-    items.append("Confirm the timeline with the operator on duty and attach this report to the ticket")
+#: a finding's severity → its action item's priority
+PRIORITY = {"high": "P1", "medium": "P2", "low": "P3", "info": "P3"}
+
+
+def action_items(inc: Incident, recs: Sequence[Recommendation], clean: Redactor) -> list[ActionItem]:
+    """The rules' action items (each once), then the postmortem's own: moving traffic back from
+    a fallback, and confirming the timeline."""
+    items = [
+        ActionItem(clean(r.action), r.action_type or "mitigate", PRIORITY.get(r.severity, "P3"))
+        for r in recs
+        if r.action
+    ]
     if inc.fallback_unit:
-        items.append(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}")
+        items.append(
+            ActionItem(
+                clean(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}"),
+                "mitigate",
+                "P2",
+            )
+        )
+    items.append(
+        ActionItem(
+            "Confirm the timeline with the operator on duty and attach this report to the ticket",
+            "process",
+            "P3",
+        )
+    )
     return items
+
+
+def severity(inc: Incident) -> str:
+    """``SEV-1``: not restored, down 30 minutes or more, or 1,000 requests or more running and
+    queued at the kill; ``SEV-2``: 5 minutes or 100 requests; else ``SEV-3``.
+
+    >>> from datetime import UTC, datetime
+    >>> inc = Incident(1, "h", datetime(2025, 1, 1, tzinfo=UTC), "a.service", "cgroup_oom", 0.9)
+    >>> inc.downtime_s, inc.running_at_kill, inc.queued_at_kill = 732.0, 216, 122
+    >>> severity(inc)
+    'SEV-2'
+    """
+    affected = (inc.running_at_kill or 0) + (inc.queued_at_kill or 0)
+    down = inc.downtime_s
+    if (down is None and restartable(inc.unit)) or (down or 0) >= 1800 or affected >= 1000:
+        return "SEV-1"
+    if (down or 0) >= 300 or affected >= 100:
+        return "SEV-2"
+    return "SEV-3"
 
 
 def incident_report(
@@ -281,6 +323,7 @@ def incident_report(
     file_stem: str,
 ) -> IncidentReport:
     facts = analysis.facts[inc.incident_id]
+    found = analysis.recommendations.get(inc.incident_id, [])
     recs = [
         RecommendationRow(
             r.severity,
@@ -288,8 +331,11 @@ def incident_report(
             clean(r.detail),
             [clean(sources.cite(e.source_id, e.line_no)) for e in r.evidence],
             clean(r.action) if r.action else None,
+            clean(r.headline or r.title),
+            clean(r.summary),
+            r.rule,
         )
-        for r in analysis.recommendations.get(inc.incident_id, [])
+        for r in found
     ]
     last = inc.last_activity_ts
     tput = None
@@ -465,7 +511,9 @@ def incident_report(
         else None,
         zone_assumed=assumed,
         recommendations=recs,
-        action_items=[clean(x) for x in action_items(inc, recs)],
+        action_items=action_items(inc, found, clean),
+        severity=severity(inc),
+        story=story(store, facts, found, sources, clean),
         sources=source_rows(
             sources, inc.ts, clean, ids=own, near=sources_near(store, inc.ts, window_s), window_s=window_s
         ),

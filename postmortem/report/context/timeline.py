@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
 from ...analysis.facts import IncidentFacts
-from ...analysis.model import Victim, killed_process
+from ...analysis.model import Incident, Victim, killed_process
 from ...analysis.rules.common import gpu_names, held_before, idle_gpus
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
@@ -124,6 +126,101 @@ def timeline_rows(facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: R
     return b.result()
 
 
+@dataclass(frozen=True)
+class _Meta:
+    """What a row is, beside its words: for the key moments and the short timeline."""
+
+    ts: datetime
+    origin: str
+    kind: str
+    unit: str | None
+    text: str
+
+
+#: kinds of rows the short timeline shows, by origin (any other origin: every row)
+_KEY_KINDS = {
+    "systemd": frozenset(
+        {
+            "oom_killed",
+            "oomd_killed",
+            "main_exited",
+            "failed",
+            "start_failed",
+            "start_limit_hit",
+            "restart_scheduled",
+            "starting",
+            "stopping",
+            "left_running",
+            "left_over",
+        }
+    ),
+    "kernel": frozenset({"oom_kill", "hung_task", "xid"}),
+}
+#: a server's lines the short timeline shows besides its failures (FAILURE_KINDS)
+_KEY_SERVER_KINDS = frozenset({"retract", "last_batch", "queue_start", "restored"})
+
+
+def _is_key(meta: _Meta, inc: Incident) -> bool:
+    """Whether a row belongs in the short timeline: the kill and what led to it, failures,
+    operator actions, restarts, GPU release, reboots, the recovery — not the bookkeeping of a
+    shutdown or a load, nor the killed run's start long before."""
+    if meta.kind == "before":
+        return False
+    if meta.origin in _KEY_KINDS:
+        return meta.kind in _KEY_KINDS[meta.origin]
+    if is_engine(meta.origin) or meta.origin == "server":
+        return meta.kind in _KEY_SERVER_KINDS or meta.kind in FAILURE_KINDS
+    return True  # operator, gpu, host
+
+
+#: rows that can mark the start of the impact: the kill, or the server's own failure
+_IMPACT_KINDS = frozenset({"oom_kill", "main_exited", "oom_killed", "oomd_killed", "failed"}) | FAILURE_KINDS
+
+
+def _first(metas: list[_Meta], pred: Callable[[_Meta], bool]) -> int | None:
+    return next((i for i, m in enumerate(metas) if pred(m)), None)
+
+
+def _marks(inc: Incident, rows: list[tuple[TimelineRow, _Meta]]) -> dict[int, str]:
+    """Row index → the moment it marks: the kill (impact start), the first operator action
+    after it (detected), the start of what brought service back (mitigated), service ready
+    again (recovered)."""
+    kill = inc.ts
+    if kill is None:
+        return {}
+    metas = [m for _, m in rows]
+    found = {
+        "impact start": _first(
+            metas, lambda m: m.ts >= kill - timedelta(seconds=1) and m.kind in _IMPACT_KINDS
+        ),
+        "detected": _first(metas, lambda m: m.origin == "operator" and m.ts > kill),
+        "mitigated": _mitigated(inc, metas, kill),
+        "recovered": _first(metas, lambda m: m.kind == "restored"),
+    }
+    out: dict[int, str] = {}
+    for mark, i in found.items():
+        if i is not None and i not in out:
+            out[i] = mark
+    return out
+
+
+def _mitigated(inc: Incident, metas: list[_Meta], kill: datetime) -> int | None:
+    """The start of another unit that brought service back (a fallback), or the operator's
+    command that started it; a restart of the killed unit itself mitigates nothing new."""
+    rec, unit = inc.recovery_load, inc.recovery_unit
+    if rec is None or rec.start_ts is None or rec.start_ts <= kill or not unit or unit == inc.unit:
+        return None
+    until = rec.start_ts + timedelta(seconds=1)
+    return _first(
+        metas,
+        lambda m: (
+            kill <= m.ts <= until
+            and (m.origin == "operator" or m.kind in ("starting", "started"))
+            and (m.unit == unit or unit in m.text)
+        ),
+    )
+
+
 class _Timeline:
     """Builds the rows of :func:`timeline_rows`; one method per kind of row."""
 
@@ -131,7 +228,7 @@ class _Timeline:
         self.facts, self.sources, self.zone, self.clean = facts, sources, zone, clean
         self.tl, self.inc = facts.timeline, facts.incident
         # in time order; a whole-second death report after the kill of its second (after_kill)
-        self.rows: list[tuple[tuple[datetime, bool], TimelineRow]] = []
+        self.rows: list[tuple[tuple[datetime, bool], TimelineRow, _Meta]] = []
         self.kills = kill_times(self.tl.events)
         self.srv = server_origin(facts)
         self.hung: list[TimelineEvent] = []
@@ -141,21 +238,36 @@ class _Timeline:
         self.kills_shown: set[tuple[int | None, int]] = set()
         self.grouped_pids = {v.pid for v in self.inc.killed_with}
 
-    def add(self, ts: datetime, origin: str, text: str, cite: str, after: datetime | None = None) -> None:
+    def add(
+        self,
+        ts: datetime,
+        origin: str,
+        text: str,
+        cite: str,
+        after: datetime | None = None,
+        *,
+        kind: str = "",
+        unit: str | None = None,
+    ) -> None:
         key = (after or ts, after is not None)
-        self.rows.append((key, TimelineRow(utc_text(ts), local_text(ts, self.zone), origin, text, cite)))
+        row = TimelineRow(utc_text(ts), local_text(ts, self.zone), origin, text, cite)
+        self.rows.append((key, row, _Meta(ts, origin, kind, unit, text)))
 
     def cite(self, at: tuple[int, int] | None) -> str:
         return self.sources.cite(*at) if at else ""
 
     def result(self) -> list[TimelineRow]:
         self.rows.sort(key=lambda p: p[0])
-        out: list[TimelineRow] = []
-        for _, r in self.rows:
-            if out and out[-1].event == r.event and out[-1].utc == r.utc:
+        out: list[tuple[TimelineRow, _Meta]] = []
+        for _, r, meta in self.rows:
+            if out and out[-1][0].event == r.event and out[-1][0].utc == r.utc:
                 continue
-            out.append(r)
-        return out
+            out.append((r, meta))
+        marks = _marks(self.inc, out)
+        return [
+            dataclasses.replace(r, mark=marks.get(i, ""), key=i in marks or _is_key(meta, self.inc))
+            for i, (r, meta) in enumerate(out)
+        ]
 
     # ------------------------------------------------------------------ the window's events
 
@@ -167,13 +279,16 @@ class _Timeline:
             return
         for c in self.facts.start_commands:
             text = _event_text("operator", "command", str(c["command"] or ""), None, self.clean)
-            self.add(c["ts"], "operator", text, self.sources.cite(c["source_id"], c["line_no"]))
+            self.add(
+                c["ts"], "operator", text, self.sources.cite(c["source_id"], c["line_no"]), kind="before"
+            )
         how = "starting" if killed.start_source == "systemd_starting" else "started"
         self.add(
             killed.start_ts,
             "systemd" if (killed.start_source or "").startswith("systemd") else self.srv,
             f"{killed.unit} {how} (this instance)",
             self.sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
+            kind="before",
         )
         if killed.ready_ts is not None and killed.ready_ts < self.tl.start:
             self.add(
@@ -181,6 +296,7 @@ class _Timeline:
                 self.srv,
                 f"{killed.unit} ready after {human(killed.load_s)}",
                 self.sources.cite(killed.source_id, killed.ready_line_no),
+                kind="before",
             )
 
     def _end(self) -> datetime:
@@ -211,6 +327,8 @@ class _Timeline:
                 _event_text(ev.origin, ev.kind, ev.message, ev.unit, self.clean),
                 self.sources.cite(ev.source_id, ev.line_no),
                 after_kill(ev, self.kills),
+                kind=ev.kind,
+                unit=ev.unit,
             )
         for batch in self.listed.values():
             _add_process_list(self.add, batch, self.sources)
@@ -278,7 +396,9 @@ class _Timeline:
             text += f" ({more} more task{'s' if more > 1 else ''} reported blocked by {utc_text(hung[-1].ts)[11:]} UTC)"
         elif len(hung) > 1:
             text += f" (reported again by {utc_text(hung[-1].ts)[11:]} UTC)"
-        self.add(first.ts, "kernel", text, self.sources.cite(first.source_id, first.line_no))
+        self.add(
+            first.ts, "kernel", text, self.sources.cite(first.source_id, first.line_no), kind="hung_task"
+        )
 
     def grouped_kill(self) -> None:
         """The processes killed with the chosen one in its record (memory.oom.group): one row."""
@@ -292,6 +412,7 @@ class _Timeline:
             "kernel",
             f"… and {n} more process{'es' if n > 1 else ''} of {inc.unit} killed in the same record",
             _cite_others(grouped, self.sources),
+            kind="oom_kill",
         )
 
     def retractions(self) -> None:
@@ -305,6 +426,7 @@ class _Timeline:
             f"{self.inc.unit}: KV cache pool full, requests retracted — the first of "
             f"{retraction_words(f.retractions, f.retracted_reqs)} before the kill",
             self.sources.cite(first_sid, first_line),
+            kind="retract",
         )
 
     def last_batch(self) -> None:
@@ -319,6 +441,7 @@ class _Timeline:
             self.srv,
             f"{self.inc.unit}: last batch line before the kill ({', '.join(parts)})",
             self.sources.cite(lb["source_id"], lb["line_no"]),
+            kind="last_batch",
         )
 
     def gpu_released(self) -> None:
@@ -337,7 +460,13 @@ class _Timeline:
             text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
         else:
             text = f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
-        self.add(inc.ts + timedelta(seconds=last.freed_after_s or 0), "gpu", text, self.cite(last.freed_at))
+        self.add(
+            inc.ts + timedelta(seconds=last.freed_after_s or 0),
+            "gpu",
+            text,
+            self.cite(last.freed_at),
+            kind="released",
+        )
 
     def reboot(self) -> None:
         rb, inc = self.facts.reboot, self.inc
@@ -351,7 +480,7 @@ class _Timeline:
         text += f", {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
         if rb.last_old_ts:
             text += f" (the previous boot's last line at {utc_text(rb.last_old_ts)[11:]} UTC)"
-        self.add(rb.up_ts, "host", text, self.sources.cite(*rb.at))
+        self.add(rb.up_ts, "host", text, self.sources.cite(*rb.at), kind="reboot")
 
     def gpu_freed_late(self) -> None:
         late, inc, f = self.facts.gpu_freed_late, self.inc, self.facts
@@ -364,6 +493,7 @@ class _Timeline:
             + (f"{inc.unit}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
             + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the kill",
             self.cite(late.at),
+            kind="released",
         )
 
     def queue_start(self) -> None:
@@ -375,6 +505,7 @@ class _Timeline:
             self.srv,
             f"{self.inc.unit}: requests begin to wait in the queue (up to {f.queue_max} before the kill)",
             self.cite(f.queue_start_at),
+            kind="queue_start",
         )
 
     def recovery(self) -> None:
@@ -386,6 +517,8 @@ class _Timeline:
             rec.engine or self.srv,
             f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
             self.sources.cite(rec.source_id, rec.ready_line_no),
+            kind="restored",
+            unit=rec.unit,
         )
 
 

@@ -5,19 +5,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-CAUSE_LABELS = {
-    "cgroup_oom": "cgroup memory limit (kernel memcg OOM killer)",
-    "host_oom": "host RAM exhausted (kernel OOM killer)",
-    "gpu_oom": "GPU memory exhausted (CUDA OOM)",
-    "oomd": "systemd-oomd kill (memory pressure or swap)",
-    "earlyoom": "earlyoom kill (low host RAM)",
-    "signal": "killed by a signal (no OOM record)",
-    "timeout": "systemd stop/start timeout (SIGKILL after TimeoutStopSec=/TimeoutStartSec=)",
-    "gpu_fault": "GPU fault (NVIDIA Xid before the death)",
-    "crash": "server crash (an error, not a kill)",
-    "unknown": "unknown",
-}
-
 
 @dataclass
 class TimelineRow:
@@ -26,6 +13,11 @@ class TimelineRow:
     origin: str
     event: str
     cite: str
+    #: the moment of the outage this row is: ``impact start``, ``detected``, ``mitigated``,
+    #: ``recovered`` (or empty)
+    mark: str = ""
+    #: the row belongs in the report's short timeline (else only in the appendix's full one)
+    key: bool = True
 
 
 @dataclass
@@ -104,6 +96,19 @@ class RecommendationRow:
     detail: str
     evidence: list[str]
     action: str | None
+    #: the body's words: one line with the number that matters, at most three sentences
+    headline: str = ""
+    summary: str = ""
+    rule: str = ""
+
+
+@dataclass
+class ActionItem:
+    action: str
+    #: ``mitigate``, ``prevent``, ``detect`` or ``process``
+    type: str
+    #: ``P1`` (from a high-severity finding), ``P2`` (medium), ``P3`` (low, and the process items)
+    priority: str
 
 
 @dataclass
@@ -195,6 +200,76 @@ class Impact:
 
 
 @dataclass
+class Factor:
+    text: str
+    cite: str
+
+
+@dataclass
+class OutageStatus:
+    status: int
+    path: str
+    count: int
+
+
+@dataclass
+class Story:
+    """The postmortem's sections between the Impact and the Timeline, as data (the words are
+    ``templates/partials/story.md.j2``'s)."""
+
+    #: what set the kill off: ``growth`` (memory grew with the load), ``loading`` (the run died
+    #: loading), ``gpu_oom``, ``crash``, ``gpu_fault``, ``timeout``, ``signal`` or ``unknown``
+    trigger: str
+    window_min: int
+    growth_gib: float | None
+    rate_gib_min: float | None
+    running_first: int | None
+    running_last: int | None
+    queue_max: int | None
+    retractions: int
+    retracted: int
+    oom_phase: str | None
+    oom_asked_gib: float | None
+    oom_free_gib: float | None
+    #: the root cause: what killed what, and the evidence line
+    victim: str
+    victim_pid: int | None
+    victim_rss_gib: float | None
+    killed_with: int
+    limit_gib: float | None
+    usage_gib: float | None
+    root_cite: str
+    #: the contributing factors the recommendation rules found, each with its evidence
+    factors: list[Factor]
+    #: detection: the first operator action after the kill, and systemd's restart
+    detected_utc: str
+    detected_after_s: float | None
+    detected_what: str
+    detected_cite: str
+    restart_utc: str
+    restart_after_s: float | None
+    #: resolution: ``fallback``, ``restart``, ``other`` (another unit), ``reboot``, or empty
+    recovery_how: str
+    recovery_unit: str
+    recovery_started_utc: str
+    recovery_started_after_s: float | None
+    recovery_ready_utc: str
+    recovery_load_s: float | None
+    #: an operator's command started what brought service back
+    operator_started: bool
+    #: left alone, when the automatic restart would have been ready (the unit's median load),
+    #: and how much sooner than that the fallback was (negative: later); None when not weighed
+    restart_expected_utc: str
+    fallback_gain_s: float | None
+    #: the lessons the rules found
+    went_well: list[str]
+    went_wrong: list[str]
+    lucky: list[str]
+    #: the errors the access log shows between the kill and the recovery, by status and path
+    outage_errors: list[OutageStatus]
+
+
+@dataclass
 class IncidentReport:
     generated_at: str
     tool_version: str
@@ -227,7 +302,7 @@ class IncidentReport:
     loads_figure: str | None
     config: dict[str, str]
     recommendations: list[RecommendationRow]
-    action_items: list[str]
+    action_items: list[ActionItem]
     sources: list[SourceRow]
     gaps: list[GapRow]
     offsets: list[OffsetRow]
@@ -240,6 +315,15 @@ class IncidentReport:
     config_source: str = ""
     #: the container the unit is, when it is one
     container: ContainerRow | None = None
+    #: the postmortem's severity, derived from the downtime and the requests at the kill:
+    #: ``SEV-1`` (not restored, ≥ 30 min down or ≥ 1,000 requests), ``SEV-2`` (≥ 5 min or ≥ 100
+    #: requests), else ``SEV-3``
+    severity: str = "SEV-3"
+    #: the postmortem's status: ``draft`` until people sign it
+    status: str = "draft"
+    #: trigger, root cause and factors, detection, resolution, lessons (None for an incident
+    #: whose facts were not gathered)
+    story: Story | None = None
     #: the zones the host's zone-less stamps were read in when nobody named one (no --tz, no
     #: configured zone): every such time is off by the host's own offset from it
     zone_assumed: list[str] = dataclasses.field(default_factory=list)

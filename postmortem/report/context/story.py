@@ -1,0 +1,169 @@
+"""The postmortem's sections between the Impact and the Timeline — trigger, root cause and
+contributing factors, detection, resolution, lessons — as data (:class:`Story`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from ...analysis.facts import IncidentFacts
+from ...analysis.model import Recommendation
+from ...query import run_named_dicts
+from ...store.db import Store
+from ..redact import Redactor
+from .common import Sources, gib_kb, utc_text
+from .types import Factor, OutageStatus, Story
+
+HOST_CAUSES = ("host_oom", "cgroup_oom", "oomd", "earlyoom")
+
+
+def story(
+    store: Store, facts: IncidentFacts, recs: Sequence[Recommendation], sources: Sources, clean: Redactor
+) -> Story:
+    inc = facts.incident
+    first = facts.timeline.kill_ts
+    return Story(
+        **_trigger(facts),
+        **_root(facts, sources),
+        factors=[
+            Factor(
+                clean(r.factor),
+                sources.cite(r.evidence[0].source_id, r.evidence[0].line_no) if r.evidence else "",
+            )
+            for r in recs
+            if r.factor
+        ],
+        **_detection(facts, sources, clean),
+        **_resolution(facts),
+        went_well=[clean(r.went_well) for r in recs if r.went_well],
+        went_wrong=[clean(r.went_wrong) for r in recs if r.went_wrong],
+        lucky=[clean(r.lucky) for r in recs if r.lucky],
+        outage_errors=_outage_errors(store, inc.host, first, inc.recovered_ts, clean),
+    )
+
+
+def _trigger(facts: IncidentFacts) -> dict[str, Any]:
+    inc = facts.incident
+    load = inc.killed_load
+    if inc.cause in HOST_CAUSES:
+        kind = "loading" if load is not None and load.never_ready else "memory"
+    else:
+        kind = inc.cause
+    oom = facts.cuda_oom or {}
+    tl = facts.timeline
+    return {
+        "trigger": kind,
+        "window_min": round((tl.kill_ts - tl.start).total_seconds() / 60),
+        "growth_gib": _gib(facts.host_drop_mib),
+        "rate_gib_min": _gib(facts.host_rate_mib_min),
+        "running_first": facts.running_first,
+        "running_last": facts.running_last,
+        "queue_max": facts.queue_max,
+        "retractions": facts.retractions,
+        "retracted": facts.retracted_reqs,
+        "oom_phase": oom.get("phase"),
+        "oom_asked_gib": _gib(oom.get("tried_mib")),
+        "oom_free_gib": _gib(oom.get("free_mib")),
+    }
+
+
+def _gib(mib: float | None) -> float | None:
+    return round(mib / 1024, 1) if mib is not None else None
+
+
+def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
+    inc = facts.incident
+    v = inc.victim
+    if v is not None:
+        cite = sources.cite(v.source_id, v.line_no)
+    elif inc.evidence:
+        cite = sources.cite(inc.evidence[0].source_id, inc.evidence[0].line_no)
+    else:
+        cite = ""
+    return {
+        "victim": (v.comm or "?") if v is not None else "",
+        "victim_pid": v.pid if v is not None else None,
+        "victim_rss_gib": gib_kb(v.anon_rss_kb) if v is not None else None,
+        "killed_with": len(inc.killed_with),
+        "limit_gib": gib_kb(inc.memcg_limit_kb),
+        "usage_gib": gib_kb(inc.memcg_usage_kb),
+        "root_cite": cite,
+    }
+
+
+def _detection(facts: IncidentFacts, sources: Sources, clean: Redactor) -> dict[str, Any]:
+    """The first operator action after the kill (what the logs show of the response), and
+    systemd's automatic restart."""
+    inc = facts.incident
+    kill = inc.ts
+    act = next(
+        (ev for ev in facts.timeline.events if kill and ev.origin == "operator" and ev.ts > kill), None
+    )
+    restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
+    return {
+        "detected_utc": utc_text(act.ts) if act else "",
+        "detected_after_s": (act.ts - kill).total_seconds() if act and kill else None,
+        "detected_what": clean(act.message) if act else "",
+        "detected_cite": sources.cite(act.source_id, act.line_no) if act else "",
+        "restart_utc": utc_text(restart) if restart else "",
+        "restart_after_s": (restart - kill).total_seconds() if restart and kill else None,
+    }
+
+
+def _resolution(facts: IncidentFacts) -> dict[str, Any]:
+    inc = facts.incident
+    rec = inc.recovery_load
+    kill = inc.ts
+    if inc.recovered_ts is None or not inc.recovery_unit:
+        how = ""
+    elif facts.reboot is not None and rec is not None and rec.start_ts and rec.start_ts >= facts.reboot.up_ts:
+        how = "reboot"
+    elif inc.fallback_unit:
+        how = "fallback"
+    else:
+        how = "restart" if inc.recovery_unit == inc.unit else "other"
+    start = rec.start_ts if rec is not None else None
+    operator = any(
+        ev.origin == "operator"
+        and kill is not None
+        and ev.ts >= kill
+        and (start is None or ev.ts <= start + timedelta(seconds=1))
+        and inc.recovery_unit
+        and inc.recovery_unit in ev.message
+        for ev in facts.timeline.events
+    )
+    expected, gain = _restart_versus_fallback(facts) if how == "fallback" else (None, None)
+    return {
+        "recovery_how": how,
+        "recovery_unit": inc.recovery_unit or "",
+        "recovery_started_utc": utc_text(start) if start else "",
+        "recovery_started_after_s": (start - kill).total_seconds() if start and kill else None,
+        "recovery_ready_utc": utc_text(inc.recovered_ts) if inc.recovered_ts else "",
+        "recovery_load_s": rec.load_s if rec is not None else None,
+        "operator_started": operator,
+        "restart_expected_utc": utc_text(expected) if expected else "",
+        "fallback_gain_s": gain,
+    }
+
+
+def _restart_versus_fallback(facts: IncidentFacts) -> tuple[datetime | None, float | None]:
+    """When the automatic restart, left alone, would have been ready (its start plus the unit's
+    median load), and how much sooner the fallback was ready."""
+    inc = facts.incident
+    med = facts.unit_loads.median_load_s if facts.unit_loads is not None else None
+    restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
+    if restart is None or med is None or inc.recovered_ts is None:
+        return None, None
+    expected = restart + timedelta(seconds=med)
+    return expected, (expected - inc.recovered_ts).total_seconds()
+
+
+def _outage_errors(
+    store: Store, host: str | None, kill: datetime | None, back: datetime | None, clean: Redactor
+) -> list[OutageStatus]:
+    if kill is None:
+        return []
+    until = back or kill + timedelta(hours=1)
+    rows = run_named_dicts(store, "outage_requests", {"host": host, "from": kill, "to": until})
+    return [OutageStatus(int(r["status"]), clean(str(r["path"])), int(r["requests"])) for r in rows[:6]]
