@@ -458,7 +458,13 @@ def build(
         str | None,
         typer.Option("--templates", help="Your template directory, searched first (trusted code)."),
     ] = None,
-    report_format: Annotated[str, typer.Option("--format", help="markdown or json.")] = "markdown",
+    report_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="markdown, html (one self-contained file per incident, figures embedded) or json.",
+        ),
+    ] = "markdown",
     bundle: Annotated[
         bool, typer.Option("--bundle", help="Also write a .tar.gz per report for tickets.")
     ] = False,
@@ -484,8 +490,8 @@ def build(
     config = load_config()
     opts = _ingest_options(fmt=None, tz=tz, year=year, host=host, since=since)
     zone = opts.zone
-    if report_format not in ("markdown", "json"):
-        raise UsageError(f"unknown --format {report_format!r} (use markdown or json)")
+    if report_format not in ("markdown", "html", "json"):
+        raise UsageError(f"unknown --format {report_format!r} (use markdown, html or json)")
     options = BuildOptions(
         db=config.db_path(db),
         logs=[] if no_ingest else config.log_paths(logs),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from .. import __version__
 from ..analysis import Analysis
@@ -37,6 +38,7 @@ from .context import (
     window_text,
     xid_rows,
 )
+from .html import figures_of, markdown_to_html
 from .redact import Redactor
 from .render import render, write_whole
 
@@ -217,6 +219,11 @@ def write_reports(
         if options.report_format == "json":
             path = out / f"{stem}.json"
             write_whole(path, json.dumps(as_jsonable(ctx), indent=2, ensure_ascii=False) + "\n")
+        elif options.report_format == "html":
+            path = out / f"{stem}.html"
+            figures = figures_of(out, [ctx.memory_figure, ctx.loads_figure])
+            page = markdown_to_html(render("incident.md.j2", ctx, options.templates), ctx.title, figures)
+            write_whole(path, page)
         else:
             path = out / f"{stem}.md"
             write_whole(path, render("incident.md.j2", ctx, options.templates))
@@ -255,6 +262,11 @@ def write_reports(
     if options.report_format == "json":
         written.index = out / "index.json"
         write_whole(written.index, json.dumps(as_jsonable(index), indent=2, ensure_ascii=False) + "\n")
+    elif options.report_format == "html":
+        written.index = out / "index.html"
+        pages = frozenset(quote(p.name, safe="/._-") for p in written.reports)
+        text = render("index.md.j2", index, options.templates)
+        write_whole(written.index, markdown_to_html(text, "postmortem: incidents", {}, pages))
     else:
         written.index = out / "index.md"
         write_whole(written.index, render("index.md.j2", index, options.templates))
@@ -280,7 +292,9 @@ def _forget_stale(out: Path, written: Written, kept: set[str]) -> None:
         current.add(written.index.name)
     stems = kept | {p.name.rsplit(".", 1)[0] for p in written.reports}
     for stem in stems:
-        current.update(f"{stem}{end}" for end in (".md", ".json", ".tar.gz", "-memory.png", "-loads.png"))
+        current.update(
+            f"{stem}{end}" for end in (".md", ".html", ".json", ".tar.gz", "-memory.png", "-loads.png")
+        )
     manifest = out / MANIFEST
     if manifest.exists():
         for name in manifest.read_text(encoding="utf-8").split():
