@@ -55,6 +55,8 @@ class MemoryData:
     gpu_total_gib: float | None = None
     kv_usage: Series | None = None
     queued: Series | None = None
+    #: the killed server's running requests (drawn beside host RAM: what the memory grew with)
+    running: Series | None = None
     kill: datetime | None = None
     ready: datetime | None = None
     #: when the load that brought service back started (its label names the unit), and the
@@ -171,10 +173,13 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         if est is not None:
             points, data.rest_gib = est
             data.unit_est = _series(points, zone)
-    for label in sorted(tl.per_gpu, key=gpu_sort):
-        data.gpus.append((label, _series([(t, u / GIB) for t, u, _ in tl.per_gpu[label]], zone)))
-        lows = tl.per_gpu_low.get(label, [])
-        if any(hi - lo > DIP_MIB for (_, hi, _), (_, lo) in zip(tl.per_gpu[label], lows, strict=False)):
+    from .analysis.facts import gpu_label_text
+
+    for labels in gpu_groups(tl.per_gpu, tl.per_gpu_low):
+        label, first = gpu_label_text(labels), labels[0]
+        data.gpus.append((label, _series([(t, u / GIB) for t, u, _ in tl.per_gpu[first]], zone)))
+        lows = tl.per_gpu_low.get(first, [])
+        if any(hi - lo > DIP_MIB for (_, hi, _), (_, lo) in zip(tl.per_gpu[first], lows, strict=False)):
             data.gpu_lows.append((label, _series([(t, lo / GIB) for t, lo in lows], zone)))
     if data.gpu_lows:
         data.bucket_s = tl.bucket_s
@@ -186,7 +191,50 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         )
         queued = [(b.ts, float(b.queue_req)) for b in tl.buckets if b.queue_req is not None]
         data.queued = _series(queued, zone) if queued else None
+    running = [(b.ts, float(b.running_req)) for b in tl.buckets if b.running_req is not None]
+    if running and "host" in panels:
+        data.running = _series(running, zone)
     return data
+
+
+#: two GPUs whose buckets differ by at most this much (MiB) anywhere behave the same: one line
+SAME_GPU_MIB = 512.0
+
+
+def gpu_groups(
+    per_gpu: dict[str, list[tuple[datetime, float, float]]], lows: dict[str, list[tuple[datetime, float]]]
+) -> list[list[str]]:
+    """The GPUs in card order, grouped by behaviour: GPUs whose every bucket (highest and lowest
+    sample) is within :data:`SAME_GPU_MIB` of the group's first GPU's share one line — eight
+    identical lines of a TP8 server are one.
+
+    >>> from datetime import UTC, datetime
+    >>> t = datetime(2025, 1, 1, tzinfo=UTC)
+    >>> series = {f"GPU {i}": [(t, 1000.0 + i, 80000.0)] for i in range(3)} | {"GPU 3": [(t, 9000.0, 80000.0)]}
+    >>> gpu_groups(series, {})
+    [['GPU 0', 'GPU 1', 'GPU 2'], ['GPU 3']]
+    """
+    groups: list[list[str]] = []
+    for label in sorted(per_gpu, key=gpu_sort):
+        for group in groups:
+            if _same(per_gpu[group[0]], per_gpu[label], lows.get(group[0], []), lows.get(label, [])):
+                group.append(label)
+                break
+        else:
+            groups.append([label])
+    return groups
+
+
+def _same(
+    a: list[tuple[datetime, float, float]],
+    b: list[tuple[datetime, float, float]],
+    lows_a: list[tuple[datetime, float]],
+    lows_b: list[tuple[datetime, float]],
+) -> bool:
+    if [t for t, _, _ in a] != [t for t, _, _ in b] or [t for t, _ in lows_a] != [t for t, _ in lows_b]:
+        return False
+    highs = all(abs(x - y) <= SAME_GPU_MIB for (_, x, _), (_, y, _) in zip(a, b, strict=True))
+    return highs and all(abs(x - y) <= SAME_GPU_MIB for (_, x), (_, y) in zip(lows_a, lows_b, strict=True))
 
 
 #: how long after the kill a host sample still tells what the rest of the host used

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import textwrap
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from itertools import pairwise
@@ -114,9 +115,10 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
     if _kept(path, key):
         return path
     n = len(data.panels)
-    fig = _figure((10, 2.6 * n + 0.6))
+    fig = _figure((13, 2.6 * n + 0.6))
     axes = fig.subplots(n, 1, sharex=True, squeeze=False)
     axs = [a[0] for a in axes]
+    twins: list[Any] = []  # a panel's second axis (its legend joins the panel's)
     for ax, panel in zip(axs, data.panels, strict=True):
         if panel == "host":
             if data.host_used is not None:
@@ -168,6 +170,14 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
             ax.set_ylim(bottom=0)
             ax.set_ylabel("GiB")
             ax.set_title(title, loc="left", fontsize=10, y=1.0)
+            if data.running is not None:
+                # what the memory grew with: the server's running requests, on their own axis
+                twin = ax.twinx()
+                times, running = data.running
+                twin.plot(*_gapped(times, running), color="#2e7d32", linewidth=1, label="running requests")
+                twin.set_ylim(bottom=0)
+                twin.set_ylabel("running")
+                twins.append(twin)
         elif panel == "gpu":
             lows = dict(data.gpu_lows)
             for label, (times, used) in data.gpus:
@@ -199,7 +209,7 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
                     ax2.set_ylim(0, 1)
                     ax2.set_yticks([0])
                 ax2.set_ylabel("queued")
-                ax2.legend(loc="upper right", fontsize=7)
+                twins.append(ax2)
             ax.set_title(f"{data.engine_label} serving ({data.unit})", loc="left", fontsize=10, y=1.0)
         if data.reboot is not None:
             ax.axvline(
@@ -222,9 +232,8 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
             ax.axvline(_xs([at])[0], color=READY_COLOR, linewidth=1, linestyle=":", label=label)
         _mark(ax, data.ready, READY_COLOR, "service ready again")
         ax.grid(alpha=0.25)
-        # a long legend in two columns: one column would cover the lines it names
-        entries = len(ax.get_legend_handles_labels()[0])
-        ax.legend(loc="upper left", fontsize=7, ncol=2 if entries > 6 else 1)
+        _legend_outside(ax, twins)
+        twins.clear()
     axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({data.zone_name})")
@@ -232,8 +241,28 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
         fig.suptitle(data.title, fontsize=11)
     # fixed margins: tight_layout would draw the whole figure once more just to measure it
     height = 2.6 * n + 0.6
-    fig.subplots_adjust(left=0.08, right=0.92, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
+    fig.subplots_adjust(left=0.06, right=0.68, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
     return _save(fig, path, key)
+
+
+def _legend_outside(ax: Any, twins: list[Any]) -> None:
+    """The panel's legend (its second axis's lines too) to the right of the plot: it covers no
+    data however the lines run."""
+    handles, labels = ax.get_legend_handles_labels()
+    for twin in twins:
+        h, lbl = twin.get_legend_handles_labels()
+        handles, labels = handles + h, labels + lbl
+    if handles:
+        labels = ["\n".join(textwrap.wrap(label, 46)) for label in labels]
+        ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.07 if twins else 1.01, 1.0),
+            fontsize=7,
+            borderaxespad=0.0,
+            frameon=False,
+        )
 
 
 def loads_figure(data: LoadsData, path: Path) -> Path:
@@ -296,8 +325,8 @@ def loads_figure(data: LoadsData, path: Path) -> Path:
 def trend_figure(
     series: dict[str, list[tuple[datetime, float]]], path: Path, ylabel: str, title: str, zone: tzinfo = UTC
 ) -> Path | None:
-    if not any(series.values()):
-        return None
+    if sum(len(v) for v in series.values()) < 2:
+        return None  # one point is no trend: the report says so instead of drawing a dot
     key = _key("trend", series, ylabel, title, zone)
     if _kept(path, key):
         return path

@@ -28,7 +28,12 @@ def test_a_trend_of_one_day_spans_days_and_names_its_year(
 ) -> None:
     seen = _drawn(monkeypatch)
     day = datetime(2025, 5, 25, 20, 17, tzinfo=UTC)
-    plots.trend_figure({"a.service": [(day, 1.0)]}, tmp_path / "t.png", "incidents per day", "Kills")
+    # one point is no trend: nothing is drawn (the report says so)
+    assert plots.trend_figure({"a.service": [(day, 1.0)]}, tmp_path / "t.png", "n", "Kills") is None
+    assert "fig" not in seen
+    # two units' one kill each, the same day
+    series = {"a.service": [(day, 1.0)], "b.service": [(day, 1.0)]}
+    plots.trend_figure(series, tmp_path / "t.png", "incidents per day", "Kills")
     ax = seen["fig"].axes[0]
     lo, hi = ax.get_xlim()
     assert 1 <= hi - lo <= 7  # days, not the decades matplotlib widens a single date to
@@ -123,7 +128,8 @@ def test_a_damaged_figure_is_drawn_again(tmp_path: Path) -> None:
 
     day = datetime(2025, 5, 25, 20, 17, tzinfo=UTC)
     path = tmp_path / "t.png"
-    plots.trend_figure({"a.service": [(day, 1.0)]}, path, "n", "Kills")
+    two = {"a.service": [(day, 1.0), (day + timedelta(days=1), 2.0)]}
+    plots.trend_figure(two, path, "n", "Kills")
     key, data = figkeys.recorded(path), path.read_bytes()
     assert key is not None
     middle = len(data) // 2  # inside the image data, the end of the file intact
@@ -131,7 +137,7 @@ def test_a_damaged_figure_is_drawn_again(tmp_path: Path) -> None:
     assert figkeys.recorded(path) is None
     path.write_bytes(data + b"trailing")
     assert figkeys.recorded(path) is None
-    plots.trend_figure({"a.service": [(day, 1.0)]}, path, "n", "Kills")
+    plots.trend_figure(two, path, "n", "Kills")
     assert path.read_bytes() == data
 
 
@@ -200,3 +206,47 @@ def test_the_memory_figure_is_drawn_in_utc_when_the_clocks_change_in_its_window(
     inc2 = Incident(2, "h", kill - timedelta(days=30), "a.service", "host_oom", 0.9)
     data = memory_data(IncidentFacts(incident=inc2, timeline=summer, offsets=[]), berlin)
     assert data is not None and data.zone_name == "Europe/Berlin"
+
+
+def test_the_memory_figure_draws_one_line_per_gpu_behaviour_and_running_beside_host_ram(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight GPUs of a TP8 server that behave alike are one line (GPUs 0–6 here: GPU 7 dropped
+    early, its own line); the running requests are drawn beside host RAM; every legend is outside
+    its panel's plot area, so it covers no data."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Bucket, Timeline
+    from postmortem.figdata import memory_data
+
+    kill = datetime(2025, 6, 11, 3, 17, 45, tzinfo=UTC)
+    tl = Timeline(
+        kill_ts=kill, start=kill - timedelta(minutes=10), end=kill + timedelta(minutes=5), bucket_s=30
+    )
+    times = [kill - timedelta(seconds=30 * k) for k in range(20, 0, -1)]
+    for g in range(8):
+        used = [(t, 120_000.0 + (g % 2) * 100, 140_000.0) for t in times]
+        if g == 7:
+            used[-5:] = [(t, 1_000.0, 140_000.0) for t, _, _ in used[-5:]]
+        tl.per_gpu[f"GPU {g}"] = used
+    tl.host_points = [(t, 1_000_000.0 - 1000 * k, 2_000_000.0) for k, t in enumerate(times)]
+    tl.buckets = [Bucket(t, running_req=100 + k) for k, t in enumerate(times)]
+    facts = IncidentFacts(
+        incident=Incident(1, "h", kill, "a.service", "host_oom", 0.9), timeline=tl, offsets=[]
+    )
+    data = memory_data(facts, UTC)
+    assert data is not None
+    assert [label for label, _ in data.gpus] == ["GPUs 0–6", "GPU 7"]
+    assert data.running is not None and data.running[1][0] == 100.0
+    seen = _drawn(monkeypatch)
+    plots.memory_figure(data, tmp_path / "m.png")
+    fig = seen["fig"]
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box, plot = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert box.x0 >= plot.x1, "the legend overlaps its panel"
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "running requests" in labels and "GPUs 0–6" in labels
