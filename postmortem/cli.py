@@ -25,7 +25,7 @@ from .errors import ExitCode, PostmortemError, UsageError
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from .ingest import IngestOptions, IngestSummary
+    from .ingest import FileResult, IngestOptions, IngestSummary
     from .store.db import Store
 
 app = typer.Typer(
@@ -39,7 +39,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_state = {"debug": False}
+_state = {"debug": False, "verbose": False}
 
 STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a C tool cut off by `| head`
 
@@ -122,10 +122,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every skipped file, not only their count.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
+    _state["verbose"] = verbose
     _state["debug"] = debug or os.environ.get("POSTMORTEM_DEBUG", "").strip().lower() not in (
         "",
         "0",
@@ -312,7 +316,7 @@ def ingest(
     if not paths:
         raise UsageError("give files or directories to ingest (or --from-parquet DIR)")
     from .config import load_config
-    from .ingest import describe_result, ingest_into
+    from .ingest import ingest_into
 
     opts = _ingest_options(
         fmt=fmt,
@@ -327,20 +331,51 @@ def ingest(
         max_bytes=max_bytes,
     )
     summary = ingest_into(load_config().db_path(db), paths, opts, wait=wait)
-    for r in summary.files:
+    _echo_files(summary.files, notes=True)
+    _fail_on_errors(summary)
+
+
+#: reasons a walk skips many files for, said in one line each unless --verbose (a permission
+#: problem or a dangling link is listed file by file: someone may want to act on it)
+_SUMMED = {"format not recognised": "format not recognised", "empty file": "empty"}
+
+
+def _echo_files(files: list[FileResult], *, notes: bool = False, quiet_unchanged: bool = False) -> None:
+    """One line per file read, on stdout; files skipped for an unknown format (or empty)
+    summed up in one line each (``--verbose`` lists them); a failed file with nothing read is
+    left to the single ``Error:`` line on stderr."""
+    from .ingest import describe_result
+
+    skipped: dict[str, list[FileResult]] = {}
+    for r in files:
+        if r.status == "error" and not r.lines:
+            continue
+        if quiet_unchanged and r.status == "unchanged" and not r.notes:
+            continue
+        why = next((v for k, v in _SUMMED.items() if (r.error or "").startswith(k)), None)
+        if r.status == "undetected" and why and not _state["verbose"]:
+            skipped.setdefault(why, []).append(r)
+            continue
         line = describe_result(r)
         typer.echo(line)
-        for note in r.notes:
+        for note in r.notes if notes else ():
             if note not in line:  # a duplicate's reason is its line already
                 typer.echo(f"  note: {note}")
-    _fail_on_errors(summary)
+    for why, group in skipped.items():
+        if len(group) == 1:
+            typer.echo(describe_result(group[0]))
+        else:
+            typer.echo(f"{len(group):,} files skipped: {why}; --verbose lists them")
 
 
 def _fail_on_errors(summary: IngestSummary) -> None:
     errors = summary.errors
     if errors:
         first = errors[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more; --verbose lists them)" if len(errors) > 1 else ""
+        if _state["verbose"]:
+            for r in errors[1:]:
+                typer.echo(f"{r.path}: {r.error or 'failed'}", err=True)
         msg = first.error or "failed"
         if _state["debug"]:
             for r in errors:
@@ -436,7 +471,7 @@ def build(
         list[str] | None,
         typer.Option(
             "--logs",
-            help="Log files or directories (repeatable; default: postmortem.toml's, else sample_logs).",
+            help="Log files or directories (repeatable; default: postmortem.toml's [defaults] logs).",
         ),
     ] = None,
     db: DbOpt = None,
@@ -484,7 +519,6 @@ def build(
     from .build import BuildOptions
     from .build import build as run_build
     from .config import DEFAULT_OUT, load_config
-    from .ingest import describe_result
     from .timeutil import parse_duration
 
     config = load_config()
@@ -509,9 +543,7 @@ def build(
         wait=wait,
     )
     result = run_build(options)
-    for r in result.ingest.files:
-        if r.status != "unchanged" or r.notes:  # a damaged archive says so at every run
-            typer.echo(describe_result(r))
+    _echo_files(result.ingest.files, quiet_unchanged=True)  # a damaged archive says so every run
     typer.echo(f"{result.incidents} incident(s); reports in {options.out}")
     for p in result.reports:
         typer.echo(f"  {p}")
@@ -560,22 +592,9 @@ def incidents(
                 "No incidents in the store (logs ingested since the last build count once 'postmortem build' runs)."
             )
         return
-    keep = [
-        "incident_id",
-        "ts",
-        "host",
-        "unit",
-        "cause",
-        "victim_pid",
-        "victim_comm",
-        "victims",
-        "downtime_s",
-        "recovery_unit",
-    ]
-    idx = [result.columns.index(c) for c in keep]
-    from .query import QueryResult
+    from .report.listing import incident_table
 
-    sys.stdout.write(format_table(QueryResult(keep, [tuple(r[i] for i in idx) for r in result.rows])))
+    sys.stdout.write(format_table(incident_table(result)))
 
 
 @_command
@@ -595,102 +614,20 @@ def timeline(
     wait: WaitOpt = 0.0,
 ) -> None:
     """The memory-pressure timeline and the merged events around one incident."""
-    from .analysis import host_zones
-    from .analysis.facts import unit_gpu_keys
-    from .analysis.model import Incident
-    from .analysis.timeline import memory_timeline, seconds_after
     from .config import load_config
-    from .query import QueryResult, format_json, format_table, run_named_dicts
-    from .timeutil import parse_duration, zone_name
+    from .report.timeline_view import as_json, as_text, load_view
+    from .timeutil import parse_duration
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown --format {fmt!r} (use table or json)")
-    zone = None
+    window_s = parse_duration(window)
+    after_s = parse_duration(after, allow_zero=True) if after is not None else None
     store = _open_reader(load_config().db_path(db), wait=wait)
     try:
-        rows = run_named_dicts(store, "incident_by_id", {"incident_id": incident_id})
-        if not rows:
-            raise PostmortemError(f"no incident {incident_id} (see 'postmortem incidents')")
-        inc = rows[0]
-        killed = Incident(incident_id, inc["host"], inc["ts"], inc["unit"], inc["cause"], 0.0)
-        tl = memory_timeline(
-            store,
-            kill_ts=inc["ts"],
-            unit=inc["unit"],
-            host=inc["host"],
-            window_s=parse_duration(window),
-            after_s=(
-                parse_duration(after, allow_zero=True)
-                if after is not None
-                else seconds_after(inc["ts"], inc["recovered_ts"])
-            ),
-            gpus=unit_gpu_keys(store, killed),  # the killed server's GPUs, as its report reads them
-        )
-        zone = host_zones(store).get(inc["host"]) if inc["host"] else None
+        view = load_view(store, incident_id, window_s=window_s, after_s=after_s)
     finally:
         store.close()
-    if zone is not None and zone_name(zone) in ("UTC", "Etc/UTC"):
-        zone = None  # the host's time is UTC: no second column
-    buckets = QueryResult(
-        [
-            "bucket",
-            "host_avail_mib",
-            "gpu_used_mib_max",
-            "gpu_used_mib_sum",
-            "token_usage",
-            "running_req",
-            "queue_req",
-            "gen_throughput",
-            "retractions",
-        ],
-        [
-            (
-                b.ts,
-                b.host_avail_mib,
-                b.gpu_used_mib_max,
-                b.gpu_used_mib_sum,
-                b.token_usage,
-                b.running_req,
-                b.queue_req,
-                b.gen_throughput,
-                b.retractions,
-            )
-            for b in tl.buckets
-        ],
-    )
-    events = QueryResult(
-        ["ts", "origin", "unit", "kind", "message", "source_id", "line_no"],
-        [(e.ts, e.origin, e.unit, e.kind, e.message, e.source_id, e.line_no) for e in tl.events],
-    )
-    if fmt == "json":
-        import json
-
-        payload = {
-            "incident_id": incident_id,
-            "kill_ts": inc["ts"].isoformat(),
-            "bucket_s": tl.bucket_s,
-            "buckets": json.loads(format_json(buckets)),
-            "events": json.loads(format_json(events)),
-            "gaps": [{"series": g.series, "detail": g.detail} for g in tl.gaps],
-        }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        return
-    local = f" ({inc['ts'].astimezone(zone):%Y-%m-%d %H:%M:%S %Z} host-local)" if zone is not None else ""
-    typer.echo(
-        f"Incident {incident_id}: {inc['unit']} killed at {inc['ts']:%Y-%m-%d %H:%M:%S} UTC{local} ({inc['cause']})"
-    )
-    if zone is not None:
-        # beside each event, the host's wall clock (its sources' zone), as the report shows it
-        events = QueryResult(
-            ["ts", "host_local", *events.columns[1:]],
-            [(r[0], r[0].astimezone(zone).strftime("%H:%M:%S %Z"), *r[1:]) for r in events.rows],
-        )
-    typer.echo(f"\nMemory signals, {tl.bucket_s:g} s buckets:")
-    sys.stdout.write(format_table(buckets))
-    typer.echo("\nEvents:")
-    sys.stdout.write(format_table(events, max_width=100))
-    for g in tl.gaps:
-        typer.echo(f"gap: {g.series}: {g.detail}")
+    sys.stdout.write(as_json(view) if fmt == "json" else as_text(view))
 
 
 @_command
@@ -758,6 +695,13 @@ def collect(
 ) -> None:
     """Save the evidence on this machine (journal, dmesg, nvidia-smi, units, logs) as a bundle."""
     from .collect import CollectOptions, summary_lines
+
+    warned: list[str] = []
+
+    def warn(text: str) -> None:
+        warned.append(text)
+        typer.echo(f"warning: {text}", err=True)
+
     from .collect import collect as run_collect
     from .config import load_config
 
@@ -771,10 +715,10 @@ def collect(
             timeout_s=timeout,
             max_bytes=max_bytes,
             config=load_config(),
-            warn=lambda text: typer.echo(f"warning: {text}", err=True),
+            warn=warn,
         )
     )
-    for line in summary_lines(result):
+    for line in summary_lines(result, frozenset(warned)):
         typer.echo(line)
 
 

@@ -1395,16 +1395,21 @@ def write_archive(bundle: Path) -> Path:
     return dest
 
 
-def summary_lines(result: CollectResult) -> list[str]:
-    """What the CLI prints after a collect (stdout)."""
+def summary_lines(result: CollectResult, warned: frozenset[str] = frozenset()) -> list[str]:
+    """What the CLI prints after a collect (stdout): each missing item once — not again when
+    it was already said as a warning (``warned``: the texts warned on stderr)."""
     m = result.manifest
     outputs = [e for e in (*m["commands"], *m["files"]) if e.get("output")]
     total = sum(int(e["bytes"]) for e in outputs)
     lines = [str(result.bundle)]
     if result.archive:
         lines.append(str(result.archive))
-    lines.append(f"{len(outputs)} outputs, {total} bytes; {len(m['missing'])} missing")
-    lines += [f"  missing: {x['what']}: {x['why']}" for x in m["missing"]]
+    said = [x for x in m["missing"] if f"{x['what']}: {x['why']}" in warned]
+    lines.append(
+        f"{len(outputs)} outputs, {total} bytes; {len(m['missing'])} missing"
+        + (" (warned above)" if said and len(said) == len(m["missing"]) else "")
+    )
+    lines += [f"  missing: {x['what']}: {x['why']}" for x in m["missing"] if x not in said]
     if m["root_would_add"]:
         lines.append("running as root would add:")
         lines += [f"  - {x}" for x in m["root_would_add"]]

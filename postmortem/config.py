@@ -6,7 +6,7 @@ Example::
     db = "postmortem.duckdb"     # POSTMORTEM_DB and --db override it
     tz = "Europe/Berlin"          # zone of zone-less timestamps (--tz overrides)
     host = "dflash-train"         # host for sources that do not name one (--host overrides)
-    logs = ["/var/log/postmortem", "sample_logs"]
+    logs = ["/var/log/postmortem"]
     out = "reports"
 
     [[sources]]                   # per-file hints, matched by glob on the path
@@ -30,7 +30,6 @@ from .errors import UsageError
 
 CONFIG_NAME = "postmortem.toml"
 DEFAULT_DB = "postmortem.duckdb"
-DEFAULT_LOGS = ("sample_logs",)
 DEFAULT_OUT = "reports"
 #: [collect] keys naming inference-server log files (``sglang_logs``: its name before engines
 #: were plug-ins, still read)
@@ -74,7 +73,12 @@ class Config:
             return list(cli_values)
         if self.logs:
             return list(self.logs)
-        return list(DEFAULT_LOGS)
+        # never a guess (a repository's sample_logs/ read on a real host made a report of a
+        # night that never happened); checked before the store is opened, so none is left behind
+        raise UsageError(
+            "no logs to read: pass --logs DIR (or [defaults] logs in postmortem.toml); "
+            "--no-ingest renders the reports from what the store holds"
+        )
 
 
 def _str(table: dict[str, Any], key: str, where: str) -> str | None:
@@ -116,7 +120,7 @@ def load_config(directory: Path | None = None) -> Config:
     if not isinstance(logs, list) or not all(isinstance(x, str) for x in logs):
         raise UsageError(f"{where}: 'logs' must be a list of paths")
     if "logs" in defaults and not any(x.strip() for x in logs):
-        # it would fall back to sample_logs/: on a real host, 'no such file or directory'
+        # an empty list is a mistake, not "no logs": say so instead of reading nothing
         raise UsageError(f"{where}: 'logs' is empty; list the log paths, or remove the key and pass --logs")
     if "out" in defaults and not str(defaults["out"]).strip():
         raise UsageError(f"{where}: 'out' is empty; name the reports' directory, or remove the key")

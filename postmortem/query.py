@@ -128,9 +128,22 @@ def _execute_user(store: Store, sql: str) -> duckdb.DuckDBPyConnection:
         raise QueryError(f"SQL error: {_first_line(exc)}") from exc
 
 
+_HINTS = ("Did you mean", "Candidate bindings")
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """DuckDB's message on one line, with its hints kept (``Did you mean "oom_kills"?``,
+    ``Candidate bindings: …``) and the caret drawing dropped.
+
+    >>> _first_line(RuntimeError('Catalog Error: Table x does not exist!\\nDid you mean "y"?'
+    ...                          '\\n\\nLINE 1: select * from x\\n   ^'))
+    'Catalog Error: Table x does not exist! Did you mean "y"?'
+    """
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    if not lines or not lines[0]:
+        return type(exc).__name__
+    hints = [line for line in lines[1:] if line.startswith(_HINTS)]
+    return " ".join([lines[0], *hints])
 
 
 @cache

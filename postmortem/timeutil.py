@@ -653,11 +653,15 @@ MAX_DURATION_S = 100 * 366 * 86400.0
 
 
 def parse_duration(text: str, *, allow_zero: bool = False) -> float:
-    """``30min`` → 1800.0; ``2h 30m`` → 9000.0; a bare number is seconds (finite, at most a
-    century).
+    """``30min`` → 1800.0; ``2h 30m`` → 9000.0 (finite, at most a century). A bare number is
+    refused: ``--window 30`` meant minutes to whoever typed it and seconds to the parser.
 
-    >>> parse_duration("30min"), parse_duration("90"), parse_duration("1h 30min")
+    >>> parse_duration("30min"), parse_duration("90s"), parse_duration("1h 30min")
     (1800.0, 90.0, 5400.0)
+    >>> parse_duration("30")
+    Traceback (most recent call last):
+    ...
+    postmortem.errors.UsageError: a duration needs a unit: '30' (try 30min, 30s, 2h)
     """
     value = _duration(text, allow_zero=allow_zero)
     if not value <= MAX_DURATION_S:  # also NaN
@@ -672,11 +676,13 @@ def _duration(text: str, *, allow_zero: bool) -> float:
     except ValueError:
         seconds = _relative_seconds(raw)
         if seconds is None or (seconds <= 0 and not (allow_zero and seconds == 0)):
-            raise UsageError(f"cannot understand the duration {text!r} (try 30min, 2h, 900)") from None
+            raise UsageError(f"cannot understand the duration {text!r} (try 30min, 2h, 900s)") from None
         return seconds
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"duration must be positive, got {text!r}")
-    return value
+    if value == 0 or not value <= MAX_DURATION_S:
+        return value  # zero needs no unit; out of range is said as such by the caller
+    raise UsageError(f"a duration needs a unit: {text!r} (try {raw}min, {raw}s, 2h)")
 
 
 # --------------------------------------------------------------------------- monitoring tools' stamps

@@ -45,6 +45,20 @@ CAUSES: dict[str, tuple[str, str]] = {
     "crash": ("server crash (an error, not a kill)", "an error in the server itself (nothing killed it)"),
     "unknown": ("unknown", "an unknown cause"),
 }
+#: causes where the server died of its own error (a CUDA out-of-memory error is one): it
+#: "crashed", it was not "killed" (an unknown cause keeps "killed": systemd saw a signal end it)
+CRASH_CAUSES = frozenset({"crash", "gpu_oom"})
+
+
+def death_word(cause: str) -> str:
+    """How a report says the process ended.
+
+    >>> death_word("cgroup_oom"), death_word("gpu_oom"), death_word("crash")
+    ('killed', 'crashed', 'crashed')
+    """
+    return "crashed" if cause in CRASH_CAUSES else "killed"
+
+
 #: the label of each cause, for tables
 CAUSE_LABELS = {k: label for k, (label, _) in CAUSES.items()}
 #: the phrase of each cause (``the unit``'s), for code that wants it plain

@@ -1,7 +1,7 @@
 -- The last statistics line of a unit's server before a time (requests in flight and queued), of the
 -- run that was killed (not of the one before it: a run that died loading served nothing).
 -- Parameters: $unit, $before, $host, $since (that run's start, or NULL).
-SELECT ts, running_req, queue_req, token_usage, gen_throughput, source_id, line_no
+SELECT ts, engine, running_req, queue_req, token_usage, gen_throughput, source_id, line_no
 FROM server_stats
 WHERE unit = $unit AND ts <= $before AND ts >= $before - INTERVAL 2 HOUR
   AND ($host IS NULL OR host IS NULL OR host = $host) AND ($since IS NULL OR ts >= $since)

@@ -2,7 +2,7 @@
 -- #queue-req > 0 after the last one with an empty queue (the current stretch of queuing).
 -- Parameters: $unit, $since, $before, $host.
 WITH b AS (
-    SELECT ts, source_id, line_no, queue_req
+    SELECT ts, engine, source_id, line_no, queue_req
     FROM server_stats
     WHERE unit = $unit AND ts >= $since AND ts <= $before AND queue_req IS NOT NULL
       AND ($host IS NULL OR host IS NULL OR host = $host)
@@ -10,7 +10,7 @@ WITH b AS (
 last_empty AS (
     SELECT max(ts) AS t FROM b WHERE queue_req = 0
 )
-SELECT ts, source_id, line_no
+SELECT ts, engine, source_id, line_no
 FROM b
 WHERE queue_req > 0 AND ts > coalesce((SELECT t FROM last_empty), $since - INTERVAL 1 SECOND)
 ORDER BY ts, line_no

@@ -10,7 +10,7 @@ from pathlib import Path
 from statistics import median
 
 from .. import __version__
-from ..analysis.summary import downtime_text
+from ..analysis.summary import CAUSE_LABELS, downtime_text
 from ..query import run_named_dicts
 from ..store.db import Store
 from ..text.formats import human
@@ -92,10 +92,11 @@ def trends(
     daily: dict[tuple[str, str, str, str], int] = {}
     weekly: dict[tuple[str, str, str, str], int] = {}
     for r in kills:
-        key = (str(r["day"]), r["host"], r["unit"], r["cause"])
+        cause = CAUSE_LABELS.get(r["cause"], r["cause"])
+        key = (str(r["day"]), r["host"], r["unit"], cause)
         daily[key] = daily.get(key, 0) + int(r["incidents"])
         wk = r["week"].isocalendar()
-        key = (f"{wk[0]}-W{wk[1]:02d}", r["host"], r["unit"], r["cause"])
+        key = (f"{wk[0]}-W{wk[1]:02d}", r["host"], r["unit"], cause)
         weekly[key] = weekly.get(key, 0) + int(r["incidents"])
     rep.kills_per_day = [KillCount(*k, v) for k, v in sorted(daily.items())]
     rep.kills_per_week = [KillCount(*k, v) for k, v in sorted(weekly.items())]
@@ -142,7 +143,7 @@ def trends(
                 utc_text(r["ts"]),
                 str(r["host"] or "—"),
                 str(r["unit"]),
-                str(r["cause"]),
+                CAUSE_LABELS.get(r["cause"], str(r["cause"])),
                 r["downtime_s"],
                 downtime_text(r["downtime_s"], r["unit"]),
                 str(r["fallback_unit"] or r["recovery_unit"] or "—"),

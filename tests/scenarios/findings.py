@@ -212,7 +212,7 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
     if s.cause == "gpu_oom":
         if s.journal_mode is None:
             return without_incident(s, t)  # nothing else tells of the crash
-        out |= CAUSE
+        out |= CAUSE | {"report_headline"}  # the crash unread, a signal "killed" it
     return out
 
 
@@ -302,10 +302,6 @@ def _loop_split(s: Scenario, t: Truth) -> set[str]:
 
 def _exit_loop(s: Scenario, t: Truth) -> set[str]:
     return without_incident(s, t) if s.startup == "start_limit" else set()
-
-
-def _crash_killed(s: Scenario, t: Truth) -> set[str]:
-    return {"report_headline"} if s.cause == "gpu_oom" and s.startup is None else set()
 
 
 def _page_size(s: Scenario, t: Truth) -> set[str]:
@@ -495,7 +491,6 @@ FINDINGS = (
     Finding("F08", "memory.oom.group: the chosen victim's second kill line is a second kill", _oom_group),
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
-    Finding("F11", 'A crash is headed "killed"', _crash_killed),
     Finding("F12", "The task table's RSS is read in 4 KiB pages", _page_size),
     Finding("F13", "nvidia-smi loops with `date` lines are not recognised", _date_lines),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),

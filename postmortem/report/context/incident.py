@@ -13,7 +13,7 @@ from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
 from ...analysis.model import Incident, Load, Recommendation, restartable
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, downtime_text
+from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, death_word, downtime_text
 from ...engines import get_engine
 from ...query import run_named_dicts
 from ...store.db import Store
@@ -456,7 +456,8 @@ def incident_report(
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
         tool_version=__version__,
-        title=f"{clean(inc.unit or 'process')} {'crashed' if inc.cause == 'crash' else 'killed'} on {host} at {utc_text(inc.ts)} UTC",
+        title=f"{clean(inc.unit or 'process')} {death_word(inc.cause)} on {host} at {utc_text(inc.ts)} UTC",
+        died=death_word(inc.cause),
         file_stem=file_stem,
         incident_id=inc.incident_id,
         host=host,

@@ -284,6 +284,8 @@ class IncidentReport:
     cause: str
     cause_label: str
     cause_words: str
+    #: how the process ended: ``killed``, or ``crashed`` (its own error; a CUDA OOM is one)
+    died: str
     confidence: float
     summary: str
     cause_explanation: str
