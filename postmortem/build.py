@@ -38,6 +38,8 @@ class BuildResult:
     reports: list[Path]
     index: Path | None
     incidents: int = 0
+    #: OOM kills with no time (in no report; index.md lists them)
+    undated: int = 0
     bundles: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
@@ -83,6 +85,7 @@ def build(options: BuildOptions) -> BuildResult:
         reports=written.reports,
         index=written.index,
         incidents=written.incidents,
+        undated=written.undated,
         bundles=written.bundles,
         timings=timings,
     )

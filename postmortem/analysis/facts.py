@@ -240,6 +240,39 @@ def top_consumers(tasks: list[dict[str, Any]], page_kb: int = 4) -> list[Consume
     return out
 
 
+#: the page sizes kernels run with (x86_64 4 KiB; arm64 4, 16 or 64 KiB; ppc64le 64 KiB)
+PAGE_SIZES_KB = (4, 16, 64)
+
+
+def page_kb_of(oom: dict[str, Any] | None, tasks: list[dict[str, Any]]) -> int:
+    """The host's page size, learnt from the kill: the kill line gives the victim's RSS in kB,
+    the task table the same process's RSS in pages (4 KiB when they do not meet).
+
+    >>> kill = {"victim_pid": 7, "anon_rss_kb": 6400, "file_rss_kb": 0, "shmem_rss_kb": 0}
+    >>> page_kb_of(kill, [{"pid": 7, "rss_pages": 100, "rss_anon_pages": 100}])
+    64
+    >>> page_kb_of(kill, [{"pid": 8, "rss_pages": 100}]), page_kb_of(None, [])
+    (4, 4)
+    """
+    if not oom or oom.get("victim_pid") is None:
+        return 4
+    task = next((t for t in tasks if t.get("pid") == oom["victim_pid"]), None)
+    if task is None:
+        return 4
+    if task.get("rss_anon_pages") and oom.get("anon_rss_kb"):
+        kb, pages = int(oom["anon_rss_kb"]), int(task["rss_anon_pages"])
+    elif task.get("rss_pages") and oom.get("anon_rss_kb") is not None:
+        kb = sum(int(oom.get(k) or 0) for k in ("anon_rss_kb", "file_rss_kb", "shmem_rss_kb"))
+        pages = int(task["rss_pages"])
+    else:
+        return 4
+    if pages < 16 or kb <= 0:
+        return 4  # too small a process to tell the ratio from rounding
+    ratio = kb / pages
+    best = min(PAGE_SIZES_KB, key=lambda size: abs(ratio - size) / size)
+    return best if abs(ratio - best) / best < 0.2 else 4
+
+
 def gather(
     store: Store,
     incident: Incident,
@@ -276,7 +309,7 @@ def gather(
         rows = run_named_dicts(store, "oom_kill_detail", {"oom_id": incident.oom_id})
         facts.oom = rows[0] if rows else None
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
-        facts.consumers = top_consumers(facts.tasks)
+        facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit:
         run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
         batch = run_named_dicts(
@@ -633,10 +666,10 @@ def _gpus_after_kill(store: Store, inc: Incident) -> list[dict[str, Any]]:
     """Per GPU of the host: its memory before the kill and how it fell after (``gpu_after_kill``),
     with ``freed`` set: True when it fell to ≤ 1 GiB or 5 % of before, None with no sample after."""
     assert inc.ts is not None
+    # the whole grace period, whenever the next load starts: its memory rises only once its
+    # weights load (tens of seconds on), and the lowest sample is what tells the release (cut at
+    # the recovery's start, a loop sampling every 30 s had no sample left to see it; F19)
     look = GPU_GRACE_S
-    if inc.recovery_load is not None and inc.recovery_load.start_ts is not None:
-        # after the next load starts, memory rises again: only look until then (and ≥ 15 s)
-        look = max(15.0, min(look, (inc.recovery_load.start_ts - inc.ts).total_seconds() + 10))
     rows = run_named_dicts(
         store,
         "gpu_after_kill",

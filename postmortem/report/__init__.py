@@ -24,6 +24,7 @@ from ..analysis.model import Incident, Load
 from ..analysis.summary import downtime_text
 from ..drawing import Drawer, Drawn, FigureJob
 from ..store.db import Store
+from ..text.formats import plural
 from ..timeutil import UTC
 from .context import (
     IndexReport,
@@ -52,6 +53,8 @@ class Written:
     index: Path | None = None
     incidents: int = 0
     bundles: list[Path] = field(default_factory=list)
+    #: OOM kills in no report because their time is unknown (index.md lists them)
+    undated: int = 0
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9@._-]+")
@@ -243,11 +246,17 @@ def write_reports(
             )
         )
     written.incidents = len(rows)
-    reason = (
-        "no kernel OOM kill, userspace OOM kill, CUDA OOM or service death was found"
-        if not analysis.incidents
-        else "incidents exist outside the window"
-    )
+    undated = undated_kill_rows(store, sources, clean)
+    written.undated = len(undated)
+    if undated and not analysis.incidents:
+        reason = (
+            f"{plural(len(undated), 'OOM kill was', 'OOM kills were')} found, but not when "
+            "(see OOM kills with no time, below)"
+        )
+    elif not analysis.incidents:
+        reason = "no kernel OOM kill, userspace OOM kill, CUDA OOM or service death was found"
+    else:
+        reason = "incidents exist outside the window"
     index = IndexReport(
         generated_at=utc_text(generated) + " UTC",
         tool_version=__version__,
@@ -255,7 +264,7 @@ def write_reports(
         incidents=rows,
         sources=source_rows(sources, None, clean),
         no_incident_reason=reason,
-        undated_kills=undated_kill_rows(store, sources, clean),
+        undated_kills=undated,
         xids=xid_rows(store, options.since, options.until, sources, clean),
         slow_loads=slow_load_rows(analysis.load_stats, options.since, options.until, sources, clean),
     )

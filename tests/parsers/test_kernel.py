@@ -463,6 +463,20 @@ def test_group_kills_share_the_event() -> None:
     )
 
 
+def test_a_group_kill_names_the_chosen_victim_again_and_it_is_one_kill() -> None:
+    """memory.oom.group: the kernel kills the chosen victim, then every task of the cgroup,
+    the victim among them (its second line is no second kill; scenario finding F08)."""
+    lines = [
+        HEADER_6X,
+        KILL_6X,
+        "Tasks in /system.slice/a.service are going to be killed due to memory.oom.group set",
+        KILL_6X,
+        KILL_6X.replace("2383", "2390"),
+    ]
+    rows = kills(stream(lines))
+    assert [k.victim_pid for k in rows] == [2383, 2390]
+
+
 def test_group_ends_at_the_first_line_that_is_not_a_group_kill() -> None:
     lines = [
         HEADER_6X,

@@ -579,6 +579,20 @@ def test_failure_outputs_are_events(line: str, kind: str, bus: str | None) -> No
         assert ctx.parsed_lines == 2
 
 
+@pytest.mark.parametrize("stamp", ["Thu Oct  2 10:00:00 UTC 2025", "2025-10-02T10:00:00+00:00"])
+def test_a_loop_with_date_lines_is_sniffed_as_the_csv_it_is(stamp: str) -> None:
+    """``while :; do date; nvidia-smi --query-gpu=… --format=csv; sleep 30; done`` (finding F13):
+    a date line first must not hide the CSV. (``date +%s`` is not a date line here: a one-column
+    ``noheader,nounits`` query prints bare numbers too.)"""
+    snap = "index, uuid, memory.used [MiB], memory.total [MiB]\n0, GPU-aaaa, 70000 MiB, 81559 MiB\n"
+    head = Head("x", b"", f"{stamp}\n{snap}{stamp}\n{snap}".splitlines())
+    scores = {n: p.sniff(head) for n, p in PARSERS.items()}
+    assert max(scores, key=lambda n: scores[n]) == "nvidia-smi-csv", scores
+    out, _ = parse("nvidia-smi-csv", f"{stamp}\n{snap}")
+    [sample] = records_of(out, GpuSample)
+    assert (sample.mem_used_mib, sample.ts) == (70000, utc(2025, 10, 2, 10))
+
+
 def test_failure_only_file_is_sniffed_as_table() -> None:
     head = Head("x", b"", ["No devices were found"])
     assert NvidiaSmiTable().sniff(head) >= 50

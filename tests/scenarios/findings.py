@@ -286,28 +286,12 @@ def _undated_kernel(s: Scenario, t: Truth) -> set[str]:
     return CAUSE | {"victims", "report_memory"}
 
 
-def _dmesg_alone(s: Scenario, t: Truth) -> set[str]:
-    if t.datable:
-        return set()
-    return {"terminal"}
-
-
-def _oom_group(s: Scenario, t: Truth) -> set[str]:
-    return {"oom_kills_once"} if s.oom_group else set()
-
-
 def _loop_split(s: Scenario, t: Truth) -> set[str]:
     return {"incidents"} if s.startup == "cuda_oom_loop" else set()
 
 
 def _exit_loop(s: Scenario, t: Truth) -> set[str]:
     return without_incident(s, t) if s.startup == "start_limit" else set()
-
-
-def _page_size(s: Scenario, t: Truth) -> set[str]:
-    if s.page_kb == 64 and s.cause in KERNEL_CAUSES and not kernel_undated(s):
-        return {"report_memory"}
-    return set()
 
 
 def project_cause(s: Scenario) -> str:
@@ -333,42 +317,10 @@ def denies_samples(s: Scenario) -> bool:
     return project_cause(s) != "signal" and gpu_workload(s)
 
 
-def _date_lines(s: Scenario, t: Truth) -> set[str]:
-    if s.nvidia != "date-lines" or s.startup is not None:
-        return set()
-    out = {"gpu_freed", "report_gpu"} if t.gpu_freed else set()
-    if t.sampled_after_kill and denies_samples(s):
-        out.add("gpu_coverage")
-    return out
-
-
-def _look_window(s: Scenario, t: Truth) -> set[str]:
-    """GPU release is looked for until the recovery's start + 10 s (at least 15 s, at most 60):
-    with a quick restart a loop sampling every 30 s has no sample there."""
-    if s.nvidia not in ("loop", "nounits") or s.startup is not None or t.first_sample_after_s is None:
-        return set()
-    look = 60.0
-    if t.recovered_utc is not None and t.recovery_load_s is not None:
-        start = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
-        look = max(15.0, min(look, (start - t.kill_utc).total_seconds() + 10))
-    out: set[str] = set()
-    freed_in_time = t.gpu_freed_utc is not None and (t.gpu_freed_utc - t.kill_utc).total_seconds() <= look
-    if not kill_precise(s):  # the kill in whole seconds: a sample in its second counts as after it
-        step = max(10.0, s.nvidia_interval_s) if s.nvidia == "date-lines" else s.nvidia_interval_s
-        before = t.first_sample_after_s - step
-        if before > -(t.kill_utc.microsecond / 1e6):
-            return {"gpu_freed", "report_gpu"} if t.gpu_freed and not freed_in_time else set()
-    if t.gpu_freed and not freed_in_time:
-        out |= {"gpu_freed", "report_gpu"}  # not seen freed: "did not drop", or nothing said
-    if t.first_sample_after_s > look and denies_samples(s):
-        out.add("gpu_coverage")
-    return out
-
-
 def _other_gpus(s: Scenario, t: Truth) -> set[str]:
     """The killed server's GPUs are told apart only through its server_args tied to its unit."""
     mine = stream_unit(s, s.server) == s.server.unit
-    if s.other is not None and s.nvidia in ("loop", "nounits") and t.gpu_freed and not mine:
+    if s.other is not None and s.nvidia in ("loop", "nounits", "date-lines") and t.gpu_freed and not mine:
         return {"gpu_freed", "report_gpu"}
     return set()
 
@@ -487,18 +439,13 @@ FINDINGS = (
         "A boot-relative kernel record is not joined with systemd's lines of the same kill",
         _undated_kernel,
     ),
-    Finding("F07", 'Undated kills: the terminal says nothing, index.md says "No incident"', _dmesg_alone),
-    Finding("F08", "memory.oom.group: the chosen victim's second kill line is a second kill", _oom_group),
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
-    Finding("F12", "The task table's RSS is read in 4 KiB pages", _page_size),
-    Finding("F13", "nvidia-smi loops with `date` lines are not recognised", _date_lines),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
     Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
     Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
     Finding("F18", 'A start-up failure is headed "killed", with a "Killed at" row', _startup_headline),
-    Finding("F19", "GPU release is looked for only until the recovery's start + 10 s", _look_window),
 )
 
 

@@ -214,6 +214,8 @@ class _Event:
     terminal: _Stamp | None = None  # "Out of memory and no killable processes..."
     kills: int = 0
     group_cgroup: str | None = None
+    #: pids this event's kill lines named (memory.oom.group names the chosen victim twice)
+    killed: set[int] = field(default_factory=set)
 
 
 class OomAssembler:
@@ -301,6 +303,10 @@ class OomAssembler:
             if ev is not None and ev.kills and ev.group_cgroup is None:
                 self.event = None  # a new kill after a finished one: a storm or a new OOM
                 ev = None
+            if ev is not None and ev.group_cgroup is not None and int(m.group("pid")) in ev.killed:
+                # memory.oom.group kills every task of the cgroup, the chosen victim again: one
+                # process, one kill (the line stays a kernel message)
+                return
             if ev is None:
                 ev = self._open(st)
             yield self._kill(ev, st, m)
@@ -492,6 +498,7 @@ class OomAssembler:
         )
         row = self._kill_row(ev, st, pid=pid, comm=m.group("comm"), sizes=sizes, prefix=m.group("ctx"))
         ev.kills += 1
+        ev.killed.add(pid)
         return row
 
     def _kill_row(

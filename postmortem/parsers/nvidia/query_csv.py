@@ -12,6 +12,7 @@ from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch, re
 from .common import (
     Snapshots,
     Stamp,
+    date_line_stamp,
     error_event,
     integer,
     is_failure_head,
@@ -359,7 +360,12 @@ class NvidiaSmiCsv(Parser):
     tables = ("gpu_samples", "gpu_processes", "gpu_events")
 
     def sniff(self, head: Head) -> int:
-        lines = [ln for ln in head.lines if ln.strip()]
+        # a loop of `date; nvidia-smi --query-gpu=… --format=csv` puts a date line before each
+        # snapshot: the parser reads them as the snapshots' times, the sniff looks past them
+        probe = ParseContext()
+        lines = [
+            ln for ln in head.lines if ln.strip() and date_line_stamp(ln.strip(), probe, epoch=False) is None
+        ]
         if not lines:
             return 0
         first = lines[0]
