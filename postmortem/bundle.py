@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArchiveError, InputError, UsageError
-from .io import InputFile, expand_paths
+from .io import InputFile, expand_paths, shown
 from .timeutil import get_zone, parse_iso
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def _bundle_inputs(
             continue
         out.append(
             BundleFile(
-                display=inp.display if prefix is None else f"{prefix}/{rel}",
+                display=inp.display if prefix is None else shown(f"{prefix}/{rel}"),
                 path=inp.path,
                 size=inp.size,
                 mtime=inp.mtime,

@@ -544,7 +544,13 @@ def build(
     )
     result = run_build(options)
     _echo_files(result.ingest.files, quiet_unchanged=True)  # a damaged archive says so every run
-    typer.echo(f"{result.incidents} incident(s); reports in {options.out}")
+    undated = (
+        f"; {result.undated} OOM kill(s) with no time, listed in the index (give --boot-time or a "
+        "journal of that boot)"
+        if result.undated
+        else ""
+    )
+    typer.echo(f"{result.incidents} incident(s){undated}; reports in {options.out}")
     for p in result.reports:
         typer.echo(f"  {p}")
     if result.index:

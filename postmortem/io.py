@@ -218,15 +218,26 @@ def shown(name: str) -> str:
     return escape_controls(name)
 
 
-def escape_controls(text: str) -> str:
-    r"""``text`` with its control characters written as ``\xNN`` (for a terminal or a table).
+#: what a terminal acts on or a reader is misled by: C0 and C1 controls, DEL, and the
+#: bidirectional controls that reorder displayed text (U+202A–U+202E, U+2066–U+2069, …)
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-    >>> print(escape_controls("a\tb\x1b[2J"))
-    a\x09b\x1b[2J
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    r"""``text`` with its control and bidirectional-override characters written as ``\xNN`` /
+    ``\uNNNN`` (for a terminal, a table or a CSV file); those in ``keep`` stay.
+
+    >>> print(escape_controls("a\tb\x1b[2J\u202e"), escape_controls("a\nb", keep="\n") == "a\nb")
+    a\x09b\x1b[2J\u202e True
     """
-    if not any(c < " " or c == "\x7f" for c in text):
-        return text
-    return "".join(f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c for c in text)
+    if keep:
+        return _CONTROLS.sub(lambda m: m.group(0) if m.group(0) in keep else _escaped(m), text)
+    return _CONTROLS.sub(_escaped, text)
 
 
 @dataclass

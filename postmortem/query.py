@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -76,7 +77,7 @@ def write_user_query(store: Store, sql: str, fmt: str, out: TextIO) -> int:
         w = csv.writer(out, lineterminator="\n")
         w.writerow(columns)
         for rows in batches():
-            w.writerows([_cell(v) for v in row] for row in rows)
+            w.writerows(_csv_row(row) for row in rows)
             n += len(rows)
     elif fmt == "json":
         out.write("[")
@@ -220,9 +221,19 @@ def format_json(result: QueryResult) -> str:
     return "[" + ", ".join(_json_row(result.columns, row) for row in result.rows) + "]"
 
 
+#: characters JSON may carry raw but a terminal or a reader must not see raw (C1 controls and
+#: bidirectional overrides; C0 ones JSON escapes itself)
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_json(text: str) -> str:
+    """JSON text with the characters above written as ``\\uNNNN`` escapes (the same JSON)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
 def _json_row(columns: list[str], row: tuple[Any, ...]) -> str:
     obj = {c: json_value(v) for c, v in zip(columns, row, strict=True)}
-    return json.dumps(obj, ensure_ascii=False, indent=None, allow_nan=False)
+    return safe_json(json.dumps(obj, ensure_ascii=False, indent=None, allow_nan=False))
 
 
 def _cell(value: Any) -> str:
@@ -232,12 +243,16 @@ def _cell(value: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
+def _csv_row(row: Sequence[Any]) -> list[str]:
+    # a newline is quoted CSV; every other control character would drive the terminal
+    return [escape_controls(_cell(v), keep="\n") for v in row]
+
+
 def format_csv(result: QueryResult) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(result.columns)
-    for row in result.rows:
-        w.writerow([_cell(v) for v in row])
+    w.writerows(_csv_row(row) for row in result.rows)
     return buf.getvalue()
 
 

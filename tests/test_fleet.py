@@ -252,9 +252,9 @@ def test_trends_count_each_host_apart(tmp_path: Path) -> None:
         )
     path = trends(store, tmp_path)
     text = path.read_text()
-    assert "| 2025-03-09 | a | `u.service` | cgroup_oom | 1 |" in text
-    assert "| 2025-03-09 | b | `u.service` | cgroup_oom | 1 |" in text
-    assert "| 2025-03-11 | b | `u.service` | cgroup_oom | 1 |" in text
+    assert "| 2025-03-09 | a | `u.service` | cgroup memory limit (kernel memcg OOM killer) | 1 |" in text
+    assert "| 2025-03-09 | b | `u.service` | cgroup memory limit (kernel memcg OOM killer) | 1 |" in text
+    assert "| 2025-03-11 | b | `u.service` | cgroup memory limit (kernel memcg OOM killer) | 1 |" in text
     assert "| a | `u.service` | `/m` | — | 2 |" in text and "| b | `u.service` | `/m` | — | 1 |" in text
     from postmortem.query import run_named_dicts
 

@@ -12,6 +12,10 @@ store reaches a report.
 '1\\\\. not a list, \\\\_not emphasis\\\\_'
 >>> md_code("x\\n```\\ny")
 '````text\\nx\\n```\\ny\\n````'
+>>> md_span("a`![](//x.io)`b"), md_span_cell("x | y")
+('``a`![](//x.io)`b``', '`x \\\\| y`')
+>>> visible("\\x1b]52;c;aGk=\\x07 \\u202egnp.exe")
+'\\\\x1b]52;c;aGk=\\\\x07 \\\\u202egnp.exe'
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ _EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 _CODE_SPAN = re.compile(r"(?<!`)`[^`<>&]+`(?!`)")
 # Block syntax that only matters at the start of the text (headings, lists, setext rules).
 _BLOCK_START = re.compile(r"^([+\-=]|\d+(?=[.)]))")
+
+
+# C0 and C1 controls (tab aside), DEL, and the bidirectional controls that reorder what a reader
+# sees (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C): shown as escapes, never raw — a
+# terminal would act on them, and a reader of the report would see text that is not there
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control and bidirectional-override character shown as ``\\xNN`` or
+    ``\\uNNNN`` (a newline too: call it on one line, or on each line)."""
+    return _INVISIBLE.sub(_escape_char, text)
 
 
 def _html(text: str) -> str:
@@ -60,7 +81,7 @@ def md_inline(text: object) -> str:
     `` `code span` `` stays one."""
     if text is None:
         return ""
-    s = str(text).replace("\r", " ").replace("\n", " ").lstrip()
+    s = visible(str(text).replace("\r", " ").replace("\n", " ").lstrip())
     out = []
     for i, (code, part) in enumerate(_spans(s)):
         if code:
@@ -81,7 +102,7 @@ def md_cell(text: object) -> str:
     neutral; a `` `code span` `` stays one (with its ``|`` escaped, as GFM tables read it)."""
     if text is None:
         return ""
-    s = str(text).replace("\r", " ").replace("\n", " ")
+    s = visible(str(text).replace("\r", " ").replace("\n", " "))
     out = []
     for code, part in _spans(s):
         if code:
@@ -89,14 +110,41 @@ def md_cell(text: object) -> str:
             continue
         part = _html(part)
         part = part.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+        # ``@name`` and ``#123`` become mentions and issue links when a report is pasted into a
+        # ticket; ``[``/``]`` would open a link
+        part = part.replace("@", "\\@").replace("#", "\\#")
         out.append(part.replace("[", "\\[").replace("]", "\\]"))
     return "".join(out)
+
+
+def md_span(text: object, *, in_table: bool = False) -> str:
+    """``text`` as one whole code span, which the text cannot close: the fence is longer than
+    any run of backticks inside (a template never wraps a value in backticks of its own: a
+    value's balanced backticks would close them and open live Markdown). Inside a code span
+    nothing is markup; ``in_table``: ``|`` escaped, as GFM tables read it."""
+    if text is None:
+        return ""
+    s = visible(str(text).replace("\r", " ").replace("\n", " "))
+    if not s:
+        return ""
+    if in_table:
+        s = s.replace("|", "\\|")
+    longest = max((len(m.group(0)) for m in re.finditer(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    if s[0] in "` " or s[-1] in "` ":
+        s = f" {s} "  # CommonMark strips one space each side: a backtick at an edge stays text
+    return f"{fence}{s}{fence}"
+
+
+def md_span_cell(text: object) -> str:
+    """:func:`md_span` for a table cell."""
+    return md_span(text, in_table=True)
 
 
 def md_code(text: object, lang: str = "text") -> str:
     """A fenced code block that the content cannot close: the fence is longer than any run
     of backticks inside."""
-    s = "" if text is None else str(text)
+    s = "" if text is None else "\n".join(visible(line) for line in str(text).split("\n"))
     longest = max((len(m.group(0)) for m in re.finditer(r"`+", s)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{s}\n{fence}"

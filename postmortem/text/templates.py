@@ -21,7 +21,7 @@ import jinja2
 
 from ..errors import UsageError
 from .formats import FILTERS
-from .markdown import md_cell, md_code, md_inline, md_link_text
+from .markdown import md_cell, md_code, md_inline, md_link_text, md_span, md_span_cell
 
 
 def default_template_dir() -> Path:
@@ -54,6 +54,8 @@ def environment(user_dirs: Sequence[str | Path] = (), *, prose: bool = False) ->
     env.filters["cell"] = md_cell
     env.filters["inline"] = md_inline
     env.filters["code"] = md_code
+    env.filters["span"] = md_span
+    env.filters["span_cell"] = md_span_cell
     env.filters["linktext"] = md_link_text
     env.filters["url"] = _url
     return env

@@ -182,7 +182,7 @@ def table_value(md: str, label: str) -> str | None:
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) >= 2 and cells[0].startswith(label):
-                return cells[1]
+                return re.sub(r"\\([\\`*_\[\]|~#@<>])", r"\1", cells[1])  # as rendered
     return None
 
 

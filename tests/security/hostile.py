@@ -262,7 +262,8 @@ def elements(html: str) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
 
 
 #: what the templates link to: a report's own figures and, from the index, its reports
-_OWN_TARGET = re.compile(r"^[A-Za-z0-9@._-]+\.(png|md|json)$")
+#: what the templates link to: the report's own files, and its own sections (``#e-full-timeline``)
+_OWN_TARGET = re.compile(r"^(?:[A-Za-z0-9@._-]+\.(png|md|json)|#[a-z0-9-]+)$")
 
 
 def foreign_links(markdown: str) -> list[str]:

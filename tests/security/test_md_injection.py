@@ -35,7 +35,6 @@ def test_comm_len_of_the_attack_fits_the_kernel() -> None:
     assert len(COMM_IMAGE.encode()) == 15
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_CODE_SPAN.format("//x.io") + " (victims table)")
 def test_image_through_kernel_process_name_in_dmesg(tmp_path: Path) -> None:
     logs = write_logs(tmp_path, dmesg__txt=dmesg(COMM_IMAGE))
     _, out = build(logs, tmp_path, "--host", "gpu1")
@@ -44,9 +43,6 @@ def test_image_through_kernel_process_name_in_dmesg(tmp_path: Path) -> None:
     assert foreign_links(report) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason=XFAIL_CODE_SPAN.format("https://evil.example/mp.png") + " (settings and loads tables)"
-)
 def test_image_through_sglang_server_args_value(tmp_path: Path) -> None:
     logs = write_logs(tmp_path, journal__txt=journal(model_path=ARG_IMAGE))
     _, out = build(logs, tmp_path)
@@ -69,9 +65,6 @@ def _docker_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **fields: str
     return out
 
 
-@pytest.mark.xfail(
-    strict=True, reason=XFAIL_CODE_SPAN.format("//x.io/n") + " (incident.md, index.md, trends.md)"
-)
 @pytest.mark.parametrize("page", ["incident", "index.md", "trends.md"])
 def test_image_through_docker_container_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str
@@ -82,7 +75,6 @@ def test_image_through_docker_container_name(
     assert foreign_links(md) == []
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_CODE_SPAN.format("//x.io/i") + " (the container sentence)")
 def test_image_through_docker_image_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = _docker_build(tmp_path, monkeypatch, IMAGE="lmsysorg/sglang`![i](//x.io/i)`:v1")
     md = _container_report(out).read_text()
@@ -90,9 +82,6 @@ def test_image_through_docker_image_name(tmp_path: Path, monkeypatch: pytest.Mon
     assert foreign_links(md) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="#29 item 1: container.short_id goes into the template with no filter at all"
-)
 def test_image_through_docker_container_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the id's first 12 characters are the short id the report prints
     out = _docker_build(tmp_path, monkeypatch, CID="a`![](//x)`b" + "0" * 52)
@@ -108,10 +97,6 @@ def _container_report(out: Path) -> Path:
     return report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 1: md_cell escapes neither '@' nor '#': a mention and an issue reference stay live in the timeline's cells",
-)
 @pytest.mark.parametrize("word", ["@oncall", "#123"])
 def test_mentions_and_issue_references_in_table_cells(tmp_path: Path, word: str) -> None:
     logs = write_logs(

@@ -37,10 +37,6 @@ COMMS = {
 assert all(len(c.encode()) <= 15 for c in COMMS.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 6: md_code quotes the kernel's lines as they are (the fenced block escapes nothing)",
-)
 @pytest.mark.parametrize("comm", COMMS.values(), ids=COMMS.keys())
 def test_escapes_in_a_process_name_are_shown_escaped_in_the_report(tmp_path: Path, comm: str) -> None:
     logs = write_logs(tmp_path, journal__txt=journal(comm=comm))
@@ -51,10 +47,6 @@ def test_escapes_in_a_process_name_are_shown_escaped_in_the_report(tmp_path: Pat
     assert "\\x1b" in report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 6: md_code quotes the server's traceback as it is (OSC 8 and ESC[2J raw in the fence)",
-)
 def test_escapes_in_a_log_line_are_shown_escaped_in_the_report(tmp_path: Path) -> None:
     logs = write_logs(tmp_path, journal__txt=cuda_oom_journal(f"{HYPERLINK} {CLEAR}"))
     _, out = build(logs, tmp_path)
@@ -63,10 +55,6 @@ def test_escapes_in_a_log_line_are_shown_escaped_in_the_report(tmp_path: Path) -
     assert _raw(report) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 6: md_cell and md_inline pass U+202E; the fenced quotes too",
-)
 def test_bidi_override_in_a_process_name_is_shown_escaped_in_the_report(tmp_path: Path) -> None:
     logs = write_logs(tmp_path, journal__txt=journal(comm=f"evil{RLO}txt.sh"))
     _, out = build(logs, tmp_path)
@@ -85,9 +73,6 @@ def _store_with_escapes(tmp_path: Path) -> Path:
     return db
 
 
-@pytest.mark.xfail(
-    strict=True, reason="#29 item 6: query.format_csv/_cell write log text as it is (ESC, BEL, U+202E)"
-)
 def test_query_csv_shows_control_characters_escaped(tmp_path: Path) -> None:
     db = _store_with_escapes(tmp_path)
     ran = run("query", "SELECT message FROM journal_entries", "--db", db, "--format", "csv")
@@ -95,9 +80,6 @@ def test_query_csv_shows_control_characters_escaped(tmp_path: Path) -> None:
     assert _raw(ran.out) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="#29 item 6: io.escape_controls (the table's cells) escapes C0 but passes U+202E"
-)
 def test_query_table_shows_bidi_overrides_escaped(tmp_path: Path) -> None:
     db = _store_with_escapes(tmp_path)
     ran = run("query", "SELECT message FROM journal_entries", "--db", db)
@@ -114,10 +96,6 @@ def test_query_json_escapes_control_characters(tmp_path: Path) -> None:
     assert _raw(ran.out.replace(RLO, "")) == []  # JSON escapes C0; U+202E is below
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 6: query's JSON (ensure_ascii=False) writes U+202E as it is",
-)
 def test_query_json_shows_bidi_overrides_escaped(tmp_path: Path) -> None:
     db = _store_with_escapes(tmp_path)
     ran = run("query", "SELECT message FROM journal_entries", "--db", db, "--format", "json")
@@ -125,10 +103,6 @@ def test_query_json_shows_bidi_overrides_escaped(tmp_path: Path) -> None:
     assert _raw(ran.out) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 6: bundle._bundle_inputs names a bundle's file by its member name, unescaped: ingest's line prints ESC and a newline",
-)
 def test_ingest_line_of_a_bundle_member_name_is_escaped(tmp_path: Path) -> None:
     name = f"b/evil{CLIPBOARD}{CLEAR}\nError: forged line.txt"
     archive = tar_gz(
