@@ -391,6 +391,14 @@ def query(
     sql: Annotated[str, typer.Argument(help="One SELECT statement.")],
     db: DbOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    no_redact: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact",
+            help="Show secrets as stored (default: every text value has tokens, passwords and "
+            "keys masked as [REDACTED], as in the reports).",
+        ),
+    ] = False,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Run read-only SQL over the store."""
@@ -402,7 +410,7 @@ def query(
     store = _open_reader(load_config().db_path(db), wait=wait)
     try:
         # written as it is fetched: a result of any size in bounded memory
-        write_user_query(store, sql, fmt, sys.stdout)
+        write_user_query(store, sql, fmt, sys.stdout, redact=not no_redact)
     finally:
         store.close()
     if fmt == "json":
@@ -429,6 +437,10 @@ def export(
         str, typer.Option("--parquet", help="Directory for hive-partitioned Parquet (host=/date=).")
     ],
     db: DbOpt = None,
+    no_redact: Annotated[
+        bool,
+        typer.Option("--no-redact", help="Keep secrets in text columns as stored (default: masked)."),
+    ] = False,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Export every table as hive-partitioned Parquet, for fleet-wide queries and merging."""
@@ -437,7 +449,7 @@ def export(
 
     store = _open_reader(load_config().db_path(db), wait=wait, warn=False)
     try:
-        result = export_parquet(store, Path(parquet))
+        result = export_parquet(store, Path(parquet), redact=not no_redact)
     finally:
         store.close()
     typer.echo(
@@ -617,6 +629,9 @@ def timeline(
     ] = None,
     db: DbOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Show secrets in the events as logged (default: masked).")
+    ] = False,
     wait: WaitOpt = 0.0,
 ) -> None:
     """The memory-pressure timeline and the merged events around one incident."""
@@ -630,7 +645,7 @@ def timeline(
     after_s = parse_duration(after, allow_zero=True) if after is not None else None
     store = _open_reader(load_config().db_path(db), wait=wait)
     try:
-        view = load_view(store, incident_id, window_s=window_s, after_s=after_s)
+        view = load_view(store, incident_id, window_s=window_s, after_s=after_s, redact=not no_redact)
     finally:
         store.close()
     sys.stdout.write(as_json(view) if fmt == "json" else as_text(view))

@@ -92,9 +92,43 @@ def _host_expr(cols: set[str], sole: str | None = None) -> str:
     return f", coalesce({', '.join([*found, _literal(sole)])}) AS host"
 
 
-def export_parquet(store: Store, directory: Path) -> ExportResult:
+#: text that may hold a secret: a cheap vectorised pre-filter, the Redactor decides
+_MAYBE_SECRET = (
+    r"(?i)(pass|secret|token|key|auth|cookie|bearer|://|-----begin|hf_|sk-|[spr]k_|gh[pousr]_|"
+    r"github_pat|glpat|aiza|xox|eyj|akia|asia|login)"
+)
+
+
+def _redact_column(col: Any, clean: Any) -> Any:
+    """A text column (an Arrow array) with the secrets of its matching values masked."""
+    hit: Any = pc.fill_null(pc.match_substring_regex(col, _MAYBE_SECRET), False)
+    if not pc.any(hit).as_py():
+        return col
+    marks = hit.to_pylist()
+    values = col.to_pylist()
+    return pa.array([clean(v) if m else v for v, m in zip(values, marks, strict=True)], type=col.type)
+
+
+def _redacted(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """``reader`` with the secrets in its text columns masked, batch by batch."""
+    from .report.redact import Redactor
+
+    clean = Redactor()
+    schema = reader.schema
+    text = [pa.types.is_string(f.type) or pa.types.is_large_string(f.type) for f in schema]
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            cols = [_redact_column(c, clean) if t else c for c, t in zip(batch.columns, text, strict=True)]
+            yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def export_parquet(store: Store, directory: Path, *, redact: bool = True) -> ExportResult:
     """Write the store under ``directory``: a new or empty directory, or an earlier export,
-    whose table directories are replaced (rows of days no longer in the store included)."""
+    whose table directories are replaced (rows of days no longer in the store included).
+    ``redact``: secrets in text columns masked as in the reports (the default)."""
     manifest, unfinished_marker = directory / MANIFEST, directory / UNFINISHED
     if directory.exists() and not directory.is_dir():
         raise InputError(f"{directory}: not a directory; export into a new or empty directory")
@@ -144,6 +178,8 @@ def export_parquet(store: Store, directory: Path) -> ExportResult:
         # DuckDB 2.x: Relation.to_arrow_reader; 1.x: Relation.fetch_arrow_reader
         make_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
         reader = make_reader(BATCH_ROWS)
+        if redact:
+            reader = _redacted(reader)
         target = directory / table
         if target.is_dir():
             shutil.rmtree(target)  # an earlier export's partitions: days since dropped would stay

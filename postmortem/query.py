@@ -15,7 +15,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -53,14 +53,22 @@ def run_user_query(store: Store, sql: str) -> QueryResult:
 STREAM_ROWS = 10_000
 
 
-def write_user_query(store: Store, sql: str, fmt: str, out: TextIO) -> int:
+def _redacted(rows: list[tuple[Any, ...]], clean: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    return [tuple(clean(v) if isinstance(v, str) else v for v in row) for row in rows]
+
+
+def write_user_query(store: Store, sql: str, fmt: str, out: TextIO, *, redact: bool = True) -> int:
     """Run one user statement read-only and write its result to ``out`` as ``fmt`` (table, csv
     or json) a batch of rows at a time, so memory stays bounded whatever the result's size (the
     same bytes as :data:`FORMATTERS` give for the whole result, but that a table takes its
     column widths from the first batch: a wider value after it is printed whole, out of line).
-    Returns the rows written."""
+    Every text value has its secrets masked (``redact``, the default: the same catalogue as
+    the reports'). Returns the rows written."""
+    from .report.redact import Redactor
+
     cur = _execute_user(store, sql)
     columns = [d[0] for d in cur.description or []]
+    clean = Redactor()
 
     def batches() -> Iterator[list[tuple[Any, ...]]]:
         while True:
@@ -70,7 +78,7 @@ def write_user_query(store: Store, sql: str, fmt: str, out: TextIO) -> int:
                 raise QueryError(f"SQL error: {_first_line(exc)}") from exc
             if not rows:
                 return
-            yield rows
+            yield _redacted(rows, clean) if redact else rows
 
     n = 0
     if fmt == "csv":

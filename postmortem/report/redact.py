@@ -21,32 +21,69 @@ report: the same host or address always gets the same stand-in.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 MASK = "[REDACTED]"
 
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    # header values first: the whole credential after "Authorization:"
+#: the last word of a setting's or a variable's name that says its value is a secret:
+#: ``password``, ``OPENAI_API_KEY``, ``admin_api_key``, ``ssl_keyfile_password``, ``hf_token``,
+#: ``--secret``, ``PGPASSWORD``… (``max_tokens``, ``tokenizer_path`` or ``ssl_keyfile`` are not)
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|credentials?|"
+    r"(?:api|secret|access|private|signing|encryption|master|admin|service)[_-]?key|apikey)"
+)
+#: a value: quoted (all of it), or a run without spaces, quotes, commas or closing brackets;
+#: ``None`` and an already masked value are left as they are
+_VALUE = r"(?!None\b|\[REDACTED\])(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\",)}\]]+)"
+
+
+def _mask_value(m: re.Match[str]) -> str:
+    value = m.group("v")
+    if value[:1] in ("'", '"'):
+        return f"{m.group('k')}{value[0]}{MASK}{value[0]}"
+    return f"{m.group('k')}{MASK}"
+
+
+_PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    # header values first: the whole credential after "Authorization:" or a cookie header
     (
-        re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\s*[:=]\s*)([^\r\n'\"]+)"),
+        re.compile(
+            r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)(\s*[:=]\s*)"
+            r"([^\r\n'\"]+)"
+        ),
         rf"\1\2{MASK}",
     ),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
+    # PEM private keys: the whole block
+    (
+        re.compile(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+        f"-----BEGIN \\1PRIVATE KEY-----{MASK}-----END \\1PRIVATE KEY-----",
+    ),
+    # token formats, whatever name they go by
     (re.compile(r"\bhf_[A-Za-z0-9]{16,}\b"), MASK),
     (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}\b"), MASK),
+    (re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}\b"), MASK),  # Stripe
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), MASK),
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), MASK),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b"), MASK),  # Google API keys
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), MASK),
+    (re.compile(r"(hooks\.slack\.com/services/[A-Z0-9]+/[A-Z0-9]+/)[A-Za-z0-9]+"), rf"\1{MASK}"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"), MASK),  # JWT
-    # user:password@ in URLs
-    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)"), rf"\1{MASK}\3"),
-    # key=value / 'key': 'value' assignments of secrets
+    # [user]:password@ in URLs (redis://:pass@host too)
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)"), rf"\1{MASK}\3"),
+    # `docker login -p VALUE` (and --password VALUE, below)
+    (re.compile(r"(\blogin\b[^\n]*?\s-p\s+)(?!\[REDACTED\])(\S+)"), rf"\1{MASK}"),
+    # --secret-name VALUE (a flag and its value in the next word)
     (
-        re.compile(
-            r"(?i)((?<![#\w.-])(?:api_key|apikey|access_token|auth_token|secret|secret_key|password|passwd|pwd|"
-            r"token|aws_secret_access_key|hf_token)['\"]?\s*[=:]\s*)(['\"]?)(?!None\b|\[REDACTED\])([^\s'\",)}]+)"
-        ),
-        rf"\1\2{MASK}",
+        re.compile(rf"(?P<k>(?i:--{_SECRET_NAME})\s+)(?P<v>(?!-){_VALUE})"),
+        _mask_value,
+    ),
+    # name=value, name: value, 'name': 'value', "name": "value", -e NAME=value, --name=value
+    (
+        re.compile(rf"(?P<k>(?<![#\w.-])(?:--)?(?i:{_SECRET_NAME})['\"]?\s*[=:]\s*)(?P<v>{_VALUE})"),
+        _mask_value,
     ),
 ]
 

@@ -33,12 +33,18 @@ class TimelineView:
     events: list[TimelineEvent] = field(default_factory=list)
 
 
-def load_view(store: Store, incident_id: int, *, window_s: float, after_s: float | None) -> TimelineView:
+def load_view(
+    store: Store, incident_id: int, *, window_s: float, after_s: float | None, redact: bool = True
+) -> TimelineView:
     """The timeline of incident ``incident_id`` (``after_s`` ``None``: until the service was
-    ready again plus 90 s, at least ten minutes)."""
+    ready again plus 90 s, at least ten minutes); ``redact``: secrets in the events' messages
+    masked, as in the reports."""
+    from dataclasses import replace
+
     from ..analysis import host_zones
     from ..analysis.facts import unit_gpu_keys
     from ..analysis.model import Incident
+    from .redact import Redactor
 
     rows = run_named_dicts(store, "incident_by_id", {"incident_id": incident_id})
     if not rows:
@@ -59,6 +65,9 @@ def load_view(store: Store, incident_id: int, *, window_s: float, after_s: float
         zone = None  # the host's time is UTC: no second column
     events = [*pressure_events(store, tl, inc["unit"], inc["host"]), *tl.events]
     events.sort(key=event_order(events))
+    if redact:
+        clean = Redactor()
+        events = [replace(e, message=clean(e.message)) for e in events]
     return TimelineView(incident_id, inc["ts"], inc["unit"], inc["host"], inc["cause"], zone, tl, events)
 
 

@@ -139,10 +139,6 @@ def test_the_outputs_are_all_there(outputs: Outputs) -> None:
     assert any(p.suffix == ".json" for p in outputs.json_reports.iterdir())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 2: the Redactor has no pattern for this format (its key look-behind rejects every PREFIX_ and -- form)",
-)
 @pytest.mark.parametrize("leak", LEAKS, ids=lambda lk: lk.case)
 def test_secret_is_redacted_in_reports_json_and_bundle(outputs: Outputs, leak: Leak) -> None:
     assert outputs.holding(leak.shown), f"{leak.shown!r} reached no report: the carrier is not shown"
@@ -160,10 +156,6 @@ def test_server_args_secrets_stay_out_of_the_reports(outputs: Outputs, leak: Lea
     assert outputs.holding(leak.secret) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 2: 'postmortem timeline' prints the events' messages (the server_args line, operator commands) with no Redactor",
-)
 @pytest.mark.parametrize("leak", [*SERVER_ARGS, *REDACTED_TODAY], ids=lambda lk: lk.case)
 def test_timeline_command_redacts_secrets(outputs: Outputs, leak: Leak) -> None:
     assert leak.shown in outputs.timeline
@@ -175,10 +167,6 @@ def test_timeline_command_redacts_secrets(outputs: Outputs, leak: Leak) -> None:
 API_KEY = SERVER_ARGS[0].secret
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 2: 'query' prints server_configs.raw (and the log lines) unredacted, with no --no-redact to ask for it",
-)
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_query_redacts_server_args_secrets_by_default(outputs: Outputs, fmt: str) -> None:
     # the setting as the stored line has it (a table cuts its cells at 60 characters)
@@ -189,20 +177,12 @@ def test_query_redacts_server_args_secrets_by_default(outputs: Outputs, fmt: str
     assert API_KEY not in ran.out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 2: 'query --help' says nothing of redaction (no --no-redact, no redacted columns)",
-)
 def test_query_documents_how_secrets_are_shown() -> None:
     ran = run("query", "--help")
     assert ran.code == 0, ran
     assert "redact" in ran.out.lower()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 2: the Parquet export writes server_configs.raw and the log lines unredacted",
-)
 def test_parquet_export_redacts_server_args_secrets(outputs: Outputs, tmp_path: Path) -> None:
     ran = run("export", "--parquet", tmp_path / "export", "--db", outputs.db)
     assert ran.code == 0, ran
