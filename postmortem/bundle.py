@@ -76,6 +76,8 @@ def read_manifest(data: bytes, where: str) -> dict[str, Any] | None:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
+    except RecursionError:  # nesting deeper than the interpreter's stack: no manifest of ours
+        raise InputError(f"{where}: the manifest is nested too deeply to be a postmortem bundle's") from None
     if not isinstance(doc, dict) or "postmortem_bundle" not in doc:
         return None
     version = doc["postmortem_bundle"]
@@ -101,7 +103,10 @@ def _manifest_file(path: Path) -> dict[str, Any] | None:
 def _entries_by_output(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key in ("commands", "files"):
-        for e in manifest.get(key) or []:
+        entries = manifest.get(key) or []
+        if not isinstance(entries, list):
+            raise InputError(f"manifest: '{key}' is not a list of entries")
+        for e in entries:
             if isinstance(e, dict) and isinstance(e.get("output"), str):
                 out[e["output"]] = e
     return out
@@ -129,9 +134,12 @@ def _file_options(
         zone = _zone_of(ctx.get("tz")) or _zone_of(manifest.get("timezone"))
         if zone is not None:
             changes.update(zone=zone, zone_given=True, zone_from_cli=False)
-        elif isinstance(manifest.get("utc_offset_s"), int):
+        elif isinstance(manifest.get("utc_offset_s"), int) and not isinstance(manifest["utc_offset_s"], bool):
+            offset = manifest["utc_offset_s"]
+            if not -86400 < offset < 86400:
+                raise InputError(f"manifest: utc_offset_s {offset} is not a UTC offset (under a day)")
             changes.update(
-                zone=timezone(timedelta(seconds=manifest["utc_offset_s"])),
+                zone=timezone(timedelta(seconds=offset)),
                 zone_given=False,
                 zone_from_cli=False,
             )
@@ -148,6 +156,21 @@ def _file_options(
 
 
 def _bundle_inputs(
+    bundle: Path,
+    manifest: dict[str, Any],
+    files: list[InputFile],
+    options: IngestOptions,
+    *,
+    prefix: str | None,
+    root: str | None,
+) -> list[InputFile]:
+    try:
+        return _inputs_of(bundle, manifest, files, options, prefix=prefix, root=root)
+    except InputError as exc:  # a damaged manifest: said of the bundle it came in
+        raise InputError(f"{shown(prefix or str(bundle))}: {exc}") from None
+
+
+def _inputs_of(
     bundle: Path,
     manifest: dict[str, Any],
     files: list[InputFile],

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -804,6 +804,22 @@ def main(argv: list[str] | None = None) -> None:
                 signal.signal(sig, handler)
 
 
+def _interrupted_exit(stopped: list[tuple[str, int]]) -> NoReturn:
+    if stopped:
+        typer.echo(f"Error: stopped by {stopped[0][0]}", err=True)
+        sys.exit(128 + stopped[0][1])
+    typer.echo("Error: interrupted", err=True)
+    sys.exit(130)
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """A query DuckDB stopped because SIGINT arrived while it ran (its InterruptException, or
+    the RuntimeError some releases raise from a fetch)."""
+    if type(exc).__name__ == "InterruptException":
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).strip().rstrip("!.").lower() == "query interrupted"
+
+
 def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
@@ -826,11 +842,7 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         typer.echo("Error: aborted", err=True)
         sys.exit(int(ExitCode.ERROR))
     except KeyboardInterrupt:
-        if stopped:
-            typer.echo(f"Error: stopped by {stopped[0][0]}", err=True)
-            sys.exit(128 + stopped[0][1])
-        typer.echo("Error: interrupted", err=True)
-        sys.exit(130)
+        _interrupted_exit(stopped)
     except OSError as exc:
         # the machine's answer (a path that is a file, no permission, a full disk), not a bug
         if _state["debug"]:
@@ -839,6 +851,8 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         typer.echo(f"Error: {where}{exc.strerror or exc}", err=True)
         sys.exit(int(ExitCode.ERROR))
     except Exception as exc:
+        if _is_interrupt(exc):  # DuckDB's answer to the Ctrl-C that landed in a query
+            _interrupted_exit(stopped)
         if _environmental(exc):
             if _state["debug"]:
                 traceback.print_exc()

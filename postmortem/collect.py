@@ -45,7 +45,7 @@ from . import __version__
 from .bundle import BUNDLE_FORMAT, MANIFEST
 from .config import Config
 from .errors import PostmortemError, UsageError
-from .io import compression_of
+from .io import atomic_output, compression_of
 from .timeutil import check_range, get_zone, parse_when, zone_name
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -1226,7 +1226,19 @@ def _sha256(path: Path) -> str:
 
 def collect(opts: CollectOptions) -> CollectResult:
     """Collect the bundle; see the module docstring. Raises only for unusable options or an
-    output directory that cannot be written."""
+    output directory that cannot be written.
+
+    Everything it creates is private to whoever runs it: directories 0700, files and the
+    archive 0600 (umask 077 while it runs) — run as root, it copies logs only root may read.
+    """
+    old = os.umask(0o077)
+    try:
+        return _collect(opts)
+    finally:
+        os.umask(old)
+
+
+def _collect(opts: CollectOptions) -> CollectResult:
     now = (opts.now or datetime.now(UTC)).astimezone(UTC)
     if opts.since is not None and opts.since.strip().lower() in ("", "all"):
         opts = replace(opts, since=None)  # the whole journal
@@ -1365,7 +1377,6 @@ def _finish(c: _Collector, manifest: dict[str, Any], work: Path, final: Path) ->
 def write_archive(bundle: Path) -> Path:
     """``<bundle>.tar.gz`` beside the directory, manifest first (so readers find it early)."""
     dest = bundle.with_name(bundle.name + ".tar.gz")
-    part = bundle.with_name(bundle.name + ".tar.gz.part")
 
     def norm(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.uid = info.gid = 0
@@ -1376,7 +1387,10 @@ def write_archive(bundle: Path) -> Path:
     files = sorted(p for p in bundle.rglob("*") if p.is_file() and p.name != MANIFEST)
     dirs = sorted({p.parent for p in files if p.parent != bundle})
     try:
-        with tarfile.open(part, "w:gz", compresslevel=6) as tar:
+        # a new file of an unpredictable name, renamed over dest: a link planted at a name
+        # known in advance (the host and the second) is never written through; 0600 like the
+        # bundle's files (it may hold logs only root could read)
+        with atomic_output(dest, 0o600) as fh, tarfile.open(fileobj=fh, mode="w:gz", compresslevel=6) as tar:
             tar.add(bundle, arcname=bundle.name, recursive=False, filter=norm)
             tar.add(bundle / MANIFEST, arcname=f"{bundle.name}/{MANIFEST}", filter=norm)
             for d in dirs:
@@ -1388,9 +1402,7 @@ def write_archive(bundle: Path) -> Path:
                 )
             for f in files:
                 tar.add(f, arcname=f"{bundle.name}/{f.relative_to(bundle).as_posix()}", filter=norm)
-        os.replace(part, dest)
     except OSError as exc:
-        part.unlink(missing_ok=True)
         raise PostmortemError(f"{dest}: cannot write the archive: {exc.strerror or exc}") from exc
     return dest
 

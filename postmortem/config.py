@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import tomllib
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import InputError, UsageError
 
 CONFIG_NAME = "postmortem.toml"
 DEFAULT_DB = "postmortem.duckdb"
@@ -97,11 +98,31 @@ def _known(table: dict[str, Any], keys: tuple[str, ...], place: str, where: str)
             raise UsageError(f"{where}: unknown key '{key}' {place} (known: {', '.join(keys)})")
 
 
+def _check_owner(path: Path) -> None:
+    """Run as root, take no orders from another user: a ``postmortem.toml`` left in a shared
+    directory names the files ``collect`` copies and the paths ``build`` writes. It must be
+    owned by root or by the user who ran sudo, and writable by its owner only."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    st = path.stat()
+    trusted = {0}
+    with contextlib.suppress(ValueError):
+        trusted.add(int(os.environ.get("SUDO_UID", "")))
+    if st.st_uid not in trusted:
+        raise InputError(
+            f"{path}: owned by uid {st.st_uid}, not by root or the user who ran sudo: refusing it "
+            "when run as root (chown it, or run from another directory)"
+        )
+    if st.st_mode & 0o022:
+        raise InputError(f"{path}: writable by other users: refusing it when run as root (chmod go-w)")
+
+
 def load_config(directory: Path | None = None) -> Config:
     """Read ``postmortem.toml`` from ``directory`` (default: the working directory)."""
     path = (directory or Path.cwd()) / CONFIG_NAME
     if not path.is_file():
         return Config()
+    _check_owner(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

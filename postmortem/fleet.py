@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from .errors import InputError, StoreError
+from .io import write_atomic
 from .query import sole_host
 from .records import RECORD_TYPES
 from .store.db import Store, ident
@@ -158,9 +159,8 @@ def export_parquet(store: Store, directory: Path, *, redact: bool = True) -> Exp
     directory.mkdir(parents=True, exist_ok=True)
     # from here until the new manifest is in place the directory is not an export: a merge
     # refuses it (an earlier manifest left beside half-rewritten tables was merged as complete)
-    unfinished_marker.write_text(
-        "postmortem export under way, or interrupted: export again into this directory\n",
-        encoding="utf-8",
+    write_atomic(  # a link planted under the marker's name is replaced, not written through
+        unfinished_marker, "postmortem export under way, or interrupted: export again into this directory\n"
     )
     manifest.unlink(missing_ok=True)
     result = ExportResult(directory)
@@ -206,9 +206,7 @@ def export_parquet(store: Store, directory: Path, *, redact: bool = True) -> Exp
         },
         indent=2,
     )
-    partial = directory / (MANIFEST + ".tmp")
-    partial.write_text(text + "\n", encoding="utf-8")
-    partial.replace(manifest)  # whole or not at all
+    write_atomic(manifest, text + "\n")  # whole or not at all
     unfinished_marker.unlink(missing_ok=True)
     return result
 
@@ -288,10 +286,9 @@ def _read_manifest(directory: Path) -> _Listed:
         meta = json.loads(manifest.read_text(encoding="utf-8"))
         version = int(meta["schema_version"])
         listed = _listed_rows(meta)
-    except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as exc:
-        raise InputError(
-            f"{manifest}: not a readable export manifest ({type(exc).__name__}: {exc})"
-        ) from None
+    except (ValueError, TypeError, KeyError, OverflowError, AttributeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        raise InputError(f"{manifest}: not a readable export manifest ({why})") from None
     if version > latest_version():
         raise StoreError(f"{directory}: exported by a newer postmortem (schema version {version}); upgrade")
     return listed

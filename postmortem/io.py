@@ -9,6 +9,7 @@ before the damage has been delivered, so the caller can keep it.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import hashlib
 import lzma
 import os
@@ -216,6 +217,39 @@ def shown(name: str) -> str:
     except UnicodeEncodeError:
         name = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return escape_controls(name)
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A file that becomes ``path`` whole or not at all, written without following any link.
+
+    The data goes to a new file beside ``path`` with an unpredictable name, created with
+    ``O_CREAT|O_EXCL|O_NOFOLLOW`` (``tempfile.mkstemp``), given ``mode``, and renamed over
+    ``path`` when the block ends: a symlink another user planted at ``path`` is replaced, never
+    written through, and a kill or a full disk leaves the previous file. On error the new file
+    is removed and the error names ``path``.
+    """
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError) and not exc.filename:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
+
+
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
+    """:func:`atomic_output` for data in hand (text is written as UTF-8)."""
+    with atomic_output(path, mode) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
 
 
 #: what a terminal acts on or a reader is misled by: C0 and C1 controls, DEL, and the

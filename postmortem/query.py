@@ -10,6 +10,7 @@ Named queries live in ``postmortem/queries/<name>.sql`` and take parameters only
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -21,7 +22,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from functools import cache
 from importlib import resources
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar, cast
 
 import duckdb
 
@@ -30,6 +31,7 @@ from .io import escape_controls
 from .store.db import Store
 
 _ALLOWED = {"SELECT", "EXPLAIN"}
+T = TypeVar("T")
 
 
 @dataclass
@@ -44,6 +46,8 @@ def run_user_query(store: Store, sql: str) -> QueryResult:
     try:
         columns = [d[0] for d in cur.description or []]
         rows = cur.fetchall()
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C landed in the query: exit 130
     except duckdb.Error as exc:
         raise QueryError(f"SQL error: {_first_line(exc)}") from exc
     return QueryResult(columns, rows)
@@ -53,11 +57,56 @@ def run_user_query(store: Store, sql: str) -> QueryResult:
 STREAM_ROWS = 10_000
 
 
+def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
+    """``work()`` (DuckDB calls on ``store``) run in a thread while this one waits for it, so
+    that Ctrl-C is seen: a DuckDB call holds the main thread in C++ where Python's SIGINT
+    handler cannot run until the query ends (an hour-long aggregate ignored Ctrl-C). On
+    KeyboardInterrupt the query is interrupted, the thread joined, and KeyboardInterrupt
+    raised (exit 130)."""
+    import threading
+
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="postmortem-query", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        con.interrupt()
+        done.wait()
+        raise
+    if "error" in box:
+        if isinstance(box["error"], duckdb.InterruptException):
+            raise KeyboardInterrupt from None
+        raise box["error"]
+    return cast(T, box["value"])
+
+
 def _redacted(rows: list[tuple[Any, ...]], clean: Callable[[str], str]) -> list[tuple[Any, ...]]:
     return [tuple(clean(v) if isinstance(v, str) else v for v in row) for row in rows]
 
 
 def write_user_query(store: Store, sql: str, fmt: str, out: TextIO, *, redact: bool = True) -> int:
+    con = store.con.cursor()  # its own connection: interrupted from this thread while it runs
+    try:
+        return _write_user_query(store, con, sql, fmt, out, redact=redact)
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.close()
+
+
+def _write_user_query(
+    store: Store, con: duckdb.DuckDBPyConnection, sql: str, fmt: str, out: TextIO, *, redact: bool
+) -> int:
     """Run one user statement read-only and write its result to ``out`` as ``fmt`` (table, csv
     or json) a batch of rows at a time, so memory stays bounded whatever the result's size (the
     same bytes as :data:`FORMATTERS` give for the whole result, but that a table takes its
@@ -66,14 +115,16 @@ def write_user_query(store: Store, sql: str, fmt: str, out: TextIO, *, redact: b
     the reports'). Returns the rows written."""
     from .report.redact import Redactor
 
-    cur = _execute_user(store, sql)
+    cur = interruptible(con, lambda: _execute_user(store, sql, con))
     columns = [d[0] for d in cur.description or []]
     clean = Redactor()
 
     def batches() -> Iterator[list[tuple[Any, ...]]]:
         while True:
             try:
-                rows = cur.fetchmany(STREAM_ROWS)
+                rows = interruptible(con, lambda: cur.fetchmany(STREAM_ROWS))
+            except duckdb.InterruptException:
+                raise KeyboardInterrupt from None  # Ctrl-C landed in the query: exit 130
             except duckdb.Error as exc:
                 raise QueryError(f"SQL error: {_first_line(exc)}") from exc
             if not rows:
@@ -113,10 +164,15 @@ def write_user_query(store: Store, sql: str, fmt: str, out: TextIO, *, redact: b
     return n
 
 
-def _execute_user(store: Store, sql: str) -> duckdb.DuckDBPyConnection:
-    """Check that ``sql`` is one query and start it on the read-only connection."""
+def _execute_user(
+    store: Store, sql: str, con: duckdb.DuckDBPyConnection | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Check that ``sql`` is one query and start it on the read-only connection (or ``con``,
+    a cursor of it)."""
     try:
         statements = duckdb.extract_statements(sql)
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C landed in the query: exit 130
     except duckdb.Error as exc:
         raise QueryError(f"SQL error: {_first_line(exc)}") from exc
     if not statements:
@@ -132,7 +188,9 @@ def _execute_user(store: Store, sql: str) -> duckdb.DuckDBPyConnection:
     except duckdb.Error:
         pass
     try:
-        return store.con.execute(sql)
+        return (con or store.con).execute(sql)
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None  # Ctrl-C landed in the query: exit 130
     except duckdb.Error as exc:
         raise QueryError(f"SQL error: {_first_line(exc)}") from exc
 

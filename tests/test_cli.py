@@ -1348,15 +1348,30 @@ def test_a_report_is_written_whole_or_not_at_all(
     assert cli("build", "--logs", SAMPLE, "--db", db, "--out", out, "--tz", "UTC").code == 0
     (report,) = out.glob("*eagle3.service.md")
     before = report.read_text()
-    real = Path.write_text
+    import postmortem.io as pio
 
-    def full(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
-        if self.name.endswith(".md.part"):
-            real(self, text[:4096], *args, **kwargs)
+    real = pio.os.fdopen
+
+    class Full:
+        """A file on a disk that fills after 4 KiB."""
+
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def write(self, data: bytes) -> int:
+            self.fh.write(data[:4096])
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, text, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_text", full)
+    def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        return Full(real(fd, mode, *args, **kwargs))
+
+    monkeypatch.setattr(pio.os, "fdopen", fdopen)
     r = cli("build", "--no-ingest", "--db", db, "--out", out, "--tz", "UTC")
     assert (r.code, r.err) == (1, f"Error: {report}: No space left on device\n"), r
     assert report.read_text() == before

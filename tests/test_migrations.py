@@ -180,3 +180,23 @@ def test_a_version_6_store_gets_the_engine_neutral_tables_and_keeps_the_old_name
         # every server row names its engine
         with pytest.raises(duckdb.ConstraintException):
             store.execute("INSERT INTO server_stats (source_id, line_no, phase) VALUES (3, 1, 'decode')")
+
+
+def test_the_tables_read_from_the_migrations_are_the_tables_they_make() -> None:
+    """``expected_tables`` (what a store must hold at the latest version) reads the migrations'
+    SQL; applied to an empty database they make exactly those tables."""
+    import duckdb
+
+    from postmortem.store.db import _migrations, expected_tables
+
+    con = duckdb.connect()
+    for _, _, sql in _migrations():
+        con.execute(sql)
+    made = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_type = 'BASE TABLE'"
+        ).fetchall()
+    }
+    assert made == set(expected_tables())

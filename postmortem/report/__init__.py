@@ -23,6 +23,7 @@ from ..analysis import Analysis
 from ..analysis.model import Incident, Load
 from ..analysis.summary import downtime_text
 from ..drawing import Drawer, Drawn, FigureJob
+from ..io import atomic_output, write_atomic
 from ..store.db import Store
 from ..text.formats import plural
 from ..timeutil import UTC
@@ -309,12 +310,12 @@ def _forget_stale(out: Path, written: Written, kept: set[str]) -> None:
         for name in manifest.read_text(encoding="utf-8").split():
             if name not in current and safe_name(name) == name:
                 (out / name).unlink(missing_ok=True)
-    manifest.write_text("\n".join(sorted(n for n in current if (out / n).exists())) + "\n", encoding="utf-8")
+    write_atomic(manifest, "\n".join(sorted(n for n in current if (out / n).exists())) + "\n")
 
 
 def write_bundle(path: Path, members: list[Path]) -> Path:
     """A ``.tar.gz`` of the report and its images, with flat, safe member names."""
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+    with atomic_output(path) as fh, tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for m in members:
             data = m.read_bytes()
             info = tarfile.TarInfo(safe_name(m.name))

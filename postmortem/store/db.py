@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,7 @@ class Store:
         have = self.check_version()
         pending = [m for m in _migrations() if m[0] > have]
         if not pending:
+            self._check_tables()
             return
         if have == 0 and self.table_names():
             raise StoreError(
@@ -172,7 +174,14 @@ class Store:
                 "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
             )
             for version, name, sql in pending:
-                self.con.execute(sql)
+                try:
+                    self.con.execute(sql)
+                except duckdb.Error as exc:
+                    raise StoreError(
+                        f"{self.path}: migration {version} ({name}) does not apply: its tables are not "
+                        f"what schema version {version - 1} has ({str(exc).splitlines()[0]}); the store "
+                        "was changed by hand or is damaged: restore a copy, or use another --db"
+                    ) from None
                 self.con.execute(
                     f"INSERT INTO {ident(SCHEMA_VERSION_TABLE)} VALUES (?, ?, ?)",  # noqa: S608
                     [version, name, datetime.now(UTC)],
@@ -182,6 +191,17 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
         self._columns.clear()
+
+    def _check_tables(self) -> None:
+        """A store at the latest version has every table its migrations made (one dropped by
+        hand made the analysis fail deep inside, as an internal error)."""
+        missing = sorted(expected_tables() - set(self.table_names()))
+        if missing:
+            raise StoreError(
+                f"{self.path}: table {', '.join(missing)} is missing, though the store's schema "
+                "version says it exists; the store was changed by hand or is damaged: restore a "
+                "copy, or build into another --db"
+            )
 
     def table_names(self) -> list[str]:
         """The store's tables (not its views: ``sglang_events``, ``sglang_batches``)."""
@@ -310,3 +330,25 @@ def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConne
         # independent of the input size (it spills to its temp directory when it must)
         con.execute("SET memory_limit = ?", [limit])
     return con
+
+
+_TABLE_DDL = re.compile(
+    r"(?i)\b(?:(create) table(?: if not exists)?|(drop) table(?: if exists)?|alter table)\s+(\w+)"
+    r"(?:\s+(rename) to\s+(\w+))?"
+)
+
+
+@cache
+def expected_tables() -> frozenset[str]:
+    """The tables the migrations leave, read from their SQL in order (CREATE, DROP, RENAME)."""
+    tables: set[str] = set()
+    for _, _, sql in _migrations():
+        for create, drop, name, rename, new in _TABLE_DDL.findall(sql):
+            if create:
+                tables.add(name.lower())
+            elif drop:
+                tables.discard(name.lower())
+            elif rename:
+                tables.discard(name.lower())
+                tables.add(new.lower())
+    return frozenset(tables)

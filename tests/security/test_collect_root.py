@@ -13,7 +13,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
 from conftest import DATA
 from hostile import NOBODY, files_holding, one_error_line, root_only, run_process
 
@@ -37,10 +36,6 @@ def _mode(p: Path) -> int:
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 3: collect writes under the umask: a 0755 bundle of 0644 files and a 0644 archive",
-)
 def test_collect_as_root_keeps_a_root_only_log_private(tmp_path: Path) -> None:
     private = tmp_path / "var-log-sglang"
     private.mkdir(mode=0o700)
@@ -67,10 +62,6 @@ def test_collect_as_root_keeps_a_root_only_log_private(tmp_path: Path) -> None:
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 3: load_config reads postmortem.toml from the working directory whoever owns it; root copies what it names",
-)
 def test_collect_as_root_refuses_a_config_file_owned_by_another_user(tmp_path: Path) -> None:
     # a root-only file (a stand-in for /etc/shadow)
     vault = tmp_path / "vault"

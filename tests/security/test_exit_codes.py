@@ -55,10 +55,6 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 7: DuckDB turns the SIGINT into RuntimeError('Query interrupted'), which cli._run reports as an internal error (70)",
-)
 def test_ctrl_c_during_a_long_query_exits_130(tmp_path: Path) -> None:
     db = _store(tmp_path)
     # an aggregate DuckDB works at for an hour, checking for interrupts between its tasks
@@ -100,18 +96,10 @@ MANIFESTS = [
     pytest.param(
         _manifest(utc_offset_s=86400),
         id="utc_offset_s-86400",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="#29 item 7: bundle._file_options builds timezone(timedelta(seconds=86400)): ValueError, exit 70",
-        ),
     ),
     pytest.param(
         _manifest().replace('"host"', '"utc_offset_s": 1' + "0" * 30 + ', "host"'),
         id="utc_offset_s-1e30-integer",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="#29 item 7: bundle._file_options: OverflowError (Python int too large to convert to C int), exit 70",
-        ),
     ),
     pytest.param(
         _manifest().replace('"host"', '"utc_offset_s": 1e30, "host"'),
@@ -120,18 +108,10 @@ MANIFESTS = [
     pytest.param(
         _manifest(commands=5),
         id="wrong-type-commands",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="#29 item 7: bundle._entries_by_output iterates 'commands': TypeError, exit 70",
-        ),
     ),
     pytest.param(
         '{"postmortem_bundle": 1, "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
         id="nested-200000-deep",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="#29 item 7: bundle.read_manifest catches ValueError, not RecursionError: exit 70",
-        ),
     ),
 ]
 
@@ -148,10 +128,6 @@ def test_a_damaged_bundle_manifest_is_one_error_line(tmp_path: Path, manifest: s
     assert "bundle.tar.gz" in one_error_line(ran)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 7: bundle._manifest_file (a bundle directory) reads the manifest through read_manifest too: RecursionError, exit 70",
-)
 def test_a_deeply_nested_manifest_of_a_bundle_directory_is_one_error_line(tmp_path: Path) -> None:
     bundle = tmp_path / "postmortem-gpu1-20260318T140217Z"
     bundle.mkdir()
@@ -163,10 +139,6 @@ def test_a_deeply_nested_manifest_of_a_bundle_directory_is_one_error_line(tmp_pa
     assert "manifest.json" in one_error_line(ran)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 7: fleet._read_manifest catches ValueError and friends, not RecursionError: exit 70",
-)
 def test_a_deeply_nested_export_manifest_is_one_error_line(tmp_path: Path) -> None:
     db = _store(tmp_path)
     export = tmp_path / "export"
@@ -179,10 +151,6 @@ def test_a_deeply_nested_export_manifest_is_one_error_line(tmp_path: Path) -> No
 # ----------------------------------------------------------------------------- a store at odds with itself
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 7: Store.migrate re-runs the last migration over its tables: CatalogException, exit 70",
-)
 def test_a_store_missing_its_last_migration_row_is_one_error_line(tmp_path: Path) -> None:
     db = _store(tmp_path)
     con = duckdb.connect(str(db))
@@ -192,10 +160,6 @@ def test_a_store_missing_its_last_migration_row_is_one_error_line(tmp_path: Path
     assert str(db) in one_error_line(ran)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 7: a table the migrations say exists is missing: CatalogException in the analysis, exit 70",
-)
 def test_a_store_missing_a_table_its_migrations_name_is_one_error_line(tmp_path: Path) -> None:
     db = _store(tmp_path)
     con = duckdb.connect(str(db))

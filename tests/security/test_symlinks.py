@@ -55,10 +55,6 @@ def _plant(directory: Path, name: str, victim: Path) -> Path:
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 4: report._forget_stale writes .postmortem-reports with write_text, following the link",
-)
 def test_build_does_not_write_through_a_planted_reports_manifest(tmp_path: Path) -> None:
     victim = _victim(tmp_path)
     out = _user_dir(tmp_path / "reports")
@@ -71,10 +67,6 @@ def test_build_does_not_write_through_a_planted_reports_manifest(tmp_path: Path)
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 4: report.write_bundle opens <stem>.tar.gz with tarfile.open(path, 'w:gz'), following the link",
-)
 def test_build_bundle_does_not_write_through_a_planted_tarball(tmp_path: Path) -> None:
     victim = _victim(tmp_path)
     out = _user_dir(tmp_path / "reports")
@@ -89,10 +81,6 @@ def test_build_bundle_does_not_write_through_a_planted_tarball(tmp_path: Path) -
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 4: fleet.export_parquet takes a planted _postmortem.unfinished for its own marker and writes it with write_text",
-)
 def test_export_does_not_write_through_a_planted_unfinished_marker(tmp_path: Path) -> None:
     victim = _victim(tmp_path)
     logs = write_logs(tmp_path, journal__txt=journal())
@@ -107,10 +95,6 @@ def test_export_does_not_write_through_a_planted_unfinished_marker(tmp_path: Pat
 
 
 @root_only
-@pytest.mark.xfail(
-    strict=True,
-    reason="#29 item 4: collect.write_archive opens <bundle>.tar.gz.part (named from the host and the second) following the link",
-)
 def test_collect_archive_does_not_write_through_a_planted_part_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
