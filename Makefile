@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
+.PHONY: demo demo-vllm test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,15 @@ demo: $(BIN)/.installed
 	$(BIN)/postmortem build --since '$(SINCE)' --tz UTC --logs sample_logs --db reports/demo.duckdb --out reports
 	@echo
 	@echo "Report index: reports/index.md"
+	@$(MAKE) --no-print-directory demo-vllm
+
+## demo-vllm: the vLLM sample incident (sample_logs_vllm/, from scripts/gen_vllm_sample.py)
+demo-vllm: $(BIN)/.installed
+	rm -f reports/vllm/demo.duckdb reports/vllm/demo.duckdb.wal reports/vllm/demo.duckdb.files.json
+	mkdir -p reports/vllm
+	$(BIN)/postmortem build --since '2026-03-18 12:00' --tz UTC --logs sample_logs_vllm --db reports/vllm/demo.duckdb --out reports/vllm
+	@echo
+	@echo "vLLM report index: reports/vllm/index.md"
 
 ## test: ruff, mypy (strict) and pytest
 test: $(BIN)/.dev-installed

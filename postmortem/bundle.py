@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import lzma
 import os
 import tempfile
 import zlib
@@ -24,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArchiveError, InputError, UsageError
-from .io import InputFile, expand_paths, shown
+from .io import RATIO_GRACE, InputFile, expand_paths, shown
 from .timeutil import get_zone, parse_iso
 
 if TYPE_CHECKING:
@@ -255,11 +256,15 @@ def _expand_one(
             grouped[bundle].append(inp)
         elif inp.path is not None and inp.first_bytes(2) == b"\x1f\x8b" and _archive_manifest(inp.path):
             order.append(("archive", inp))
+        elif inp.path is not None and is_tar(inp):
+            order.append(("tar", inp))  # a tar made by hand: read member by member
         else:
             order.append(("file", inp))
     for kind, item in order:
         if kind == "file":
             expanded.inputs.append(item)
+        elif kind == "tar":
+            _tar_members(item, options, stack, expanded)
         elif kind == "bundle":
             walk_root = None if item == Path(raw) else grouped[item][0].root
             got = _bundle_inputs(
@@ -290,6 +295,46 @@ def _expand_one(
             expanded.inputs += got
             if not got:
                 expanded.results.append(_nothing(inp.display))
+
+
+#: the first bytes of the compressions a tar is found in (gzip, xz, bzip2)
+_PACKED = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
+
+
+def is_tar(inp: InputFile) -> bool:
+    """Whether an input is a tar archive (plain, or gzip/xz/bzip2-compressed): read as one log,
+    its headers were glued to the first lines (a .tar.xz's name, modes and NULs made a kernel
+    record; a ``tar czf`` of a log directory was 'SGLang' with 13,000 parse issues)."""
+    import tarfile
+
+    head = inp.first_bytes(512 + 8)
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return True
+    if not head.startswith(_PACKED) or inp.path is None:
+        return False
+    try:
+        with tarfile.open(inp.path, "r|*") as tar:
+            return tar.next() is not None
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError):
+        return False
+
+
+def _tar_members(
+    inp: InputFile, options: IngestOptions, stack: contextlib.ExitStack, expanded: ExpandedInputs
+) -> None:
+    """A tar that is not a bundle: extracted (bounded, as a bundle is) and each member read as
+    a file of its own, its format detected, named ``archive/member``."""
+    assert inp.path is not None
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="postmortem-tar-")))
+    extract_tar(inp.path, tmp, max_bytes=options.max_bytes)
+    members = [m for m in expand_paths([str(tmp)], options.max_bytes) if m.path is not None]
+    for m in members:
+        assert m.path is not None
+        m.display = shown(f"{inp.display}/{m.path.relative_to(tmp).as_posix()}")
+        m.explicit = False
+    expanded.inputs += members
+    if not members:
+        expanded.results.append(_nothing(inp.display))
 
 
 def _bundle_root(path: Path | None, roots: dict[Path, dict[str, Any]]) -> Path | None:
@@ -337,21 +382,65 @@ def _archive_manifest(path: Path) -> tuple[dict[str, Any], tuple[str, ...]] | No
     return None
 
 
-def extract_bundle(archive: Path, dest: Path, *, max_bytes: int) -> tuple[Path, dict[str, Any]]:
-    """Extract a bundle archive into ``dest`` safely: regular files and directories only
-    (links, devices and fifos refuse the archive), relative names without ``..``, at most
-    ``max_bytes`` in all (counted while copying) and :data:`MAX_MEMBERS` members. Returns
-    the bundle directory and its manifest."""
+#: how far a bundle archive may expand (its members' declared sizes against its own size) past
+#: RATIO_GRACE: logs gzip 5–50:1; a bomb of zeros 1000:1
+BUNDLE_MAX_RATIO = 200
+
+
+def _check_declared_size(archive: Path, max_bytes: int) -> None:
+    """Refuse a bundle before anything is written when its members' declared sizes exceed
+    ``max_bytes`` or expand the archive past :data:`BUNDLE_MAX_RATIO` (the headers are read in
+    one streaming pass; the data is decompressed, not written)."""
     import tarfile
 
+    declared = 0
+    packed = max(archive.stat().st_size, 1)
+    try:
+        with tarfile.open(archive, "r|*") as tar:
+            for i, member in enumerate(tar):
+                if i >= MAX_MEMBERS:
+                    raise ArchiveError(f"{archive}: more than {MAX_MEMBERS} members; refusing it")
+                declared += max(member.size, 0)
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        raise ArchiveError(f"{archive}: damaged archive: {exc}") from None
+    if declared > max_bytes:
+        raise ArchiveError(
+            f"{archive}: its members hold {declared} bytes, over --max-bytes ({max_bytes}); "
+            "raise it if this bundle is genuine"
+        )
+    if declared > RATIO_GRACE and declared > BUNDLE_MAX_RATIO * packed:
+        raise ArchiveError(
+            f"{archive}: {declared} bytes packed in {packed} ({declared // packed}:1): refusing it as a "
+            "decompression bomb (a bundle of logs packs 5–50:1)"
+        )
+
+
+def extract_bundle(archive: Path, dest: Path, *, max_bytes: int) -> tuple[Path, dict[str, Any]]:
+    """Extract a bundle archive into ``dest`` safely (see :func:`extract_tar`). Returns the
+    bundle directory and its manifest."""
     found = _archive_manifest(archive)
     if found is None:
         raise ArchiveError(f"{archive}: not a postmortem bundle archive (no manifest.json)")
     manifest, prefix = found
+    extract_tar(archive, dest, max_bytes=max_bytes)
+    bundle = dest.joinpath(*prefix) if prefix else dest
+    if not (bundle / MANIFEST).is_file():
+        raise ArchiveError(f"{archive}: manifest.json missing after extraction")
+    return bundle, manifest
+
+
+def extract_tar(archive: Path, dest: Path, *, max_bytes: int) -> None:
+    """Extract a tar archive (gzip, xz, bzip2 or none) into ``dest`` safely: its declared size
+    checked first (:func:`_check_declared_size`), regular files and directories only (links,
+    devices and fifos refuse the archive), relative names without ``..``, at most ``max_bytes``
+    in all (counted while copying) and :data:`MAX_MEMBERS` members."""
+    import tarfile
+
+    _check_declared_size(archive, max_bytes)
     total = 0
     seen: set[tuple[str, ...]] = set()
     try:
-        with tarfile.open(archive, "r|gz") as tar:
+        with tarfile.open(archive, "r|*") as tar:
             for i, member in enumerate(tar):
                 if i >= MAX_MEMBERS:
                     raise ArchiveError(f"{archive}: more than {MAX_MEMBERS} members; refusing it")
@@ -389,11 +478,7 @@ def extract_bundle(archive: Path, dest: Path, *, max_bytes: int) -> tuple[Path, 
                         out.write(block)
                 if member.mtime > 0:
                     os.utime(target, (member.mtime, member.mtime))
-    except (tarfile.TarError, EOFError, zlib.error) as exc:
-        raise ArchiveError(f"{archive}: truncated or corrupt bundle archive ({exc})") from exc
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise ArchiveError(f"{archive}: truncated or corrupt archive ({exc})") from exc
     except FileExistsError as exc:
         raise ArchiveError(f"{archive}: member {exc.filename} appears twice; refusing the archive") from exc
-    bundle = dest.joinpath(*prefix) if prefix else dest
-    if not (bundle / MANIFEST).is_file():
-        raise ArchiveError(f"{archive}: manifest.json missing after extraction")
-    return bundle, manifest

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..parsers.base import Output, ParseContext
 
 #: packages that register an engine, in load order (the registry line to add for a new engine)
-ENGINE_MODULES: tuple[str, ...] = ("sglang",)
+ENGINE_MODULES: tuple[str, ...] = ("sglang", "vllm")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ report: the same host or address always gets the same stand-in.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Iterable
 
@@ -88,8 +89,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = 
 ]
 
 _IPV4 = re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
-_IPV6 = re.compile(r"(?<![:\w])(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}(?![:\w])")
-_KEEP_IPS = {"127.0.0.1", "0.0.0.0"}
+#: a run of hex groups and colons that may be an IPv6 address, compressed (``fe80::1``) or
+#: not; ``ipaddress`` decides (``20:17:19`` is a time, not an address)
+_IPV6 = re.compile(r"(?<![:\w.])(?:[0-9a-fA-F]{0,4}:){2,7}(?:[0-9a-fA-F]{1,4}|(?<=:):)?(?![:\w.])")
+_KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 
 
 class Redactor:
@@ -100,10 +103,11 @@ class Redactor:
         self.anonymize = anonymize
         self.host_map: dict[str, str] = {}
         self.ip_map: dict[str, str] = {}
-        for h in sorted({h for h in hosts if h}, key=lambda h: (-len(h), h)):
+        for h in sorted({h.lower() for h in hosts if h}, key=lambda h: (-len(h), h)):
             self.host_map[h] = f"host-{len(self.host_map) + 1}"
+        # host names are case-insensitive: GPU-NODE-7 in one log is gpu-node-7 in another
         self._host_re = (
-            re.compile("|".join(rf"(?<![\w.-]){re.escape(h)}(?![\w-])" for h in self.host_map))
+            re.compile("|".join(rf"(?<![\w.-]){re.escape(h)}(?![\w-])" for h in self.host_map), re.IGNORECASE)
             if self.host_map
             else None
         )
@@ -111,17 +115,28 @@ class Redactor:
     def host(self, name: str | None) -> str | None:
         if name is None or not self.anonymize:
             return name
-        if name not in self.host_map:
-            self.host_map[name] = f"host-{len(self.host_map) + 1}"
-        return self.host_map[name]
+        key = name.lower()
+        if key not in self.host_map:
+            self.host_map[key] = f"host-{len(self.host_map) + 1}"
+        return self.host_map[key]
 
     def _ip(self, m: re.Match[str]) -> str:
         ip = m.group(0)
         if ip in _KEEP_IPS:
             return ip
+        if ":" in ip:
+            try:
+                ip = str(ipaddress.ip_address(ip))  # one spelling per address
+            except ValueError:
+                return m.group(0)  # a time, a MAC, a label: not an address
+            if ip in _KEEP_IPS:
+                return m.group(0)
         if ip not in self.ip_map:
             n = len(self.ip_map) + 1
-            self.ip_map[ip] = f"192.0.2.{n}" if n < 255 else f"198.51.100.{n % 254 + 1}"
+            if ":" in ip:  # a documentation address of the same family (RFC 3849, RFC 5737)
+                self.ip_map[ip] = f"2001:db8::{n:x}"
+            else:
+                self.ip_map[ip] = f"192.0.2.{n}" if n < 255 else f"198.51.100.{n % 254 + 1}"
         return self.ip_map[ip]
 
     def __call__(self, text: str | None) -> str:
@@ -133,7 +148,7 @@ class Redactor:
                 s = pattern.sub(repl, s)
         if self.anonymize:
             if self._host_re is not None:
-                s = self._host_re.sub(lambda m: self.host_map[m.group(0)], s)
+                s = self._host_re.sub(lambda m: self.host_map[m.group(0).lower()], s)
             s = _IPV4.sub(self._ip, s)
             s = _IPV6.sub(self._ip, s)
         return s

@@ -70,13 +70,18 @@ class Store:
     def open(cls, path: str | Path, *, wait: float = 0.0) -> Store:
         if str(path) != ":memory:":
             parent = Path(path).parent
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except FileExistsError as exc:  # a file where a directory of the path should be
-                where = next((p for p in (parent, *parent.parents) if p.is_file()), parent)
-                raise StoreError(f"{path}: {where} is a file, not a directory") from exc
-            except OSError as exc:
-                raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from exc
+            if not parent.is_dir():
+                # one new directory (--db reports/pm.duckdb beside --out reports) is made; a
+                # mistyped path made a whole tree nobody asked for: that is an error
+                where = next((p for p in (parent, *parent.parents) if p.exists()), parent)
+                if where.exists() and not where.is_dir():
+                    raise StoreError(f"{path}: {where} is a file, not a directory")
+                if not parent.parent.is_dir():
+                    raise StoreError(f"{path}: no directory {parent.parent} (create it first, or check --db)")
+                try:
+                    parent.mkdir()
+                except OSError as exc:
+                    raise StoreError(f"{path}: cannot create {parent}: {exc.strerror or exc}") from exc
         store = cls(_connect(str(path), read_only=False, wait=wait), str(path), read_only=False)
         # the lock is ours: the file index describes the store as it was, not as it is about to be
         fileindex.forget(path)

@@ -87,7 +87,7 @@ def md_inline(text: object) -> str:
         if code:
             out.append(part)
             continue
-        part = _INLINE_SPECIAL.sub(r"\\\1", _html(part))
+        part = _INLINE_SPECIAL.sub(r"\\\1", _html(part)).replace("@", "\\@")
         part = _EDGE_UNDERSCORE.sub(r"\\_", part)
         if i == 0:
             m = _BLOCK_START.match(part)
@@ -102,19 +102,34 @@ def md_cell(text: object) -> str:
     neutral; a `` `code span` `` stays one (with its ``|`` escaped, as GFM tables read it)."""
     if text is None:
         return ""
-    s = visible(str(text).replace("\r", " ").replace("\n", " "))
+    s = visible(_cut(str(text)).replace("\r", " ").replace("\n", " "))
     out = []
     for code, part in _spans(s):
         if code:
             out.append(part.replace("|", "\\|"))
             continue
-        part = _html(part)
-        part = part.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-        # ``@name`` and ``#123`` become mentions and issue links when a report is pasted into a
-        # ticket; ``[``/``]`` would open a link
-        part = part.replace("@", "\\@").replace("#", "\\#")
-        out.append(part.replace("[", "\\[").replace("]", "\\]"))
+        # backslashes, backticks, emphasis, links and strike-through escaped; ``@name`` and
+        # ``#123`` too (mentions and issue links when a report is pasted into a ticket)
+        part = _INLINE_SPECIAL.sub(r"\\\1", _html(part))
+        part = _EDGE_UNDERSCORE.sub(r"\\_", part)
+        out.append(part.replace("@", "\\@"))
     return "".join(out)
+
+
+#: the longest text a table cell shows (a 200 KB operator command made one 200,000-character
+#: row); the rest is said to be cut, and the cited line has it all
+CELL_MAX = 1000
+
+
+def _cut(text: str, limit: int = CELL_MAX) -> str:
+    """``text`` cut at ``limit`` characters, saying how many were left out.
+
+    >>> _cut("x" * 1005, 1000)[-30:]
+    'xxxxxxxxxx… [5 characters cut]'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} characters cut]"
 
 
 def md_span(text: object, *, in_table: bool = False) -> str:
@@ -128,6 +143,7 @@ def md_span(text: object, *, in_table: bool = False) -> str:
     if not s:
         return ""
     if in_table:
+        s = _cut(s)
         s = s.replace("|", "\\|")
     longest = max((len(m.group(0)) for m in re.finditer(r"`+", s)), default=0)
     fence = "`" * (longest + 1)

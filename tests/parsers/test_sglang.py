@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from postmortem.engines.sglang.args import parse_server_args
-from postmortem.engines.sglang.oom import parse_oom
 from postmortem.engines.sglang.prefix import looks_like_sglang
 from postmortem.engines.sglang.stream import SglangStream
+from postmortem.engines.torch_oom import parse_oom
 from postmortem.parsers import detect, get_parser
 from postmortem.parsers.base import Head, ParseContext, ParseIssue
 from postmortem.records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats

@@ -67,6 +67,8 @@ def variables(finding: Finding, facts: Any) -> dict[str, Any]:
         "fallback_unit": inc.fallback_unit,
         "engine": engine,
         "flag": lambda key: engine.setting(key).flag or key,
+        #: whether the engine has the setting at all (vLLM has no bound on its waiting queue)
+        "has": lambda key: engine.setting(key).flag is not None,
         "phrase": lambda key: engine.phrases.get(key, ""),
         "severity": finding.severity,
         **finding.data,

@@ -4,7 +4,7 @@ settings and event labels.
 Modules: :mod:`.parser` (the file parser, registered in the parser registry), :mod:`.stream`
 (the message-level parser), :mod:`.prefix` (line prefixes and capture wrappers), :mod:`.fast`
 and :mod:`.kernels` (the vectorised path), :mod:`.args` (``server_args``), :mod:`.batch`,
-:mod:`.messages`, :mod:`.oom`.
+:mod:`.messages` (PyTorch's CUDA OOM text: :mod:`postmortem.engines.torch_oom`, shared by every engine).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ...parsers.base import Output, ParseContext, ParseIssue, excerpt
 from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats
 from ...timeutil import UTC, DayInference, ForwardLocalizer, Inferred, YearInference, parse_iso
+from ..torch_oom import has_oom, parse_oom
 from . import messages as M
 from .args import (
     algorithm,
@@ -39,7 +40,6 @@ from .args import (
     parse_server_args,
 )
 from .batch import parse_batch
-from .oom import has_oom, parse_oom
 from .prefix import (
     GLUED_RE,
     LEGACY_GPU_RE,
