@@ -98,7 +98,9 @@ class VllmStream:
         self, ctx: ParseContext, *, host: str | None = None, unit: str | None = None, pid: int | None = None
     ) -> None:
         self.ctx = ctx
-        self.host, self.unit, self.pid = host, unit, pid
+        self.host = host if host is not None else ctx.host
+        self.unit = unit if unit is not None else ctx.unit
+        self.pid = pid
         self._out: list[Output] = []
         self._years: YearInference | None = None
         self._ts: datetime | None = None
