@@ -108,7 +108,7 @@ def _kept(path: Path, key: str | None) -> bool:
     return key is not None and figkeys.recorded(path) == key
 
 
-def memory_figure(data: MemoryData, path: Path) -> Path:
+def memory_figure(data: MemoryData, path: Path) -> Path:  # noqa: C901 - 23 > 15: listed in docs/dev/README.md
     """Host RAM, per-GPU memory and KV-cache usage over the window, kill and recovery marked.
     A PNG at ``path`` drawn from the same data is kept as it is."""
     key = _key("memory", data)

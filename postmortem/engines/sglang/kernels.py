@@ -180,7 +180,7 @@ def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, 
 
 
 @kernel
-def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool:
+def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool:  # noqa: C901 - 22 > 15: listed in docs/dev/README.md
     """A uvicorn access line after ``INFO:``: ``client - "METHOD path HTTP/v" status …``."""
     p = at
     while p < e and (buf[U(p)] == 32 or buf[U(p)] == 9 or buf[U(p)] == 11 or buf[U(p)] == 12):
@@ -250,7 +250,7 @@ def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool:
 
 
 @kernel
-def _pairs(
+def _pairs(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     buf: U8,
     first: int,
     e: int,
@@ -332,7 +332,7 @@ def _pairs(
 
 
 @kernel
-def scan(
+def scan(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
     buf: U8,
     starts: I64,
     ends: I64,

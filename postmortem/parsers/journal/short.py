@@ -452,7 +452,7 @@ class JournalShortParser(Parser):
     priority = 10
     appendable = True
 
-    def sniff(self, head: Head) -> int:
+    def sniff(self, head: Head) -> int:  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
         stamps = StampParser(ParseContext(year=2000))
         ok = tried = journal_like = 0
         hosts: Counter[str | None] = Counter()
