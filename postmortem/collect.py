@@ -1136,6 +1136,45 @@ class _Collector:
             self.copy(name, source, f"host/{name}", keep="head", purpose=purpose, keep_mtime=False)
         self.run("free", ["free", "-b"], "host/free-b.txt", purpose="host memory now, in bytes")
 
+    def containers(self) -> None:
+        """Inference servers in containers: ``docker logs -t`` (or podman's) of every container,
+        running or exited, whose name or image names an engine (``vllm/vllm-openai``,
+        ``lmsysorg/sglang``), over the window; its lines keep the runtime's exact stamps."""
+        from .engines import engines
+
+        known = tuple(engines().values())
+        for runtime in ("docker", "podman"):
+            if self.which(runtime) is None:
+                continue
+            listing = self.run(
+                f"{runtime}-ps",
+                [runtime, "ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Names}} {{.Image}}"],
+                f"containers/{runtime}-ps.txt",
+                purpose="the containers, to find the inference servers among them",
+                warn_failure=False,
+            )
+            if listing["status"] != "ok":
+                continue
+            text = (self.work / f"containers/{runtime}-ps.txt").read_text(encoding="utf-8", errors="replace")
+            for line in text.splitlines()[:MAX_LOGS]:
+                cid, _, rest = line.partition(" ")
+                name, _, image = rest.partition(" ")
+                engine = next((e for e in known if e.names(name) or e.names(image)), None)
+                if engine is None or not re.fullmatch(r"[0-9a-f]{12,64}", cid):
+                    continue
+                argv = [runtime, "logs", "-t"]
+                if self.opts.since:
+                    argv += ["--since", self.opts.since]
+                self.run(
+                    f"{runtime}-logs-{_safe_name(name)}",
+                    [*argv, cid],
+                    f"containers/{runtime}-{_safe_name(name)}.log",
+                    keep="tail",
+                    fmt=engine.name,
+                    ingest=True,
+                    purpose=f"the {engine.label} server in container {name} ({image})",
+                )
+
     def server_logs(self, hints: list[dict[str, Any]]) -> None:
         wanted: dict[str, dict[str, Any]] = {}
         for h in hints:
@@ -1344,6 +1383,7 @@ def _collect(opts: CollectOptions) -> CollectResult:  # noqa: C901 - 19 > 15: li
         ("systemd", units),
         ("host", c.host_files),
         ("server logs", lambda: c.server_logs(hints)),
+        ("containers", c.containers),
     ]
     try:
         for step, run in steps:

@@ -955,3 +955,42 @@ def test_docs_describe_every_manifest_field(standins: None, tmp_path: Path) -> N
     assert undocumented == []
     steps = {e["name"].split(":", 1)[0] for e in (*r.manifest["commands"], *r.manifest["files"])}
     assert sorted(s for s in steps if f"`{s}`" not in doc) == []
+
+
+DOCKER_STANDIN = r"""#!/bin/sh
+# a stand-in for docker: two containers, one of them a vLLM server
+case "$1" in
+  ps) printf '%s\n' "aaaaaaaaaaaa1111 vllm-a vllm/vllm-openai:v0.10.2" "bbbbbbbbbbbb2222 cache redis:7" ;;
+  logs)
+    for last; do :; done
+    [ "$last" = "aaaaaaaaaaaa1111" ] || { echo "unexpected container $last" >&2; exit 1; }
+    echo "2026-03-20T17:00:00.100000000Z (APIServer pid=1) INFO 03-20 17:00:00 [api_server.py:1] vLLM API server version 0.10.2"
+    echo "2026-03-20T17:00:00.200000000Z (APIServer pid=1) INFO 03-20 17:00:00 [utils.py:2] non-default args: {'model': '/m/x', 'tensor_parallel_size': 2}"
+    echo "2026-03-20T17:05:00.000000000Z (APIServer pid=1) INFO:     Application startup complete." ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def test_collect_takes_the_logs_of_containers_running_an_engine(
+    standins: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#30 point 5: a vLLM server in a container (no unit, no log file) is found by its image;
+    other containers are left alone; the bundle reads back as vLLM's lines."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(DOCKER_STANDIN)
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{BIN}:/usr/bin:/bin")
+    r = _collect(tmp_path, since="2026-03-20 16:00")
+    entry = _entry(r, "docker-logs-vllm-a")
+    assert entry["status"] == "ok" and entry["format"] == "vllm" and entry["ingest"] is True
+    assert entry["argv"][:4] == ["docker", "logs", "-t", "--since"]
+    assert not [e for e in r.manifest["commands"] if "cache" in e["name"]]
+    log = (r.bundle / entry["output"]).read_text()
+    assert "non-default args" in log
+    from postmortem.parsers import all_parsers
+    from postmortem.parsers.base import run_parser
+
+    out, _ = run_parser(all_parsers()["vllm"], log)
+    assert [getattr(x, "kind", None) for x in out if hasattr(x, "kind")] == ["server_args", "ready"]
