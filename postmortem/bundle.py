@@ -305,13 +305,13 @@ def is_tar(inp: InputFile) -> bool:
     """Whether an input is a tar archive (plain, or gzip/xz/bzip2-compressed): read as one log,
     its headers were glued to the first lines (a .tar.xz's name, modes and NULs made a kernel
     record; a ``tar czf`` of a log directory was 'SGLang' with 13,000 parse issues)."""
-    import tarfile
-
     head = inp.first_bytes(512 + 8)
     if len(head) >= 262 and head[257:262] == b"ustar":
         return True
     if not head.startswith(_PACKED) or inp.path is None:
         return False
+    import tarfile  # here: only a compressed file is looked into
+
     try:
         with tarfile.open(inp.path, "r|*") as tar:
             return tar.next() is not None
@@ -444,6 +444,8 @@ def extract_tar(archive: Path, dest: Path, *, max_bytes: int) -> None:
             for i, member in enumerate(tar):
                 if i >= MAX_MEMBERS:
                     raise ArchiveError(f"{archive}: more than {MAX_MEMBERS} members; refusing it")
+                if member.isdir() and not member.name.strip("./"):
+                    continue  # the archive's own root ('.', './'), as `tar czf x.tgz -C dir .` writes it
                 parts = _member_parts(member.name)
                 if parts is None:
                     raise ArchiveError(f"{archive}: unsafe member name {member.name!r}; refusing the archive")

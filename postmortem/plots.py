@@ -237,11 +237,12 @@ def memory_figure(data: MemoryData, path: Path) -> Path:  # noqa: C901 - 23 > 15
     axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({data.zone_name})")
-    if data.title:
-        fig.suptitle(data.title, fontsize=11)
-    # fixed margins: tight_layout would draw the whole figure once more just to measure it
+    # fixed margins: tight_layout would draw the whole figure once more just to measure it; the
+    # title sits in its own 0.35 in band above the first panel's title (they overlapped)
     height = 2.6 * n + 0.6
-    fig.subplots_adjust(left=0.06, right=0.68, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.32)
+    if data.title:
+        fig.suptitle(data.title, fontsize=11, x=0.37, y=1 - 0.12 / height, va="top")
+    fig.subplots_adjust(left=0.06, right=0.68, top=1 - 0.75 / height, bottom=0.55 / height, hspace=0.32)
     return _save(fig, path, key)
 
 

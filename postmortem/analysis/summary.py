@@ -50,13 +50,28 @@ CAUSES: dict[str, tuple[str, str]] = {
 CRASH_CAUSES = frozenset({"crash", "gpu_oom"})
 
 
-def death_word(cause: str) -> str:
-    """How a report says the process ended.
+def death_word(cause: str, loading: bool = False) -> str:
+    """How a report says the process ended (``loading``: its start never became ready).
 
-    >>> death_word("cgroup_oom"), death_word("gpu_oom"), death_word("crash")
-    ('killed', 'crashed', 'crashed')
+    >>> death_word("cgroup_oom"), death_word("gpu_oom"), death_word("gpu_oom", loading=True)
+    ('killed', 'crashed', 'failed to start')
+    >>> death_word("host_oom", loading=True)
+    'killed while loading'
     """
+    if loading:
+        return "failed to start" if cause in CRASH_CAUSES else "killed while loading"
     return "crashed" if cause in CRASH_CAUSES else "killed"
+
+
+def death_label(cause: str, loading: bool = False) -> str:
+    """The header row's label for the moment: ``Killed at``, ``Crashed at``, ``Failed at``.
+
+    >>> death_label("signal"), death_label("crash", loading=True)
+    ('Killed at', 'Failed at')
+    """
+    if loading and cause in CRASH_CAUSES:
+        return "Failed at"
+    return "Crashed at" if cause in CRASH_CAUSES else "Killed at"
 
 
 #: the label of each cause, for tables

@@ -1,6 +1,6 @@
 """Inference engines as plug-ins.
 
-An engine (SGLang today; vLLM, TGI, TensorRT-LLM, Ollama later) is one package under
+An engine (SGLang and vLLM today; TGI, TensorRT-LLM, Ollama later) is one package under
 ``postmortem/engines/<name>/`` that owns everything the rest of the tree must not know about
 it: its log parser(s), how its lines are recognised inside journal, docker and CRI captures,
 its settings (their flags and the ``server_configs`` column holding each value), the labels of

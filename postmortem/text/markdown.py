@@ -35,6 +35,8 @@ _EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 # pairs them as this does. Text with ``<``, ``>`` or ``&`` is not made a span: the report keeps
 # no raw HTML-like text at all, even where a renderer would show it literally.
 _CODE_SPAN = re.compile(r"(?<!`)`[^`<>&]+`(?!`)")
+# ``@name`` becomes a mention where ``@`` starts a word (``sglang@k26.service`` is none)
+_MENTION = re.compile(r"(?<!\w)@")
 # Block syntax that only matters at the start of the text (headings, lists, setext rules).
 _BLOCK_START = re.compile(r"^([+\-=]|\d+(?=[.)]))")
 
@@ -87,7 +89,7 @@ def md_inline(text: object) -> str:
         if code:
             out.append(part)
             continue
-        part = _INLINE_SPECIAL.sub(r"\\\1", _html(part)).replace("@", "\\@")
+        part = _MENTION.sub(r"\\@", _INLINE_SPECIAL.sub(r"\\\1", _html(part)))
         part = _EDGE_UNDERSCORE.sub(r"\\_", part)
         if i == 0:
             m = _BLOCK_START.match(part)
@@ -112,7 +114,7 @@ def md_cell(text: object) -> str:
         # ``#123`` too (mentions and issue links when a report is pasted into a ticket)
         part = _INLINE_SPECIAL.sub(r"\\\1", _html(part))
         part = _EDGE_UNDERSCORE.sub(r"\\_", part)
-        out.append(part.replace("@", "\\@"))
+        out.append(_MENTION.sub(r"\\@", part))
     return "".join(out)
 
 

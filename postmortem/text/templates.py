@@ -3,9 +3,11 @@
 User templates are trusted code (Jinja can call methods on the context objects): point
 ``--templates`` only at directories you would also run Python from.
 
-A rule's words live in ``templates/rules/<rule>.md.j2`` as three blocks — ``title``, ``text``
-and ``action`` — rendered with the rule's finding data as variables (:func:`render_blocks`);
-whitespace in a block is folded to single spaces, so a template may wrap its sentences freely.
+A rule's words live in ``templates/rules/<rule>.md.j2`` as named blocks (``title``, ``text``,
+``action``, ``headline``, ``summary``, ``factor``, ``went_well``… —
+:data:`postmortem.analysis.rules.words.BLOCKS`), rendered with the rule's finding data as
+variables (:func:`render_blocks`); whitespace in a block is folded to single spaces, so a
+template may wrap its sentences freely.
 """
 
 from __future__ import annotations

@@ -303,6 +303,7 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     t, s = r.truth, r.scenario
     out: list[Check] = []
     title = next((line[2:] for line in md.splitlines() if line.startswith("# ")), "")
+    title = re.sub(r"\\([\\`*_\[\]|~#@<>])", r"\1", title)  # as rendered
     minute = t.kill_utc.strftime("%Y-%m-%d %H:%M")
     m = re.search(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", title)
     said = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) if m else None

@@ -424,10 +424,6 @@ def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
     return out
 
 
-def _startup_headline(s: Scenario, t: Truth) -> set[str]:
-    return {"report_headline"} if s.startup == "cuda_oom_loop" else set()
-
-
 FINDINGS = (
     Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
     Finding("F02", "A server's own log is tied to its unit by the file's name only", _file_unit),
@@ -445,7 +441,6 @@ FINDINGS = (
     Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
     Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
-    Finding("F18", 'A start-up failure is headed "killed", with a "Killed at" row', _startup_headline),
 )
 
 

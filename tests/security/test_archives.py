@@ -163,3 +163,18 @@ def test_tar_xz_header_does_not_reach_a_kernel_record(tmp_path: Path) -> None:
     messages = [r["message"] for r in json.loads(rows.out)]
     assert messages, rows
     assert not [m for m in messages if "\x00" in m or "ustar" in m or "dmesg.txt" in m]
+
+
+def test_a_tar_of_a_directory_made_with_dot_is_read(tmp_path: Path) -> None:
+    """``tar czf logs.tar.gz -C dir .`` puts a ``./`` entry first: it is the archive's root,
+    not an unsafe name."""
+    logs = tmp_path / "var-log"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(journal())
+    archive = tmp_path / "logs.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(logs, arcname=".")
+    ran = run(
+        "build", "--logs", archive, "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "r", "--tz", "UTC"
+    )
+    assert ran.code == 0 and "1 incident(s)" in ran.out, ran

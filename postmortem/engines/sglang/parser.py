@@ -4,7 +4,7 @@ One text stream from several processes (main: engine, tokenizer manager, uvicorn
 scheduler per GPU rank; detokenizer). Tables (engine ``sglang``): ``server_configs`` (the
 ``server_args`` line), ``server_events`` (startup phases, readiness, errors, signals, deaths),
 ``server_stats`` (``Prefill batch``/``Decode batch`` statistics), ``http_requests`` (uvicorn access lines) and
-``cuda_ooms`` (PyTorch CUDA OOM sizes). Kinds, columns and units: ``docs/schema_parts/sglang.md``.
+``cuda_ooms`` (PyTorch CUDA OOM sizes). Kinds, columns and units: ``docs/schema_parts/servers.md``.
 
 Other parsers call the message-level API: :func:`looks_like_sglang` and :class:`SglangStream`.
 """

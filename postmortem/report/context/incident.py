@@ -13,7 +13,7 @@ from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
 from ...analysis.model import Incident, Load, Recommendation, restartable
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, death_word, downtime_text
+from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, death_label, death_word, downtime_text
 from ...engines import get_engine
 from ...query import run_named_dicts
 from ...store.db import Store
@@ -289,6 +289,18 @@ def action_items(inc: Incident, recs: Sequence[Recommendation], clean: Redactor)
     return items
 
 
+def _death(inc: Incident, host: str, clean: Redactor) -> dict[str, str]:
+    """The title and the words for how the process ended (a run that never became ready
+    failed to start, or was killed while loading)."""
+    loading = inc.killed_load is not None and inc.killed_load.never_ready
+    died = death_word(inc.cause, loading)
+    return {
+        "title": f"{clean(inc.unit or 'process')} {died} on {host} at {utc_text(inc.ts)} UTC",
+        "died": died,
+        "died_at": death_label(inc.cause, loading),
+    }
+
+
 def severity(inc: Incident) -> str:
     """``SEV-1``: not restored, down 30 minutes or more, or 1,000 requests or more running and
     queued at the kill; ``SEV-2``: 5 minutes or 100 requests; else ``SEV-3``.
@@ -456,8 +468,7 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
         tool_version=__version__,
-        title=f"{clean(inc.unit or 'process')} {death_word(inc.cause)} on {host} at {utc_text(inc.ts)} UTC",
-        died=death_word(inc.cause),
+        **_death(inc, host, clean),
         file_stem=file_stem,
         incident_id=inc.incident_id,
         host=host,

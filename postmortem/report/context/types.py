@@ -286,6 +286,8 @@ class IncidentReport:
     cause_words: str
     #: how the process ended: ``killed``, or ``crashed`` (its own error; a CUDA OOM is one)
     died: str
+    #: the header row's label of the moment it ended: ``Killed at``, ``Crashed at``, ``Failed at``
+    died_at: str
     confidence: float
     summary: str
     cause_explanation: str
