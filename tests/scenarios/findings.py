@@ -257,6 +257,8 @@ def _described(s: Scenario, t: Truth) -> set[str]:
     out: set[str] = set()
     if s.sglang_in == "journal" and s.startup is None:
         out |= RUNNING
+    if s.sglang_in == "journal" and s.startup == "cuda_oom_loop":
+        out.add("report_headline")  # its stdout has no unit: the failed load is not its, so "crashed"
     rec = recovery_server(s)
     desc = rec.description if rec is not None and not by_hand(rec) else None
     if rec is not None and desc and load_unit(s, rec) == desc and desc not in t.recovery_aliases:
