@@ -127,3 +127,21 @@ def test_readme_names_only_existing_commands() -> None:
     # the command table lists every command
     missing = [c for c in sorted(known) if f"`postmortem {c}" not in README.read_text(encoding="utf-8")]
     assert missing == [], f"README's command table lacks {missing}"
+
+
+def test_readme_lists_every_exit_code() -> None:
+    """The README's exit-code table names each ``ExitCode`` and the signal codes."""
+    from postmortem.errors import ExitCode
+
+    text = README.read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\|\s*(\d+(?:,\s*\d+)*)\s*\|", text, re.M))
+    listed = {int(code) for row in rows for code in row.split(",")}
+    expected = {int(c) for c in ExitCode} | {129, 130, 141, 143}
+    assert expected <= listed, f"README's exit codes lack {sorted(expected - listed)}"
+
+
+def test_readme_links_every_user_page() -> None:
+    """Each page directly under docs/ is reachable from the README."""
+    linked = {t.partition("#")[0] for t in _relative_links(README)}
+    pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
+    assert pages <= linked, f"README links none of {sorted(pages - linked)}"
