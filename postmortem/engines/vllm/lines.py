@@ -41,6 +41,22 @@ ENVELOPE_RE = re.compile(
 UVICORN_RE = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 
+#: the largest pid Linux hands out (``/proc/sys/kernel/pid_max`` is at most 2**22)
+PID_MAX = 1 << 22
+
+
+def pid_of(text: str | None) -> int | None:
+    """A pid as printed, or None when it cannot be one (it would not fit the store either).
+
+    >>> pid_of("4242"), pid_of("99999999999999999999"), pid_of(None)
+    (4242, None, None)
+    """
+    if not text or len(text) > 8:
+        return None
+    value = int(text)
+    return value if 0 < value <= PID_MAX else None
+
+
 class Parts(NamedTuple):
     """What a line is made of; ``message`` is the text after every layer."""
 
@@ -71,7 +87,7 @@ def _unwrap(line: str) -> tuple[str, str | None, str | None, int | None, bool]:
             m = J_ISO_RE.match(line)
             if m:
                 ts, host = ts or m.group("ts"), host or m.group("host")
-                pid = pid or (int(m.group("pid")) if m.group("pid") else None)
+                pid = pid or pid_of(m.group("pid"))
                 line = line[m.end() :]
                 continue
             m = DOCKER_TS_RE.match(line)
@@ -82,7 +98,7 @@ def _unwrap(line: str) -> tuple[str, str | None, str | None, int | None, bool]:
             m = J_SHORT_RE.match(line)
             if m:
                 host = host or m.group("host")
-                pid = pid or (int(m.group("pid")) if m.group("pid") else None)
+                pid = pid or pid_of(m.group("pid"))
                 line = line[m.end() :]
                 continue
         if " | " in line[:64]:
@@ -108,7 +124,7 @@ def split_line(line: str) -> Parts:
         m = PROC_RE.match(rest)
         if m is None:
             break
-        proc, pid, rest = m.group("proc"), int(m.group("pid")), rest[m.end() :]
+        proc, pid, rest = m.group("proc"), pid_of(m.group("pid")), rest[m.end() :]
     m = ENVELOPE_RE.match(rest)
     if m is not None:
         return Parts(

@@ -330,9 +330,9 @@ class VllmStream:
         if kind == "scheduler_dead" and code == SIGKILL:
             kind = "scheduler_killed"
         tokens = None
-        if g.get("tokens"):
+        if g.get("tokens") and len(g["tokens"]) <= 18:
             tokens = int(g["tokens"].replace(",", ""))
-        elif g.get("blocks"):
+        elif g.get("blocks") and len(g["blocks"]) <= 16:
             tokens = int(g["blocks"]) * 16  # V0 counts 16-token blocks
         self._phase = {"load_weight_begin": "weights", "cuda_graph_begin": "cuda_graph"}.get(
             kind, self._phase
@@ -487,13 +487,26 @@ def _num(text: str | None) -> float | None:
         return None
 
 
+def _count(value: str | float | None) -> int | None:
+    """A count of requests as printed, or None when it cannot be one (a column is 32 bits)."""
+    if value is None:
+        return None
+    v = float(value)
+    return int(v) if 0 <= v < 1 << 31 else None
+
+
+def _code(text: str) -> int | None:
+    """An exit code as printed (a process's status fits in 32 bits; anything else is not one)."""
+    return int(text) if len(text.lstrip("-")) <= 10 and abs(int(text)) < 1 << 31 else None
+
+
 def _exit_code(g: dict[str, Any]) -> int | None:
     code = g.get("code")
     if code not in (None, "None"):
-        return int(code)
+        return _code(code)
     procs = g.get("procs")
     if procs:  # {'EngineCore_DP0': -9}: the first nonzero code
-        codes = [int(c) for c in re.findall(r":\s*(-?\d+)", procs)]
+        codes = [c for c in (_code(x) for x in re.findall(r":\s*(-?\d+)", procs)) if c is not None]
         return next((c for c in codes if c), codes[0] if codes else None)
     return None
 
@@ -502,10 +515,10 @@ def _stats_values(msg: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """A statistics line's values: running, waiting, kv (0–1), gen, prompt; and the rest."""
     m = V0_STATS_RE.match(msg)
     if m is not None:
-        v0_extra = {"swapped": int(m.group("swapped")), "cpu_kv_usage": float(m.group("cpu_kv")) / 100}
+        v0_extra = {"swapped": _count(m.group("swapped")), "cpu_kv_usage": float(m.group("cpu_kv")) / 100}
         return {
-            "running": int(m.group("running")),
-            "waiting": int(m.group("pending")),
+            "running": _count(m.group("running")),
+            "waiting": _count(m.group("pending")),
             "kv": round(float(m.group("gpu_kv")) / 100, 4),
             "gen": float(m.group("gen_tps")),
             "prompt": float(m.group("prompt_tps")),
@@ -523,8 +536,8 @@ def _stats_values(msg: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
             found[pm.group("key")] = float(pm.group("val"))
     kv = next((v for k, v in found.items() if k.endswith("KV cache usage")), None)
     values = {
-        "running": int(found["Running"]) if "Running" in found else None,
-        "waiting": int(found["Waiting"]) if "Waiting" in found else None,
+        "running": _count(found.get("Running")),
+        "waiting": _count(found.get("Waiting")),
         "kv": round(kv / 100, 4) if kv is not None else None,
         "gen": found.get("Avg generation throughput"),
         "prompt": found.get("Avg prompt throughput"),
@@ -533,7 +546,7 @@ def _stats_values(msg: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     if "Prefix cache hit rate" in found:
         extra["prefix_cache_hit_rate"] = found["Prefix cache hit rate"] / 100
     if "Preemptions" in found:
-        extra["preemptions"] = int(found["Preemptions"])
+        extra["preemptions"] = _count(found["Preemptions"])
     if h.group("engine"):
         extra["engine_index"] = int(h.group("engine"))
     if values["running"] is None:

@@ -1,0 +1,80 @@
+"""The vLLM parser on hostile and random input: it never raises, every line is accounted for,
+and lines made of vLLM's own pieces in any order stay parsed or ignored (never a crash)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from conftest import check_accounting, count_lines, parse_text
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from postmortem.engines.vllm.stream import VllmStream
+from postmortem.parsers.base import ParseContext
+
+PIECES = [
+    "INFO 05-25 20:03:11 [core.py:61] ",
+    "ERROR 13-40 25:61:61 x.py:1] ",
+    "(APIServer pid=1) ",
+    "(Worker_TP0 pid=99999999999999999999) ",
+    "\x1b[1;36m",
+    "\x1b[0;0m",
+    "2026-01-15T10:00:00.123456789Z stdout F ",
+    "2026-01-15T10:00:00Z stderr P ",
+    "INFO:     ",
+    'x - "GET /health HTTP/1.1" 999 OK',
+    "non-default args: {'model': ",
+    "{'a': [[[[",
+    "Initializing a V1 LLM engine (v0.8.5) with config: model='/m', speculative_config=SpeculativeConfig(",
+    "Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 1e999 reqs, Waiting: -1 reqs, GPU KV cache usage: nan%",
+    "SpecDecoding metrics: Mean acceptance length: nan, Avg Draft acceptance rate: 1e400%",
+    "Model loading took 1e309 GiB and 99999999999999999999 seconds",
+    "GPU KV cache size: 1,2,3 tokens",
+    "Worker VllmWorkerProcess pid 1 died, exit code: -99999999999999999999",
+    "Failed core proc(s): {'EngineCore_DP0': }",
+    "CUDA out of memory. Tried to allocate 1e999 GiB. GPU 99999999999 has a total capacity of 0 B of which 0 B is free.",
+    "\r",
+    "\u202e",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=6).map("".join), max_size=12))
+def test_pieces_of_vllm_lines_in_any_order_never_raise(lines: list[str]) -> None:
+    data = ("\n".join(lines) + "\n").encode()
+    outputs, ctx = parse_text("vllm", data, year=2026, tz="UTC")
+    check_accounting(ctx, outputs, count_lines(data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
+def test_any_text_inside_a_capture_never_raises(message: str) -> None:
+    """The journal hands the stream a unit's messages: whatever they are, no exception."""
+    stream = VllmStream(ParseContext(year=2026), unit="vllm.service")
+    for line in message.splitlines() or [message]:
+        list(stream.feed(1, line, ts=datetime(2026, 1, 15, tzinfo=UTC)))
+    list(stream.close())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join), min_size=1, max_size=8)
+)
+@example([PIECES[3] + PIECES[0] + PIECES[16], PIECES[0] + PIECES[17], PIECES[0] + PIECES[13]])
+def test_pieces_of_vllm_lines_load_into_a_store(lines: list[str]) -> None:
+    """What the parser makes of them also fits the store's columns (a pid or a count of 20
+    digits overflowed a BIGINT at load: the whole file failed)."""
+    import tempfile
+    from pathlib import Path
+
+    from postmortem.ingest import IngestOptions, ingest_into
+    from postmortem.timeutil import get_zone
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        log.write_text(
+            "INFO 05-25 20:03:11 [api_server.py:1] vLLM API server version 0.8.5\n" + "\n".join(lines) + "\n"
+        )
+        opts = IngestOptions(zone=get_zone("UTC"), zone_given=True, year=2026, format="vllm", strict=True)
+        summary = ingest_into(str(Path(tmp) / "pm.duckdb"), [str(log)], opts)
+        assert [r.status for r in summary.files] == ["ingested"], summary.files
