@@ -302,3 +302,30 @@ def test_a_duckdb_error_in_a_load_leaves_the_connection_as_it_was(
     assert store.fetchall("SELECT count(*) FROM journal_entries") == [(1,)]
     assert store.fetchall("SELECT count(*) FROM sources") == [(1,)]
     store.close()
+
+
+def test_a_number_too_large_for_its_column_is_kept_empty_and_said(tmp_path: Path) -> None:
+    """A 20-digit pid in a kernel line (a forged or damaged log) overflowed the BIGINT column
+    at load and the whole file failed; now that field is empty and a parse issue names it."""
+    from postmortem.ingest import IngestOptions, ingest_into
+    from postmortem.store.db import Store
+    from postmortem.timeutil import get_zone
+
+    log = tmp_path / "kern.log"
+    log.write_text(
+        "Jan 15 10:00:00 h kernel: Out of memory: Killed process 99999999999999999999 (x) "
+        "total-vm:99999999999999999999999kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB, UID:0 "
+        "pgtables:0kB oom_score_adj:0\n"
+    )
+    opts = IngestOptions(zone=get_zone("UTC"), zone_given=True, year=2026)
+    summary = ingest_into(str(tmp_path / "pm.duckdb"), [str(log)], opts)
+    assert [r.status for r in summary.files] == ["ingested"], summary.files
+    store = Store.open_readonly(tmp_path / "pm.duckdb")
+    kills = store.fetchall("SELECT victim_pid, victim_comm, total_vm_kb, anon_rss_kb FROM oom_kills")
+    issues = store.fetchall("SELECT reason FROM parse_issues ORDER BY reason")
+    store.close()
+    assert kills == [(None, "x", None, 1)]
+    assert issues == [
+        ("total_vm_kb too large for its column: kept empty",),
+        ("victim_pid too large for its column: kept empty",),
+    ]

@@ -370,11 +370,36 @@ class SourceWriter:
         if not buf.rows:
             return
         columns = list(zip(*buf.rows, strict=True))
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, buf.schema, strict=True)]
+        names = buf.schema.names
+        line_nos = columns[names.index("line_no")] if "line_no" in names else (0,) * len(buf.rows)
+        arrays = [self._array(col, f, line_nos) for col, f in zip(columns, buf.schema, strict=True)]
         data = pa.Table.from_arrays(arrays, schema=buf.schema)
         self.per_table[buf.table] = self.per_table.get(buf.table, 0) + len(buf.rows)
         buf.rows = []
         self._insert_arrow(buf.table, data)
+
+    def _array(self, col: tuple[Any, ...], f: Any, line_nos: tuple[Any, ...]) -> Any:
+        """One column as Arrow. A number too large for its column (a 20-digit pid in a log) is
+        NULL there, and said as a parse issue of its line; the row and the file are kept."""
+        try:
+            return pa.array(col, type=f.type)
+        except (OverflowError, pa.ArrowInvalid):
+            if not pa.types.is_integer(f.type):
+                raise
+        bits = f.type.bit_width - (1 if pa.types.is_signed_integer(f.type) else 0)
+        lo = -(1 << bits) if pa.types.is_signed_integer(f.type) else 0
+        hi = (1 << bits) - 1
+        out = []
+        for value, line_no in zip(col, line_nos, strict=True):
+            if isinstance(value, int) and not lo <= value <= hi:
+                self.add_issue(
+                    ParseIssue(
+                        int(line_no), f"{f.name} too large for its column: kept empty", str(value)[:60], False
+                    )
+                )
+                value = None
+            out.append(value)
+        return pa.array(out, type=f.type)
 
     def _flush_issues(self) -> None:
         if not self.issues:
