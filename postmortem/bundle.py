@@ -231,7 +231,7 @@ def _expanding(paths: list[str], options: IngestOptions) -> Iterator[ExpandedInp
         yield expanded
 
 
-def _expand_one(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+def _expand_one(
     raw: str, options: IngestOptions, stack: contextlib.ExitStack, expanded: ExpandedInputs
 ) -> None:
     found = list(expand_paths([raw], options.max_bytes))
@@ -242,6 +242,29 @@ def _expand_one(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
             if manifest is not None:
                 roots[inp.path.parent] = manifest
     grouped: dict[Path, list[InputFile]] = {r: [] for r in roots}
+    for kind, item in _classify(found, roots, grouped, expanded):
+        if kind == "file":
+            expanded.inputs.append(item)
+        elif kind == "tar":
+            _tar_members(item, options, stack, expanded)
+        elif kind == "bundle":
+            walk_root = None if item == Path(raw) else grouped[item][0].root
+            got = _bundle_inputs(item, roots[item], grouped[item], options, prefix=None, root=walk_root)
+            expanded.inputs += got
+            if not got:
+                expanded.results.append(_nothing(str(item)))
+        else:
+            _archive_inputs(item, options, stack, expanded)
+
+
+def _classify(
+    found: list[InputFile],
+    roots: dict[Path, dict[str, Any]],
+    grouped: dict[Path, list[InputFile]],
+    expanded: ExpandedInputs,
+) -> list[tuple[str, Any]]:
+    """What each found input is, in order: a plain ``file``, a file of a ``bundle`` directory
+    (grouped under it), a bundle ``archive``, or a ``tar`` made by hand."""
     order: list[tuple[str, Any]] = []
     for inp in found:
         if inp.special is not None:
@@ -260,41 +283,21 @@ def _expand_one(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
             order.append(("tar", inp))  # a tar made by hand: read member by member
         else:
             order.append(("file", inp))
-    for kind, item in order:
-        if kind == "file":
-            expanded.inputs.append(item)
-        elif kind == "tar":
-            _tar_members(item, options, stack, expanded)
-        elif kind == "bundle":
-            walk_root = None if item == Path(raw) else grouped[item][0].root
-            got = _bundle_inputs(
-                item,
-                roots[item],
-                grouped[item],
-                options,
-                prefix=None,
-                root=walk_root,
-            )
-            expanded.inputs += got
-            if not got:
-                expanded.results.append(_nothing(str(item)))
-        else:
-            inp = item
-            assert inp.path is not None
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="postmortem-bundle-")))
-            bundle, manifest = extract_bundle(inp.path, tmp, max_bytes=options.max_bytes)
-            files = list(expand_paths([str(bundle)]))
-            got = _bundle_inputs(
-                bundle,
-                manifest,
-                files,
-                options,
-                prefix=inp.display,
-                root=inp.root,
-            )
-            expanded.inputs += got
-            if not got:
-                expanded.results.append(_nothing(inp.display))
+    return order
+
+
+def _archive_inputs(
+    inp: InputFile, options: IngestOptions, stack: contextlib.ExitStack, expanded: ExpandedInputs
+) -> None:
+    """A bundle archive: extracted (bounded) into a private directory, then read as a bundle."""
+    assert inp.path is not None
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="postmortem-bundle-")))
+    bundle, manifest = extract_bundle(inp.path, tmp, max_bytes=options.max_bytes)
+    files = list(expand_paths([str(bundle)]))
+    got = _bundle_inputs(bundle, manifest, files, options, prefix=inp.display, root=inp.root)
+    expanded.inputs += got
+    if not got:
+        expanded.results.append(_nothing(inp.display))
 
 
 #: the first bytes of the compressions a tar is found in (gzip, xz, bzip2)
