@@ -191,7 +191,7 @@ def _load(db: str) -> dict[str, Any] | None:
     return doc
 
 
-def lookup(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+def lookup(
     db: str | os.PathLike[str],
     inputs: Sequence[InputFile],
     may_skip: Callable[[InputFile], bool],
@@ -211,42 +211,57 @@ def lookup(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
     if doc is None or doc.get("store") != _identity(path):
         return None
     files: dict[str, Any] = doc["files"]
-    skipped: dict[str, Any] = doc["skipped"]
-    under: dict[str, Any] = doc["skipped_under"]
     damaged = doc.get("damaged")
     if not isinstance(damaged, dict):
         damaged = {}
-    detectors_checked = False
     known = Known()
+    skipped_again = _SkippedAgain(doc, may_skip, limits)
     for inp in inputs:
         if inp.path is None or inp.size is None or inp.mtime is None:
             return None
-        us = _us(inp.mtime)
         # the absolute path; a store written before paths were absolute knows the name as given
         entry = files.get(inp.key)
         if entry is None and inp.display != inp.key:
             entry = files.get(inp.display)
-        if entry is not None:
-            if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], int):
+        if entry is None:
+            reason = skipped_again(inp)
+            if reason is None:
                 return None
-            if entry[1] != inp.size or entry[2] != us or not may_skip(inp):
-                # a format forced now may not be the one it was read in: the store says
-                return None
-            known.unchanged.append((inp, entry[0]))
-            damage = damaged.get(inp.key) if entry is files.get(inp.key) else damaged.get(inp.display)
-            if isinstance(damage, str):
-                known.damaged[entry[0]] = damage
+            known.skipped.append((inp, reason))
             continue
-        entry = skipped.get(inp.key)
+        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], int):
+            return None
+        if entry[1] != inp.size or entry[2] != _us(inp.mtime) or not may_skip(inp):
+            return None  # a format forced now may not be the one it was read in: the store says
+        known.unchanged.append((inp, entry[0]))
+        damage = damaged.get(inp.key) if entry is files.get(inp.key) else damaged.get(inp.display)
+        if isinstance(damage, str):
+            known.damaged[entry[0]] = damage
+    return known
+
+
+class _SkippedAgain:
+    """Whether a file the index recorded as skipped for its content would be skipped again
+    (its reason), or None: its identity, the read limits or the format detectors changed."""
+
+    def __init__(self, doc: dict[str, Any], may_skip: Callable[[InputFile], bool], limits: Limits) -> None:
+        self.skipped: dict[str, Any] = doc["skipped"]
+        self.under: dict[str, Any] = doc["skipped_under"]
+        self.may_skip = may_skip
+        self.limits = limits
+        self.detectors_checked = False
+
+    def __call__(self, inp: InputFile) -> str | None:
+        assert inp.path is not None and inp.mtime is not None
+        entry = self.skipped.get(inp.key)
         if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[4], str):
             return None
-        if entry[:3] != _file_identity(inp.path) or entry[0] != inp.size or entry[3] != us:
+        if entry[:3] != _file_identity(inp.path) or entry[0] != inp.size or entry[3] != _us(inp.mtime):
             return None
-        if under.get("limits") != list(limits) or not may_skip(inp):
+        if self.under.get("limits") != list(self.limits) or not self.may_skip(inp):
             return None
-        if not detectors_checked:
-            if under.get("detectors") != _detectors():
+        if not self.detectors_checked:
+            if self.under.get("detectors") != _detectors():
                 return None
-            detectors_checked = True
-        known.skipped.append((inp, entry[4]))
-    return known
+            self.detectors_checked = True
+        return entry[4]
