@@ -432,7 +432,21 @@ class StreamState:
     error: ArchiveError | None = None
 
 
-def iter_blocks(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+def _check_bomb(inp: InputFile, produced: int, raw: int, max_bytes: int, max_ratio: float) -> None:
+    """Stop a decompression past ``--max-bytes``, or past ``max_ratio`` after RATIO_GRACE."""
+    if produced > max_bytes:
+        raise ArchiveError(
+            f"{inp.display}: decompressed size exceeds --max-bytes ({max_bytes} bytes); raise it if "
+            "this file is genuine"
+        )
+    if produced > RATIO_GRACE and produced > max_ratio * raw:
+        raise ArchiveError(
+            f"{inp.display}: compression ratio above {max_ratio:g}:1 looks like a decompression bomb; "
+            "refusing to continue"
+        )
+
+
+def iter_blocks(
     inp: InputFile,
     state: StreamState,
     *,
@@ -480,16 +494,7 @@ def iter_blocks(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
                     continue
                 for out in dec.feed(raw):
                     produced += len(out)
-                    if produced > max_bytes:
-                        raise ArchiveError(
-                            f"{inp.display}: decompressed size exceeds --max-bytes "
-                            f"({max_bytes} bytes); raise it if this file is genuine"
-                        )
-                    if produced > RATIO_GRACE and produced > max_ratio * state.raw_bytes:
-                        raise ArchiveError(
-                            f"{inp.display}: compression ratio above {max_ratio:g}:1 looks like a "
-                            "decompression bomb; refusing to continue"
-                        )
+                    _check_bomb(inp, produced, state.raw_bytes, max_bytes, max_ratio)
                     yield from deliver(out)
             if dec is not None:
                 dec.finish()
