@@ -350,7 +350,25 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def run_bounded(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+def _stop_reason(
+    proc: subprocess.Popen[bytes], t_out: threading.Thread, full: threading.Event, deadline: float
+) -> str | None:
+    """Wait for a bounded command: ``timeout`` or ``output limit`` when it had to be killed
+    (with its process group), None when it ended by itself in time."""
+    t_out.join(max(0.0, deadline - time.monotonic()))
+    if t_out.is_alive() or full.is_set():
+        reason = "timeout" if t_out.is_alive() else "output limit"  # (before the kill ends it)
+        _kill_group(proc)
+        return reason
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return "timeout"
+    return None
+
+
+def run_bounded(
     argv: list[str], sink: BoundedOutput, *, timeout_s: float, env: dict[str, str] | None = None
 ) -> _Run:
     """Run ``argv`` with its stdout into ``sink``: killed (with its process group) after
@@ -402,21 +420,8 @@ def run_bounded(  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
     t_out.start()
     t_err.start()
     run = _Run()
-    deadline = started + timeout_s
     try:
-        t_out.join(max(0.0, deadline - time.monotonic()))
-        if t_out.is_alive():
-            run.stopped = "timeout"
-            _kill_group(proc)
-        elif full.is_set():
-            run.stopped = "output limit"
-            _kill_group(proc)
-        else:
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                run.stopped = "timeout"
-                _kill_group(proc)
+        run.stopped = _stop_reason(proc, t_out, full, started + timeout_s)
     except BaseException:  # Ctrl-C: the child is in its own session and did not get it
         _kill_group(proc)
         raise
