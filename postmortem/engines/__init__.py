@@ -53,6 +53,11 @@ class Setting:
     arg: str | None = None
 
 
+def setting(key: str, flag: str | None, column: str | None = None, arg: str | None = None) -> Setting:
+    """A :class:`Setting` whose printed-configuration name is its column's unless given."""
+    return Setting(key, flag, column, arg or column)
+
+
 class EngineStream(Protocol):
     """An engine's message-level parser: one per process (or unit) of a capture that carries
     the engine's lines inside another format (journal, docker, CRI). It yields records and

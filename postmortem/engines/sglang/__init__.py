@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import Engine, EngineStream, Setting, register_engine
+from .. import Engine, EngineStream, register_engine
+from .. import setting as _s
 
 if TYPE_CHECKING:
     from ...parsers.base import ParseContext
-
-
-def _s(key: str, flag: str | None, column: str | None = None, arg: str | None = None) -> Setting:
-    return Setting(key, flag, column, arg or column)
 
 
 @register_engine
