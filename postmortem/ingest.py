@@ -41,6 +41,7 @@ from .io import (
 )
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
+from .parsers.kubernetes.names import pod_log
 from .store import fileindex
 from .timeutil import UTC as _UTC
 from .timeutil import ZONE_ASSUMED, zone_name
@@ -431,7 +432,10 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
         from .timeutil import get_zone
 
         zone, zone_given = get_zone(hint.tz), True
-    unit = options.unit or (hint.unit if hint else None) or _unit_from_name(inp.display)
+    pod = pod_log(inp.display)  # a pod's log file: its path names the container
+    unit = (
+        options.unit or (hint.unit if hint else None) or (pod.unit if pod else _unit_from_name(inp.display))
+    )
     return ParseContext(
         path=inp.display,
         host=_given_host(inp, options),

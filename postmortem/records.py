@@ -385,6 +385,75 @@ class Container(Record):
     unit: str
 
 
+@dataclass(frozen=True, slots=True)
+class K8sContainer(Record):
+    """A container of a Kubernetes pod as its Pod object (``kubectl get pod -o json|yaml``) or
+    ``kubectl describe pod`` showed it: identity, spec (limits, probes, /dev/shm) and status
+    (state, the previous termination, restarts). One row per container per object read."""
+
+    TABLE: ClassVar[str] = "k8s_containers"
+    line_no: int
+    ts: datetime | None
+    host: str | None
+    namespace: str
+    pod: str
+    pod_uid: str | None
+    container: str
+    container_id: str | None
+    unit: str
+    owner: str | None
+    qos_class: str | None
+    phase: str | None
+    pod_reason: str | None
+    restart_count: int | None
+    ready: bool | None
+    state: str | None
+    state_reason: str | None
+    state_started: datetime | None
+    last_reason: str | None
+    last_exit_code: int | None
+    last_started: datetime | None
+    last_finished: datetime | None
+    last_container_id: str | None
+    last_message: str | None
+    limit_memory_bytes: int | None
+    request_memory_bytes: int | None
+    gpus: int | None
+    startup_probe: str | None
+    liveness_probe: str | None
+    readiness_probe: str | None
+    shm_medium_memory: bool | None
+    shm_size_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class K8sEvent(Record):
+    """Something Kubernetes said about a pod, a container or a node: an Event (core/v1 or
+    events.k8s.io/v1, or a row of ``describe``'s table), a kubelet or container-runtime journal
+    line, or a termination from a Pod object's status. ``kind`` is the normalised meaning
+    (``docs/inputs.md``: Kubernetes); ``reason`` and ``message`` are as printed."""
+
+    TABLE: ClassVar[str] = "k8s_events"
+    line_no: int
+    ts: datetime | None
+    ts_raw: str | None
+    first_ts: datetime | None
+    host: str | None
+    origin: str
+    kind: str
+    namespace: str | None
+    pod: str | None
+    pod_uid: str | None
+    container: str | None
+    container_id: str | None
+    unit: str | None
+    reason: str | None
+    probe: str | None
+    exit_code: int | None
+    count: int | None
+    message: str
+
+
 RECORD_TYPES: tuple[type[Record], ...] = (
     JournalEntry,
     KernelMessage,
@@ -402,6 +471,8 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     GpuXid,
     GpuEvent,
     Container,
+    K8sContainer,
+    K8sEvent,
 )
 
 RECORD_BY_TABLE: dict[str, type[Record]] = {r.TABLE: r for r in RECORD_TYPES}

@@ -240,6 +240,8 @@ def rebuild(
         store.execute(named_sql("anchor_monotonic"))
         # a container's cgroup scope (its start, its OOM kill) is the container its lines name
         store.execute(named_sql("container_units"))
+        # … and a pod's container known by its cgroup alone takes its Kubernetes name
+        store.execute(named_sql("k8s_units"))
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
         # every later query (loads, timeline, GPU release) sees it where it belongs

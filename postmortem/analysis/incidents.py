@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..engines import get_engine
+from ..parsers.kubernetes.names import pod_cgroup
 from .model import Evidence, Incident, Load, Victim
 
 #: evidence that can start an incident; everything else only attaches to one
@@ -34,6 +35,11 @@ PRIMARY_KINDS = {
     "server_scheduler_dead",
     "server_watchdog",
     "server_initialization_failed",
+    # Kubernetes: a container's termination, the runtime's non-zero exit, an eviction, a probe kill
+    "k8s_terminated",
+    "k8s_task_exit",
+    "k8s_evicted",
+    "k8s_probe_kill",
 }
 #: the crash evidence above, by how firmly it says why
 CRASH_KINDS = (
@@ -71,7 +77,15 @@ def limit_setting(memcg: str | None) -> str:
     "the container's memory limit: docker run --memory, compose mem_limit"
     >>> limit_setting("/kubepods.slice/kubepods-pod1.slice/cri-containerd-0123.scope")
     'MemoryMax= or a container limit'
+    >>> limit_setting("/kubepods/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f/" + "ab" * 32)
+    "the container's resources.limits.memory"
     """
+    pod = pod_cgroup(memcg)
+    if pod is not None and (pod.pod_uid or "kubepods" in (memcg or "").rsplit("/", 1)[-1]):
+        return {
+            "container": "the container's resources.limits.memory",
+            "pod": "the pod's limit: the sum of its containers' limits, or spec.resources",
+        }.get(pod.level, "the node's allocatable memory for pods")
     runtime = container_runtime(memcg)
     if runtime == "docker":
         return "the container's memory limit: docker run --memory, compose mem_limit"
@@ -303,19 +317,19 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
         msg = kernel[0].detail
         if scope is None:
             scope = "memcg" if msg.startswith("Memory cgroup out of memory") else None
-        conf = 0.97 if systemd_says or signal else 0.9
+        conf = 0.97 if systemd_says or signal or _k8s_says_oom(items) else 0.9
         if scope == "memcg":
             limit = kernel[0].raw.get("memcg_limit_kb")
             what = f" of {_gib(limit)}" if limit else ""
             memcg = kernel[0].raw.get("oom_memcg")
-            owner = "container" if container_runtime(memcg) else "unit"
+            owner = cgroup_owner(memcg)
             return (
                 "cgroup_oom",
                 conf,
                 "kernel",
                 scope,
                 f"the kernel's memory-cgroup OOM killer fired: the {owner}'s cgroup reached its memory "
-                f"limit{what} ({limit_setting(memcg)}) — host RAM, not GPU memory",
+                f"limit{what} ({limit_setting(memcg)}) — host RAM, not GPU memory{_k8s_lie(items)}",
             )
         if scope in ("cpuset", "mempolicy"):
             return (
@@ -326,12 +340,15 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
                 f"the kernel OOM killer fired under a {scope} constraint: the NUMA nodes the task "
                 "may use ran out of host RAM — not GPU memory",
             )
+        node = " (the node's memory, not the pod's limit: the kernel chose the victim among every pod)"
         return (
             "host_oom",
             conf if scope == "global" else 0.75,
             "kernel",
             scope,
-            "the kernel OOM killer fired for the whole machine: host RAM (and swap) ran out — not GPU memory",
+            "the kernel OOM killer fired for the whole machine: host RAM (and swap) ran out — not GPU memory"
+            + (node if any(e.unit and e.unit.startswith("k8s:") for e in kernel) else "")
+            + _k8s_lie(items),
         )
     if oomd:
         return (
@@ -360,6 +377,9 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "kernel record was ingested, so host-wide and cgroup-limit OOMs cannot be told apart "
             "(add dmesg or `journalctl -k` for the window)",
         )
+    k8s = kubernetes_cause(items)
+    if k8s is not None:
+        return k8s
     if cuda:
         return (
             "gpu_oom",
@@ -396,6 +416,73 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
             "a watchdog or another process sent it)",
         )
     return ("unknown", 0.3, None, None, "the service died and no source says why")
+
+
+def cgroup_owner(memcg: str | None) -> str:
+    """Whose cgroup a memory cgroup path is: a pod's container, a pod, a container, a unit.
+
+    >>> cgroup_owner("/kubepods/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f"), cgroup_owner("/docker/1")
+    ('pod', 'container')
+    """
+    pod = pod_cgroup(memcg)
+    if pod is not None and (pod.pod_uid or "kubepods" in (memcg or "").rsplit("/", 1)[-1]):
+        return {"container": "container", "pod": "pod"}.get(pod.level, "node's pods")
+    return "container" if container_runtime(memcg) else "unit"
+
+
+def _k8s_says_oom(items: Sequence[Evidence]) -> bool:
+    return any(e.kind in ("k8s_task_oom", "k8s_system_oom", "k8s_oom_killing") for e in items) or any(
+        e.kind == "k8s_terminated" and e.raw.get("action") == "OOMKilled" for e in items
+    )
+
+
+def _k8s_lie(items: Sequence[Evidence]) -> str:
+    """The runtime's termination reason when the kernel's record contradicts it."""
+    said = [e for e in items if e.kind == "k8s_terminated" and e.raw.get("action") not in (None, "OOMKilled")]
+    if not said:
+        return ""
+    return (
+        f"; the container's status says {said[0].raw.get('action')} (exit code {said[0].raw.get('status')}),"
+        " but the kernel's record shows an OOM kill: the runtime did not see it"
+    )
+
+
+def kubernetes_cause(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | None, str] | None:
+    """A Kubernetes death no OOM killer's record explains: an eviction, a probe kill, or a
+    termination the runtime calls ``OOMKilled`` with no kernel record ingested."""
+    kinds = {e.kind: e for e in reversed(items)}
+    if "k8s_evicted" in kinds:
+        return (
+            "eviction",
+            0.9,
+            "kubelet",
+            None,
+            "kubelet evicted the pod because the node's available memory fell below its eviction "
+            "threshold (node memory pressure): kubelet stopped it, not the kernel's OOM killer, and "
+            "not the container's own limit",
+        )
+    if "k8s_probe_kill" in kinds:
+        ev = kinds["k8s_probe_kill"]
+        probe = (ev.raw.get("result") or "a").lower()
+        return (
+            "probe_kill",
+            0.9,
+            "kubelet",
+            None,
+            f"kubelet killed the container because its {probe} probe kept failing — no OOM record: "
+            "the server was not answering (still loading, or hung), not out of memory",
+        )
+    term = kinds.get("k8s_terminated")
+    if term is not None and term.raw.get("action") == "OOMKilled":
+        return (
+            "cgroup_oom",
+            0.7,
+            "kernel",
+            "memcg",
+            "the container runtime reports OOMKilled (its cgroup counted an OOM kill), but no kernel "
+            "record was ingested: the limit that fired cannot be told (add dmesg or `journalctl -k`)",
+        )
+    return None
 
 
 def crash_words(crash: Sequence[Evidence]) -> str:

@@ -43,6 +43,14 @@ CAUSES: dict[str, tuple[str, str]] = {
     ),
     "gpu_fault": ("GPU fault (NVIDIA Xid before the death)", "a GPU fault (an NVIDIA Xid error before it)"),
     "crash": ("server crash (an error, not a kill)", "an error in the server itself (nothing killed it)"),
+    "eviction": (
+        "kubelet eviction (node memory pressure)",
+        "kubelet's eviction (the node's memory fell below its eviction threshold)",
+    ),
+    "probe_kill": (
+        "killed by kubelet after failed probes (not an OOM)",
+        "kubelet, after its probe failed again and again (no OOM)",
+    ),
     "unknown": ("unknown", "an unknown cause"),
 }
 #: causes where the server died of its own error (a CUDA out-of-memory error is one): it

@@ -18,6 +18,7 @@ PARSER_MODULES: tuple[str, ...] = (
     "journal",
     "kernel",
     "nvidia",
+    "kubernetes",
 )
 
 _REGISTRY: dict[str, Parser] = {}

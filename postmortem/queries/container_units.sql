@@ -3,7 +3,8 @@
 -- The kernel and systemd name a container by its cgroup: docker-<id>.scope (Docker and containerd
 -- under systemd's cgroup driver; "libcontainer container <id>" in older text renderings of its
 -- start), /docker/<id> (the cgroupfs driver), the bare id (the cpuset of old kernels' OOM
--- records), libpod-<id>.scope (podman). The container's own lines, relayed by its runtime, name
+-- records), libpod-<id>.scope (podman), cri-containerd-<id>.scope and crio-<id>.scope (a Kubernetes
+-- pod's container under systemd's cgroup driver, in systemd's own lines). The container's own lines, relayed by its runtime, name
 -- it by CONTAINER_ID_FULL and CONTAINER_NAME (containers). Every unit_events and oom_kills row
 -- whose unit is one of those cgroup names of a known container takes the container's unit
 -- (docker:<name>), so that its start, its OOM kill and its server's lines are one unit's. A
@@ -20,7 +21,8 @@ SELECT DISTINCT cgroup_unit, unit
 FROM latest,
      unnest(['docker-' || container_id || '.scope', 'libpod-' || container_id || '.scope',
              '/docker/' || container_id, container_id,
-             'libcontainer container ' || container_id]) AS t(cgroup_unit)
+             'libcontainer container ' || container_id, 'cri-containerd-' || container_id || '.scope',
+             'crio-' || container_id || '.scope']) AS t(cgroup_unit)
 ORDER BY cgroup_unit;
 
 UPDATE unit_events SET unit = m.unit

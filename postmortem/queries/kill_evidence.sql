@@ -39,4 +39,16 @@ SELECT 'cuda_oom', c.source_id, c.line_no, c.ts, c.host, c.unit, NULL, NULL, c.p
 FROM cuda_ooms c
 WHERE c.ts IS NOT NULL
   AND ($since IS NULL OR c.ts >= $since) AND ($until IS NULL OR c.ts <= $until)
+UNION ALL
+-- Kubernetes: a container's termination (its Pod status; not a clean exit), the runtime's exit
+-- (not 0, not SIGTERM's 143), an eviction, a probe kill, the runtime's and kubelet's OOM words
+SELECT 'k8s_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, 'kubelet', NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, e.reason, NULL, CAST(e.exit_code AS VARCHAR), e.probe, e.count, e.message,
+       NULL, NULL, NULL, NULL
+FROM k8s_events e
+WHERE e.ts IS NOT NULL
+  AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
+  AND ((e.kind = 'terminated' AND NOT (e.reason = 'Completed' AND coalesce(e.exit_code, 0) = 0))
+       OR (e.kind = 'task_exit' AND coalesce(e.exit_code, 0) NOT IN (0, 143))
+       OR e.kind IN ('evicted', 'probe_kill', 'task_oom', 'system_oom', 'oom_killing'))
 ORDER BY ts, source_id, line_no

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 WRITERS = {"dockerd": "docker", "conmon": "podman"}
 #: units a container runtime's daemon runs as (when a copy lacks ``_COMM``)
 DAEMON_UNITS = {"docker.service": "docker", "snap.docker.dockerd.service": "docker"}
-#: the prefixes of container units (``docker:<name>``)
-UNIT_PREFIXES = tuple(f"{r}:" for r in sorted(set(WRITERS.values())))
+#: the prefixes of container units (``docker:<name>``; a Kubernetes pod's ``k8s:<ns>/<pod>/<container>``)
+UNIT_PREFIXES = (*(f"{r}:" for r in sorted(set(WRITERS.values()))), "k8s:")
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,9 +58,9 @@ from .systemd import is_unit_name
 __all__ = ["JournalShortParser", "ParseContext", "StampParser", "run_parser"]
 
 #: every table a journal parser may write
-JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills")
+JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills", "k8s_events", "containers")
 #: the structured modes (json, export, verbose) also name the containers whose output they carry
-STRUCTURED_TABLES = (*JOURNAL_TABLES, "containers")
+STRUCTURED_TABLES = JOURNAL_TABLES
 
 _CACHE_MAX = 1 << 17
 #: journalctl -x catalog lines start "-- " (older versions) or "░░ " (newer ones, e.g. v252)

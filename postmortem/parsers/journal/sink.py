@@ -32,6 +32,7 @@ from ...engines import Engine, EngineStream, engines
 from ...records import Boot, Container, OomKill, UnitEvent, field_names
 from ...timeutil import UTC
 from ..base import Output, ParseContext, TableBatch
+from ..kubernetes.node import NODE_IDENTS, NodeStream
 from . import systemd
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ COLUMNS = (
 )
 
 #: identifiers whose messages are classified (everything else is offered to the engines only)
-SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"})
+SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"} | NODE_IDENTS)
 
 #: lines of a process no engine has claimed yet offered to the engines before giving up on it
 ENGINE_CHECK_BUDGET = 1000
@@ -145,6 +146,7 @@ class JournalSink:
         self.cat_mode = False
         self._cat_kernel = False
         self._cat_stream: EngineStream | None = None
+        self._node: NodeStream | None = None
 
     # ------------------------------------------------------------------ entries
 
@@ -409,6 +411,9 @@ class JournalSink:
             self._oomd(row)
         elif ident == "earlyoom":
             self._earlyoom(row)
+        elif ident in NODE_IDENTS:
+            self._node = self._node or NodeStream()
+            self.out.extend(self._node.feed(row[0], row[1], row[2], row[5], row[12]))
         elif self.cat_mode:
             self._route_cat(row)
         elif ident not in SPECIAL_IDENTS:

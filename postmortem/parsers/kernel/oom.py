@@ -22,6 +22,7 @@ from datetime import datetime
 
 from ...records import OomKill, OomTask
 from ..base import Output, ParseContext
+from ..kubernetes.names import pod_cgroup
 
 KILLER = "kernel"
 
@@ -145,9 +146,19 @@ def unit_of(cgroup: str | None) -> str | None:
     'app-x.scope'
     >>> unit_of("/system.slice/docker-4f2e.scope"), unit_of("/docker/2e08"), unit_of("/")
     ('docker-4f2e.scope', '/docker/2e08', None)
+
+    A pod's container (a kubepods path naming the pod) is the Kubernetes unit its cgroup alone
+    gives, ``k8s:pod-<uid>/<container id>``, short forms the analysis replaces by
+    ``k8s:<namespace>/<pod>/<container>`` when a Pod object or a runtime line names them:
+
+    >>> unit_of("/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f/" + "ab" * 32)
+    'k8s:pod-8f14e45f/abababababab'
     """
     if not cgroup or cgroup == "/" or cgroup == "(null)":
         return None
+    pod = pod_cgroup(cgroup)
+    if pod is not None and pod.unit is not None:
+        return pod.unit
     parts = [p for p in cgroup.split("/") if p]
     for part in reversed(parts):
         if part.endswith(_UNIT_SUFFIXES):
