@@ -340,3 +340,73 @@ def test_a_users_template_rewords_a_rule(tmp_path: Any) -> None:
         "It is failed.",
         None,
     )
+
+
+def _k8s_facts(cause: str, **kw: Any) -> IncidentFacts:
+    from postmortem.analysis.kubernetes import K8sFacts
+
+    f = facts(cause, unit="k8s:inference/vllm-0/vllm", **kw)
+    f.k8s = K8sFacts(
+        "k8s:inference/vllm-0/vllm",
+        {
+            "limit_memory_bytes": 64 << 30,
+            "request_memory_bytes": 32 << 30,
+            "qos_class": "Burstable",
+            "shm_medium_memory": True,
+            "shm_size_bytes": 16 << 30,
+            "startup_probe": '{"type": "httpGet", "target": "/health:8000", "delay": 0, "period": 10, "timeout": 1, "failure": 30}',
+        },
+        [],
+    )
+    return f
+
+
+def test_rule_k8s_memory_limit_names_the_limit_and_sizes_it() -> None:
+    f = _k8s_facts("cgroup_oom", memcg_usage_kb=64 * 1024**2, memcg_limit_kb=64 * 1024**2)
+    f.oom = {"oom_memcg": "/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f/" + "ab" * 32}
+    got = finding("k8s_memory_limit", f)
+    assert got is not None
+    assert (got.data["level"], got.data["suggest_gib"], got.data["shm"], got.data["qos"]) == (
+        "container",
+        77,
+        True,
+        "Burstable",
+    )
+    f.oom = {"oom_memcg": "/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f"}
+    pod = finding("k8s_memory_limit", f)
+    assert pod is not None and pod.data["level"] == "pod"
+    evicted = finding("k8s_memory_limit", _k8s_facts("eviction"))
+    assert evicted is not None and evicted.data["level"] == "node"
+    assert finding("k8s_memory_limit", facts("cgroup_oom")) is None  # a systemd unit: not this rule
+    assert finding("unit_memory_limits", f) is None  # … and no MemoryMax= for a pod
+
+
+def test_rule_k8s_startup_probe_budgets_from_the_loads() -> None:
+    f = _k8s_facts("probe_kill")
+    f.unit_loads = load_statistics([load("k8s:inference/vllm-0/vllm", -9000, -8580)])[0]
+    got = finding("k8s_startup_probe", f)
+    assert got is not None
+    assert (got.data["budget_s"], got.data["longest_s"], got.data["threshold"]) == (300, 420.0, 63)
+    ok = _k8s_facts("cgroup_oom")
+    ok.unit_loads = load_statistics([load("k8s:inference/vllm-0/vllm", -9000, -8800)])[0]
+    assert finding("k8s_startup_probe", ok) is None  # 300 s allowed, 200 s needed
+
+
+def test_rule_k8s_oom_group_needs_several_victims() -> None:
+    f = _k8s_facts("cgroup_oom")
+    assert finding("k8s_oom_group", f) is None
+    f.incident.victims = [
+        Victim(1, "VLLM::EngineCor", T, 1, 1, 1, True),
+        Victim(2, "python3", T, 1, 1, 2, False),
+    ]
+    got = finding("k8s_oom_group", f)
+    assert got is not None and got.data == {"processes": 2, "victim": "VLLM::EngineCor"}
+
+
+def test_rule_k8s_keep_events_when_none_was_read() -> None:
+    f = _k8s_facts("cgroup_oom")
+    got = finding("k8s_keep_events", f)
+    assert got is not None and got.data == {"pod_object": True}
+    assert f.k8s is not None
+    f.k8s.events = [{"origin": "event", "kind": "other"}]
+    assert finding("k8s_keep_events", f) is None

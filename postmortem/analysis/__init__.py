@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
@@ -39,6 +39,7 @@ from .incidents import (
 )
 from .load_stats import LoadStats, load_statistics
 from .loads import derive_service_loads, with_host
+from ..parsers.kubernetes.names import is_k8s_unit
 from .model import ClockOffset, ContainerInfo, Incident, Load, Recommendation, is_container
 from .rules import recommend
 from .summary import summarise
@@ -324,6 +325,10 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
         inc.container = ContainerInfo(
             str(r["runtime"]), str(r["name"]), str(r["container_id"]), r["image"], cgroup
         )
+        if is_k8s_unit(inc.unit):  # its name and pod from the unit, its image from its Pod object
+            ns_pod = str(inc.unit)[4:].rsplit("/", 1)[0]
+            image = next((x["image"] for x in same if x["image"]), None)
+            inc.container = replace(inc.container, runtime="kubernetes", image=image, pod=ns_pod)
 
 
 def _gpu_faults(store: Store, incidents: list[Incident]) -> None:

@@ -11,6 +11,7 @@ from ..parsers.journal.systemd import left_process
 from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
+from .kubernetes import K8sFacts, k8s_facts
 from .load_stats import LoadStats, stats_for, up_to
 from .model import ClockOffset, Incident, cgroup_is_units
 from .timeline import Timeline, TimelineEvent, memory_timeline, seconds_after
@@ -205,6 +206,8 @@ class IncidentFacts:
     #: systemd's memory peaks of the unit's earlier runs (ts, memory_peak_bytes, source_id,
     #: line_no), latest first: how close the workload ran to its limit before
     earlier_peaks: list[dict[str, Any]] = field(default_factory=list)
+    #: a pod's container: its Pod object's spec and status, its events (``kubernetes.py``)
+    k8s: K8sFacts | None = None
 
     @property
     def gpu_flat(self) -> bool | None:
@@ -374,6 +377,9 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     # written today reads the same after later nights are ingested
     until = incident.recovered_ts or kill + timedelta(hours=1)
     facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
+    facts.k8s = k8s_facts(store, incident)
+    if facts.k8s is not None and incident.restart_count is None:
+        incident.restart_count = facts.k8s.restarts_after(kill, until) or None
     if incident.recovery_unit:
         facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
         rec = incident.recovery_load

@@ -98,7 +98,7 @@ class Load:
 
 
 #: how a report names each container runtime
-RUNTIME_NAMES = {"docker": "Docker", "podman": "Podman"}
+RUNTIME_NAMES = {"docker": "Docker", "podman": "Podman", "kubernetes": "Kubernetes"}
 
 
 @dataclass
@@ -112,6 +112,8 @@ class ContainerInfo:
     container_id: str
     image: str | None = None
     cgroup: str | None = None
+    #: a Kubernetes container's pod (``<namespace>/<pod>``)
+    pod: str | None = None
 
     @property
     def short_id(self) -> str:
@@ -127,8 +129,9 @@ class ContainerInfo:
         return (f"docker-{cid}.scope", f"libpod-{cid}.scope", f"/docker/{cid}", cid)
 
     def words(self) -> str:
-        """``container llm-qwen``."""
-        return f"container {self.name}"
+        """``container llm-qwen`` (``container inference/vllm-0/vllm``: pod and container, on
+        Kubernetes)."""
+        return f"container {self.pod}/{self.name}" if self.pod else f"container {self.name}"
 
     def details(self) -> str:
         """``image registry.example/llm-server:1.4, id 3f2a9c0d1e4b``."""

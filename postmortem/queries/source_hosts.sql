@@ -18,6 +18,8 @@ SELECT DISTINCT source_id, host FROM (
     UNION ALL SELECT source_id, host FROM gpu_xids
     UNION ALL SELECT source_id, host FROM gpu_events
     UNION ALL SELECT source_id, host FROM containers
+    UNION ALL SELECT source_id, host FROM k8s_containers
+    UNION ALL SELECT source_id, host FROM k8s_events
 ) t
 WHERE host IS NOT NULL
 ORDER BY source_id, host

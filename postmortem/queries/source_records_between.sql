@@ -17,6 +17,8 @@ SELECT source_id, count(*) AS records FROM (
     UNION ALL SELECT source_id FROM gpu_xids WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM gpu_events WHERE ts BETWEEN $from AND $to
     UNION ALL SELECT source_id FROM containers WHERE ts BETWEEN $from AND $to
+    UNION ALL SELECT source_id FROM k8s_containers WHERE ts BETWEEN $from AND $to
+    UNION ALL SELECT source_id FROM k8s_events WHERE ts BETWEEN $from AND $to
 ) t
 GROUP BY source_id
 ORDER BY source_id

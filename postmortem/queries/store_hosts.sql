@@ -18,6 +18,8 @@ SELECT DISTINCT host FROM (
     UNION ALL SELECT host FROM gpu_xids
     UNION ALL SELECT host FROM gpu_events
     UNION ALL SELECT host FROM containers
+    UNION ALL SELECT host FROM k8s_containers
+    UNION ALL SELECT host FROM k8s_events
 ) t
 WHERE host IS NOT NULL
 ORDER BY host

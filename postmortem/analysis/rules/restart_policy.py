@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from ...parsers.kubernetes.names import is_k8s_unit
 from ..facts import IncidentFacts, blocked_restarts, killed_in_vain
 from ..model import is_container, is_service
 from . import Finding, Found, rule, spec
@@ -20,6 +21,8 @@ def restart_policy(f: IncidentFacts, found: Found) -> Finding | None:
     inc = f.incident
     if inc.cause == "gpu_fault":
         return None  # a restart loads onto the failed GPU: the gpu_fault advice says what to do
+    if is_k8s_unit(inc.unit):
+        return None  # kubelet restarts a pod's container (restartPolicy): k8s_startup_probe
     if is_container(inc.unit):
         return _container(f)
     if not is_service(inc.unit):

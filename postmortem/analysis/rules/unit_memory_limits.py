@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...parsers.kubernetes.names import is_k8s_unit
 from ..facts import IncidentFacts
 from ..incidents import limit_setting
 from ..model import is_container
@@ -24,6 +25,8 @@ def unit_memory_limits(f: IncidentFacts, found: Found) -> Finding | None:
     rate, the previous run's peak against it). A host-wide kill of a unit or container: give it
     a limit."""
     inc = f.incident
+    if is_k8s_unit(inc.unit):
+        return None  # a pod's container: k8s_memory_limit
     common = {"container": is_container(inc.unit), "limit_kind": limit_kind(f)}
     if inc.cause == "host_oom" and inc.unit:
         return spec(NAME).finding({"case": "host_oom", **common}, severity="high")

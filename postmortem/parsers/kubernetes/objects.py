@@ -334,7 +334,7 @@ class KubernetesObjects(Parser):
             size += len(chunk.text)
             if size > MAX_BYTES:
                 ctx.ignored(lines)
-                yield ctx.issue(1, f"object file over {MAX_BYTES >> 20} MB: not read", "")
+                yield ctx.issue(1, f"object file over {MAX_BYTES >> 20} MB: not read", "", unparsed=False)
                 return
             parts.append(chunk.text)
         text = "\n".join(parts)
@@ -342,7 +342,7 @@ class KubernetesObjects(Parser):
             docs = load_documents(text)
         except _Refused as e:
             ctx.ignored(lines)
-            yield ctx.issue(1, str(e), text[:200])
+            yield ctx.issue(1, str(e), text[:200], unparsed=False)
             return
         find = _line_finder(text)
         found = False
@@ -358,4 +358,4 @@ class KubernetesObjects(Parser):
             ctx.parsed(lines)
         else:
             ctx.ignored(lines)
-            yield ctx.issue(1, "no Pod or Event objects in this document", text[:200])
+            yield ctx.issue(1, "no Pod or Event objects in this document", text[:200], unparsed=False)

@@ -518,6 +518,7 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
             box.container_id,
             box.short_id,
             box.cgroup or "",
+            clean(box.pod or ""),
         )
         if box is not None
         else None,

@@ -158,6 +158,8 @@ class ContainerRow:
     container_id: str
     short_id: str
     cgroup: str
+    #: a Kubernetes container's pod (``<namespace>/<pod>``), else ""
+    pod: str = ""
 
 
 @dataclass
