@@ -16,6 +16,7 @@ from typing import Any
 from ..engines import engine_formats
 from ..errors import PostmortemError
 from ..machine import usable_cpus
+from ..parsers.kubernetes.names import is_k8s_unit
 from ..query import named_sql, run_named_dicts, sole_host
 from ..store.db import Store, ident
 from ..timeutil import UTC
@@ -39,7 +40,6 @@ from .incidents import (
 )
 from .load_stats import LoadStats, load_statistics
 from .loads import derive_service_loads, with_host
-from ..parsers.kubernetes.names import is_k8s_unit
 from .model import ClockOffset, ContainerInfo, Incident, Load, Recommendation, is_container
 from .rules import recommend
 from .summary import summarise
