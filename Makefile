@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo demo-vllm test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
+.PHONY: demo demo-vllm demo-k8s test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,7 @@ demo: $(BIN)/.installed
 	@echo
 	@echo "Report index: reports/index.md"
 	@$(MAKE) --no-print-directory demo-vllm
+	@$(MAKE) --no-print-directory demo-k8s
 
 ## demo-vllm: the vLLM sample incident (sample_logs_vllm/, from scripts/gen_vllm_sample.py)
 demo-vllm: $(BIN)/.installed
@@ -39,6 +40,14 @@ demo-vllm: $(BIN)/.installed
 	$(BIN)/postmortem build --since '2026-03-18 12:00' --tz UTC --logs sample_logs_vllm --db reports/vllm/demo.duckdb --out reports/vllm
 	@echo
 	@echo "vLLM report index: reports/vllm/index.md"
+
+## demo-k8s: the Kubernetes sample incident (sample_logs_k8s/, from scripts/gen_k8s_sample.py)
+demo-k8s: $(BIN)/.installed
+	rm -f reports/k8s/demo.duckdb reports/k8s/demo.duckdb.wal reports/k8s/demo.duckdb.files.json
+	mkdir -p reports/k8s
+	$(BIN)/postmortem build --since '2026-03-20 01:00' --tz UTC --logs sample_logs_k8s --db reports/k8s/demo.duckdb --out reports/k8s
+	@echo
+	@echo "Kubernetes report index: reports/k8s/index.md"
 
 ## test: ruff, mypy (strict) and pytest
 test: $(BIN)/.dev-installed
