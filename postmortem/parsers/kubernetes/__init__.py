@@ -10,6 +10,7 @@ docs/inputs.md (Kubernetes) documents the inputs and docs/schema.md the tables.
 
 from __future__ import annotations
 
+from .describe import KubectlDescribe
 from .objects import KubernetesObjects
 
-__all__ = ["KubernetesObjects"]
+__all__ = ["KubectlDescribe", "KubernetesObjects"]

@@ -54,6 +54,28 @@ class _Refused(ValueError):
     pass
 
 
+#: the deepest YAML nesting read (a Pod is about 10 levels deep)
+MAX_DEPTH = 64
+_FLOW = re.compile(r"[\[\]{}]")
+
+
+def nesting(text: str) -> int:
+    """An upper bound of a YAML document's nesting: indentation (a level is at least one column)
+    plus flow brackets, counted on the raw text (quoted brackets count too: only a bound).
+
+    >>> nesting("  - b: [1, {c: 2}]"), nesting("[" * 500)
+    (4, 500)
+    """
+    deepest = depth = 0
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip(" -"))
+        for m in _FLOW.finditer(line):
+            depth += 1 if m.group(0) in "[{" else -1
+            deepest = max(deepest, depth + indent // 2)
+        deepest = max(deepest, max(depth, 0) + indent // 2)
+    return deepest
+
+
 def parse_time(value: object) -> datetime | None:
     """An RFC 3339 time of the API (seconds or micro/nanoseconds), in UTC; None otherwise.
 
@@ -87,6 +109,11 @@ def load_documents(text: str) -> list[Any]:
             return [json.loads(text)]
         except ValueError as e:
             raise _Refused(f"not valid JSON: {e}") from None
+        except RecursionError:
+            raise _Refused("JSON nested too deep: refused") from None
+    if nesting(text) > MAX_DEPTH:
+        # libyaml's parser recurses on the C stack: a deep enough document crashes the process
+        raise _Refused(f"YAML nested more than {MAX_DEPTH} levels: refused")
     import yaml
 
     try:
