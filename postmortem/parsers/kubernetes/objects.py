@@ -250,8 +250,7 @@ def _container_rows(
         _i(quantity_bytes(limits.get("nvidia.com/gpu"))), probe_json(spec.get("startupProbe")),
         probe_json(spec.get("livenessProbe")), probe_json(spec.get("readinessProbe")), shm, shm_size,
     )  # fmt: skip
-    for c in {cid, last_cid} - {None}:
-        assert c is not None
+    for c in dict.fromkeys(x for x in (cid, last_cid) if x):  # in order, once each
         yield Container(line_no, None, node, "kubernetes", c, cname, _s(spec.get("image")), unit)
     for which, term in (("last", last), ("current", state if state_kind == "terminated" else {})):
         if not term:
