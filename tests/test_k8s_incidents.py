@@ -116,3 +116,20 @@ def test_sample_report_matches_snapshot(tmp_path: Path, update_golden: bool) -> 
         if not update_golden:
             pytest.fail("snapshot did not exist; wrote it — review and commit it")
     assert got == SNAPSHOT.read_text()
+
+
+#: nights per cause drawn in other forms (engine, cgroup driver, runtime, QoS class, object
+#: format, events API, journal mode, partial CRI records)
+VARIANTS = 6
+NIGHTS = [(cause, 100 * i + k) for i, cause in enumerate(GEN.CAUSES) for k in range(VARIANTS)]
+
+
+@pytest.mark.parametrize(("cause", "seed"), NIGHTS, ids=[f"{c}-{s}" for c, s in NIGHTS])
+def test_nights_in_every_form(cause: str, seed: int, tmp_path: Path) -> None:
+    variant = GEN.draw(seed)
+    truth = GEN.night(cause, tmp_path / "night", variant)
+    row, md = _build(tmp_path / "night", tmp_path)
+    got = (row["unit"], row["cause"], row["ts"], row["recovered_ts"], row["victims"] or 0)
+    assert got == (truth.unit, truth.cause, truth.kill, truth.recovered, truth.processes_killed), variant
+    for word in SYSTEMD_WORDS:
+        assert word not in md, (variant, word)

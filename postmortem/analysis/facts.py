@@ -276,6 +276,16 @@ def page_kb_of(oom: dict[str, Any] | None, tasks: list[dict[str, Any]]) -> int:
     return best if abs(ratio - best) / best < 0.2 else 4
 
 
+def _config_of(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
+    """The killed unit's server configuration before the kill."""
+    if not incident.unit:
+        return None
+    cfg = run_named_dicts(
+        store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
+    )
+    return cfg[0] if cfg else None
+
+
 def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     store: Store,
     incident: Incident,
@@ -287,12 +297,7 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     kill = incident.ts
     assert kill is not None
     after = seconds_after(kill, incident.recovered_ts)
-    config = None
-    if incident.unit:
-        cfg = run_named_dicts(
-            store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
-        )
-        config = cfg[0] if cfg else None
+    config = _config_of(store, incident, kill)
     reboot = _reboot_after(store, incident)
     released = _gpus_after_kill(store, incident)
     gpus = unit_gpus(store, incident, config, released)
@@ -377,9 +382,7 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     # written today reads the same after later nights are ingested
     until = incident.recovered_ts or kill + timedelta(hours=1)
     facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
-    facts.k8s = k8s_facts(store, incident)
-    if facts.k8s is not None and incident.restart_count is None:
-        incident.restart_count = facts.k8s.restarts_after(kill, until) or None
+    facts.k8s = k8s_facts(store, incident, until)
     if incident.recovery_unit:
         facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
         rec = incident.recovery_load

@@ -64,8 +64,9 @@ class K8sFacts:
         return any(e["origin"] == "event" for e in self.events)
 
 
-def k8s_facts(store: Store, inc: Incident) -> K8sFacts | None:
-    """The Kubernetes facts of an incident whose unit is a pod's container."""
+def k8s_facts(store: Store, inc: Incident, until: datetime) -> K8sFacts | None:
+    """The Kubernetes facts of an incident whose unit is a pod's container; its restarts up to
+    ``until`` (its recovery, or an hour on) become the incident's restart count."""
     if not is_k8s_unit(inc.unit) or inc.ts is None:
         return None
     unit = str(inc.unit)
@@ -84,4 +85,7 @@ def k8s_facts(store: Store, inc: Incident) -> K8sFacts | None:
             "to": inc.ts + AFTER,
         },
     )
-    return K8sFacts(unit, rows[0] if rows else None, events)
+    facts = K8sFacts(unit, rows[0] if rows else None, events)
+    if inc.restart_count is None:
+        inc.restart_count = facts.restarts_after(inc.ts, until) or None
+    return facts

@@ -10,7 +10,8 @@ docs/inputs.md (Kubernetes) documents the inputs and docs/schema.md the tables.
 
 from __future__ import annotations
 
+from .cri import CriLog
 from .describe import KubectlDescribe
 from .objects import KubernetesObjects
 
-__all__ = ["KubectlDescribe", "KubernetesObjects"]
+__all__ = ["CriLog", "KubectlDescribe", "KubernetesObjects"]
