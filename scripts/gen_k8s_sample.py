@@ -129,6 +129,7 @@ class Night:
         self.journal: list[tuple[datetime, str, int, str]] = []  # time, ident, pid, message
         self.logs: dict[str, list[str]] = {}
         self.events: list[dict[str, Any]] = []
+        self.exited: datetime | None = None  # when the killed container's last process ended
 
     # ------------------------------------------------------------------ node journal
     def j(self, t: datetime, ident: str, pid: int, msg: str) -> None:
@@ -532,7 +533,8 @@ def _probe_kill(
         kill,
         f'kuberuntime_container.go:809] "Killing container with a grace period" pod="{NS}/{v.pod}" podUID="{UID}" containerName="{v.container}" containerID="{v.runtime}://{c1}" gracePeriod=30',
     )
-    n.task_exit(kill + timedelta(seconds=30), c1, 137)
+    n.exited = kill + timedelta(seconds=30)  # SIGKILL after the grace period
+    n.task_exit(n.exited, c1, 137)
     n.pleg(kill + timedelta(seconds=31), UID, c1)
     n.kubelet(
         kill + timedelta(seconds=32),
@@ -589,7 +591,7 @@ def pod_object(n: Night, truth: Truth, runs: list[tuple[str, datetime, datetime 
         }
     if prev is not None:
         status["lastState"] = {"terminated": {"exitCode": code, "reason": reason, "startedAt": rfc(prev[1]),
-                                              "finishedAt": rfc(truth.kill), "containerID": f"{v.runtime}://{prev[0]}"}}  # fmt: skip
+                                              "finishedAt": rfc(n.exited or truth.kill), "containerID": f"{v.runtime}://{prev[0]}"}}  # fmt: skip
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": v.pod, "namespace": NS, "uid": UID2 if n.cause == "eviction" else UID,

@@ -277,6 +277,7 @@ def rebuild(
         evidence = evidence_from_rows(rows)
         incidents = build_incidents(evidence, loads, {sid: off for sid, off in live.items() if abs(off) >= 1})
         _containers(store, incidents)
+        _k8s_ready(store, incidents)
         _gpu_faults(store, incidents)
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         result.zones = host_zones(store)
@@ -329,6 +330,19 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
             ns_pod = str(inc.unit)[4:].rsplit("/", 1)[0]
             image = next((x["image"] for x in same if x["image"]), None)
             inc.container = replace(inc.container, runtime="kubernetes", image=image, pod=ns_pod)
+
+
+def _k8s_ready(store: Store, incidents: list[Incident]) -> None:
+    """A pod's container no server line shows ready again is back when kubelet's readiness
+    probe passed after the death (a restart of the same container, or of its replacement)."""
+    for inc in incidents:
+        if inc.recovered_ts is not None or inc.ts is None or not is_k8s_unit(inc.unit):
+            continue
+        rows = run_named_dicts(store, "k8s_ready_after", {"unit": inc.unit, "after": inc.ts})
+        if rows:
+            inc.recovered_ts = rows[0]["ts"]
+            inc.downtime_s = (inc.recovered_ts - inc.ts).total_seconds()
+            inc.recovery_unit = inc.unit
 
 
 def _gpu_faults(store: Store, incidents: list[Incident]) -> None:

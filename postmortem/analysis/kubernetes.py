@@ -39,12 +39,13 @@ class K8sFacts:
             return None
 
     def count(self, kind: str, probe: str | None = None) -> int:
-        """How many times ``kind`` happened (an Event's count included)."""
-        return sum(
-            int(e["count"] or 1)
-            for e in self.events
-            if e["kind"] == kind and (probe is None or e["probe"] == probe)
-        )
+        """How many times ``kind`` happened, by the source that saw most of them (an Event's
+        count included; kubelet's line and the Event of one back-off are the same back-off)."""
+        by_origin: dict[str, int] = {}
+        for e in self.events:
+            if e["kind"] == kind and (probe is None or e["probe"] == probe):
+                by_origin[e["origin"]] = by_origin.get(e["origin"], 0) + int(e["count"] or 1)
+        return max(by_origin.values(), default=0)
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e["kind"] == kind), None)

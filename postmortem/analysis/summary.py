@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from ..parsers.journal.systemd import oomd_kill, oomd_reason
+from ..parsers.kubernetes.names import is_k8s_unit
 from ..text.formats import clock, human
 from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
@@ -229,6 +230,15 @@ def _back(facts: IncidentFacts) -> dict[str, Any]:
             "load_s": load.load_s if load else None,
             "guessed": inc.recovery_guessed,
             "other_model": _other_model(facts),
+        }
+    if is_k8s_unit(inc.unit):
+        box_state = (facts.k8s.container or {}) if facts.k8s else {}
+        return {
+            "case": "pod",
+            "name": box.words() if box is not None else inc.unit,
+            "restarts": inc.restart_count,
+            "backoff": facts.k8s.count("backoff") if facts.k8s else 0,
+            "state": box_state.get("state_reason"),
         }
     if is_container(inc.unit):
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ...parsers.kubernetes.names import is_k8s_unit, pod_cgroup
+from ...parsers.kubernetes.names import is_k8s_unit, pod_cgroup, qos_from_adj
 from ..facts import IncidentFacts
 from . import Finding, Found, rule, spec
 from .common import ref
@@ -33,7 +33,7 @@ def k8s_memory_limit(f: IncidentFacts, found: Found) -> Finding | None:
         "level": level,
         "limit_bytes": limit,
         "request_bytes": box.get("request_memory_bytes"),
-        "qos": box.get("qos_class"),
+        "qos": box.get("qos_class") or qos_from_adj((f.oom or {}).get("oom_score_adj")),
         "peak_kb": peak_kb,
         "suggest_gib": math.ceil(peak_kb * HEADROOM / 1024 / 1024) if peak_kb else None,
         "shm": bool(box.get("shm_medium_memory")),

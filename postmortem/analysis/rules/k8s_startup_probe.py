@@ -33,7 +33,17 @@ def k8s_startup_probe(f: IncidentFacts, found: Found) -> Finding | None:
     if not killed and not short:
         return None
     period = startup["period"] if startup else 10
-    need_s = max(longest or 0.0, float(budget or 0) * 2 if killed and longest is None else 0.0)
+    killed_load = inc.killed_load
+    loading_s = (
+        (inc.ts - killed_load.start_ts).total_seconds()
+        if killed
+        and inc.ts
+        and killed_load is not None
+        and killed_load.start_ts
+        and killed_load.ready_ts is None
+        else None
+    )
+    need_s = max(longest or 0.0, loading_s or 0.0)
     data = {
         "killed": killed,
         "probe": next((e["probe"] for e in f.k8s.events if e["kind"] == "probe_kill" and e["probe"]), None),
@@ -41,6 +51,7 @@ def k8s_startup_probe(f: IncidentFacts, found: Found) -> Finding | None:
         "startup": startup,
         "budget_s": budget,
         "longest_s": longest,
+        "loading_s": loading_s,
         "p90_s": p90,
         "loads": len(loads),
         "period": period,
