@@ -43,4 +43,13 @@ FROM journal_entries
 WHERE ident = 'sudo'
   AND regexp_matches(message, 'COMMAND=\S*\b(systemctl|kill|pkill|killall|nvidia-smi|docker|podman)\b')
   AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+UNION ALL
+-- Kubernetes: what kubelet, the container runtime, the Events and the Pod's status said
+SELECT ts, 'kubernetes', unit, 'k8s_' || kind,
+       coalesce(reason || CASE WHEN count > 1 THEN ' (x' || CAST(count AS VARCHAR) || ')' ELSE '' END || ': ', '')
+       || message,
+       source_id, line_no
+FROM k8s_events
+WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
+  AND kind NOT IN ('other', 'container_created')
 ORDER BY ts, source_id, line_no

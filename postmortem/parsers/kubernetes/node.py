@@ -22,8 +22,12 @@ from .names import unit_name
 #: journal identifiers whose lines are the node's Kubernetes components
 NODE_IDENTS = frozenset({"kubelet", "containerd", "crio", "k3s", "k3s-agent", "rke2", "rke2-agent"})
 
-_KLOG = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^:\s]+:\d+\] (?P<msg>.*)$", re.S)
-_LOGRUS = re.compile(r'^time="[^"]+" level=\w+ msg="(?P<msg>(?:[^"\\]|\\.)*)"(?P<fields>.*)$', re.S)
+_KLOG = re.compile(
+    r"(?:^|(?<=: ))[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^:\s]+:\d+\] (?P<msg>.*)$", re.S
+)
+_LOGRUS = re.compile(
+    r'(?:^|(?<=: ))time="[^"]+" level=\w+ msg="(?P<msg>(?:[^"\\]|\\.)*)"(?P<fields>.*)$', re.S
+)
 _KV = re.compile(r' (?P<k>[A-Za-z][\w.]*)=(?P<v>"(?:[^"\\]|\\.)*"|\S+)')
 _POD = re.compile(r'^(?P<ns>[^/"]+)/(?P<pod>[^/"]+)$')
 
@@ -36,6 +40,9 @@ _PLEG = re.compile(
 _KILL = re.compile(r'^"Killing container with a grace period(?: override)?" ')
 _MESSAGE = re.compile(r'^"Message for Container of pod" ')
 _BACKOFF = re.compile(r'^"Back-off restarting failed container" ')
+_CRASHLOOP = re.compile(
+    r"container=(?P<c>\S+) pod=(?P<pod>[^_\s]+)_(?P<ns>[^(\s]+)(?:\((?P<uid>[0-9a-f-]+)\))?"
+)
 _EVICT = re.compile(
     r'^"?[Ee]viction manager: (?P<what>attempting to reclaim|must evict pod\(s\) to reclaim'
     r"|pod is evicted successfully|pods evicted, waiting for pod to be cleaned up)"
@@ -148,7 +155,11 @@ def kubelet_fact(msg: str) -> NodeFact | None:
         probe = "Startup" if "startup probe" in text else "Liveness" if "liveness probe" in text else None
         return _pod_fields(NodeFact("kubelet", kind, msg, reason="Killing", probe=probe), kv)
     if _BACKOFF.match(msg):
-        return _pod_fields(NodeFact("kubelet", "backoff", msg, reason="BackOff"), kv)
+        fact = _pod_fields(NodeFact("kubelet", "backoff", msg, reason="BackOff"), kv)
+        if (cm := _CRASHLOOP.search(kv.get("err", ""))) is not None:
+            fact.namespace, fact.pod, fact.container = cm.group("ns"), cm.group("pod"), cm.group("c")
+            fact.pod_uid = cm.group("uid") or fact.pod_uid
+        return fact
     if (m := _EVICT.match(msg)) is not None:
         kind = "evicted" if "evicted" in m.group("what") else "eviction_pressure"
         return _pod_fields(
@@ -249,3 +260,32 @@ def runtime_fact(msg: str, kv: dict[str, str]) -> NodeFact | None:
             "containerd", "task_exit", msg, container_id=cid, exit_code=int(status), reason="TaskExit"
         )
     return None
+
+
+_SHOWN_FIELDS = ("probe", "status", "probeType", "containerName", "containerMessage", "output", "err", "resourceName")
+
+
+def readable(text: str) -> str:
+    """A kubelet or runtime line as a timeline shows it: its message and the fields that say
+    what happened, without the klog or logrus header (other text is returned as it is).
+
+    >>> readable('Unhealthy: I0320 02:10:03.000000    1500 prober.go:107] "Probe failed" '
+    ...          'probeType="Startup" pod="a/b" podUID="u" containerName="vllm" output="refused"')
+    'Unhealthy: Probe failed (probeType Startup, containerName vllm, output refused)'
+    >>> readable('TaskOOM: time="2026-03-20T02:30:00Z" level=info msg="TaskOOM event"')
+    'TaskOOM event'
+    """
+    m = _KLOG.search(text)
+    if m is not None:
+        head = text[: m.start()].rstrip(": ")
+        msg = m.group("msg")
+        if msg.startswith('"'):
+            quoted, _, rest = msg[1:].partition('" ')
+            kv = fields_of(" " + rest)
+            shown = ", ".join(f"{k} {kv[k]}" for k in _SHOWN_FIELDS if k in kv)
+            msg = f"{quoted} ({shown})" if shown else quoted.rstrip('"')
+        return f"{head}: {msg}" if head else msg
+    lm = _LOGRUS.search(text)
+    if lm is not None:
+        return _unquote('"' + lm.group("msg") + '"')
+    return text

@@ -14,6 +14,7 @@ from ...analysis.rules.common import gpu_names, held_before, idle_gpus
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
 from ...parsers.journal.systemd import left_process
+from ...parsers.kubernetes.node import readable
 from ...text.formats import human, retraction_words
 from ..redact import Redactor
 from .common import Sources, local_text, utc_text
@@ -29,6 +30,10 @@ def _event_text(origin: str, kind: str, message: str, unit: str | None, clean: R
     msg = clean(message)
     if origin == "operator":
         return f"operator ran `{msg}`" if msg else "operator command"
+    if origin == "kubernetes":
+        text = readable(msg)
+        text = text if len(text) <= 200 else text[:197] + "…"
+        return f"{unit.removeprefix('k8s:')}: {text}" if unit else text
     if is_engine(origin):
         engine = get_engine(origin)
         label = engine.event_labels.get(kind)
@@ -155,7 +160,22 @@ _KEY_KINDS = {
         }
     ),
     "kernel": frozenset({"oom_kill", "hung_task", "xid"}),
+    "kubernetes": frozenset(
+        {
+            "k8s_probe_failed",
+            "k8s_probe_kill",
+            "k8s_evicted",
+            "k8s_eviction_pressure",
+            "k8s_system_oom",
+            "k8s_terminated",
+            "k8s_backoff",
+            "k8s_container_started",
+            "k8s_ready",
+        }
+    ),
 }
+#: Kubernetes rows shown once per unit in a timeline (their repeats are counted in the first)
+_K8S_ONCE = frozenset({"k8s_probe_failed", "k8s_backoff", "k8s_eviction_pressure", "k8s_container_started"})
 #: a server's lines the short timeline shows besides its failures (FAILURE_KINDS)
 _KEY_SERVER_KINDS = frozenset({"retract", "last_batch", "queue_start", "restored"})
 
@@ -174,7 +194,12 @@ def _is_key(meta: _Meta, inc: Incident) -> bool:
 
 
 #: rows that can mark the start of the impact: the kill, or the server's own failure
-_IMPACT_KINDS = frozenset({"oom_kill", "main_exited", "oom_killed", "oomd_killed", "failed"}) | FAILURE_KINDS
+_IMPACT_KINDS = (
+    frozenset(
+        {"oom_kill", "main_exited", "oom_killed", "oomd_killed", "failed", "k8s_probe_kill", "k8s_evicted"}
+    )
+    | FAILURE_KINDS
+)
 
 
 def _first(metas: list[_Meta], pred: Callable[[_Meta], bool]) -> int | None:
@@ -338,6 +363,13 @@ class _Timeline:
         failure repeated on several ranks, a kill of the grouped record or printed twice."""
         if is_engine(ev.origin):
             return self._server_repeat(ev)
+        if ev.origin == "kubernetes":
+            # once per unit for repeated kinds; once a second for the rest (kubelet's line and
+            # the Event of one kill are one row)
+            key = (ev.unit, ev.kind, "" if ev.kind in _K8S_ONCE else str(int(ev.ts.timestamp())))
+            if key in self.seen_kinds:
+                return True
+            self.seen_kinds.add(key)
         if ev.origin == "kernel" and ev.kind == "oom_kill":
             proc = killed_process(ev.message)
             pid = proc[0] if proc else None
