@@ -262,7 +262,16 @@ def runtime_fact(msg: str, kv: dict[str, str]) -> NodeFact | None:
     return None
 
 
-_SHOWN_FIELDS = ("probe", "status", "probeType", "containerName", "containerMessage", "output", "err", "resourceName")
+_SHOWN_FIELDS = (
+    "probe",
+    "status",
+    "probeType",
+    "containerName",
+    "containerMessage",
+    "output",
+    "err",
+    "resourceName",
+)
 
 
 def readable(text: str) -> str:

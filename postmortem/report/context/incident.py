@@ -11,7 +11,7 @@ from ... import __version__
 from ...analysis import Analysis
 from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
-from ...analysis.model import Incident, Load, Recommendation, restartable
+from ...analysis.model import ContainerInfo, Incident, Load, Recommendation, restartable
 from ...analysis.rules.words import engine_of
 from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, death_label, death_word, downtime_text
 from ...engines import get_engine
@@ -320,23 +320,10 @@ def severity(inc: Incident) -> str:
     return "SEV-3"
 
 
-def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
-    store: Store,
-    analysis: Analysis,
-    inc: Incident,
-    *,
-    sources: Sources,
-    zone: tzinfo,
-    clean: Redactor,
-    window_s: float,
-    generated_at: datetime,
-    figure: str | None,
-    loads_figure: str | None,
-    file_stem: str,
-) -> IncidentReport:
-    facts = analysis.facts[inc.incident_id]
-    found = analysis.recommendations.get(inc.incident_id, [])
-    recs = [
+def _recommendation_rows(
+    found: list[Recommendation], sources: Sources, clean: Redactor
+) -> list[RecommendationRow]:
+    return [
         RecommendationRow(
             r.severity,
             clean(r.title),
@@ -349,18 +336,23 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         )
         for r in found
     ]
-    last = inc.last_activity_ts
-    tput = None
-    # the killed run's own throughput (a run that died loading served nothing; the run before
-    # it is another outage's)
+
+
+def _throughput_before(inc: Incident, facts: IncidentFacts) -> float | None:
+    """The killed run's own generation throughput before the kill (a run that died loading
+    served nothing; the run before it is another outage's)."""
     run = inc.killed_load.start_ts if inc.killed_load is not None else None
     before = [
         b.gen_throughput
         for b in facts.timeline.before_kill()[-10:]
         if b.gen_throughput and (run is None or b.ts >= run)
     ]
-    if before:
-        tput = sum(before) / len(before)
+    return sum(before) / len(before) if before else None
+
+
+def _impact(inc: Incident, facts: IncidentFacts) -> Impact:
+    last = inc.last_activity_ts
+    tput = _throughput_before(inc, facts)
     impact = Impact(
         downtime_s=inc.downtime_s,
         downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data"),
@@ -379,6 +371,27 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         restart_count=inc.restart_count,
         kills_last_hour=inc.kills_last_hour,
     )
+    _recovery_impact(impact, inc, facts)
+    if inc.earlier_week:
+        impact.earlier_week = (
+            f"{len(inc.earlier_week)} — "
+            + "; ".join(
+                f"{utc_text(ts)[:16]} UTC ({CAUSE_LABELS.get(cause, cause)})"
+                for ts, cause in inc.earlier_week[:5]
+            )
+            + ("; …" if len(inc.earlier_week) > 5 else "")
+        )
+    _reboot_impact(impact, inc, facts)
+    if facts.stop_ts is not None and inc.recovered_ts is not None:
+        impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
+        impact.out_of_service = human(impact.out_of_service_s)
+        impact.stop_utc = utc_text(facts.stop_ts)
+        impact.stop_restarted = facts.stop_restarted
+    return impact
+
+
+def _recovery_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> None:
+    """How long until the start that came back, and its load; who restarted a container."""
     rl = inc.recovery_load
     if rl is not None and rl.start_ts is not None and inc.ts is not None and rl.start_ts >= inc.ts:
         impact.until_start_s = (rl.start_ts - inc.ts).total_seconds()
@@ -396,74 +409,145 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
             impact.recovery_load = human(rl.load_s)
     box = inc.container
     if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
-        impact.recovered_by = f"{box.runtime_name}'s restart policy"
-    if inc.earlier_week:
-        impact.earlier_week = (
-            f"{len(inc.earlier_week)} — "
-            + "; ".join(
-                f"{utc_text(ts)[:16]} UTC ({CAUSE_LABELS.get(cause, cause)})"
-                for ts, cause in inc.earlier_week[:5]
-            )
-            + ("; …" if len(inc.earlier_week) > 5 else "")
+        impact.recovered_by = (
+            "kubelet, by the pod's restartPolicy" if box.pod else f"{box.runtime_name}'s restart policy"
         )
+
+
+def _reboot_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> None:
     rb = facts.reboot
-    if rb is not None and inc.ts is not None:
-        impact.rebooted_utc = utc_text(rb.up_ts)
-        impact.rebooted = (
-            f"{'began' if rb.exact else 'its first line'} {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
-            + (f"; the previous boot's last line at {utc_text(rb.last_old_ts)} UTC" if rb.last_old_ts else "")
-        )
-        if rl is not None and rl.start_ts is not None and rl.start_ts >= rb.up_ts and not impact.recovered_by:
-            impact.recovered_by = "started after the reboot"
-    if facts.stop_ts is not None and inc.recovered_ts is not None:
-        impact.out_of_service_s = (inc.recovered_ts - facts.stop_ts).total_seconds()
-        impact.out_of_service = human(impact.out_of_service_s)
-        impact.stop_utc = utc_text(facts.stop_ts)
-        impact.stop_restarted = facts.stop_restarted
+    if rb is None or inc.ts is None:
+        return
+    impact.rebooted_utc = utc_text(rb.up_ts)
+    impact.rebooted = (
+        f"{'began' if rb.exact else 'its first line'} {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+        + (f"; the previous boot's last line at {utc_text(rb.last_old_ts)} UTC" if rb.last_old_ts else "")
+    )
+    rl = inc.recovery_load
+    if rl is not None and rl.start_ts is not None and rl.start_ts >= rb.up_ts and not impact.recovered_by:
+        impact.recovered_by = "started after the reboot"
+
+
+def _load_tag(inc: Incident, facts: IncidentFacts, ld: Load) -> str:
+    """What a load of the killed or the recovery unit was to this incident."""
+    if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
+        return "killed instance"
+    if inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
+        tag = "fallback load" if inc.fallback_unit else "recovery load"
+        if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:
+            tag += " (after the reboot: a cold start)"
+        return tag
+    if inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
+        # a start between the kill and the recovery (or within the hour, when it never came
+        # back) is an attempt at this incident; a later one is a later run
+        back = inc.recovered_ts or inc.ts + timedelta(hours=1)
+        if ld.start_ts > back:
+            return "later"
+        return "restart attempt" if ld.unit == inc.unit else "after the kill"
+    return "history"
+
+
+def _load_rows(
+    inc: Incident, facts: IncidentFacts, sources: Sources
+) -> tuple[list[LoadRow], list[LoadSummary]]:
     loads: list[LoadRow] = []
     sums: list[LoadSummary] = []
     for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
         if st is None or (role == "recovery" and inc.recovery_unit == inc.unit):
             continue
         sums.append(_load_summary(st))
-        for ld in st.loads:
-            tag = "history"
-            if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
-                tag = "killed instance"
-            elif inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
-                tag = "fallback load" if inc.fallback_unit else "recovery load"
-                if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:
-                    tag += " (after the reboot: a cold start)"
-            elif inc.ts is not None and ld.start_ts is not None and ld.start_ts > inc.ts:
-                # a start between the kill and the recovery (or within the hour, when it never
-                # came back) is an attempt at this incident; a later one is a later run
-                back = inc.recovered_ts or inc.ts + timedelta(hours=1)
-                if ld.start_ts > back:
-                    tag = "later"
-                else:
-                    tag = "restart attempt" if ld.unit == inc.unit else "after the kill"
-            loads.append(_load_row(ld, tag, st, sources))
+        loads.extend(_load_row(ld, _load_tag(inc, facts, ld), st, sources) for ld in st.loads)
+    return loads, sums
+
+
+def _configs(facts: IncidentFacts, clean: Redactor) -> tuple[dict[str, str], dict[str, str]]:
+    """The killed server's configuration, and the recovery's beside it when it differs."""
     config = _config_rows(facts.config, clean)
     then = _config_rows(facts.recovery_config, clean)
     recovery_config: dict[str, str] = {}
     if facts.recovery_config is not None and then != config:
         recovery_config = {k: then.get(k, "—") for k in [*config, *(k for k in then if k not in config)]}
         config = {k: config.get(k, "—") for k in recovery_config}
-    host = clean.host(inc.host) or "unknown-host"
-    # the incident's host's files (in a store of several hosts), and what they say of the kill
+    return config, recovery_config
+
+
+def _own_sources(sources: Sources, inc: Incident) -> tuple[list[int], list[str]]:
+    """The incident's host's files (in a store of several hosts) that can hold its evidence,
+    and the zones its zone-less ones were read in when none was named."""
     own = sources.of_host(inc.host)
-    assumed = _zones_assumed(sources, own)
-    if inc.ts is not None:
-        # a file that began after the incident was over is none of its evidence (and a report
-        # written today reads the same after later nights are ingested)
-        over = inc.recovered_ts or inc.ts + timedelta(hours=1)
-        # a file read in the wrong zone may seem to begin up to 14 hours later (the widest
-        # offset): its zone warning stays, though its lines are not the incident's
-        assumed = _zones_assumed(
-            sources,
-            [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over + timedelta(hours=14)],
+    if inc.ts is None:
+        return own, _zones_assumed(sources, own)
+    # a file that began after the incident was over is none of its evidence (and a report
+    # written today reads the same after later nights are ingested)
+    over = inc.recovered_ts or inc.ts + timedelta(hours=1)
+    # a file read in the wrong zone may seem to begin up to 14 hours later (the widest offset):
+    # its zone warning stays, though its lines are not the incident's
+    assumed = _zones_assumed(
+        sources,
+        [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over + timedelta(hours=14)],
+    )
+    return [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over], assumed
+
+
+def _container_row(box: ContainerInfo | None, clean: Redactor) -> ContainerRow | None:
+    if box is None:
+        return None
+    return ContainerRow(
+        box.runtime_name,
+        clean(box.name),
+        clean(box.image or "—"),
+        box.container_id,
+        box.short_id,
+        box.cgroup or "",
+        clean(box.pod or ""),
+    )
+
+
+def _offset_rows(facts: IncidentFacts, sources: Sources, clean: Redactor, mine: set[int]) -> list[OffsetRow]:
+    return [
+        OffsetRow(
+            clean(sources.names.get(o.source_id, str(o.source_id))),
+            clean(sources.names.get(o.reference_source_id or -1, "—")),
+            round(o.offset_s, 6),
+            o.method,
+            o.pairs,
+            o.note or "",
         )
-        own = [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over]
+        for o in facts.offsets
+        if o.source_id in mine
+    ]
+
+
+def _issue_rows(sources: Sources, clean: Redactor, mine: set[int]) -> list[IssueReasonRow]:
+    return [
+        IssueReasonRow(
+            clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
+        )
+        for r in sources.issue_reasons
+        if int(r["source_id"]) in mine
+    ]
+
+
+def incident_report(
+    store: Store,
+    analysis: Analysis,
+    inc: Incident,
+    *,
+    sources: Sources,
+    zone: tzinfo,
+    clean: Redactor,
+    window_s: float,
+    generated_at: datetime,
+    figure: str | None,
+    loads_figure: str | None,
+    file_stem: str,
+) -> IncidentReport:
+    facts = analysis.facts[inc.incident_id]
+    found = analysis.recommendations.get(inc.incident_id, [])
+    loads, sums = _load_rows(inc, facts, sources)
+    config, recovery_config = _configs(facts, clean)
+    host = clean.host(inc.host) or "unknown-host"
+    own, assumed = _own_sources(sources, inc)
     mine = set(own)
     return IncidentReport(
         generated_at=utc_text(generated_at) + " UTC",
@@ -482,7 +566,7 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         confidence=round(inc.confidence, 2),
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),
-        impact=impact,
+        impact=_impact(inc, facts),
         timeline=timeline_rows(facts, sources, zone, clean),
         victims=[
             VictimRow(
@@ -511,19 +595,9 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         config_source=f"{engine_of(facts).label} {engine_of(facts).config_name}",
         recovery_config=recovery_config,
         recovery_config_unit=clean(inc.recovery_unit or "") if recovery_config else "",
-        container=ContainerRow(
-            box.runtime_name,
-            clean(box.name),
-            clean(box.image or "—"),
-            box.container_id,
-            box.short_id,
-            box.cgroup or "",
-            clean(box.pod or ""),
-        )
-        if box is not None
-        else None,
+        container=_container_row(inc.container, clean),
         zone_assumed=assumed,
-        recommendations=recs,
+        recommendations=_recommendation_rows(found, sources, clean),
         action_items=action_items(inc, found, clean),
         severity=severity(inc),
         story=story(store, facts, found, sources, clean),
@@ -531,23 +605,6 @@ def incident_report(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
             sources, inc.ts, clean, ids=own, near=sources_near(store, inc.ts, window_s), window_s=window_s
         ),
         gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
-        offsets=[
-            OffsetRow(
-                clean(sources.names.get(o.source_id, str(o.source_id))),
-                clean(sources.names.get(o.reference_source_id or -1, "—")),
-                round(o.offset_s, 6),
-                o.method,
-                o.pairs,
-                o.note or "",
-            )
-            for o in facts.offsets
-            if o.source_id in mine
-        ],
-        parse_issue_reasons=[
-            IssueReasonRow(
-                clean(sources.names.get(int(r["source_id"]), "?")), clean(str(r["reason"])), int(r["n"])
-            )
-            for r in sources.issue_reasons
-            if int(r["source_id"]) in mine
-        ],
+        offsets=_offset_rows(facts, sources, clean, mine),
+        parse_issue_reasons=_issue_rows(sources, clean, mine),
     )
