@@ -90,12 +90,14 @@ def test_the_words_of_each_cause(tmp_path: Path) -> None:
         "eviction": "kubelet evicted the pod",
         "probe_kill": "startupProbe.failureThreshold",
         "oom_group": "singleProcessOOMKill",
-        "container_limit": "resources.limits.memory",
+        "container_limit": "OOMKilled with exit code 1: the kernel killed one of its processes",
     }
     for cause, expected in words.items():
         GEN.night(cause, tmp_path / cause)
         _, md = _build(tmp_path / cause, tmp_path / f"{cause}.out")
         assert expected in md, cause
+        if GEN.CAUSE_OF[cause] == "cgroup_oom":
+            assert "resources.limits.memory" in md, cause
 
 
 def test_the_sample_is_what_the_generator_writes(tmp_path: Path) -> None:

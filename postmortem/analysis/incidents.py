@@ -438,6 +438,12 @@ def _k8s_says_oom(items: Sequence[Evidence]) -> bool:
 
 def _k8s_lie(items: Sequence[Evidence]) -> str:
     """The runtime's termination reason when the kernel's record contradicts it."""
+    oom = [e for e in items if e.kind == "k8s_terminated" and e.raw.get("action") == "OOMKilled"]
+    if oom and oom[0].raw.get("status") not in (None, "", "137"):
+        return (
+            f"; the container's status says OOMKilled with exit code {oom[0].raw.get('status')}: the kernel "
+            "killed one of its processes and its main process then exited by itself"
+        )
     said = [e for e in items if e.kind == "k8s_terminated" and e.raw.get("action") not in (None, "OOMKilled")]
     if not said:
         return ""
