@@ -276,6 +276,27 @@ def page_kb_of(oom: dict[str, Any] | None, tasks: list[dict[str, Any]]) -> int:
     return best if abs(ratio - best) / best < 0.2 else 4
 
 
+def kill_second_end(kill: datetime) -> datetime:
+    """The last instant the kill may have been: a kill stamped in whole seconds (syslog, short
+    journal modes) happened somewhere in that second, after any line stamped finer in it.
+
+    >>> from datetime import UTC
+    >>> kill_second_end(datetime(2026, 6, 1, 20, 46, 12, tzinfo=UTC)).microsecond
+    999999
+    >>> kill_second_end(datetime(2026, 6, 1, 20, 46, 12, 5, tzinfo=UTC)).microsecond
+    5
+    """
+    return kill + timedelta(microseconds=999_999) if kill.microsecond == 0 else kill
+
+
+def _last_batch(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
+    """The killed run's last statistics line up to the kill."""
+    run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
+    p = {"unit": incident.unit, "before": kill_second_end(kill), "host": incident.host, "since": run_start}
+    batch = run_named_dicts(store, "last_batch_before", p)
+    return batch[0] if batch else None
+
+
 def _config_of(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
     """The killed unit's server configuration before the kill."""
     if not incident.unit:
@@ -319,13 +340,8 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit:
+        facts.last_batch = _last_batch(store, incident, kill)
         run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
-        batch = run_named_dicts(
-            store,
-            "last_batch_before",
-            {"unit": incident.unit, "before": kill, "host": incident.host, "since": run_start},
-        )
-        facts.last_batch = batch[0] if batch else None
         limits = run_named_dicts(
             store,
             "limits_of",
@@ -638,7 +654,9 @@ def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = N
     rows only), else however long before."""
     for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
         rows = run_named_dicts(
-            store, "last_activity_before", {"unit": unit, "before": kill, "since": since, "host": host}
+            store,
+            "last_activity_before",
+            {"unit": unit, "before": kill_second_end(kill), "since": since, "host": host},
         )
         if rows and rows[0]["ts"] is not None:
             ts: datetime = rows[0]["ts"]

@@ -83,6 +83,15 @@ def death_label(cause: str, loading: bool = False) -> str:
     return "Crashed at" if cause in CRASH_CAUSES else "Killed at"
 
 
+def cause_phrase(cause: str, noun: str = "unit") -> str:
+    """The phrase of a cause, its ``{noun}`` the unit's or the container's.
+
+    >>> cause_phrase("cgroup_oom", "container")
+    "the kernel's memory-cgroup OOM killer (the container hit its memory limit)"
+    """
+    return CAUSES.get(cause, (cause, cause))[1].format(noun=noun)
+
+
 #: the label of each cause, for tables
 CAUSE_LABELS = {k: label for k, (label, _) in CAUSES.items()}
 #: the phrase of each cause (``the unit``'s), for code that wants it plain

@@ -51,8 +51,9 @@ def described(s: Scenario) -> bool:
 
 
 def readable(s: Scenario) -> bool:
-    """The server's lines are read at all (in the journal, or a file in SGLang's own format)."""
-    return s.sglang_in == "journal" or s.envelope == "plain"
+    """The server's lines are read at all (in the journal, or a file in SGLang's own format or a
+    CRI pod log's, which the k8s-cri parser reads through the engine)."""
+    return s.sglang_in == "journal" or s.envelope in ("plain", "cri")
 
 
 def file_name(s: Scenario, x: Server) -> str:

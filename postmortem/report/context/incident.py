@@ -11,9 +11,9 @@ from ... import __version__
 from ...analysis import Analysis
 from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
-from ...analysis.model import ContainerInfo, Incident, Load, Recommendation, restartable
+from ...analysis.model import ContainerInfo, Incident, Load, Recommendation, is_container, restartable
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_LABELS, CAUSE_WORDS, death_label, death_word, downtime_text
+from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
 from ...engines import get_engine
 from ...query import run_named_dicts
 from ...store.db import Store
@@ -562,7 +562,7 @@ def incident_report(
         kill_local=local_text(inc.ts, zone),
         cause=inc.cause,
         cause_label=CAUSE_LABELS.get(inc.cause, inc.cause),
-        cause_words=CAUSE_WORDS.get(inc.cause, inc.cause),
+        cause_words=cause_phrase(inc.cause, "container" if is_container(inc.unit) else "unit"),
         confidence=round(inc.confidence, 2),
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),
