@@ -375,6 +375,9 @@ def test_rule_k8s_memory_limit_names_the_limit_and_sizes_it() -> None:
     f.oom = {"oom_memcg": "/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f"}
     pod = finding("k8s_memory_limit", f)
     assert pod is not None and pod.data["level"] == "pod"
+    f.oom = {"oom_memcg": "/kubepods.slice"}  # every pod's cgroup: kubelet's allocatable
+    node = finding("k8s_memory_limit", f)
+    assert node is not None and node.data["level"] == "allocatable"
     evicted = finding("k8s_memory_limit", _k8s_facts("eviction"))
     assert evicted is not None and evicted.data["level"] == "node"
     assert finding("k8s_memory_limit", facts("cgroup_oom")) is None  # a systemd unit: not this rule

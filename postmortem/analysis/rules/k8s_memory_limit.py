@@ -26,6 +26,8 @@ def k8s_memory_limit(f: IncidentFacts, found: Found) -> Finding | None:
     memcg = (f.oom or {}).get("oom_memcg")
     pod = pod_cgroup(memcg)
     level = "node" if inc.cause != "cgroup_oom" else (pod.level if pod is not None else "container")
+    if level in ("node", "qos") and inc.cause == "cgroup_oom":
+        level = "allocatable"  # the cgroup of every pod (or of a QoS class): kubelet's allocatable
     peak_kb = inc.memcg_usage_kb or sum_rss_kb(f)
     limit = box.get("limit_memory_bytes")
     data = {
