@@ -41,7 +41,6 @@ from .io import (
 )
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
-from .parsers.kubernetes.names import pod_log
 from .store import fileindex
 from .timeutil import UTC as _UTC
 from .timeutil import ZONE_ASSUMED, zone_name
@@ -432,6 +431,8 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
         from .timeutil import get_zone
 
         zone, zone_given = get_zone(hint.tz), True
+    from .parsers.kubernetes.names import pod_log  # (here: an unchanged re-ingest loads no parser)
+
     pod = pod_log(inp.display)  # a pod's log file: its path names the container
     unit = (
         options.unit or (hint.unit if hint else None) or (pod.unit if pod else _unit_from_name(inp.display))
