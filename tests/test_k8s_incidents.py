@@ -87,7 +87,7 @@ def test_the_words_of_each_cause(tmp_path: Path) -> None:
     words = {
         "pod_limit": "the pod's limit",
         "node_oom": "says Error (exit code 137), but the kernel's record shows an OOM kill",
-        "eviction": "kubelet evicted the pod",
+        "eviction": "a new pod of StatefulSet/vllm-llama in place of the evicted one",
         "probe_kill": "startupProbe.failureThreshold",
         "oom_group": "singleProcessOOMKill",
         "container_limit": "OOMKilled with exit code 1: the kernel killed one of its processes",

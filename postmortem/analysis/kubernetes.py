@@ -87,6 +87,6 @@ def k8s_facts(store: Store, inc: Incident, until: datetime) -> K8sFacts | None:
         },
     )
     facts = K8sFacts(unit, rows[0] if rows else None, events)
-    if inc.restart_count is None:
+    if inc.restart_count is None and inc.cause != "eviction":  # an evicted pod is replaced, not restarted
         inc.restart_count = facts.restarts_after(inc.ts, until) or None
     return facts

@@ -232,6 +232,8 @@ def _back(facts: IncidentFacts) -> dict[str, Any]:
             "container": box.words() if box is not None and inc.recovery_unit == inc.unit else None,
             "runtime": box.runtime_name if box is not None else None,
             "by_policy": bool(inc.restart_count),
+            # an evicted pod is not restarted: its owner (a StatefulSet, a ReplicaSet) makes a new one
+            "replaced_by": _replaced_by(facts) if inc.cause == "eviction" and is_k8s_unit(inc.unit) else None,
             "downtime_s": inc.downtime_s,
             "start_ts": load.start_ts if load else None,
             "after_reboot": after_reboot,
@@ -261,6 +263,12 @@ def _back(facts: IncidentFacts) -> dict[str, Any]:
     if facts.reboot is not None and facts.reboot.unit_started_ts is not None:
         return {"case": "started_after_reboot", "unit": inc.unit, "ts": facts.reboot.unit_started_ts}
     return {"case": "none"}
+
+
+def _replaced_by(facts: IncidentFacts) -> str:
+    """Who made the pod that replaced an evicted one: its owner, as its Pod object names it."""
+    owner = ((facts.k8s.container if facts.k8s else None) or {}).get("owner")
+    return str(owner) if owner else "its owner"
 
 
 def _other_model(facts: IncidentFacts) -> dict[str, Any] | None:

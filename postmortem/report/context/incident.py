@@ -408,7 +408,9 @@ def _recovery_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> Non
             impact.recovery_load_s = rl.load_s
             impact.recovery_load = human(rl.load_s)
     box = inc.container
-    if box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
+    if box is not None and box.pod and inc.cause == "eviction" and inc.recovery_unit == inc.unit:
+        impact.recovered_by = "a new pod in place of the evicted one"
+    elif box is not None and inc.recovery_unit == inc.unit and inc.restart_count:
         impact.recovered_by = (
             "kubelet, by the pod's restartPolicy" if box.pod else f"{box.runtime_name}'s restart policy"
         )
