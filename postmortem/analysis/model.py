@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ..parsers.journal.container import is_container_unit
+from ..parsers.kubernetes.names import pod_cgroup
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,24 @@ def is_container(unit: str | None) -> bool:
     (True, False)
     """
     return is_container_unit(unit)
+
+
+def limit_owner(unit: str | None, memcg: str | None) -> str:
+    """Whose memory limit a cgroup OOM kill hit, as a sentence names it: the ``unit``, the
+    ``container``, a Kubernetes ``pod`` (the pod's cgroup, not the container's), or the
+    ``kubepods cgroup`` (the limit of all the node's pods).
+
+    >>> limit_owner("k8s:a/b/c", "/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f")
+    'pod'
+    >>> limit_owner("k8s:a/b/c", "/kubepods.slice"), limit_owner("a.service", "/system.slice/a.service")
+    ('kubepods cgroup', 'unit')
+    """
+    pod = pod_cgroup(memcg)
+    if pod is not None and pod.level == "pod":
+        return "pod"
+    if pod is not None and pod.level in ("node", "qos"):
+        return "kubepods cgroup"
+    return "container" if is_container(unit) else "unit"
 
 
 def restartable(unit: str | None) -> bool:

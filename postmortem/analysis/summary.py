@@ -21,7 +21,7 @@ from ..parsers.kubernetes.names import is_k8s_unit
 from ..text.formats import clock, human
 from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
-from .model import Incident, is_container, killed_process, restartable
+from .model import Incident, is_container, killed_process, limit_owner, restartable
 
 #: how each cause is said: a label for tables, a phrase for sentences (``{noun}``: unit or
 #: container). The one description of the cause enum.
@@ -127,6 +127,8 @@ def summary_data(facts: IncidentFacts, zone: tzinfo = UTC) -> dict[str, Any]:
     inc = facts.incident
     box = inc.container
     noun = "container" if box is not None or is_container(inc.unit) else "unit"
+    if inc.cause == "cgroup_oom":
+        noun = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg")) if box is None or box.pod else noun
     data: dict[str, Any] = {"zone": zone, "noun": noun, "clock": lambda ts: clock(ts, zone)}
     data["head"] = _head(facts, noun)
     data["ran_out"] = _ran_out(facts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts import IncidentFacts
-from ..model import is_container
+from ..model import is_container, limit_owner
 from . import Finding, Found, rule, spec
 from .common import HOST_CAUSES, bigger_consumer, gpu_workload, ref, while_loading
 
@@ -40,7 +40,9 @@ def host_ram_not_gpu(f: IncidentFacts, found: Found) -> Finding | None:
     )
     data = {
         "cause": inc.cause,
-        "noun": "container" if is_container(inc.unit) else "unit",
+        "noun": limit_owner(inc.unit, (f.oom or {}).get("oom_memcg"))
+        if inc.cause == "cgroup_oom"
+        else ("container" if is_container(inc.unit) else "unit"),
         "killer": inc.killer,
         "memcg_usage_kb": inc.memcg_usage_kb,
         "memcg_limit_kb": inc.memcg_limit_kb,

@@ -11,7 +11,15 @@ from ... import __version__
 from ...analysis import Analysis
 from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
-from ...analysis.model import ContainerInfo, Incident, Load, Recommendation, is_container, restartable
+from ...analysis.model import (
+    ContainerInfo,
+    Incident,
+    Load,
+    Recommendation,
+    is_container,
+    limit_owner,
+    restartable,
+)
 from ...analysis.rules.words import engine_of
 from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
 from ...engines import get_engine
@@ -491,6 +499,14 @@ def _own_sources(sources: Sources, inc: Incident) -> tuple[list[int], list[str]]
     return [sid for sid in own if (sources.by_id[sid]["first_ts"] or over) <= over], assumed
 
 
+def _noun(inc: Incident, facts: IncidentFacts) -> str:
+    """Who hit the limit, in the cause's phrase: a unit, a container, a pod."""
+    if inc.cause == "cgroup_oom":
+        owner = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"))
+        return "container" if owner == "unit" and inc.container is not None else owner
+    return "container" if is_container(inc.unit) else "unit"
+
+
 def _container_row(box: ContainerInfo | None, clean: Redactor) -> ContainerRow | None:
     if box is None:
         return None
@@ -564,7 +580,7 @@ def incident_report(
         kill_local=local_text(inc.ts, zone),
         cause=inc.cause,
         cause_label=CAUSE_LABELS.get(inc.cause, inc.cause),
-        cause_words=cause_phrase(inc.cause, "container" if is_container(inc.unit) else "unit"),
+        cause_words=cause_phrase(inc.cause, _noun(inc, facts)),
         confidence=round(inc.confidence, 2),
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),

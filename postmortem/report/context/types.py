@@ -240,6 +240,7 @@ class Story:
     killed_with: int
     limit_gib: float | None
     usage_gib: float | None
+    limit_owner: str
     root_cite: str
     #: the contributing factors the recommendation rules found, each with its evidence
     factors: list[Factor]
