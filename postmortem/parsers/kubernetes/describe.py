@@ -30,12 +30,18 @@ _EVENT = re.compile(
     r"^\s{2}(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S+(?: \(x(?P<count>\d+) over (?P<first>\S+)\))?)"
     r"\s+(?P<source>[\w.-]+(?:, [\w.-]+)?)\s+(?P<message>.*)$"
 )
+#: kubectl ≤ 1.7: FirstSeen LastSeen Count From SubObjectPath Type Reason Message
+_EVENT_OLD = re.compile(
+    r"^\s{2}(?P<first>\S+)\s+(?P<age>\S+)\s+(?P<count>\d+)\s+(?P<source>[\w.-]+(?:, [\w.-]+)?)\s+"
+    r"(?:(?P<subpath>spec\.\S+)\s+)?(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<message>.*)$"
+)
 _AGE = re.compile(r"^(?:(?P<y>\d+)y)?(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
 _PROBE = re.compile(
     r"^(?P<type>http-get|tcp-socket|exec|grpc)\s*(?P<target>\S*).*?delay=(?P<delay>\d+)s timeout=(?P<timeout>\d+)s "
     r"period=(?P<period>\d+)s (?:#success=\d+ #failure=(?P<f1>\d+)|successThreshold=\d+ failureThreshold=(?P<f2>\d+))"
 )
 _MOUNT = re.compile(r"^\s*/dev/shm from (?P<vol>\S+)")
+_SUBPATH = re.compile(r"^spec\.(?:containers|initContainers)\{([^}]+)\}$")
 _FIELD_PREFIX = re.compile(r"^spec\.containers\{[^}]+\}: ")
 _PROBE_TYPES = {"http-get": "httpGet", "tcp-socket": "tcpSocket", "exec": "exec", "grpc": "grpc"}
 
@@ -126,7 +132,7 @@ class _Reader:
             self.pods.append(_Pod(line_no))
             self.section = ""
         pod = self.pods[-1]
-        if self.section == "Events" and (m := _EVENT.match(line)):
+        if self.section == "Events" and (m := _EVENT.match(line) or _EVENT_OLD.match(line)):
             pod.events.append((line_no, m))
             return True
         m = _KV.match(line)
@@ -255,7 +261,9 @@ def _event(
         ),
         None,
     )
-    container = p.containers[0].name if len(p.containers) == 1 else None
+    sub = m.groupdict().get("subpath")
+    named = _SUBPATH.match(sub) if sub else None
+    container = named.group(1) if named else (p.containers[0].name if len(p.containers) == 1 else None)
     unit = unit_name(ns, pod, container) if container else None
     count = int(m.group("count")) if m.group("count") else 1
     return K8sEvent(
