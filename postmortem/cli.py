@@ -652,6 +652,35 @@ def timeline(
 
 
 @_command
+def runbook(
+    incident_id: Annotated[int, typer.Argument(help="Incident number from 'postmortem incidents'.")],
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="Directory to write into (default: runbook-<incident id>)."),
+    ] = None,
+    db: DbOpt = None,
+    templates: Annotated[
+        str | None, typer.Option("--templates", help="Your template directory (trusted code).")
+    ] = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Write the fallback the report recommends, to review: systemd drop-ins and a readiness wait."""
+    from pathlib import Path
+
+    from .config import load_config
+    from .runbook import plan, write
+
+    config = load_config()
+    store = _open_reader(config.db_path(db), wait=wait)
+    try:
+        rb = plan(store, incident_id)
+    finally:
+        store.close()
+    for path in write(rb, Path(out or f"runbook-{incident_id}"), (templates,) if templates else ()):
+        typer.echo(str(path))
+
+
+@_command
 def trends(
     since: Annotated[str | None, typer.Option("--since", help="Start of the window.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="End of the window.")] = None,
