@@ -681,6 +681,46 @@ def runbook(
 
 
 @_command
+def hook(
+    action: Annotated[str, typer.Argument(help="install, uninstall or status.")],
+    unit: Annotated[str | None, typer.Argument(help="The unit whose failure starts a capture.")] = None,
+    root: Annotated[str, typer.Option("--root", help="The file system root to write under.")] = "/",
+    dest: Annotated[
+        str, typer.Option("--dest", help="Where bundles go: <dest>/<unit>/postmortem-<host>-<UTC time>/.")
+    ] = "/var/lib/postmortem",
+    collector: Annotated[
+        str,
+        typer.Option("--collector", help="The collector's command line (default: the zipapp under python3)."),
+    ] = "/usr/bin/python3 /usr/local/lib/postmortem/postmortem-collect.pyz",
+    timeout: Annotated[str, typer.Option("--timeout", help="How long a capture may run.")] = "5min",
+    since: Annotated[str, typer.Option("--since", help="How far back the capture reads.")] = "-6h",
+    then: Annotated[
+        str | None,
+        typer.Option("--then", help="A command run after the capture; {bundle} is the bundle's path."),
+    ] = None,
+) -> None:
+    """Capture the evidence when a unit fails: a systemd drop-in (OnFailure=) and a capture unit."""
+    from pathlib import Path
+
+    from . import hook as hooks
+    from .timeutil import parse_duration
+
+    spec = hooks.Hook(unit or "x.service", dest, collector, int(parse_duration(timeout)), since, then)
+    base = Path(root)
+    if action == "status":
+        for name, state in hooks.status(base, unit):
+            typer.echo(f"{name}: {state}")
+        return
+    if action not in ("install", "uninstall") or unit is None:
+        raise UsageError("use: postmortem hook install|uninstall UNIT, or postmortem hook status [UNIT]")
+    done = hooks.install(base, spec) if action == "install" else hooks.uninstall(base, unit)
+    for path in done:
+        typer.echo(f"{'wrote' if action == 'install' else 'removed'} {path}")
+    if action == "install":
+        typer.echo("then: systemctl daemon-reload")
+
+
+@_command
 def trends(
     since: Annotated[str | None, typer.Option("--since", help="Start of the window.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="End of the window.")] = None,
