@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SINCE  ?= 2025-05-25 20:00
 BENCH_SCALE ?= 1
 
-.PHONY: demo demo-vllm demo-k8s test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
+.PHONY: collector demo demo-vllm demo-k8s test lint typecheck pytest bench bench-compare bench-floor fuzz samples scenarios docs clean venv dev
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ demo-k8s: $(BIN)/.installed
 	$(BIN)/postmortem build --since '2026-03-20 01:00' --tz UTC --logs sample_logs_k8s --db reports/k8s/demo.duckdb --out reports/k8s
 	@echo
 	@echo "Kubernetes report index: reports/k8s/index.md"
+
+## collector: dist/postmortem-collect.pyz, postmortem collect as one file for a sick host's own
+## python3 (3.8+, standard library only; docs/collect.md)
+collector:
+	$(PYTHON) scripts/build_collector.py dist/postmortem-collect.pyz
 
 ## test: ruff, mypy (strict) and pytest
 test: $(BIN)/.dev-installed

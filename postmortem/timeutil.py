@@ -631,8 +631,14 @@ def _parse_when(text: str, zone: tzinfo, now: datetime | None = None) -> datetim
     iso = parse_iso(raw, zone)
     if iso is not None:
         return iso
-    from dateutil import parser as dateutil_parser  # free-form times only: not on every start-up
-
+    try:
+        # free-form times only: not on every start-up, and not in the single-file collector
+        from dateutil import parser as dateutil_parser
+    except ImportError:
+        raise UsageError(
+            f"cannot understand the time {text!r} here (free-form times need python-dateutil): use "
+            "'2025-05-25 20:00', '-2h', 'yesterday' or an ISO-8601 time"
+        ) from None
     try:
         parsed = dateutil_parser.parse(raw, default=datetime(now.year, 1, 1))  # noqa: DTZ001
     except (ValueError, OverflowError) as exc:

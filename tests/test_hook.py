@@ -49,7 +49,7 @@ def test_install_writes_the_drop_in_and_the_capture_unit(tmp_path: Path) -> None
     assert "OnFailure=postmortem-capture@%n.service" in written[0].read_text()
     unit = written[1].read_text()
     assert "UMask=0077" in unit and "TimeoutStartSec=300" in unit
-    assert "--unit %I --since -6h --out /var/lib/postmortem/%I" in unit
+    assert "--unit %I --since=-6h --out /var/lib/postmortem/%I" in unit
     assert installed_units(tmp_path) == [UNIT]
     assert status(tmp_path, UNIT)[0] == (UNIT, "installed")
 

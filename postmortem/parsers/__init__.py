@@ -24,7 +24,7 @@ PARSER_MODULES: tuple[str, ...] = (
 _REGISTRY: dict[str, Parser] = {}
 _loaded = False
 
-P = TypeVar("P", bound=type[Parser])
+P = TypeVar("P", bound="type[Parser]")
 
 
 class DuplicateParserError(RuntimeError):
