@@ -782,6 +782,16 @@ def collect(
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", help="Size limit per output file (bytes); the rest is cut.")
     ] = 256 << 20,
+    kubernetes: Annotated[
+        bool,
+        typer.Option(
+            "--kubernetes", help="Also the pods, events, logs and describe (kubectl), and node files."
+        ),
+    ] = False,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", help="With --kubernetes: this namespace.")
+    ] = None,
+    pod: Annotated[str | None, typer.Option("--pod", help="With --kubernetes: this pod.")] = None,
 ) -> None:
     """Save the evidence on this machine (journal, dmesg, nvidia-smi, units, logs) as a bundle."""
     from .collect import CollectOptions, summary_lines
@@ -806,6 +816,9 @@ def collect(
             max_bytes=max_bytes,
             config=load_config(),
             warn=warn,
+            kubernetes=kubernetes or bool(namespace or pod),
+            namespace=namespace,
+            pod=pod,
         )
     )
     for line in summary_lines(result, frozenset(warned)):

@@ -119,6 +119,10 @@ class CollectOptions:
     root: Path = Path("/")
     host: str | None = None
     now: datetime | None = None
+    #: also the Kubernetes evidence (kubectl; on a node, /var/log/pods and kubelet's journal)
+    kubernetes: bool = False
+    namespace: str | None = None
+    pod: str | None = None
 
 
 @dataclass
@@ -1390,6 +1394,11 @@ def _collect(opts: CollectOptions) -> CollectResult:  # noqa: C901 - 19 > 15: li
         ("server logs", lambda: c.server_logs(hints)),
         ("containers", c.containers),
     ]
+    if opts.kubernetes:
+        from . import collect_k8s
+
+        steps.append(("kubernetes", lambda: collect_k8s.collect(c, opts.namespace, opts.pod)))
+        manifest["kubernetes"] = collect_k8s.manifest_part(opts.namespace, opts.pod)
     try:
         for step, run in steps:
             try:

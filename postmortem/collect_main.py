@@ -1,7 +1,7 @@
 """The single-file collector's command line: ``python3 postmortem-collect.pyz [options]``.
 
 The same options as ``postmortem collect`` (``--since``, ``--until``, ``--unit``, ``--out``,
-``--archive``, ``--timeout``, ``--max-bytes``) parsed with :mod:`argparse` (the installed CLI's
+``--archive``, ``--timeout``, ``--max-bytes``, ``--kubernetes``, ``--namespace``, ``--pod``) parsed with :mod:`argparse` (the installed CLI's
 typer is not in the standard library), the same :func:`postmortem.collect.collect` behind
 them, the same summary, and the same exit codes: 0, 1 with one ``Error:`` line, 2 for a usage
 error. Standard library only, Python 3.8+ (with :mod:`postmortem._compat`).
@@ -28,6 +28,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--archive", action="store_true", help="Also write <bundle>.tar.gz.")
     p.add_argument("--timeout", type=float, default=60.0, help="Seconds each command may run.")
     p.add_argument("--max-bytes", type=int, default=256 << 20, help="Size limit per output file (bytes).")
+    p.add_argument(
+        "--kubernetes", action="store_true", help="Also the pods, events, logs and describe (kubectl)."
+    )
+    p.add_argument("--namespace", default=None, help="With --kubernetes: this namespace.")
+    p.add_argument("--pod", default=None, help="With --kubernetes: this pod.")
     p.add_argument("--version", action="version", version=f"postmortem-collect {__version__}")
     return p
 
@@ -56,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                 max_bytes=args.max_bytes,
                 config=load_config(),
                 warn=warn,
+                kubernetes=args.kubernetes or bool(args.namespace or args.pod),
+                namespace=args.namespace,
+                pod=args.pod,
             )
         )
     except PostmortemError as e:

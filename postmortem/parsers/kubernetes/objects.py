@@ -28,8 +28,14 @@ from .names import container_id, quantity_bytes, unit_name
 
 #: the largest object file read (a namespace's pods with their statuses is a few MB)
 MAX_BYTES = 128 << 20
-_KIND = re.compile(r'^\s*"?kind"?\s*:\s*"?(Pod|PodList|List|Event|EventList)"?\s*,?\s*$', re.M)
-_API = re.compile(r'^\s*(?:- )?"?apiVersion"?\s*:\s*"?(v1|events\.k8s\.io/v1(?:beta1)?)"?', re.M)
+_KIND = re.compile(
+    r'"kind"\s*:\s*"(?:Pod|PodList|List|Event|EventList)"|^\s*(?:- )?kind:\s*(?:Pod|PodList|List|Event|EventList)\s*$',
+    re.M,
+)
+_API = re.compile(
+    r'"apiVersion"\s*:\s*"(?:v1|events\.k8s\.io/v1(?:beta1)?)"|^\s*(?:- )?apiVersion:\s*(?:v1|events\.k8s\.io/v1(?:beta1)?)\s*$',
+    re.M,
+)
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$")
 _PROBE_EV = re.compile(
     r"^(?:\(combined from similar events\): )?(Liveness|Readiness|Startup) probe (?:failed|errored)"
@@ -380,8 +386,14 @@ class KubernetesObjects(Parser):
                 yield from _pod_rows(obj, line_no, ctx)
             elif (row := _event_row(obj, line_no, ctx)) is not None:
                 yield row
-        if found:
+        empty = any(
+            isinstance(d, dict) and str(d.get("kind", "")).endswith("List") and d.get("items") == []
+            for d in docs
+        )
+        if found or empty:
             ctx.parsed(lines)
+            if not found:
+                ctx.note("an empty list: no objects (none matched, or the events had expired)")
         else:
             ctx.ignored(lines)
             yield ctx.issue(1, "no Pod or Event objects in this document", text[:200], unparsed=False)
