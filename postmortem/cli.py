@@ -902,7 +902,32 @@ def _is_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc).strip().rstrip("!.").lower() == "query interrupted"
 
 
-def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:  # noqa: C901 - 17 > 15: listed in docs/dev/README.md
+def _unexpected(exc: Exception, stopped: list[tuple[str, int]]) -> None:
+    """An exception no command raised on purpose: an interrupt inside DuckDB, the store file's
+    own trouble, click's usage errors, or a bug (exit 70)."""
+    if _is_interrupt(exc):  # DuckDB's answer to the Ctrl-C that landed in a query
+        _interrupted_exit(stopped)
+    if _environmental(exc):
+        if _state["debug"]:
+            traceback.print_exc()
+        typer.echo(f"Error: {_first_line(exc)}", err=True)
+        sys.exit(int(ExitCode.ERROR))
+    # click's exceptions (vendored by newer typer releases): usage errors and the like
+    show = getattr(exc, "show", None)
+    code = getattr(exc, "exit_code", None)
+    if callable(show) and isinstance(code, int):
+        show()
+        sys.exit(code)
+    if _state["debug"]:
+        traceback.print_exc()
+    typer.echo(
+        f"Error: internal error: {type(exc).__name__}: {_first_line(exc)} (rerun with --debug and report it)",
+        err=True,
+    )
+    sys.exit(int(ExitCode.BUG))
+
+
+def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
         if rv == 130:  # typer's answer to Ctrl-C (no command returns it), or to our SIGTERM/SIGHUP
@@ -933,23 +958,4 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:  # noq
         typer.echo(f"Error: {where}{exc.strerror or exc}", err=True)
         sys.exit(int(ExitCode.ERROR))
     except Exception as exc:
-        if _is_interrupt(exc):  # DuckDB's answer to the Ctrl-C that landed in a query
-            _interrupted_exit(stopped)
-        if _environmental(exc):
-            if _state["debug"]:
-                traceback.print_exc()
-            typer.echo(f"Error: {_first_line(exc)}", err=True)
-            sys.exit(int(ExitCode.ERROR))
-        # click's exceptions (vendored by newer typer releases): usage errors and the like
-        show = getattr(exc, "show", None)
-        code = getattr(exc, "exit_code", None)
-        if callable(show) and isinstance(code, int):
-            show()
-            sys.exit(code)
-        if _state["debug"]:
-            traceback.print_exc()
-        typer.echo(
-            f"Error: internal error: {type(exc).__name__}: {_first_line(exc)} (rerun with --debug and report it)",
-            err=True,
-        )
-        sys.exit(int(ExitCode.BUG))
+        _unexpected(exc, stopped)

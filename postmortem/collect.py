@@ -1286,8 +1286,8 @@ def collect(opts: CollectOptions) -> CollectResult:
         os.umask(old)
 
 
-def _collect(opts: CollectOptions) -> CollectResult:  # noqa: C901 - 19 > 15: listed in docs/dev/README.md
-    now = (opts.now or datetime.now(UTC)).astimezone(UTC)
+def _checked(opts: CollectOptions) -> CollectOptions:
+    """The options, or a :class:`UsageError` naming the one that cannot be used."""
     if opts.since is not None and opts.since.strip().lower() in ("", "all"):
         opts = replace(opts, since=None)  # the whole journal
     if opts.timeout_s <= 0:
@@ -1296,24 +1296,22 @@ def _collect(opts: CollectOptions) -> CollectResult:  # noqa: C901 - 19 > 15: li
         raise UsageError(f"--timeout {opts.timeout_s}: at most 86400 seconds per command")
     if opts.max_bytes < 4096:
         raise UsageError("--max-bytes must be at least 4096")
-    zone_name_, zone_source = detect_zone(opts.root)
-    zone: tzinfo | None = None
-    if zone_name_:
-        try:
-            zone = get_zone(zone_name_)
-        except UsageError:
-            zone = None
-    local = zone or get_zone("UTC")
-    window = {"since": opts.since, "until": opts.until, "since_utc": None, "until_utc": None}
-    lo = parse_when(opts.since, local, now) if opts.since else None
-    hi = parse_when(opts.until, local, now) if opts.until else None
-    check_range(lo, hi)
-    window.update(since_utc=_iso(lo), until_utc=_iso(hi))
+    return opts
 
-    uname = os.uname()
-    host = opts.host or uname.nodename or socket.gethostname()
-    name = f"postmortem-{_safe_name(host)}-{now:%Y%m%dT%H%M%SZ}"
-    out = opts.out
+
+def _machine_zone(root: Path) -> tuple[tzinfo | None, str | None, str]:
+    """The machine's zone (None when it names none this machine knows), its name and source."""
+    zone_name_, zone_source = detect_zone(root)
+    if not zone_name_:
+        return None, zone_name_, zone_source
+    try:
+        return get_zone(zone_name_), zone_name_, zone_source
+    except UsageError:
+        return None, zone_name_, zone_source
+
+
+def _work_dir(out: Path, name: str) -> tuple[Path, Path]:
+    """The bundle's final path (numbered when taken) and the hidden directory it is written in."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         final = out / name
@@ -1325,6 +1323,23 @@ def _collect(opts: CollectOptions) -> CollectResult:  # noqa: C901 - 19 > 15: li
         work.mkdir()
     except OSError as exc:
         raise PostmortemError(f"{out}: cannot write the bundle there: {exc.strerror or exc}") from exc
+    return final, work
+
+
+def _collect(opts: CollectOptions) -> CollectResult:
+    now = (opts.now or datetime.now(UTC)).astimezone(UTC)
+    opts = _checked(opts)
+    zone, zone_name_, zone_source = _machine_zone(opts.root)
+    local = zone or get_zone("UTC")
+    window = {"since": opts.since, "until": opts.until, "since_utc": None, "until_utc": None}
+    lo = parse_when(opts.since, local, now) if opts.since else None
+    hi = parse_when(opts.until, local, now) if opts.until else None
+    check_range(lo, hi)
+    window.update(since_utc=_iso(lo), until_utc=_iso(hi))
+
+    uname = os.uname()
+    host = opts.host or uname.nodename or socket.gethostname()
+    final, work = _work_dir(opts.out, f"postmortem-{_safe_name(host)}-{now:%Y%m%dT%H%M%SZ}")
 
     c = _Collector(opts, work, now)
     if zone is not None:

@@ -117,7 +117,7 @@ def _check_owner(path: Path) -> None:
         raise InputError(f"{path}: writable by other users: refusing it when run as root (chmod go-w)")
 
 
-def load_config(directory: Path | None = None) -> Config:  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+def load_config(directory: Path | None = None) -> Config:
     """Read ``postmortem.toml`` from ``directory`` (default: the working directory)."""
     path = (directory or Path.cwd()) / CONFIG_NAME
     if not path.is_file():
@@ -134,6 +134,22 @@ def load_config(directory: Path | None = None) -> Config:  # noqa: C901 - 16 > 1
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise UsageError(f"{where}: [defaults] must be a table")
+    logs = _default_logs(defaults, where)
+    base = path.parent
+    return Config(
+        path=path,
+        db=_str(defaults, "db", where),
+        tz=_str(defaults, "tz", where),
+        host=_str(defaults, "host", where),
+        logs=[str(base / p) if not os.path.isabs(p) else p for p in logs],
+        out=_str(defaults, "out", where),
+        sources=_sources(data, where),
+        collect_logs=_collect_logs(data, where),
+    )
+
+
+def _default_logs(defaults: dict[str, Any], where: str) -> list[str]:
+    """``[defaults]``'s keys checked; its ``logs`` as a list."""
     _known(defaults, ("db", "tz", "host", "logs", "out"), "in [defaults]", where)
     logs = defaults.get("logs", [])
     if isinstance(logs, str):
@@ -145,11 +161,15 @@ def load_config(directory: Path | None = None) -> Config:  # noqa: C901 - 16 > 1
         raise UsageError(f"{where}: 'logs' is empty; list the log paths, or remove the key and pass --logs")
     if "out" in defaults and not str(defaults["out"]).strip():
         raise UsageError(f"{where}: 'out' is empty; name the reports' directory, or remove the key")
-    base = path.parent
-    hints = []
+    return logs
+
+
+def _sources(data: dict[str, Any], where: str) -> list[SourceHint]:
+    """The ``[[sources]]`` hints."""
     entries = data.get("sources", [])
     if not isinstance(entries, list):
         raise UsageError(f"{where}: 'sources' must be [[sources]] tables")
+    hints = []
     for i, item in enumerate(entries):
         if not isinstance(item, dict) or "path" not in item:
             raise UsageError(f"{where}: [[sources]] entry {i + 1} needs a 'path'")
@@ -163,6 +183,11 @@ def load_config(directory: Path | None = None) -> Config:  # noqa: C901 - 16 > 1
                 tz=_str(item, "tz", where),
             )
         )
+    return hints
+
+
+def _collect_logs(data: dict[str, Any], where: str) -> list[str]:
+    """``[collect]``'s log paths and globs, each once."""
     collect = data.get("collect", {})
     if not isinstance(collect, dict):
         raise UsageError(f"{where}: [collect] must be a table")
@@ -175,13 +200,4 @@ def load_config(directory: Path | None = None) -> Config:  # noqa: C901 - 16 > 1
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise UsageError(f"{where}: '{key}' in [collect] must be a list of paths or globs")
         collect_logs.extend(v for v in value if v not in collect_logs)
-    return Config(
-        path=path,
-        db=_str(defaults, "db", where),
-        tz=_str(defaults, "tz", where),
-        host=_str(defaults, "host", where),
-        logs=[str(base / p) if not os.path.isabs(p) else p for p in logs],
-        out=_str(defaults, "out", where),
-        sources=hints,
-        collect_logs=collect_logs,
-    )
+    return collect_logs
