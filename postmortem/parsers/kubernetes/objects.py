@@ -217,6 +217,15 @@ def _pod_rows(pod: dict[str, Any], line_no: int, ctx: ParseContext) -> Iterator[
             continue
         st = statuses.get(spec["name"]) or {}
         yield from _container_rows(pod, spec, st, line_no, (ns, name, uid, owner, node))
+    for cond in status.get("conditions") or []:
+        # the pod became ready (its readiness probes passing): when a restart served again
+        if isinstance(cond, dict) and cond.get("type") == "Ready" and cond.get("status") == "True":
+            ts = parse_time(cond.get("lastTransitionTime"))
+            if ts is not None:
+                yield K8sEvent(
+                    line_no, ts, _s(cond.get("lastTransitionTime")), None, node, "pod", "ready", ns, name, uid,
+                    None, None, None, "Ready", "Readiness", None, None, f"pod {ns}/{name} ready",
+                )  # fmt: skip
     if status.get("reason") == "Evicted" or status.get("reason") == "Preempting":
         times = [
             parse_time(c.get("lastTransitionTime"))
