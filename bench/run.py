@@ -302,6 +302,7 @@ def count_lines(path: Path) -> int:
 def _fresh(db: Path) -> None:
     for p in (db, Path(str(db) + ".wal")):
         p.unlink(missing_ok=True)
+    shutil.rmtree(str(db) + ".parts", ignore_errors=True)  # the store's Parquet parts
 
 
 def _head(src: Path, dst: Path, lines: int) -> None:

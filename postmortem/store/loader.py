@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
@@ -20,6 +21,7 @@ import pyarrow as pa
 from ..errors import UsageError
 from ..parsers.base import Output, ParseIssue, TableBatch
 from ..records import RECORD_BY_TABLE, Record, field_names
+from . import parts as _parts
 from .db import LOAD_MEMORY_LIMIT, Store, ident, memory_limit
 from .recovery import discard_source, recover_interrupted
 
@@ -111,11 +113,20 @@ class SourceWriter:
     """Collects one source's output and inserts it in blocks."""
 
     def __init__(
-        self, store: Store, source_id: int, checkpoint: bool = False, background: bool = False
+        self,
+        store: Store,
+        source_id: int,
+        checkpoint: bool = False,
+        background: bool = False,
+        parts: bool = False,
     ) -> None:
         self.store = store
         self.source_id = source_id
         self.checkpoint = checkpoint
+        # ``parts``: the bulk tables' rows go to Parquet parts (published by publish_parts())
+        where = _parts.parts_dir(store) if parts else None
+        self._part_dir = where if where is not None and _parts.has_registry(store) else None
+        self._part_writers: dict[tuple[str, tuple[str, ...]], _PartWriter] = {}
         self._since_commit = 0
         self._since_commit_bytes = 0
         self._pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] = {}
@@ -136,6 +147,7 @@ class SourceWriter:
             # the parsing thread must not use the connection while the insert thread does:
             # what it needs from the catalogue is read now
             store.columns("sources")
+            store.database()
             try:
                 # rows carry their line numbers and every query orders its results: DuckDB may
                 # then append in parallel (reset in restore())
@@ -353,6 +365,9 @@ class SourceWriter:
         self.store.con.execute("SET memory_limit = ?", [value])
 
     def _do_insert(self, table: str, data: pa.Table) -> None:
+        if self._part_dir is not None and table in _parts.PART_TABLES:
+            self._write_part(table, data)
+            return
         size = data.get_total_buffer_size()
         self._since_commit += data.num_rows
         self._since_commit_bytes += size
@@ -373,11 +388,37 @@ class SourceWriter:
         self.store.con.register("_pm_batch", data)
         try:
             self.store.con.execute(
-                f"INSERT INTO {ident(table)} (source_id, {cols}) SELECT ?, {cols} FROM _pm_batch",  # noqa: S608
+                f"INSERT INTO {_parts.native(self.store, table)} (source_id, {cols}) SELECT ?, {cols} FROM _pm_batch",  # noqa: S608
                 [self.source_id],
             )
         finally:
             self.store.con.unregister("_pm_batch")
+
+    def _write_part(self, table: str, data: pa.Table) -> None:
+        assert self._part_dir is not None
+        key = (table, tuple(data.column_names))
+        writer = self._part_writers.get(key)
+        if writer is None:
+            schema = arrow_schema(self.store, table, ("source_id", *data.column_names))
+            writer = self._part_writers[key] = _PartWriter(self._part_dir / table, self.source_id, schema)
+        writer.write(data)
+
+    def publish_parts(self) -> list[tuple[str, str, int]]:
+        """Close the parts written (after :meth:`close`), make them durable and rename them
+        into place; returns (table, file, rows) for :func:`parts.register`, which the caller
+        runs in the transaction that marks the source complete."""
+        done = [(key[0], w.finish(), w.rows) for key, w in self._part_writers.items()]
+        self._part_writers = {}
+        for table in {t for t, _, _ in done}:
+            assert self._part_dir is not None
+            _fsync_dir(self._part_dir / table)
+        return done
+
+    def drop_parts(self) -> None:
+        """Remove the parts written and not published (a load abandoned or found a duplicate)."""
+        writers, self._part_writers = self._part_writers, {}
+        for w in writers.values():
+            w.abandon()
 
     def _flush(self, buf: _Buffer) -> None:
         if not buf.rows:
@@ -436,6 +477,53 @@ class SourceWriter:
         for key in list(self._pending):
             self._release(key)
         self._wait()
+
+
+class _PartWriter:
+    """One Parquet part of one table's rows from one load, written under a temporary name."""
+
+    def __init__(self, directory: Any, source_id: int, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"{source_id}-{uuid.uuid4().hex}.parquet"
+        self.final = directory / name
+        self.path = directory / f"{_parts.TMP_PREFIX}{name}"
+        self.schema = schema
+        self.source_id = pa.scalar(source_id, schema.field("source_id").type)
+        self.rows = 0
+        # zstd level 1: measured in the issue at 0.42 µs a row against 0.79 for DuckDB's appends
+        self.writer = pq.ParquetWriter(self.path, schema, compression="zstd", compression_level=1)
+
+    def write(self, data: pa.Table) -> None:
+        data = data.cast(pa.schema(list(self.schema)[1:]))
+        data = data.add_column(0, "source_id", pa.repeat(self.source_id, data.num_rows))
+        self.writer.write_table(data, row_group_size=ROW_GROUP)
+        self.rows += data.num_rows
+
+    def finish(self) -> str:
+        self.writer.close()
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(self.path, self.final)
+        return str(self.final.name)
+
+    def abandon(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            self.path.unlink(missing_ok=True)
+
+
+def _fsync_dir(path: Any) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _micros(ts: datetime) -> int:
