@@ -311,6 +311,9 @@ def _ingest_inputs(
                 item.inp.display, "undetected", error=str(exc).removeprefix(f"{item.inp.display}: ")
             )
         summary.files.append(result)
+    from .store.parts import remove_orphans
+
+    remove_orphans(store)  # the parts of sources replaced, and of loads abandoned
     return summary
 
 
@@ -792,8 +795,6 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
         return _duplicate(display, fmt, twin, started)
 
     from .store.loader import SourceWriter  # pyarrow: only when there is work
-    from .store.parts import register as register_parts
-    from .store.parts import remove_orphans
     from .store.recovery import discard_source
 
     ctx = _context(store, inp, head, options)
@@ -851,10 +852,9 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
     store.con.execute("BEGIN TRANSACTION")
     try:
         ctx.source_id = source_id
-        # a second thread inserting while the parser goes on pays off for a large file; for a
-        # small one its start, hand-overs and memory-limit changes are most of the cost
+        # a second thread writing (bulk rows as Parquet parts) while the parser goes on pays off for
+        # a large file; for a small one its start, hand-overs and tiny parts are most of the cost
         big = inp.size is None or inp.size >= BACKGROUND_BYTES
-        # … and so do Parquet parts for its bulk rows (a part per small file: many tiny files)
         writer = SourceWriter(store, source_id, checkpoint=True, background=big, parts=big)
         before_records = 0
         if mode == "appended":
@@ -931,8 +931,7 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
                     yield item
 
             writer.add_all(parser.parse(chunks(), ctx))
-        writer.flush()
-        writer.close()
+        writer.finish()
 
         if state.error is not None:
             ctx.note(str(state.error))
@@ -960,7 +959,6 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
                 [sha, source_id, ctx.host, ctx.host],
             )
             if dup:
-                writer.drop_parts()
                 discard_source(store, source_id, None)
                 store.con.execute("COMMIT")
                 twin = str(dup[0][0])
@@ -970,7 +968,6 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
                         store, inp, rotated, _source_at(store, twin), twin, state.compression, fmt, started
                     )
                 return _duplicate(display, fmt, twin, started)
-        register_parts(store, source_id, writer.publish_parts())
         ts_range = _source_span(store, source_id, writer)
         zoned = _zone_dependent(store, source_id)
         ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone, given=ctx.zone_given) if zoned else None
@@ -1007,12 +1004,9 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
             ],
         )
         store.con.execute("COMMIT")
-        if mode == "replaced":
-            remove_orphans(store)  # the parts of the rows it replaced
     except BaseException as exc:
         if writer is not None:
-            writer.stop()
-            writer.drop_parts()
+            writer.abandon()
         _rollback(store)
         if writer is not None:
             writer.restore()

@@ -905,6 +905,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     # SGLang's own tables without engine columns (version 7)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
     con.execute("DROP TABLE containers")
+    con.execute("DROP TABLE store_parts")  # (version 9)
     con.execute("DROP VIEW sglang_events")
     con.execute("DROP VIEW sglang_batches")
     con.execute("ALTER TABLE server_events RENAME TO sglang_events")

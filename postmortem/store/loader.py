@@ -310,6 +310,19 @@ class SourceWriter:
         self.stop()
         self.restore()
 
+    def finish(self) -> None:
+        """Insert everything still buffered, stop the insert thread, put the connection's
+        settings back, and register the parts written (:meth:`publish_parts`) in the caller's
+        transaction."""
+        self.flush()
+        self.close()
+        _parts.register(self.store, self.source_id, self.publish_parts())
+
+    def abandon(self) -> None:
+        """Stop the insert thread and remove the parts not published (a load that failed)."""
+        self.stop()
+        self.drop_parts()
+
     def stop(self) -> None:
         """Stop the insert thread (it finishes the block in hand)."""
         if self._queue is not None and self._worker is not None:
