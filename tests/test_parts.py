@@ -108,3 +108,24 @@ def test_queries_and_exports_see_the_parts(cli: Any, tmp_path: Path) -> None:
         assert store.count("server_stats") == 12_000
     finally:
         store.close()
+
+
+def test_a_store_moved_with_its_parts_opens_and_one_without_them_is_one_error(
+    cli: Any, tmp_path: Path
+) -> None:
+    log, db = tmp_path / "sglang.log", tmp_path / "pm.duckdb"
+    _sglang_log(log, 12_000)
+    assert cli("ingest", log, "--db", db, "--tz", "UTC").code == 0
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    for p in tmp_path.glob("pm.duckdb*"):
+        p.rename(moved / p.name)
+    out = cli(
+        "query", "SELECT count(*) AS n FROM server_stats", "--db", moved / "pm.duckdb", "--format", "csv"
+    )
+    assert out.code == 0 and out.out.split() == ["n", "12000"], out.out + out.err
+    for part in (moved / "pm.duckdb.parts" / "server_stats").iterdir():
+        part.unlink()
+    out = cli("query", "SELECT count(*) FROM server_stats", "--db", moved / "pm.duckdb")
+    assert out.code != 0 and out.err.startswith("Error: ") and out.err.count("\n") == 1, out.err
+    assert "is missing" in out.err and "Traceback" not in out.err

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import StoreError
 from .db import Store, ident
 
 #: the tables whose rows a large file writes as parts: the bulk of every store
@@ -61,6 +62,12 @@ def attach_views(store: Store) -> None:
     files: dict[str, list[str]] = {}
     for table, file in rows:
         files.setdefault(str(table), []).append(str(where / table / file))
+    missing = next((f for fs in files.values() for f in fs if not os.path.isfile(f)), None)
+    if missing is not None:
+        raise StoreError(
+            f"{store.path}: {missing} is missing (a store's .parts directory holds most of its rows and "
+            "goes with its .duckdb file); restore it, or ingest the logs into a new --db"
+        )
     for table in PART_TABLES:
         if table not in files:
             store.execute(f"DROP VIEW IF EXISTS temp.main.{ident(table)}")
