@@ -129,3 +129,21 @@ def test_a_store_moved_with_its_parts_opens_and_one_without_them_is_one_error(
     out = cli("query", "SELECT count(*) FROM server_stats", "--db", moved / "pm.duckdb")
     assert out.code != 0 and out.err.startswith("Error: ") and out.err.count("\n") == 1, out.err
     assert "is missing" in out.err and "Traceback" not in out.err
+
+
+def test_a_part_that_cannot_be_written_is_one_error_and_the_load_is_rolled_back(
+    cli: Any, tmp_path: Path
+) -> None:
+    log, db = tmp_path / "sglang.log", tmp_path / "pm.duckdb"
+    _sglang_log(log, 12_000)
+    parts = Path(str(db) + ".parts")
+    parts.mkdir()
+    (parts / "server_stats").write_text("not a directory\n")  # as a full disk or a bad mount would
+    out = cli("ingest", log, "--db", db, "--tz", "UTC")
+    assert out.code != 0 and "cannot write a part of server_stats" in out.err, out.err
+    assert "Traceback" not in out.err and "internal error" not in out.err
+    store = Store.open_readonly(db)
+    try:
+        assert store.count("sources") == 0 and store.interrupted() == []
+    finally:
+        store.close()

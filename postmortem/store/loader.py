@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..parsers.base import Output, ParseIssue, TableBatch
 from ..records import RECORD_BY_TABLE, Record, field_names
 from . import parts as _parts
@@ -410,21 +410,27 @@ class SourceWriter:
     def _write_part(self, table: str, data: pa.Table) -> None:
         assert self._part_dir is not None
         key = (table, tuple(data.column_names))
-        writer = self._part_writers.get(key)
-        if writer is None:
-            schema = arrow_schema(self.store, table, ("source_id", *data.column_names))
-            writer = self._part_writers[key] = _PartWriter(self._part_dir / table, self.source_id, schema)
-        writer.write(data)
+        try:
+            writer = self._part_writers.get(key)
+            if writer is None:
+                schema = arrow_schema(self.store, table, ("source_id", *data.column_names))
+                writer = self._part_writers[key] = _PartWriter(self._part_dir / table, self.source_id, schema)
+            writer.write(data)
+        except OSError as exc:  # a full disk, no permission: the machine's answer, not a bug
+            raise StoreError(f"{self._part_dir}: cannot write a part of {table}: {exc}") from exc
 
     def publish_parts(self) -> list[tuple[str, str, int]]:
         """Close the parts written (after :meth:`close`), make them durable and rename them
         into place; returns (table, file, rows) for :func:`parts.register`, which the caller
         runs in the transaction that marks the source complete."""
-        done = [(key[0], w.finish(), w.rows) for key, w in self._part_writers.items()]
-        self._part_writers = {}
-        for table in {t for t, _, _ in done}:
-            assert self._part_dir is not None
-            _fsync_dir(self._part_dir / table)
+        try:
+            done = [(key[0], w.finish(), w.rows) for key, w in self._part_writers.items()]
+            self._part_writers = {}
+            for table in {t for t, _, _ in done}:
+                assert self._part_dir is not None
+                _fsync_dir(self._part_dir / table)
+        except OSError as exc:
+            raise StoreError(f"{self._part_dir}: cannot finish a part: {exc}") from exc
         return done
 
     def drop_parts(self) -> None:
