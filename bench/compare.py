@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +86,7 @@ def main() -> None:
             for version, env in versions.items():
                 for p in (db, Path(str(db) + ".wal")):
                     p.unlink(missing_ok=True)
+                shutil.rmtree(str(db) + ".parts", ignore_errors=True)  # the store's Parquet parts
                 # run outside the checkout: `python -c` imports from the working directory first
                 secs, rss, _, cpu = child_run(
                     [pm, "ingest", str(path), "--db", str(db), "--tz", "UTC"], env, cwd=work

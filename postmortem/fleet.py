@@ -41,6 +41,7 @@ from .query import sole_host
 from .records import RECORD_TYPES
 from .store.db import Store, ident
 from .store.migrations import latest_version
+from .store.parts import materialize, native
 from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"
@@ -491,10 +492,11 @@ def _stored_copies(store: Store, shas: set[str]) -> dict[str, list[_Copy]]:
 
 def _give_host(store: Store, source_id: int, host: str) -> None:
     """A stored source without a host, and its rows without one, become ``host``'s."""
+    materialize(store, [source_id])  # rows in Parquet parts are never updated in place
     for table in BASE_TABLES:
         if "host" in {c for c, _ in store.columns(table)}:
             store.execute(
-                f"UPDATE {ident(table)} SET host = ? WHERE source_id = ? AND host IS NULL",  # noqa: S608
+                f"UPDATE {native(store, table)} SET host = ? WHERE source_id = ? AND host IS NULL",  # noqa: S608
                 [host, source_id],
             )
 
@@ -628,7 +630,7 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:  # no
                     try:
                         collist = ", ".join(ident(c) for c in present)
                         store.con.execute(
-                            f"INSERT INTO {ident(table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
+                            f"INSERT INTO {native(store, table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
                         )
                     finally:
                         store.con.unregister("_pm_merge")

@@ -311,6 +311,9 @@ def _ingest_inputs(
                 item.inp.display, "undetected", error=str(exc).removeprefix(f"{item.inp.display}: ")
             )
         summary.files.append(result)
+    from .store.parts import remove_orphans
+
+    remove_orphans(store)  # the parts of sources replaced, and of loads abandoned
     return summary
 
 
@@ -854,10 +857,10 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
     store.con.execute("BEGIN TRANSACTION")
     try:
         ctx.source_id = source_id
-        # a second thread inserting while the parser goes on pays off for a large file; for a
-        # small one its start, hand-overs and memory-limit changes are most of the cost
+        # a second thread writing (bulk rows as Parquet parts) while the parser goes on pays off for
+        # a large file; for a small one its start, hand-overs and tiny parts are most of the cost
         big = inp.size is None or inp.size >= BACKGROUND_BYTES
-        writer = SourceWriter(store, source_id, checkpoint=True, background=big)
+        writer = SourceWriter(store, source_id, checkpoint=True, background=big, parts=big)
         before_records = 0
         if mode == "appended":
             prev = store.fetchall(
@@ -933,8 +936,7 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
                     yield item
 
             writer.add_all(parser.parse(chunks(), ctx))
-        writer.flush()
-        writer.close()
+        writer.finish()
 
         if state.error is not None:
             ctx.note(str(state.error))
@@ -1009,7 +1011,7 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
         store.con.execute("COMMIT")
     except BaseException as exc:
         if writer is not None:
-            writer.stop()
+            writer.abandon()
         _rollback(store)
         if writer is not None:
             writer.restore()

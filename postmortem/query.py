@@ -29,6 +29,7 @@ import duckdb
 from .errors import QueryError
 from .io import escape_controls
 from .store.db import Store
+from .store.parts import attach_views, parts_dir
 
 _ALLOWED = {"SELECT", "EXPLAIN"}
 T = TypeVar("T")
@@ -98,6 +99,7 @@ def _redacted(rows: list[tuple[Any, ...]], clean: Callable[[str], str]) -> list[
 def write_user_query(store: Store, sql: str, fmt: str, out: TextIO, *, redact: bool = True) -> int:
     con = store.con.cursor()  # its own connection: interrupted from this thread while it runs
     try:
+        attach_views(Store(con, store.path, read_only=True))  # the bulk tables' views are its own
         return _write_user_query(store, con, sql, fmt, out, redact=redact)
     finally:
         with contextlib.suppress(duckdb.Error):
@@ -183,6 +185,9 @@ def _execute_user(
     if kind not in _ALLOWED:
         raise QueryError(f"only SELECT queries are allowed here (got {kind}); the store is read-only")
     try:
+        where = parts_dir(store)
+        if where is not None:  # the store's own parts stay readable (through the bulk tables' views)
+            store.con.execute("SET allowed_directories = ?", [[f"{where}/"]])
         store.con.execute("SET enable_external_access = false")
         store.con.execute("SET lock_configuration = true")
     except duckdb.Error:

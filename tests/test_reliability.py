@@ -37,6 +37,19 @@ def _counts(db: Path) -> dict[str, int]:
     return out
 
 
+def _loading(db: Path) -> bool:
+    """An intermediate commit landed in the store, or a Parquet part is being written."""
+    parts = Path(str(db) + ".parts")
+    if db.exists() and db.stat().st_size > 2_000_000:
+        return True
+    return parts.is_dir() and any(p.stat().st_size > 100_000 for p in parts.glob("*/.tmp-*"))
+
+
+def _part_files(db: Path) -> list[str]:
+    parts = Path(str(db) + ".parts")
+    return sorted(p.name for p in parts.glob("*/*")) if parts.is_dir() else []
+
+
 def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> None:
     log = tmp_path / "sglang-big.log"
     _sglang_log(log, 600_000)
@@ -53,7 +66,7 @@ def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> Non
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-        if db.exists() and db.stat().st_size > 2_000_000:
+        if _loading(db):
             break
     assert proc.poll() is None, "ingest finished before it could be killed; make the file bigger"
     os.kill(proc.pid, signal.SIGKILL)
@@ -63,12 +76,38 @@ def test_kill_9_during_ingest_leaves_the_store_consistent(tmp_path: Path) -> Non
     assert store.interrupted() == [str(log)]
     store.close()
     # the next writer removes the partial rows; the next ingest completes the file
+    # … and the parts it was writing (never registered)
+    assert any(".tmp-" in name for name in _part_files(db))
     store = Store.open(db)
     assert store.recovered == [str(log)]
     assert store.count("server_stats") == 0 and store.count("sources") == 0
+    assert _part_files(db) == []
     store.close()
     subprocess.run([*cmd, str(db)], check=True, env=env, capture_output=True)
     assert _counts(db) == expected
+    # the rows are in parts, each registered once
+    store = Store.open_readonly(db)
+    registered = sorted(str(r[0]) for r in store.fetchall("SELECT file FROM store_parts"))
+    store.close()
+    assert registered and _part_files(db) == registered
+
+
+def test_a_kill_9_after_a_part_is_renamed_but_before_its_commit_loses_nothing(tmp_path: Path) -> None:
+    """The window between a part's rename into place and the commit that registers it: the
+    part is an orphan (no row names it), removed at the next open; the re-run stores it again."""
+    log = tmp_path / "sglang-big.log"
+    _sglang_log(log, 300_000)
+    db = tmp_path / "pm.duckdb"
+    cmd = [sys.executable, "-m", "postmortem", "ingest", str(log), "--tz", "UTC", "--db", str(db)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    expected = _counts(db)
+    parts = Path(str(db) + ".parts")
+    kept = _part_files(db)
+    orphan = parts / "server_stats" / "1-0123456789abcdef0123456789abcdef.parquet"
+    orphan.write_bytes((parts / "server_stats" / kept[0]).read_bytes())
+    (parts / "server_stats" / ".tmp-2-feed.parquet").write_bytes(b"PAR1")
+    Store.open(db).close()
+    assert _part_files(db) == kept and _counts(db) == expected
 
 
 def test_second_writer_waits_then_fails_clearly(tmp_path: Path, cli: object) -> None:
@@ -274,7 +313,7 @@ def test_sigterm_or_sighup_during_ingest_rolls_back_and_says_so(tmp_path: Path, 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-        if db.exists() and db.stat().st_size > 2_000_000:
+        if _loading(db):
             break
     assert proc.poll() is None, "ingest finished before it could be stopped; make the file bigger"
     os.kill(proc.pid, sig)
@@ -283,6 +322,7 @@ def test_sigterm_or_sighup_during_ingest_rolls_back_and_says_so(tmp_path: Path, 
     store = Store.open_readonly(db)
     assert store.interrupted() == [] and store.count("sources") == 0
     store.close()
+    assert not any(not name.startswith(".tmp-") for name in _part_files(db))
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])

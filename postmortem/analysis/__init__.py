@@ -19,6 +19,7 @@ from ..machine import usable_cpus
 from ..parsers.kubernetes.names import is_k8s_unit
 from ..query import named_sql, run_named_dicts, sole_host
 from ..store.db import Store, ident
+from ..store.parts import materialize, native
 from ..timeutil import UTC
 from .clock import (
     describe_offset,
@@ -127,9 +128,10 @@ def apply_shifts(store: Store, shifts: dict[int, ClockOffset]) -> None:
     ]
     for sid, off in shifts.items():
         micros = round(off.offset_s * 1_000_000)
+        materialize(store, [sid])  # rows in Parquet parts are never updated in place
         for table in tables:
             store.execute(
-                f"UPDATE {ident(table)} SET ts = ts - to_microseconds(?) WHERE source_id = ? AND ts IS NOT NULL",  # noqa: S608
+                f"UPDATE {native(store, table)} SET ts = ts - to_microseconds(?) WHERE source_id = ? AND ts IS NOT NULL",  # noqa: S608
                 [micros, sid],
             )
         note = off.note or describe_offset(off.offset_s) or off.method
@@ -238,7 +240,10 @@ def rebuild(
     with store.transaction():
         # boot-relative kernel rows get their wall-clock time once a boot anchor is known
         # (a script of several statements)
-        store.execute(named_sql("anchor_monotonic"))
+        if store.fetchall(named_sql("anchor_pending")):
+            # (it updates kernel_messages: rows in Parquet parts are made native first)
+            materialize(store, tables=("kernel_messages",))
+            store.execute(named_sql("anchor_monotonic"))
         # a container's cgroup scope (its start, its OOM kill) is the container its lines name
         store.execute(named_sql("container_units"))
         # … and a pod's container known by its cgroup alone takes its Kubernetes name

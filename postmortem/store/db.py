@@ -63,6 +63,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         self._columns: dict[str, list[tuple[str, str]]] = {}
+        self._database: str | None = None
         self.recovered: list[str] = []  # interrupted loads removed when the store was opened
 
     # ------------------------------------------------------------------ opening
@@ -89,6 +90,10 @@ class Store:
         from .recovery import recover_interrupted
 
         store.recovered = recover_interrupted(store)
+        from .parts import attach_views, remove_orphans
+
+        remove_orphans(store)
+        attach_views(store)
         return store
 
     @classmethod
@@ -112,6 +117,13 @@ class Store:
             store.close()
             cls.open(path, wait=wait).close()
             store = cls(_connect(str(path), read_only=True, wait=wait), str(path), read_only=True)
+        from .parts import attach_views
+
+        try:
+            attach_views(store)
+        except BaseException:
+            store.close()
+            raise
         return store
 
     @classmethod
@@ -127,12 +139,16 @@ class Store:
         """Another connection to this store's database, for queries from another thread: it sees
         what is committed (not this connection's open transaction). Close it when done."""
         cur = self.con.cursor()
+        other = Store(cur, self.path, read_only=True)
         try:
             cur.execute("SET TimeZone = 'UTC'")  # a session setting: not inherited
+            from .parts import attach_views
+
+            attach_views(other)  # temporary views are a connection's own
         except BaseException:
             cur.close()
             raise
-        return Store(cur, self.path, read_only=True)
+        return other
 
     def __enter__(self) -> Store:
         return self
@@ -208,6 +224,12 @@ class Store:
                 "copy, or build into another --db"
             )
 
+    def database(self) -> str:
+        """The name DuckDB gives this store's database (its file's stem)."""
+        if self._database is None:
+            self._database = str(self.con.execute("SELECT current_database()").fetchall()[0][0])
+        return self._database
+
     def table_names(self) -> list[str]:
         """The store's tables (not its views: ``sglang_events``, ``sglang_batches``)."""
         rows = self.con.execute(
@@ -225,7 +247,8 @@ class Store:
         if table not in self._columns:
             rows = self.con.execute(
                 "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
+                "WHERE table_schema = 'main' AND table_catalog = current_database() "
+                "ORDER BY table_name, ordinal_position"
             ).fetchall()
             found: dict[str, list[tuple[str, str]]] = {}
             for name, column, kind in rows:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .db import Store, ident
+from .db import Store
+from .parts import REGISTRY, native, unregister
 
 
 def discard_source(store: Store, source_id: int, resume_line: int | None) -> None:
@@ -10,21 +11,23 @@ def discard_source(store: Store, source_id: int, resume_line: int | None) -> Non
     rows from ``resume_line`` on for a file that was being appended to."""
     for table in store.table_names():
         cols = {c for c, _ in store.columns(table)}
-        if "source_id" not in cols or table == "sources":
+        if "source_id" not in cols or table in ("sources", REGISTRY):
             continue
         if resume_line is not None and resume_line > 1:
             if "line_no" in cols:
                 store.execute(
-                    f"DELETE FROM {ident(table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
+                    f"DELETE FROM {native(store, table)} WHERE source_id = ? AND line_no >= ?",  # noqa: S608
                     [source_id, resume_line],
                 ).fetchall()
         else:
-            store.execute(f"DELETE FROM {ident(table)} WHERE source_id = ?", [source_id]).fetchall()  # noqa: S608
+            store.execute(f"DELETE FROM {native(store, table)} WHERE source_id = ?", [source_id]).fetchall()  # noqa: S608
     if resume_line is not None and resume_line > 1:
         store.execute(
             "UPDATE sources SET status = 'complete', resume_line = NULL WHERE source_id = ?", [source_id]
         ).fetchall()
     else:
+        # (an unfinished append registered no part: the parts of the lines before it stay)
+        unregister(store, source_id)
         store.execute("DELETE FROM sources WHERE source_id = ?", [source_id]).fetchall()
 
 
