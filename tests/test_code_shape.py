@@ -13,7 +13,6 @@ MAX_LINES = 150
 LONG = {
     ("parsers/journal/vector.py", "chunk"): 452,
     ("ingest.py", "ingest_file"): 318,
-    ("analysis/facts.py", "gather"): 164,
     ("engines/sglang/stream.py", "_errors"): 157,
 }
 

@@ -307,7 +307,7 @@ def _config_of(store: Store, incident: Incident, kill: datetime) -> dict[str, An
     return cfg[0] if cfg else None
 
 
-def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
+def gather(
     store: Store,
     incident: Incident,
     *,
@@ -315,6 +315,7 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     all_loads: list[LoadStats],
     offsets: list[ClockOffset],
 ) -> IncidentFacts:
+    """Everything the rules and the report need of one incident, read from the store."""
     kill = incident.ts
     assert kill is not None
     after = seconds_after(kill, incident.recovered_ts)
@@ -340,95 +341,100 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit:
-        facts.last_batch = _last_batch(store, incident, kill)
-        run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
-        limits = run_named_dicts(
-            store,
-            "limits_of",
-            {"unit": incident.unit, "since": run_start, "before": kill, "host": incident.host},
-        )
-        facts.limits = limits[0] if limits else None
-        facts.hicache = run_named_dicts(
-            store,
-            "hicache_allocs_before",
-            {"unit": incident.unit, "since": run_start, "before": kill, "host": incident.host},
-        )
-        queued = run_named_dicts(
-            store,
-            "queue_start_before",
-            {"unit": incident.unit, "since": tl.start, "before": kill, "host": incident.host},
-        )
-        if queued:
-            facts.queue_start_ts = queued[0]["ts"]
-            facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
-        incident.last_activity_ts = _last_activity(store, incident.unit, kill, incident.host)
-        until = incident.recovered_ts or kill + timedelta(hours=1)
-        facts.restarts = run_named_dicts(
-            store,
-            "unit_restarts",
-            {"unit": incident.unit, "since": kill, "until": until, "host": incident.host},
-        )
-        facts.earlier_peaks = run_named_dicts(
-            store, "unit_memory_peaks", {"unit": incident.unit, "before": kill, "host": incident.host}
-        )
-        killed = incident.killed_load
-        if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
-            facts.start_commands = run_named_dicts(
-                store,
-                "operator_before",
-                {"unit": incident.unit, "before": killed.start_ts, "host": incident.host},
-            )
-    if facts.last_batch:
-        incident.running_at_kill = facts.last_batch["running_req"]
-        incident.queued_at_kill = facts.last_batch["queue_req"]
-    if facts.restarts:
-        counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
-        incident.restart_count = max(counts) if counts else len(facts.restarts)
-        last = max(r["ts"] for r in facts.restarts)
-        if any(
-            ev.origin == "systemd"
-            and ev.unit == incident.unit
-            and ev.kind == "start_limit_hit"
-            and ev.ts >= last
-            for ev in tl.events
-        ):
-            # the last restart job ran into the start limit: that start never happened
-            incident.restart_count -= 1
+        _unit_facts(store, facts, kill)
+    _restarts(facts)
     # the history up to this incident (its recovery, or an hour on when none came): a report
     # written today reads the same after later nights are ingested
     until = incident.recovered_ts or kill + timedelta(hours=1)
     facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
     facts.k8s = k8s_facts(store, incident, until)
     if incident.recovery_unit:
-        facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
-        rec = incident.recovery_load
-        if rec is not None and rec.ready_ts is not None:
-            cfg = run_named_dicts(
-                store,
-                "server_config_of",
-                {"unit": incident.recovery_unit, "before": rec.ready_ts, "host": incident.host},
-            )
-            facts.recovery_config = cfg[0] if cfg else None
-            start = rec.start_ts or kill
-            facts.polls = run_named_dicts(
-                store,
-                "health_polls",
-                {"unit": incident.recovery_unit, "from": start, "to": rec.ready_ts, "host": incident.host},
-            )
+        _recovery_facts(store, facts, all_loads, until)
     _gpu_release(store, facts, released)
+    _cause_facts(store, facts, kill)
+    _summarise_timeline(facts)
+    return facts
+
+
+def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
+    """What the killed unit's own lines say before and around the kill."""
+    incident, tl = facts.incident, facts.timeline
+    unit, host = incident.unit, incident.host
+    assert unit is not None
+    facts.last_batch = _last_batch(store, incident, kill)
+    run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
+    window = {"unit": unit, "since": run_start, "before": kill, "host": host}
+    limits = run_named_dicts(store, "limits_of", window)
+    facts.limits = limits[0] if limits else None
+    facts.hicache = run_named_dicts(store, "hicache_allocs_before", window)
+    queued = run_named_dicts(store, "queue_start_before", {**window, "since": tl.start})
+    if queued:
+        facts.queue_start_ts = queued[0]["ts"]
+        facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
+    incident.last_activity_ts = _last_activity(store, unit, kill, host)
+    until = incident.recovered_ts or kill + timedelta(hours=1)
+    facts.restarts = run_named_dicts(
+        store, "unit_restarts", {"unit": unit, "since": kill, "until": until, "host": host}
+    )
+    facts.earlier_peaks = run_named_dicts(
+        store, "unit_memory_peaks", {"unit": unit, "before": kill, "host": host}
+    )
+    killed = incident.killed_load
+    if killed is not None and killed.start_ts is not None and killed.start_ts < tl.start:
+        facts.start_commands = run_named_dicts(
+            store, "operator_before", {"unit": unit, "before": killed.start_ts, "host": host}
+        )
+    if facts.last_batch:
+        incident.running_at_kill = facts.last_batch["running_req"]
+        incident.queued_at_kill = facts.last_batch["queue_req"]
+
+
+def _restarts(facts: IncidentFacts) -> None:
+    """The incident's restart count from systemd's restart jobs (one that hit the start limit
+    never happened)."""
+    incident = facts.incident
+    if not facts.restarts:
+        return
+    counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
+    incident.restart_count = max(counts) if counts else len(facts.restarts)
+    last = max(r["ts"] for r in facts.restarts)
+    if any(
+        ev.origin == "systemd" and ev.unit == incident.unit and ev.kind == "start_limit_hit" and ev.ts >= last
+        for ev in facts.timeline.events
+    ):
+        incident.restart_count -= 1
+
+
+def _recovery_facts(store: Store, facts: IncidentFacts, all_loads: list[LoadStats], until: datetime) -> None:
+    """The recovery unit's loads, its configuration and the health polls during its load."""
+    incident = facts.incident
+    facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
+    rec = incident.recovery_load
+    if rec is None or rec.ready_ts is None:
+        return
+    cfg = run_named_dicts(
+        store,
+        "server_config_of",
+        {"unit": incident.recovery_unit, "before": rec.ready_ts, "host": incident.host},
+    )
+    facts.recovery_config = cfg[0] if cfg else None
+    facts.polls = run_named_dicts(
+        store,
+        "health_polls",
+        {
+            "unit": incident.recovery_unit,
+            "from": rec.start_ts or incident.ts,
+            "to": rec.ready_ts,
+            "host": incident.host,
+        },
+    )
+
+
+def _cause_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
+    """The facts only some causes need."""
+    incident = facts.incident
     if incident.cause == "signal" and incident.unit:
-        facts.undated_kills = [
-            r
-            for r in run_named_dicts(store, "undated_kills")
-            if r["unit"] == incident.unit
-            and (r["host"] is None or incident.host is None or r["host"] == incident.host)
-        ]
-        if facts.undated_kills and "most likely this kill" not in incident.cause_explanation:
-            k = facts.undated_kills[0]
-            incident.cause_explanation += (
-                f" — but the kernel recorded an OOM kill of pid {k['victim_pid']} in this unit's cgroup whose "
-                "time could not be told (its boot is not dated by any journal given): most likely this kill"
-            )
+        _undated_kills(store, facts)
     if incident.cause == "gpu_fault":
         facts.fault_gpu_gone = _fault_gpu_gone(store, incident)
     if incident.cause in ("oomd", "earlyoom", "host_oom") and incident.unit:
@@ -453,15 +459,30 @@ def gather(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     if incident.cause == "timeout":
         stops = [
             ev
-            for ev in tl.events
+            for ev in facts.timeline.events
             if ev.origin == "systemd" and ev.unit == incident.unit and ev.kind == "stopping" and ev.ts <= kill
         ]
         if stops:
             facts.stop_ts, facts.stop_at = stops[-1].ts, (stops[-1].source_id, stops[-1].line_no)
     else:
         _stopped_to_start(facts)
-    _summarise_timeline(facts)
-    return facts
+
+
+def _undated_kills(store: Store, facts: IncidentFacts) -> None:
+    """A kill no OOM record dates: the unit's undated kernel OOM kills, most likely this one."""
+    incident = facts.incident
+    facts.undated_kills = [
+        r
+        for r in run_named_dicts(store, "undated_kills")
+        if r["unit"] == incident.unit
+        and (r["host"] is None or incident.host is None or r["host"] == incident.host)
+    ]
+    if facts.undated_kills and "most likely this kill" not in incident.cause_explanation:
+        k = facts.undated_kills[0]
+        incident.cause_explanation += (
+            f" — but the kernel recorded an OOM kill of pid {k['victim_pid']} in this unit's cgroup whose "
+            "time could not be told (its boot is not dated by any journal given): most likely this kill"
+        )
 
 
 def _fault_gpu_gone(store: Store, inc: Incident) -> tuple[datetime, datetime] | None:
