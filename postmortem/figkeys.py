@@ -48,59 +48,76 @@ def digest(*parts: object) -> str | None:
     return h.hexdigest()
 
 
-def _feed(h: Any, v: object) -> None:  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
+def _put(h: Any, tag: bytes, body: str) -> None:
     # every value is written as a type tag and a length-prefixed body, so no two different
     # values write the same bytes (a list of two strings is not one string with a comma)
-    def put(tag: bytes, body: str) -> None:
-        b = body.encode("utf-8", "surrogatepass")
-        h.update(tag + len(b).to_bytes(8, "little") + b)
+    b = body.encode("utf-8", "surrogatepass")
+    h.update(tag + len(b).to_bytes(8, "little") + b)
 
+
+def _feed(h: Any, v: object) -> None:
+    if not _feed_scalar(h, v):
+        _feed_compound(h, v)
+
+
+def _feed_scalar(h: Any, v: object) -> bool:
+    """Write ``v`` when it is a single value; ``False`` (nothing written) when it is not."""
     if v is None or isinstance(v, (bool, int, float, Decimal)):  # bool before int: True != 1
-        put(type(v).__name__.encode(), repr(v))
+        _put(h, type(v).__name__.encode(), repr(v))
     elif isinstance(v, str):
-        put(b"s", v)
+        _put(h, b"s", v)
     elif isinstance(v, (bytes, bytearray)):
-        put(b"b", v.hex())
+        _put(h, b"b", v.hex())
     elif isinstance(v, Enum):
-        put(b"e", f"{type(v).__qualname__}.{v.name}")
+        _put(h, b"e", f"{type(v).__qualname__}.{v.name}")
     elif isinstance(v, datetime):  # the instant and its offset; the zone itself below
-        put(b"dt", v.isoformat())
+        _put(h, b"dt", v.isoformat())
         if v.tzinfo is not None:
             _feed(h, v.tzinfo)
     elif isinstance(v, (date, time, timedelta)):
-        put(type(v).__name__.encode(), repr(v))
+        _put(h, type(v).__name__.encode(), repr(v))
     elif isinstance(v, tzinfo):  # a zone by its name; a fixed offset by its repr (which has it)
-        put(b"tz", v.key if isinstance(v, ZoneInfo) and v.key else repr(v))
+        _put(h, b"tz", v.key if isinstance(v, ZoneInfo) and v.key else repr(v))
     elif isinstance(v, PurePath):
-        put(b"p", str(v))
-    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        fields = [(f.name, getattr(v, f.name)) for f in dataclasses.fields(v)]
-        put(b"dc", f"{type(v).__module__}.{type(v).__qualname__}/{len(fields)}")
-        if all(type(x) in _ATOMS for _, x in fields):
-            put(b"f*", repr(fields))
-            return
-        for name, x in fields:
-            put(b"f", name)
-            _feed(h, x)
+        _put(h, b"p", str(v))
+    else:
+        return False
+    return True
+
+
+def _feed_compound(h: Any, v: object) -> None:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        _feed_dataclass(h, v)
     elif isinstance(v, (list, tuple)):
         tag = b"l" if isinstance(v, list) else b"t"
         if all(type(x) in _ATOMS for x in v):  # a time series' point: its repr, in C
-            put(tag + b"*", repr(v))
+            _put(h, tag + b"*", repr(v))
             return
-        put(tag, str(len(v)))
+        _put(h, tag, str(len(v)))
         for x in v:
             _feed(h, x)
     elif isinstance(v, dict):  # in order: the order of a dict's items can change a figure
-        put(b"d", str(len(v)))
+        _put(h, b"d", str(len(v)))
         for k, x in v.items():
             _feed(h, k)
             _feed(h, x)
     elif isinstance(v, (set, frozenset)):  # no order of their own: sorted by their digests
-        put(b"set", str(len(v)))
+        _put(h, b"set", str(len(v)))
         for d in sorted(digest(x) or _raise(x) for x in v):
-            put(b"m", d)
+            _put(h, b"m", d)
     else:
         _raise(v)
+
+
+def _feed_dataclass(h: Any, v: Any) -> None:
+    fields = [(f.name, getattr(v, f.name)) for f in dataclasses.fields(v)]
+    _put(h, b"dc", f"{type(v).__module__}.{type(v).__qualname__}/{len(fields)}")
+    if all(type(x) in _ATOMS for _, x in fields):
+        _put(h, b"f*", repr(fields))
+        return
+    for name, x in fields:
+        _put(h, b"f", name)
+        _feed(h, x)
 
 
 def _raise(v: object) -> str:

@@ -91,112 +91,149 @@ class DcgmExporter(Parser):
         hits = sum(1 for ln in head.lines if ln.startswith(("DCGM_FI_", "# HELP DCGM_", "# TYPE DCGM_")))
         return 95 if hits else 0
 
-    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 22 > 15: listed in docs/dev/README.md
-        snaps = Snapshots(ctx)
-        gpus: dict[tuple[str, ...], _Gpu] = {}
-        seen_metrics: set[str] = set()
-        last_xid: dict[tuple[str | None, str | None, int | None], int] = {}
-        scrape: Stamp | None = None
-        skipped_mig = False
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        reader = _Reader(ctx)
         for chunk in chunks:
             for line_no, line in chunk:
-                if line.startswith("#"):
-                    if line.startswith(("# HELP ", "# TYPE ")):
-                        metric = line[7:].split(" ", 1)[0]
-                        if metric in seen_metrics:
-                            yield from self._flush(gpus, ctx)
-                            seen_metrics.clear()
-                            scrape = None
-                    ctx.ignored()
-                    continue
-                if not line.startswith("DCGM_"):
-                    got = snaps.feed(line_no, line)
-                    if got is not False:
-                        if snaps.pending is not None:
-                            yield from self._flush(gpus, ctx)
-                            seen_metrics.clear()
-                            scrape = None
-                        if got is not True:
-                            yield got
-                        continue
-                    if line[:1].isalpha() and _LINE.fullmatch(line):
-                        ctx.ignored()  # another exporter's metric
-                        continue
-                    yield ctx.issue(line_no, "not a Prometheus metrics line", line)
-                    continue
-                m = _LINE.fullmatch(line)
-                if m is None:
-                    yield ctx.issue(line_no, "unreadable metrics line", line)
-                    continue
-                metric, label_text, value_text, ts_ms = m.groups()
-                column = METRICS.get(metric)
-                if column is None and metric != XID_METRIC:
-                    ctx.ignored()
-                    continue
-                labels = dict(_LABEL.findall(label_text or ""))
-                if labels.get("GPU_I_ID"):
-                    if not skipped_mig:
-                        skipped_mig = True
-                        ctx.note("dcgm-exporter: MIG instance series (GPU_I_ID) skipped")
-                    ctx.ignored()
-                    continue
-                if ts_ms is not None:
-                    stamp = Stamp(epoch_seconds(int(ts_ms) / 1000), ts_ms, None)
-                else:
-                    if scrape is None:
-                        scrape = snaps.take()
-                    stamp = scrape
-                value = _value(value_text)
-                if metric == XID_METRIC:
-                    g = _Gpu(line_no, labels, stamp, ctx.host)
-                    key3 = (g.uuid, g.bus, g.index)
-                    code = int(value) if value is not None else 0
-                    ctx.parsed()
-                    if code and last_xid.get(key3) != code:
-                        msg = (
-                            labels.get("err_msg")
-                            or f"{XID_METRIC}={code} (dcgm-exporter: last Xid of the GPU)"
-                        )
-                        yield GpuXid(
-                            line_no, stamp.ts, stamp.raw, stamp.inferred, None, g.host, xid_bus_id(g.bus), code,
-                            None, None, msg,
-                        )  # fmt: skip
-                    last_xid[key3] = code
-                    continue
-                key = (
-                    labels.get("Hostname") or labels.get("hostname") or "",
-                    labels.get("gpu", ""),
-                    labels.get("UUID") or labels.get("uuid") or "",
-                    ts_ms or "",
-                )
-                gpu = gpus.get(key)
-                if gpu is not None and column in gpu.values:
-                    yield from self._flush(gpus, ctx)  # the same series again: a new scrape
-                    seen_metrics.clear()
-                    if ts_ms is None:
-                        scrape = snaps.take()
-                        stamp = scrape
-                    gpu = None
-                if gpu is None:
-                    gpu = gpus[key] = _Gpu(line_no, labels, stamp, ctx.host)
-                seen_metrics.add(metric)
-                gpu.values[column] = value  # type: ignore[index]
-                ctx.parsed()
-        yield from self._flush(gpus, ctx)
+                yield from reader.line(line_no, line)
+        yield from _flush(reader.gpus, ctx)
 
-    @staticmethod
-    def _flush(gpus: dict[tuple[str, ...], _Gpu], ctx: ParseContext) -> Iterator[Output]:
-        for g in sorted(gpus.values(), key=lambda g: g.line_no):
-            v = g.values
 
-            def i(col: str, v: dict[str, float | None] = v) -> int | None:
-                x = v.get(col)
-                return round(x) if x is not None else None
+class _Reader:
+    """One file's state: the GPUs of the scrape being read, the metrics it has, the last Xids."""
 
-            st = g.stamp
-            yield GpuSample(
-                g.line_no, st.ts, st.raw, st.inferred, g.host, g.index, g.uuid, g.bus, g.name,
-                i("mem_used_mib"), i("mem_total_mib"), i("mem_free_mib"), i("mem_reserved_mib"),
-                v.get("util_gpu_pct"), v.get("util_mem_pct"), v.get("temp_c"), v.get("power_w"), None, g.driver,
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.snaps = Snapshots(ctx)
+        self.gpus: dict[tuple[str, ...], _Gpu] = {}
+        self.seen_metrics: set[str] = set()
+        self.last_xid: dict[tuple[str | None, str | None, int | None], int] = {}
+        self.scrape: Stamp | None = None
+        self.skipped_mig = False
+
+    def _next_scrape(self) -> Iterator[Output]:
+        yield from _flush(self.gpus, self.ctx)
+        self.seen_metrics.clear()
+
+    def line(self, line_no: int, line: str) -> Iterator[Output]:
+        ctx = self.ctx
+        if line.startswith("#"):
+            yield from self._comment(line)
+            return
+        if not line.startswith("DCGM_"):
+            yield from self._other(line_no, line)
+            return
+        m = _LINE.fullmatch(line)
+        if m is None:
+            yield ctx.issue(line_no, "unreadable metrics line", line)
+            return
+        metric, label_text, value_text, ts_ms = m.groups()
+        column = METRICS.get(metric)
+        if column is None and metric != XID_METRIC:
+            ctx.ignored()
+            return
+        labels = dict(_LABEL.findall(label_text or ""))
+        if labels.get("GPU_I_ID"):
+            self._mig()
+            return
+        if ts_ms is not None:
+            stamp = Stamp(epoch_seconds(int(ts_ms) / 1000), ts_ms, None)
+        else:
+            if self.scrape is None:
+                self.scrape = self.snaps.take()
+            stamp = self.scrape
+        value = _value(value_text)
+        if column is None:  # the Xid metric
+            yield from self._xid(line_no, labels, stamp, value)
+            return
+        yield from self._sample(line_no, metric, column, labels, stamp, ts_ms, value)
+
+    def _comment(self, line: str) -> Iterator[Output]:
+        if line.startswith(("# HELP ", "# TYPE ")):
+            metric = line[7:].split(" ", 1)[0]
+            if metric in self.seen_metrics:
+                yield from self._next_scrape()
+                self.scrape = None
+        self.ctx.ignored()
+
+    def _other(self, line_no: int, line: str) -> Iterator[Output]:
+        ctx = self.ctx
+        got = self.snaps.feed(line_no, line)
+        if got is not False:
+            if self.snaps.pending is not None:
+                yield from self._next_scrape()
+                self.scrape = None
+            if got is not True:
+                yield got
+            return
+        if line[:1].isalpha() and _LINE.fullmatch(line):
+            ctx.ignored()  # another exporter's metric
+            return
+        yield ctx.issue(line_no, "not a Prometheus metrics line", line)
+
+    def _mig(self) -> None:
+        if not self.skipped_mig:
+            self.skipped_mig = True
+            self.ctx.note("dcgm-exporter: MIG instance series (GPU_I_ID) skipped")
+        self.ctx.ignored()
+
+    def _xid(
+        self, line_no: int, labels: dict[str, str], stamp: Stamp, value: float | None
+    ) -> Iterator[Output]:
+        g = _Gpu(line_no, labels, stamp, self.ctx.host)
+        key3 = (g.uuid, g.bus, g.index)
+        code = int(value) if value is not None else 0
+        self.ctx.parsed()
+        if code and self.last_xid.get(key3) != code:
+            msg = labels.get("err_msg") or f"{XID_METRIC}={code} (dcgm-exporter: last Xid of the GPU)"
+            yield GpuXid(
+                line_no, stamp.ts, stamp.raw, stamp.inferred, None, g.host, xid_bus_id(g.bus), code,
+                None, None, msg,
             )  # fmt: skip
-        gpus.clear()
+        self.last_xid[key3] = code
+
+    def _sample(
+        self,
+        line_no: int,
+        metric: str,
+        column: str,
+        labels: dict[str, str],
+        stamp: Stamp,
+        ts_ms: str | None,
+        value: float | None,
+    ) -> Iterator[Output]:
+        key = (
+            labels.get("Hostname") or labels.get("hostname") or "",
+            labels.get("gpu", ""),
+            labels.get("UUID") or labels.get("uuid") or "",
+            ts_ms or "",
+        )
+        gpu = self.gpus.get(key)
+        if gpu is not None and column in gpu.values:
+            yield from self._next_scrape()  # the same series again: a new scrape
+            if ts_ms is None:
+                self.scrape = self.snaps.take()
+                stamp = self.scrape
+            gpu = None
+        if gpu is None:
+            gpu = self.gpus[key] = _Gpu(line_no, labels, stamp, self.ctx.host)
+        self.seen_metrics.add(metric)
+        gpu.values[column] = value
+        self.ctx.parsed()
+
+
+def _flush(gpus: dict[tuple[str, ...], _Gpu], ctx: ParseContext) -> Iterator[Output]:
+    for g in sorted(gpus.values(), key=lambda g: g.line_no):
+        v = g.values
+
+        def i(col: str, v: dict[str, float | None] = v) -> int | None:
+            x = v.get(col)
+            return round(x) if x is not None else None
+
+        st = g.stamp
+        yield GpuSample(
+            g.line_no, st.ts, st.raw, st.inferred, g.host, g.index, g.uuid, g.bus, g.name,
+            i("mem_used_mib"), i("mem_total_mib"), i("mem_free_mib"), i("mem_reserved_mib"),
+            v.get("util_gpu_pct"), v.get("util_mem_pct"), v.get("temp_c"), v.get("power_w"), None, g.driver,
+        )  # fmt: skip
+    gpus.clear()

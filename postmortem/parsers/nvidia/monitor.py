@@ -48,90 +48,11 @@ class _Monitor(Parser):
                 return 0
         return 0
 
-    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 23 > 15: listed in docs/dev/README.md
-        snaps = Snapshots(ctx, epoch=False)
-        names: list[str] | None = None
-        if ctx.columns:
-            names = [c.strip().lower() for c in ctx.columns]
-        pos: dict[str, int] = {}
-        if names:
-            pos = {n: i for i, n in enumerate(names)}
-        days: DayInference | None = None
-        day_flag: str | None = None
-        zone = ctx.zone
-        host = ctx.host
-        last_key = ""
-        last_stamp = NO_STAMP
-        noted = False
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        reader = _Reader(self, ctx)
         for chunk in chunks:
             for line_no, line in chunk:
-                if not line or line[0] == "#":
-                    if line:
-                        got = _names(line)
-                        if got is not None:
-                            names = got
-                            pos = {n: i for i, n in enumerate(names)}
-                    ctx.ignored()
-                    continue
-                parts = line.split()
-                if not parts:
-                    ctx.ignored()
-                    continue
-                if names is None or (not parts[0][0].isdigit() and parts[0] != "-"):
-                    got_event = snaps.feed(line_no, line)
-                    if got_event is True:
-                        continue
-                    if got_event is not False:
-                        yield got_event
-                        continue
-                    reason = "row before any '#' header line" if names is None else "not a dmon/pmon row"
-                    yield ctx.issue(line_no, reason, line)
-                    continue
-                n = len(names)
-                if self.kind == "pmon" and len(parts) > n and names[-1] == "command":
-                    parts = [*parts[: n - 1], " ".join(parts[n - 1 :])]
-                if len(parts) != n:
-                    yield ctx.issue(line_no, f"{len(parts)} columns, header has {n} (cut?)", line)
-                    continue
-                # time
-                di = pos.get("date")
-                ti = pos.get("time")
-                if ti is not None:
-                    key = (parts[di] if di is not None else "") + parts[ti]
-                    if key != last_key:
-                        last_key = key
-                        got_stamp = self._stamp(parts, di, ti, ctx)
-                        if got_stamp is None and di is None:
-                            tod = _tod(parts[ti])
-                            if tod is not None:
-                                if days is None:
-                                    days, day_flag = _days(ctx, tod)
-                                if days is not None:
-                                    d = days.date_for(tod)
-                                    naive = datetime(  # noqa: DTZ001
-                                        d.year, d.month, d.day, tod // 3600, tod // 60 % 60, tod % 60
-                                    )
-                                    got_stamp = Stamp(localize(naive, zone), parts[ti], day_flag)
-                                    if not noted:
-                                        noted = True
-                                        ctx.note(
-                                            f"{self.kind} -o T without dates: the date comes from {day_flag}"
-                                        )
-                        last_stamp = got_stamp or snaps.current()
-                    stamp = last_stamp
-                else:
-                    stamp = snaps.current()
-                    if not noted:
-                        noted = True
-                        ctx.note(
-                            f"{self.kind} without -o DT: every row takes the time {stamp.inferred or 'unknown'}"
-                        )
-                out = self._row(parts, pos, stamp, line_no, host)
-                if out is None:
-                    ctx.ignored()  # pmon: a GPU without processes (pid "-")
-                    continue
-                ctx.parsed()
-                yield out
+                yield from reader.line(line_no, line)
 
     @staticmethod
     def _stamp(parts: list[str], di: int | None, ti: int, ctx: ParseContext) -> Stamp | None:
@@ -150,6 +71,108 @@ class _Monitor(Parser):
         self, parts: list[str], pos: dict[str, int], stamp: Stamp, line_no: int, host: str | None
     ) -> GpuSample | GpuProcess | None:
         raise NotImplementedError
+
+
+class _Reader:
+    """One file's state: the header's columns, the day of ``-o T`` rows, the last row's time."""
+
+    def __init__(self, parser: _Monitor, ctx: ParseContext) -> None:
+        self.parser = parser
+        self.ctx = ctx
+        self.snaps = Snapshots(ctx, epoch=False)
+        self.names: list[str] | None = None
+        if ctx.columns:
+            self.names = [c.strip().lower() for c in ctx.columns]
+        self.pos: dict[str, int] = {}
+        if self.names:
+            self.pos = {n: i for i, n in enumerate(self.names)}
+        self.days: DayInference | None = None
+        self.day_flag: str | None = None
+        self.last_key = ""
+        self.last_stamp = NO_STAMP
+        self.noted = False
+
+    def line(self, line_no: int, line: str) -> Iterator[Output]:
+        ctx = self.ctx
+        if not line or line[0] == "#":
+            self._header(line)
+            return
+        parts = line.split()
+        if not parts:
+            ctx.ignored()
+            return
+        names = self.names
+        if names is None or (not parts[0][0].isdigit() and parts[0] != "-"):
+            yield from self._other(line_no, line)
+            return
+        n = len(names)
+        if self.parser.kind == "pmon" and len(parts) > n and names[-1] == "command":
+            parts = [*parts[: n - 1], " ".join(parts[n - 1 :])]
+        if len(parts) != n:
+            yield ctx.issue(line_no, f"{len(parts)} columns, header has {n} (cut?)", line)
+            return
+        out = self.parser._row(parts, self.pos, self._time(parts), line_no, ctx.host)
+        if out is None:
+            ctx.ignored()  # pmon: a GPU without processes (pid "-")
+            return
+        ctx.parsed()
+        yield out
+
+    def _header(self, line: str) -> None:
+        if line:
+            got = _names(line)
+            if got is not None:
+                self.names = got
+                self.pos = {n: i for i, n in enumerate(got)}
+        self.ctx.ignored()
+
+    def _other(self, line_no: int, line: str) -> Iterator[Output]:
+        got_event = self.snaps.feed(line_no, line)
+        if got_event is True:
+            return
+        if got_event is not False:
+            yield got_event
+            return
+        reason = "row before any '#' header line" if self.names is None else "not a dmon/pmon row"
+        yield self.ctx.issue(line_no, reason, line)
+
+    def _note(self, text: str) -> None:
+        if not self.noted:
+            self.noted = True
+            self.ctx.note(text)
+
+    def _time(self, parts: list[str]) -> Stamp:
+        di = self.pos.get("date")
+        ti = self.pos.get("time")
+        if ti is None:
+            stamp = self.snaps.current()
+            self._note(
+                f"{self.parser.kind} without -o DT: every row takes the time {stamp.inferred or 'unknown'}"
+            )
+            return stamp
+        key = (parts[di] if di is not None else "") + parts[ti]
+        if key != self.last_key:
+            self.last_key = key
+            got_stamp = self.parser._stamp(parts, di, ti, self.ctx)
+            if got_stamp is None and di is None:
+                got_stamp = self._time_of_day(parts[ti])
+            self.last_stamp = got_stamp or self.snaps.current()
+        return self.last_stamp
+
+    def _time_of_day(self, text: str) -> Stamp | None:
+        """A ``-o T`` time without a date, on the day ``--at`` or the file's mtime gives."""
+        tod = _tod(text)
+        if tod is None:
+            return None
+        if self.days is None:
+            self.days, self.day_flag = _days(self.ctx, tod)
+        if self.days is None:
+            return None
+        d = self.days.date_for(tod)
+        naive = datetime(d.year, d.month, d.day, tod // 3600, tod // 60 % 60, tod % 60)  # noqa: DTZ001
+        stamp = Stamp(localize(naive, self.ctx.zone), text, self.day_flag)
+        self._note(f"{self.parser.kind} -o T without dates: the date comes from {self.day_flag}")
+        return stamp
 
 
 def _tod(text: str) -> int | None:

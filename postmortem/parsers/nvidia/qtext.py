@@ -100,144 +100,172 @@ class NvidiaSmiQ(Parser):
             return 80
         return 0
 
-    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 31 > 15: listed in docs/dev/README.md
-        snaps = Snapshots(ctx)
-        stamp: Stamp | None = None
-        driver: str | None = None
-        gpu: _Gpu | None = None
-        stack: list[str] = []
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        reader = _Reader(ctx)
         for chunk in chunks:
             for line_no, line in chunk:
-                stripped = line.strip()
-                if not stripped:
-                    ctx.ignored()
-                    continue
-                if "NVSMI LOG" in stripped and stripped.startswith("="):
-                    if gpu is not None:
-                        yield from self._flush(gpu, stamp, driver, ctx)
-                        gpu = None
-                    stamp = snaps.take()
-                    driver = None
-                    stack = []
-                    ctx.ignored()
-                    continue
-                indent = len(line) - len(line.lstrip(" "))
-                level = indent // 4
-                sep = line.find(" : ")
-                if sep < 0 and stripped.endswith(" :"):
-                    key, value = stripped[:-2].strip(), ""
-                elif sep >= 0:
-                    key, value = line[:sep].strip(), line[sep + 3 :].strip()
-                else:
-                    key, value = stripped, None
-                if level == 0:
-                    if value is None:
-                        m = _GPU_LINE.fullmatch(stripped)
-                        if m is not None:
-                            if gpu is not None:
-                                yield from self._flush(gpu, stamp, driver, ctx)
-                            if stamp is None:
-                                stamp = snaps.take()
-                            gpu = _Gpu(line_no, normalise_bus_id(m.group(1)))
-                            stack = ["GPU"]
-                            ctx.parsed()
-                            continue
-                        got = snaps.feed(line_no, line)
-                        if got is not False:
-                            if gpu is not None and snaps.pending is not None:
-                                yield from self._flush(gpu, stamp, driver, ctx)
-                                gpu = None
-                                stamp = None
-                            if got is not True:
-                                yield got
-                            continue
-                        yield ctx.issue(line_no, "not a line of nvidia-smi -q output", line)
-                        continue
-                    if key == "Timestamp":
-                        got_stamp = ctime_stamp(value, ctx)
-                        if got_stamp is not None:
-                            stamp = got_stamp
-                            ctx.parsed()
-                            continue
-                        yield ctx.issue(line_no, "unreadable -q Timestamp", line)
-                        continue
-                    if key == "Driver Version" or (key == "KMD Version" and driver is None):
-                        driver = driver_text(value)
-                        ctx.parsed()
-                        continue
-                    if gpu is not None:
-                        yield from self._flush(gpu, stamp, driver, ctx)
-                        gpu = None
-                    stack = [key]
-                    ctx.ignored()
-                    continue
-                if gpu is None:
-                    ctx.ignored()  # a section outside a GPU block (e.g. -d restricted header parts)
-                    continue
-                del stack[level:]
-                while len(stack) < level:
-                    stack.append("")
-                section = stack[level - 1] if level >= 2 else ""
-                stack.append(key)
-                if value is None:
-                    ctx.ignored()
-                    continue
-                if is_error(value):
-                    gpu.errors.append(f"{section + ' / ' if section else ''}{key}")
-                field = _GPU_KEYS.get((section, key))
-                if field is not None:
-                    gpu.values.setdefault(field, value)
-                    ctx.parsed()
-                    continue
-                top = stack[1] if len(stack) > 1 else ""
-                if top == "Processes":
-                    if level == 2 and key in _PROC_KEYS:
-                        procs = gpu.procs
-                        if (
-                            key == "GPU instance ID"
-                            or not procs
-                            or (key == "Process ID" and "pid" in procs[-1])
-                        ):
-                            procs.append({"line_no": line_no})
-                        if key == "Process ID":
-                            procs[-1]["pid"] = integer(value)
-                            procs[-1]["line_no"] = line_no
-                        ctx.parsed()
-                        continue
-                    sub = _PROC_SUB.get(key)
-                    if sub is not None and gpu.procs and level >= 3:
-                        gpu.procs[-1][sub] = value
-                        ctx.parsed()
-                        continue
-                ctx.ignored()
-        if gpu is not None:
-            yield from self._flush(gpu, stamp, driver, ctx)
+                yield from reader.line(line_no, line)
+        yield from reader.end_gpu()
 
-    @staticmethod
-    def _flush(gpu: _Gpu, stamp: Stamp | None, driver: str | None, ctx: ParseContext) -> Iterator[Output]:
-        st = stamp or NO_STAMP
-        v = gpu.values
-        bus = gpu.bus or normalise_bus_id(v.get("bus"))
-        power = number(v["power"]) if "power" in v else None
-        if power is None and "power_inst" in v:
-            power = number(v["power_inst"])
-        uuid = text_value(v["uuid"]) if "uuid" in v else None
-        yield GpuSample(
-            gpu.line_no, st.ts, st.raw, st.inferred, ctx.host, None, uuid, bus,
-            text_value(v["name"]) if "name" in v else None,
-            mib(v.get("used", "")), mib(v.get("total", "")), mib(v.get("free", "")), mib(v.get("reserved", "")),
-            number(v.get("util_gpu", "")), number(v.get("util_mem", "")), number(v.get("temp", "")), power,
-            text_value(v["pstate"]) if "pstate" in v else None, driver,
+
+def _split(line: str, stripped: str) -> tuple[str, str | None]:
+    """``Key : value`` → (key, value); ``Key :`` → (key, ""); a bare ``Section`` → (it, None)."""
+    sep = line.find(" : ")
+    if sep < 0 and stripped.endswith(" :"):
+        return stripped[:-2].strip(), ""
+    if sep >= 0:
+        return line[:sep].strip(), line[sep + 3 :].strip()
+    return stripped, None
+
+
+class _Reader:
+    """One file's state: the log's time and driver, the GPU block being read, its sections."""
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.snaps = Snapshots(ctx)
+        self.stamp: Stamp | None = None
+        self.driver: str | None = None
+        self.gpu: _Gpu | None = None
+        self.stack: list[str] = []
+
+    def end_gpu(self) -> Iterator[Output]:
+        if self.gpu is not None:
+            yield from _flush(self.gpu, self.stamp, self.driver, self.ctx)
+            self.gpu = None
+
+    def line(self, line_no: int, line: str) -> Iterator[Output]:
+        stripped = line.strip()
+        if not stripped:
+            self.ctx.ignored()
+            return
+        if "NVSMI LOG" in stripped and stripped.startswith("="):
+            yield from self.end_gpu()
+            self.stamp = self.snaps.take()
+            self.driver = None
+            self.stack = []
+            self.ctx.ignored()
+            return
+        level = (len(line) - len(line.lstrip(" "))) // 4
+        key, value = _split(line, stripped)
+        if level > 0:
+            self._nested(line_no, level, key, value)
+        elif value is None:
+            yield from self._bare(line_no, line, stripped)
+        else:
+            yield from self._top(line_no, line, key, value)
+
+    def _bare(self, line_no: int, line: str, stripped: str) -> Iterator[Output]:
+        """A line at the left margin without a value: a GPU block's start, a date, or junk."""
+        ctx, snaps = self.ctx, self.snaps
+        m = _GPU_LINE.fullmatch(stripped)
+        if m is not None:
+            if self.gpu is not None:
+                yield from _flush(self.gpu, self.stamp, self.driver, ctx)
+            if self.stamp is None:
+                self.stamp = snaps.take()
+            self.gpu = _Gpu(line_no, normalise_bus_id(m.group(1)))
+            self.stack = ["GPU"]
+            ctx.parsed()
+            return
+        got = snaps.feed(line_no, line)
+        if got is False:
+            yield ctx.issue(line_no, "not a line of nvidia-smi -q output", line)
+            return
+        if self.gpu is not None and snaps.pending is not None:
+            yield from self.end_gpu()
+            self.stamp = None
+        if got is not True:
+            yield got
+
+    def _top(self, line_no: int, line: str, key: str, value: str) -> Iterator[Output]:
+        """``Key : value`` at the left margin: the log's time, its driver, or another section."""
+        ctx = self.ctx
+        if key == "Timestamp":
+            got_stamp = ctime_stamp(value, ctx)
+            if got_stamp is None:
+                yield ctx.issue(line_no, "unreadable -q Timestamp", line)
+                return
+            self.stamp = got_stamp
+            ctx.parsed()
+            return
+        if key == "Driver Version" or (key == "KMD Version" and self.driver is None):
+            self.driver = driver_text(value)
+            ctx.parsed()
+            return
+        yield from self.end_gpu()
+        self.stack = [key]
+        ctx.ignored()
+
+    def _nested(self, line_no: int, level: int, key: str, value: str | None) -> None:
+        """An indented line: a GPU's value, kept when its (section, key) is one we read."""
+        ctx, gpu, stack = self.ctx, self.gpu, self.stack
+        if gpu is None:
+            ctx.ignored()  # a section outside a GPU block (e.g. -d restricted header parts)
+            return
+        del stack[level:]
+        while len(stack) < level:
+            stack.append("")
+        section = stack[level - 1] if level >= 2 else ""
+        stack.append(key)
+        if value is None:
+            ctx.ignored()
+            return
+        if is_error(value):
+            gpu.errors.append(f"{section + ' / ' if section else ''}{key}")
+        field = _GPU_KEYS.get((section, key))
+        if field is not None:
+            gpu.values.setdefault(field, value)
+            ctx.parsed()
+            return
+        top = stack[1] if len(stack) > 1 else ""
+        if top == "Processes" and _process(gpu, line_no, level, key, value):
+            ctx.parsed()
+            return
+        ctx.ignored()
+
+
+def _process(gpu: _Gpu, line_no: int, level: int, key: str, value: str) -> bool:
+    """Read a line under ``Processes``; ``False`` when it is not one we keep."""
+    procs = gpu.procs
+    if level == 2 and key in _PROC_KEYS:
+        if key == "GPU instance ID" or not procs or (key == "Process ID" and "pid" in procs[-1]):
+            procs.append({"line_no": line_no})
+        if key == "Process ID":
+            procs[-1]["pid"] = integer(value)
+            procs[-1]["line_no"] = line_no
+        return True
+    sub = _PROC_SUB.get(key)
+    if sub is not None and procs and level >= 3:
+        procs[-1][sub] = value
+        return True
+    return False
+
+
+def _flush(gpu: _Gpu, stamp: Stamp | None, driver: str | None, ctx: ParseContext) -> Iterator[Output]:
+    st = stamp or NO_STAMP
+    v = gpu.values
+    bus = gpu.bus or normalise_bus_id(v.get("bus"))
+    power = number(v["power"]) if "power" in v else None
+    if power is None and "power_inst" in v:
+        power = number(v["power_inst"])
+    uuid = text_value(v["uuid"]) if "uuid" in v else None
+    yield GpuSample(
+        gpu.line_no, st.ts, st.raw, st.inferred, ctx.host, None, uuid, bus,
+        text_value(v["name"]) if "name" in v else None,
+        mib(v.get("used", "")), mib(v.get("total", "")), mib(v.get("free", "")), mib(v.get("reserved", "")),
+        number(v.get("util_gpu", "")), number(v.get("util_mem", "")), number(v.get("temp", "")), power,
+        text_value(v["pstate"]) if "pstate" in v else None, driver,
+    )  # fmt: skip
+    for proc in gpu.procs:
+        if "pid" not in proc:
+            continue
+        name = text_value(str(proc.get("name", "")))
+        ptype = text_value(str(proc.get("type", "")))
+        yield GpuProcess(
+            int(str(proc["line_no"])), st.ts, st.raw, st.inferred, ctx.host, None, uuid, bus,
+            proc["pid"],  # type: ignore[arg-type]
+            name, mib(str(proc.get("used", ""))), False, ptype,
         )  # fmt: skip
-        for proc in gpu.procs:
-            if "pid" not in proc:
-                continue
-            name = text_value(str(proc.get("name", "")))
-            ptype = text_value(str(proc.get("type", "")))
-            yield GpuProcess(
-                int(str(proc["line_no"])), st.ts, st.raw, st.inferred, ctx.host, None, uuid, bus,
-                proc["pid"],  # type: ignore[arg-type]
-                name, mib(str(proc.get("used", ""))), False, ptype,
-            )  # fmt: skip
-        if gpu.errors:
-            yield error_event(gpu.line_no, st, ctx.host, bus, f"GPU {bus}", gpu.errors)
+    if gpu.errors:
+        yield error_event(gpu.line_no, st, ctx.host, bus, f"GPU {bus}", gpu.errors)

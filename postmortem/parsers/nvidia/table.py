@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 from ...records import GpuProcess, GpuSample
 from ..base import Head, LineChunk, Output, ParseContext, Parser
@@ -32,6 +32,21 @@ _PROC = re.compile(
     r"(\d+MiB|\d*\.\.\.|N/A|ERR!)\s*"
 )
 _ERR = "ERR!"
+#: a one-cell section title (the text before its ':') → the section it opens
+_SECTIONS = {"Processes": "procs", "MIG devices": "mig"}
+
+
+def _is_caption(stripped: str) -> bool:
+    """A one-cell row that is no data: empty, a process table's column names, the no-process line."""
+    return (
+        not stripped
+        or stripped.startswith(("GPU ", "ID ", "No running processes found"))
+        or stripped == "Usage"
+        or "Process name" in stripped
+        or (stripped.endswith("Usage") and stripped.startswith("ID"))
+    )
+
+
 #: the first row of a GPU, waiting for its second: line number, index, name, bus id
 _Row1 = tuple[int, int, str, str | None]
 #: fan, temperature, perf, power, cap, used MiB, total MiB, utilisation, memory cell is ERR!
@@ -107,133 +122,12 @@ class NvidiaSmiTable(Parser):
             return 60
         return 0
 
-    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 34 > 15: listed in docs/dev/README.md
-        snaps = Snapshots(ctx)
-        snap: _Snap | None = None
-        pending: _Row1 | None = None
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
+        reader = _Reader(self, ctx)
         for chunk in chunks:
             for line_no, line in chunk:
-                bar = line.find("|")
-                if bar < 0:
-                    bar = line.find("+-")
-                    if bar < 0:
-                        if pending is not None:
-                            yield from self._flush(pending, None, snap, ctx)
-                            pending = None
-                        got = snaps.feed(line_no, line)
-                        if got is True:
-                            if snaps.pending is not None:
-                                snap = None  # a date line / banner: the next table is a new snapshot
-                            continue
-                        if got is not False:
-                            yield got
-                            continue
-                        yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
-                        continue
-                t = line[bar:].rstrip()
-                if len(t) < 2:
-                    yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
-                    continue
-                second = t[1]
-                if t[0] == "+" or second in "-=":
-                    if pending is not None:
-                        yield from self._flush(pending, None, snap, ctx)
-                        pending = None
-                    ctx.ignored()  # a rule
-                    continue
-                if t[-1] != "|":
-                    # a date line behind a log prefix: "app[web.1] [info]|Thu Jan 15 10:00:00 2026"
-                    stamp = date_line_stamp(t[1:], ctx)
-                    if stamp is not None:
-                        snaps.pending = stamp
-                        snap = None
-                        ctx.parsed()
-                        continue
-                    yield ctx.issue(line_no, "table row without its closing '|' (cut?)", line)
-                    continue
-                cells = t[1:-1].split("|")
-                if len(cells) == 1:
-                    body = cells[0]
-                    if "NVIDIA-SMI" in body:
-                        m = _HEADER.search(body)
-                        if m is not None:
-                            if pending is not None:
-                                yield from self._flush(pending, None, snap, ctx)
-                                pending = None
-                            snap = _Snap(snaps.take(), m.group("drv"))
-                            ctx.parsed()
-                            continue
-                    stripped = body.strip()
-                    if stripped.startswith("Processes:"):
-                        snap = snap or _Snap(snaps.take(), None)
-                        snap.section = "procs"
-                        ctx.ignored()
-                        continue
-                    if stripped.startswith("MIG devices:"):
-                        snap = snap or _Snap(snaps.take(), None)
-                        snap.section = "mig"
-                        ctx.ignored()
-                        continue
-                    if (
-                        not stripped
-                        or stripped.startswith(("GPU ", "ID ", "No running processes found"))
-                        or stripped == "Usage"
-                        or "Process name" in stripped
-                    ):
-                        ctx.ignored()
-                        continue
-                    m = _PROC.fullmatch(body)
-                    if m is not None:
-                        snap = snap or _Snap(snaps.take(), None)
-                        yield self._process(m, line_no, snap, ctx)
-                        ctx.parsed()
-                        continue
-                    if stripped.endswith("Usage") and stripped.startswith("ID"):
-                        ctx.ignored()
-                        continue
-                    yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
-                    continue
-                # a row of the GPU table (3 cells) or of the MIG devices table (4 cells)
-                if snap is not None and snap.section == "mig":
-                    ctx.ignored()
-                    continue
-                c0 = cells[0]
-                if pending is not None:
-                    row2 = self._row2(cells) if len(cells) == 3 else None
-                    if row2 is not None:
-                        yield from self._flush(pending, row2, snap, ctx, line_no)
-                        pending = None
-                        continue
-                    yield from self._flush(pending, None, snap, ctx)
-                    pending = None
-                if len(cells) == 3:
-                    m1 = _ROW1_CELL0.fullmatch(c0)
-                    mb = _BUS_CELL.fullmatch(cells[1]) if m1 is not None else None
-                    if m1 is not None and mb is not None:
-                        if snap is None or int(m1.group(1)) in snap.bus_of:
-                            snap = _Snap(snaps.take(), snap.driver if snap is not None else None)
-                        bus = normalise_bus_id(mb.group(1))
-                        snap.bus_of[int(m1.group(1))] = bus
-                        snap.section = "gpus"
-                        pending = (line_no, int(m1.group(1)), m1.group(2), bus)
-                        continue
-                    if self._row2(cells) is not None:
-                        yield ctx.issue(
-                            line_no, "GPU table row without the row above it (index, bus id)", line
-                        )
-                        continue
-                    if not c0.strip() and not cells[1].strip():
-                        ctx.ignored()  # the MIG M. line, or an empty row
-                        continue
-                    if "Name" in c0 or "Temp" in c0 or "Fan" in c0 or "Bus-Id" in cells[1]:
-                        ctx.ignored()  # column headers
-                        continue
-                if len(cells) >= 3 and ("MIG" in t or "BAR1" in t or "Shared" in t):
-                    ctx.ignored()
-                    continue
-                yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
-        if pending is not None:
-            yield from self._flush(pending, None, snap, ctx)
+                yield from reader.line(line_no, line)
+        yield from reader.end_gpu()
 
     @staticmethod
     def _row2(cells: list[str]) -> _Row2 | None:
@@ -320,6 +214,146 @@ class NvidiaSmiTable(Parser):
             line_no, stamp.ts, stamp.raw, stamp.inferred, ctx.host, gpu, None, snap.bus_of.get(gpu),
             int(m.group(4)), name or None, used, truncated, m.group(5),
         )  # fmt: skip
+
+
+class _Reader:
+    """One file's state: the snapshot being read and a GPU's first row waiting for its second."""
+
+    def __init__(self, parser: NvidiaSmiTable, ctx: ParseContext) -> None:
+        self.parser = parser
+        self.ctx = ctx
+        self.snaps = Snapshots(ctx)
+        self.snap: _Snap | None = None
+        self.pending: _Row1 | None = None
+
+    def end_gpu(self) -> Iterator[Output]:
+        """Write the GPU whose first row waits, without a second row."""
+        if self.pending is not None:
+            yield from self.parser._flush(self.pending, None, self.snap, self.ctx)
+            self.pending = None
+
+    def _snap(self) -> _Snap:
+        self.snap = self.snap or _Snap(self.snaps.take(), None)
+        return self.snap
+
+    def line(self, line_no: int, line: str) -> Iterator[Output]:
+        ctx = self.ctx
+        bar = line.find("|")
+        if bar < 0:
+            bar = line.find("+-")
+            if bar < 0:
+                yield from self._loose(line_no, line)
+                return
+        t = line[bar:].rstrip()
+        if len(t) < 2:
+            yield ctx.issue(line_no, "not part of an nvidia-smi table", line)
+            return
+        if t[0] == "+" or t[1] in "-=":
+            yield from self.end_gpu()
+            ctx.ignored()  # a rule
+            return
+        if t[-1] != "|":
+            yield from self._unclosed(line_no, line, t)
+            return
+        cells = t[1:-1].split("|")
+        if len(cells) == 1:
+            yield from self._wide(line_no, line, cells[0])
+            return
+        yield from self._cells(line_no, line, t, cells)
+
+    def _loose(self, line_no: int, line: str) -> Iterator[Output]:
+        """A line outside the table: a date line, a banner, a failure message, or junk."""
+        yield from self.end_gpu()
+        got = self.snaps.feed(line_no, line)
+        if got is True:
+            if self.snaps.pending is not None:
+                self.snap = None  # a date line / banner: the next table is a new snapshot
+            return
+        if got is not False:
+            yield got
+            return
+        yield self.ctx.issue(line_no, "not part of an nvidia-smi table", line)
+
+    def _unclosed(self, line_no: int, line: str, t: str) -> Iterator[Output]:
+        # a date line behind a log prefix: "app[web.1] [info]|Thu Jan 15 10:00:00 2026"
+        stamp = date_line_stamp(t[1:], self.ctx)
+        if stamp is None:
+            yield self.ctx.issue(line_no, "table row without its closing '|' (cut?)", line)
+            return
+        self.snaps.pending = stamp
+        self.snap = None
+        self.ctx.parsed()
+
+    def _wide(self, line_no: int, line: str, body: str) -> Iterator[Output]:
+        """A row of one cell: the header, a section title, column names or a process."""
+        ctx = self.ctx
+        m = _HEADER.search(body) if "NVIDIA-SMI" in body else None
+        if m is not None:
+            yield from self.end_gpu()
+            self.snap = _Snap(self.snaps.take(), m.group("drv"))
+            ctx.parsed()
+            return
+        stripped = body.strip()
+        section = _SECTIONS.get(stripped.split(":", 1)[0]) if ":" in stripped else None
+        if section is not None:
+            self._snap().section = section
+            ctx.ignored()
+            return
+        if _is_caption(stripped):
+            ctx.ignored()
+            return
+        m = _PROC.fullmatch(body)
+        if m is not None:
+            yield self.parser._process(m, line_no, self._snap(), ctx)
+            ctx.parsed()
+            return
+        yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
+
+    def _cells(self, line_no: int, line: str, t: str, cells: list[str]) -> Iterator[Output]:
+        """A row of the GPU table (3 cells) or of the MIG devices table (4 cells)."""
+        ctx = self.ctx
+        if self.snap is not None and self.snap.section == "mig":
+            ctx.ignored()
+            return
+        if self.pending is not None:
+            row2 = self.parser._row2(cells) if len(cells) == 3 else None
+            if row2 is not None:
+                yield from self.parser._flush(self.pending, row2, self.snap, ctx, line_no)
+                self.pending = None
+                return
+            yield from self.end_gpu()
+        if len(cells) == 3 and (yield from self._three(line_no, line, cells)):
+            return
+        if len(cells) >= 3 and ("MIG" in t or "BAR1" in t or "Shared" in t):
+            ctx.ignored()
+            return
+        yield ctx.issue(line_no, "unrecognised nvidia-smi table row", line)
+
+    def _three(self, line_no: int, line: str, cells: list[str]) -> Generator[Output, None, bool]:
+        """A GPU's first row (kept until its second), or a row that is not data; ``False``
+        when the row is none of these."""
+        ctx, c0 = self.ctx, cells[0]
+        m1 = _ROW1_CELL0.fullmatch(c0)
+        mb = _BUS_CELL.fullmatch(cells[1]) if m1 is not None else None
+        if m1 is not None and mb is not None:
+            snap = self.snap
+            if snap is None or int(m1.group(1)) in snap.bus_of:
+                snap = self.snap = _Snap(self.snaps.take(), snap.driver if snap is not None else None)
+            bus = normalise_bus_id(mb.group(1))
+            snap.bus_of[int(m1.group(1))] = bus
+            snap.section = "gpus"
+            self.pending = (line_no, int(m1.group(1)), m1.group(2), bus)
+            return True
+        if self.parser._row2(cells) is not None:
+            yield ctx.issue(line_no, "GPU table row without the row above it (index, bus id)", line)
+            return True
+        if not c0.strip() and not cells[1].strip():
+            ctx.ignored()  # the MIG M. line, or an empty row
+            return True
+        if "Name" in c0 or "Temp" in c0 or "Fan" in c0 or "Bus-Id" in cells[1]:
+            ctx.ignored()  # column headers
+            return True
+        return False
 
 
 _SNIFF_CTX = ParseContext()
