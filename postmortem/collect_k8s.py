@@ -74,10 +74,10 @@ def pods_of(path: Path) -> list[tuple[str, str, str | None, list[str]]]:
 
     >>> import tempfile, os
     >>> f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    >>> _ = f.write('{"kind": "List", "items": [{"metadata": {"name": "v-0", "namespace": "ml", "uid": "u"},'
+    >>> _ = f.write('{"kind": "List", "items": [{"metadata": {"name": "v-0", "namespace": "ml", "uid": "u/.."},'
     ...             ' "spec": {"containers": [{"name": "vllm"}, {"name": "../x"}]}}]}'); f.close()
     >>> pods_of(Path(f.name)); os.unlink(f.name)
-    [('ml', 'v-0', 'u', ['vllm'])]
+    [('ml', 'v-0', None, ['vllm'])]
     """
     try:
         if path.stat().st_size > MAX_LIST_BYTES:
