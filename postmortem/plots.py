@@ -108,7 +108,7 @@ def _kept(path: Path, key: str | None) -> bool:
     return key is not None and figkeys.recorded(path) == key
 
 
-def memory_figure(data: MemoryData, path: Path) -> Path:  # noqa: C901 - 23 > 15: listed in docs/dev/README.md
+def memory_figure(data: MemoryData, path: Path) -> Path:
     """Host RAM, per-GPU memory and KV-cache usage over the window, kill and recovery marked.
     A PNG at ``path`` drawn from the same data is kept as it is."""
     key = _key("memory", data)
@@ -121,116 +121,12 @@ def memory_figure(data: MemoryData, path: Path) -> Path:  # noqa: C901 - 23 > 15
     twins: list[Any] = []  # a panel's second axis (its legend joins the panel's)
     for ax, panel in zip(axs, data.panels, strict=True):
         if panel == "host":
-            if data.host_used is not None:
-                times, used = data.host_used
-                ax.plot(
-                    *_gapped(times, used),
-                    color="#1565c0",
-                    label="host RAM in use (earlyoom: total − available)",
-                )
-            if data.host_total_gib is not None:
-                ax.axhline(
-                    data.host_total_gib, color="#555555", linestyle=":", linewidth=1, label="host RAM total"
-                )
-            title = "Host memory"
-            if data.memcg is not None:
-                at, at_kill = data.memcg
-                limit = f" of its {data.memcg_limit_gib:,.0f} GiB limit" if data.memcg_limit_gib else ""
-                if data.unit_est is not None or data.host_used is None:
-                    # the unit's own memory is what its limit is compared with (the host-wide line
-                    # includes the rest of the host)
-                    if data.unit_est is not None:
-                        times, est = data.unit_est
-                        ax.plot(
-                            *_gapped(times, est),
-                            color="#c62828",
-                            linewidth=1.2,
-                            label=f"unit memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
-                            "the rest of the host used after the kill)",
-                        )
-                    if data.memcg_limit_gib:
-                        ax.axhline(
-                            data.memcg_limit_gib,
-                            color=KILL_COLOR,
-                            linestyle="--",
-                            linewidth=1,
-                            label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
-                        )
-                    ax.scatter(
-                        _xs([at]),
-                        [at_kill],
-                        color=KILL_COLOR,
-                        zorder=5,
-                        label=f"unit cgroup at the kill (kernel): {at_kill:,.0f} GiB",
-                    )
-                else:
-                    # without the unit's own series its limit has nothing on this axis to be
-                    # compared with: the host-wide line includes the rest of the host
-                    title += f" — the unit's cgroup held {at_kill:,.0f} GiB{limit} at the kill (kernel)"
-            ax.set_ylim(bottom=0)
-            ax.set_ylabel("GiB")
-            ax.set_title(title, loc="left", fontsize=10, y=1.0)
-            if data.running is not None:
-                # what the memory grew with: the server's running requests, on their own axis
-                twin = ax.twinx()
-                times, running = data.running
-                twin.plot(*_gapped(times, running), color="#2e7d32", linewidth=1, label="running requests")
-                twin.set_ylim(bottom=0)
-                twin.set_ylabel("running")
-                twins.append(twin)
+            _host_panel(ax, data, twins)
         elif panel == "gpu":
-            lows = dict(data.gpu_lows)
-            for label, (times, used) in data.gpus:
-                (line,) = ax.plot(*_gapped(times, used), linewidth=1, label=label)
-                if label in lows:
-                    # the lowest sample of each bucket: a short drop (memory freed at a death,
-                    # taken again by the next load) that the bucket's maximum hides
-                    xs, hi = _gapped(times, used)
-                    _, lo = _gapped(*lows[label])
-                    ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0)
-            if data.gpu_total_gib is not None:
-                ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
-            ax.set_ylim(bottom=0)  # a drop to 0 MiB (memory freed at a death) stays in view
-            ax.set_ylabel("GiB used")
-            title = "GPU memory per GPU (nvidia-smi)"
-            if data.gpu_lows and data.bucket_s:
-                title += f" — line: highest in each {data.bucket_s:.0f} s, shade: down to the lowest"
-            ax.set_title(title, loc="left", fontsize=10, y=1.0)
+            _gpu_panel(ax, data)
         else:
-            times, kv = data.kv_usage or ([], [])
-            ax.plot(*_gapped(times, kv), color="#6a1b9a", label="KV token usage")
-            ax.set_ylim(0, 1.05)
-            ax.set_ylabel("KV usage")
-            if data.queued is not None:
-                ax2 = ax.twinx()
-                times, queued = data.queued
-                ax2.plot(*_gapped(times, queued), color="#ef6c00", linewidth=1, label="queued requests")
-                if not any(queued):  # nothing queued: the line at the bottom, not mid-panel
-                    ax2.set_ylim(0, 1)
-                    ax2.set_yticks([0])
-                ax2.set_ylabel("queued")
-                twins.append(ax2)
-            ax.set_title(f"{data.engine_label} serving ({data.unit})", loc="left", fontsize=10, y=1.0)
-        if data.reboot is not None:
-            ax.axvline(
-                _xs([data.reboot])[0], color="#000000", linewidth=1.2, linestyle="-.", label="host rebooted"
-            )
-        if data.gpu_fault is not None:
-            at, label = data.gpu_fault
-            ax.axvline(_xs([at])[0], color="#6a1b9a", linewidth=1.2, linestyle="-.", label=label)
-        _mark(ax, data.kill, KILL_COLOR, "kill")
-        if data.restart_start is not None:
-            ax.axvline(
-                _xs([data.restart_start])[0],
-                color="#8d6e63",
-                linewidth=1,
-                linestyle=":",
-                label="automatic restart",
-            )
-        if data.recovery_start is not None:
-            at, label = data.recovery_start
-            ax.axvline(_xs([at])[0], color=READY_COLOR, linewidth=1, linestyle=":", label=label)
-        _mark(ax, data.ready, READY_COLOR, "service ready again")
+            _serving_panel(ax, data, twins)
+        _memory_marks(ax, data)
         ax.grid(alpha=0.25)
         _legend_outside(ax, twins)
         twins.clear()
@@ -244,6 +140,133 @@ def memory_figure(data: MemoryData, path: Path) -> Path:  # noqa: C901 - 23 > 15
         fig.suptitle(data.title, fontsize=11, x=0.37, y=1 - 0.12 / height, va="top")
     fig.subplots_adjust(left=0.06, right=0.68, top=1 - 0.75 / height, bottom=0.55 / height, hspace=0.32)
     return _save(fig, path, key)
+
+
+def _host_panel(ax: Any, data: MemoryData, twins: list[Any]) -> None:
+    """Host RAM in use and its total, the unit's cgroup at the kill, running requests."""
+    if data.host_used is not None:
+        times, used = data.host_used
+        ax.plot(
+            *_gapped(times, used),
+            color="#1565c0",
+            label="host RAM in use (earlyoom: total − available)",
+        )
+    if data.host_total_gib is not None:
+        ax.axhline(data.host_total_gib, color="#555555", linestyle=":", linewidth=1, label="host RAM total")
+    title = "Host memory" + _host_memcg(ax, data)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("GiB")
+    ax.set_title(title, loc="left", fontsize=10, y=1.0)
+    if data.running is not None:
+        # what the memory grew with: the server's running requests, on their own axis
+        twin = ax.twinx()
+        times, running = data.running
+        twin.plot(*_gapped(times, running), color="#2e7d32", linewidth=1, label="running requests")
+        twin.set_ylim(bottom=0)
+        twin.set_ylabel("running")
+        twins.append(twin)
+
+
+def _host_memcg(ax: Any, data: MemoryData) -> str:
+    """The unit's cgroup at the kill on the host panel; what it adds to the panel's title."""
+    if data.memcg is None:
+        return ""
+    at, at_kill = data.memcg
+    limit = f" of its {data.memcg_limit_gib:,.0f} GiB limit" if data.memcg_limit_gib else ""
+    if data.unit_est is None and data.host_used is not None:
+        # without the unit's own series its limit has nothing on this axis to be
+        # compared with: the host-wide line includes the rest of the host
+        return f" — the unit's cgroup held {at_kill:,.0f} GiB{limit} at the kill (kernel)"
+    # the unit's own memory is what its limit is compared with (the host-wide line
+    # includes the rest of the host)
+    if data.unit_est is not None:
+        times, est = data.unit_est
+        ax.plot(
+            *_gapped(times, est),
+            color="#c62828",
+            linewidth=1.2,
+            label=f"unit memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
+            "the rest of the host used after the kill)",
+        )
+    if data.memcg_limit_gib:
+        ax.axhline(
+            data.memcg_limit_gib,
+            color=KILL_COLOR,
+            linestyle="--",
+            linewidth=1,
+            label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
+        )
+    ax.scatter(
+        _xs([at]),
+        [at_kill],
+        color=KILL_COLOR,
+        zorder=5,
+        label=f"unit cgroup at the kill (kernel): {at_kill:,.0f} GiB",
+    )
+    return ""
+
+
+def _gpu_panel(ax: Any, data: MemoryData) -> None:
+    """Each GPU's memory in use, shaded down to each bucket's lowest sample, and the total."""
+    lows = dict(data.gpu_lows)
+    for label, (times, used) in data.gpus:
+        (line,) = ax.plot(*_gapped(times, used), linewidth=1, label=label)
+        if label in lows:
+            # the lowest sample of each bucket: a short drop (memory freed at a death,
+            # taken again by the next load) that the bucket's maximum hides
+            xs, hi = _gapped(times, used)
+            _, lo = _gapped(*lows[label])
+            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0)
+    if data.gpu_total_gib is not None:
+        ax.axhline(data.gpu_total_gib, color="#555555", linestyle=":", linewidth=1, label="GPU total")
+    ax.set_ylim(bottom=0)  # a drop to 0 MiB (memory freed at a death) stays in view
+    ax.set_ylabel("GiB used")
+    title = "GPU memory per GPU (nvidia-smi)"
+    if data.gpu_lows and data.bucket_s:
+        title += f" — line: highest in each {data.bucket_s:.0f} s, shade: down to the lowest"
+    ax.set_title(title, loc="left", fontsize=10, y=1.0)
+
+
+def _serving_panel(ax: Any, data: MemoryData, twins: list[Any]) -> None:
+    """The server's KV-cache usage and its queued requests."""
+    times, kv = data.kv_usage or ([], [])
+    ax.plot(*_gapped(times, kv), color="#6a1b9a", label="KV token usage")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("KV usage")
+    if data.queued is not None:
+        ax2 = ax.twinx()
+        times, queued = data.queued
+        ax2.plot(*_gapped(times, queued), color="#ef6c00", linewidth=1, label="queued requests")
+        if not any(queued):  # nothing queued: the line at the bottom, not mid-panel
+            ax2.set_ylim(0, 1)
+            ax2.set_yticks([0])
+        ax2.set_ylabel("queued")
+        twins.append(ax2)
+    ax.set_title(f"{data.engine_label} serving ({data.unit})", loc="left", fontsize=10, y=1.0)
+
+
+def _memory_marks(ax: Any, data: MemoryData) -> None:
+    """The reboot, the GPU fault, the kill, the restart and the recovery, on every panel."""
+    if data.reboot is not None:
+        ax.axvline(
+            _xs([data.reboot])[0], color="#000000", linewidth=1.2, linestyle="-.", label="host rebooted"
+        )
+    if data.gpu_fault is not None:
+        at, label = data.gpu_fault
+        ax.axvline(_xs([at])[0], color="#6a1b9a", linewidth=1.2, linestyle="-.", label=label)
+    _mark(ax, data.kill, KILL_COLOR, "kill")
+    if data.restart_start is not None:
+        ax.axvline(
+            _xs([data.restart_start])[0],
+            color="#8d6e63",
+            linewidth=1,
+            linestyle=":",
+            label="automatic restart",
+        )
+    if data.recovery_start is not None:
+        at, label = data.recovery_start
+        ax.axvline(_xs([at])[0], color=READY_COLOR, linewidth=1, linestyle=":", label=label)
+    _mark(ax, data.ready, READY_COLOR, "service ready again")
 
 
 def _legend_outside(ax: Any, twins: list[Any]) -> None:
