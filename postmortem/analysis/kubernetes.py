@@ -5,6 +5,7 @@ evictions. The Kubernetes rules (``rules/k8s_*``) read it; docs/inputs.md (Kuber
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -41,11 +42,7 @@ class K8sFacts:
     def count(self, kind: str, probe: str | None = None) -> int:
         """How many times ``kind`` happened, by the source that saw most of them (an Event's
         count included; kubelet's line and the Event of one back-off are the same back-off)."""
-        by_origin: dict[str, int] = {}
-        for e in self.events:
-            if e["kind"] == kind and (probe is None or e["probe"] == probe):
-                by_origin[e["origin"]] = by_origin.get(e["origin"], 0) + int(e["count"] or 1)
-        return max(by_origin.values(), default=0)
+        return self._most(lambda e: e["kind"] == kind and (probe is None or e["probe"] == probe))
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e["kind"] == kind), None)
@@ -53,9 +50,15 @@ class K8sFacts:
     def restarts_after(self, kill: datetime, until: datetime) -> int:
         """How many times the container was started again after the kill, by the source that
         saw most of them (Events count them; kubelet's lines and the Pod's status see some)."""
+        return self._most(
+            lambda e: e["kind"] == "container_started" and e["ts"] is not None and kill < e["ts"] <= until
+        )
+
+    def _most(self, wanted: Callable[[dict[str, Any]], bool]) -> int:
+        """How many ``wanted`` events the source that saw most of them counted."""
         by_origin: dict[str, int] = {}
         for e in self.events:
-            if e["kind"] == "container_started" and e["ts"] is not None and kill < e["ts"] <= until:
+            if wanted(e):
                 by_origin[e["origin"]] = by_origin.get(e["origin"], 0) + int(e["count"] or 1)
         return max(by_origin.values(), default=0)
 

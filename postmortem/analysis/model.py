@@ -242,10 +242,11 @@ def is_container(unit: str | None) -> bool:
     return is_container_unit(unit)
 
 
-def limit_owner(unit: str | None, memcg: str | None) -> str:
+def limit_owner(unit: str | None, memcg: str | None, *, boxed: bool = False) -> str:
     """Whose memory limit a cgroup OOM kill hit, as a sentence names it: the ``unit``, the
     ``container``, a Kubernetes ``pod`` (the pod's cgroup, not the container's), or the
-    ``kubepods cgroup`` (the limit of all the node's pods).
+    ``kubepods cgroup`` (the limit of all the node's pods). ``boxed``: the incident is a
+    container's (a unit's cgroup is then the container's).
 
     >>> limit_owner("k8s:a/b/c", "/kubepods/burstable/pod8f14e45f-ceea-467f-a0e6-1b1a2c3d4e5f")
     'pod'
@@ -257,7 +258,7 @@ def limit_owner(unit: str | None, memcg: str | None) -> str:
         return "pod"
     if pod is not None and pod.level in ("node", "qos"):
         return "kubepods cgroup"
-    return "container" if is_container(unit) else "unit"
+    return "container" if boxed or is_container(unit) else "unit"
 
 
 def restartable(unit: str | None) -> bool:

@@ -128,7 +128,7 @@ def summary_data(facts: IncidentFacts, zone: tzinfo = UTC) -> dict[str, Any]:
     box = inc.container
     noun = "container" if box is not None or is_container(inc.unit) else "unit"
     if inc.cause == "cgroup_oom":
-        noun = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg")) if box is None or box.pod else noun
+        noun = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=box is not None)
     data: dict[str, Any] = {"zone": zone, "noun": noun, "clock": lambda ts: clock(ts, zone)}
     data["head"] = _head(facts, noun)
     data["ran_out"] = _ran_out(facts)

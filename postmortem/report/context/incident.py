@@ -502,8 +502,7 @@ def _own_sources(sources: Sources, inc: Incident) -> tuple[list[int], list[str]]
 def _noun(inc: Incident, facts: IncidentFacts) -> str:
     """Who hit the limit, in the cause's phrase: a unit, a container, a pod."""
     if inc.cause == "cgroup_oom":
-        owner = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"))
-        return "container" if owner == "unit" and inc.container is not None else owner
+        return limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=inc.container is not None)
     return "container" if is_container(inc.unit) else "unit"
 
 

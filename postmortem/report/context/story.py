@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...analysis.facts import IncidentFacts
-from ...analysis.model import Incident, Recommendation, limit_owner
+from ...analysis.model import Recommendation, limit_owner
 from ...query import run_named_dicts
 from ...store.db import Store
 from ..redact import Redactor
@@ -72,11 +72,6 @@ def _gib(mib: float | None) -> float | None:
     return round(mib / 1024, 1) if mib is not None else None
 
 
-def _owner(inc: Incident, facts: IncidentFacts) -> str:
-    owner = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"))
-    return "container" if owner == "unit" and inc.container is not None else owner
-
-
 def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
     inc = facts.incident
     v = inc.victim
@@ -93,7 +88,9 @@ def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
         "killed_with": len(inc.killed_with),
         "limit_gib": gib_kb(inc.memcg_limit_kb),
         "usage_gib": gib_kb(inc.memcg_usage_kb),
-        "limit_owner": _owner(inc, facts),
+        "limit_owner": limit_owner(
+            inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=inc.container is not None
+        ),
         "root_cite": cite,
     }
 
