@@ -8,7 +8,6 @@ lines. Every physical line is accounted for: ``parsed + ignored + unparsed == li
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 import time
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from .bundle import bundle_options, expand_bundles
 from .config import Config
-from .engines import engines
 from .errors import ArchiveError, InputError, PostmortemError, UsageError
 from .io import (
     DAMAGE_KEPT,
@@ -44,6 +42,7 @@ from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store import fileindex
 from .timeutil import UTC as _UTC
 from .timeutil import ZONE_ASSUMED, zone_name
+from .unitname import unit_from_name
 
 if TYPE_CHECKING:
     from .store.db import Store
@@ -403,29 +402,6 @@ def _other_format(store: Store, source_id: int, forced: str | None) -> bool:
     return bool(rows) and rows[0][0] != forced
 
 
-def _unit_from_name(path: str) -> str | None:
-    """A file named after its unit → the unit: ``llm-a.service.log``, or a name an engine's
-    units go by (``<engine>-k26.log`` → ``<engine>-k26.service``: a naming guess); a date in
-    the name (logrotate's dateext, a daily file) is not part of the unit's name.
-
-    >>> _unit_from_name("/var/log/llm-k26.service.log.1"), _unit_from_name("server.log") is None
-    ('llm-k26.service', True)
-    >>> from postmortem.engines import engines
-    >>> e = next(iter(engines().values())).name_hints[0]
-    >>> [_unit_from_name(f"{e}-k26-2026-02-10.log"), _unit_from_name(f"{e}_20250525_0300.log")] == [
-    ...     f"{e}-k26.service", f"{e}.service"]
-    True
-    """
-    stem = os.path.basename(path)
-    date = r"[-_.]?(?:20\d\d-?[01]\d-?[0-3]\d)(?:[-_T]?\d{2}:?\d{2}(?::?\d{2})?)?"
-    stem = re.sub(rf"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+)|{date})+$", "", stem)
-    if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
-        return stem
-    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and any(e.names(stem) for e in engines().values()):
-        return f"{stem}.service"
-    return None
-
-
 def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -> ParseContext:
     hint = options.config.hint_for(inp.display)
     zone = options.zone
@@ -438,7 +414,9 @@ def _context(store: Store, inp: InputFile, head: Head, options: IngestOptions) -
 
     pod = pod_log(inp.display)  # a pod's log file: its path names the container
     unit = (
-        options.unit or (hint.unit if hint else None) or (pod.unit if pod else _unit_from_name(inp.display))
+        options.unit
+        or (hint.unit if hint else None)
+        or (pod.unit if pod else unit_from_name(inp.display, guess=False))
     )
     return ParseContext(
         path=inp.display,

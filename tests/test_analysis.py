@@ -650,12 +650,12 @@ def test_the_last_sign_of_life_is_found_however_long_before_the_kill() -> None:
     from postmortem.analysis.facts import _last_activity
 
     store = Store.memory()
-    assert _last_activity(store, "a.service", T) is None
+    assert _last_activity(store, ("a.service", None), T) is None
     store.execute(
         "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 1, ?, 'a.service', 'ready', 'sglang')",
         [T - timedelta(hours=30)],
     )
-    assert _last_activity(store, "a.service", T) == T - timedelta(hours=30)  # beyond the first look
+    assert _last_activity(store, ("a.service", None), T) == T - timedelta(hours=30)  # beyond the first look
     store.execute(
         "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 2, ?, 'a.service', 'ready', 'sglang')",
         [T - timedelta(minutes=5)],
@@ -664,7 +664,7 @@ def test_the_last_sign_of_life_is_found_however_long_before_the_kill() -> None:
         "INSERT INTO server_events (source_id, line_no, ts, unit, kind, engine) VALUES (1, 3, ?, 'a.service', 'ready', 'sglang')",
         [T + timedelta(minutes=5)],  # after the kill: not a sign of life before it
     )
-    assert _last_activity(store, "a.service", T) == T - timedelta(minutes=5)
+    assert _last_activity(store, ("a.service", None), T) == T - timedelta(minutes=5)
     store.close()
 
 
@@ -856,8 +856,8 @@ def test_clock_pairs_and_window_queries_keep_to_the_incidents_host() -> None:
     )
     assert run_named_dicts(store, "unit_start_pairs") == []
     kill = T + timedelta(minutes=3)
-    assert _last_activity(store, "a.service", kill, "la") == T + timedelta(minutes=1)
-    assert _last_activity(store, "a.service", kill, None) == T + timedelta(minutes=2)
+    assert _last_activity(store, ("a.service", None), kill, "la") == T + timedelta(minutes=1)
+    assert _last_activity(store, ("a.service", None), kill, None) == T + timedelta(minutes=2)
     args = {"unit": "a.service", "since": kill, "until": kill + timedelta(hours=1)}
     assert run_named_dicts(store, "unit_restarts", {**args, "host": "la"}) == []
     assert len(run_named_dicts(store, "unit_restarts", {**args, "host": "utc"})) == 1
@@ -1420,7 +1420,7 @@ def test_the_last_batch_before_a_kill_is_the_killed_runs_own() -> None:
         "VALUES (1, 1, ?, 'a.service', 'decode', 62, 0, 'sglang')",
         [T - timedelta(minutes=4)],
     )
-    q = {"unit": "a.service", "before": T, "host": None}
+    q = {"unit": "a.service", "source": None, "before": T, "host": None}
     (prev,) = run_named_dicts(store, "last_batch_before", {**q, "since": None})
     assert prev["running_req"] == 62
     assert run_named_dicts(store, "last_batch_before", {**q, "since": T - timedelta(minutes=3)}) == []
@@ -1588,7 +1588,7 @@ def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
             [line, T, kind],
         )
     (row,) = run_named_dicts(
-        store, "last_activity_before", {"unit": "a.service", "before": T, "since": None, "host": None}
+        store, "last_activity_before", {"unit": "a.service", "source": None, "before": T, "since": None, "host": None}
     )
     assert row["ts"] == T - timedelta(seconds=302)
     store.close()

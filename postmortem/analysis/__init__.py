@@ -43,6 +43,7 @@ from .load_stats import LoadStats, load_statistics
 from .loads import derive_service_loads, with_host
 from .model import ClockOffset, ContainerInfo, Incident, Load, Recommendation, is_container
 from .rules import recommend
+from .server_units import link_server_units
 from .summary import summarise
 
 DERIVED_TABLES = (
@@ -248,6 +249,8 @@ def rebuild(
         store.execute(named_sql("container_units"))
         # … and a pod's container known by its cgroup alone takes its Kubernetes name
         store.execute(named_sql("k8s_units"))
+        # a server's log named after its unit takes it (its clock is compared with the unit's)
+        link_server_units(store, sole_host(store), timed=False)
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
         # every later query (loads, timeline, GPU release) sees it where it belongs

@@ -292,17 +292,25 @@ def kill_second_end(kill: datetime) -> datetime:
 def _last_batch(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
     """The killed run's last statistics line up to the kill."""
     run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
-    p = {"unit": incident.unit, "before": kill_second_end(kill), "host": incident.host, "since": run_start}
+    p = {
+        "unit": incident.unit,
+        "source": incident.server_source,
+        "before": kill_second_end(kill),
+        "host": incident.host,
+        "since": run_start,
+    }
     batch = run_named_dicts(store, "last_batch_before", p)
     return batch[0] if batch else None
 
 
 def _config_of(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
     """The killed unit's server configuration before the kill."""
-    if not incident.unit:
+    if not incident.unit and incident.server_source is None:
         return None
     cfg = run_named_dicts(
-        store, "server_config_of", {"unit": incident.unit, "before": kill, "host": incident.host}
+        store,
+        "server_config_of",
+        {"unit": incident.unit, "source": incident.server_source, "before": kill, "host": incident.host},
     )
     return cfg[0] if cfg else None
 
@@ -340,7 +348,7 @@ def gather(
         facts.oom = rows[0] if rows else None
         facts.tasks = run_named_dicts(store, "oom_tasks_of", {"oom_id": incident.oom_id})
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
-    if incident.unit:
+    if incident.unit or incident.server_source is not None:
         _unit_facts(store, facts, kill)
     _restarts(facts)
     # the history up to this incident (its recovery, or an hour on when none came): a report
@@ -360,10 +368,15 @@ def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
     """What the killed unit's own lines say before and around the kill."""
     incident, tl = facts.incident, facts.timeline
     unit, host = incident.unit, incident.host
-    assert unit is not None
     facts.last_batch = _last_batch(store, incident, kill)
     run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
-    window = {"unit": unit, "since": run_start, "before": kill, "host": host}
+    window = {
+        "unit": unit,
+        "source": incident.server_source,
+        "since": run_start,
+        "before": kill,
+        "host": host,
+    }
     limits = run_named_dicts(store, "limits_of", window)
     facts.limits = limits[0] if limits else None
     facts.hicache = run_named_dicts(store, "hicache_allocs_before", window)
@@ -371,7 +384,12 @@ def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
     if queued:
         facts.queue_start_ts = queued[0]["ts"]
         facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
-    incident.last_activity_ts = _last_activity(store, unit, kill, host)
+    incident.last_activity_ts = _last_activity(store, (unit, incident.server_source), kill, host)
+    if facts.last_batch:
+        incident.running_at_kill = facts.last_batch["running_req"]
+        incident.queued_at_kill = facts.last_batch["queue_req"]
+    if unit is None:
+        return  # (systemd's and the kernel's lines about a unit: none is named)
     until = incident.recovered_ts or kill + timedelta(hours=1)
     facts.restarts = run_named_dicts(
         store, "unit_restarts", {"unit": unit, "since": kill, "until": until, "host": host}
@@ -384,9 +402,6 @@ def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
         facts.start_commands = run_named_dicts(
             store, "operator_before", {"unit": unit, "before": killed.start_ts, "host": host}
         )
-    if facts.last_batch:
-        incident.running_at_kill = facts.last_batch["running_req"]
-        incident.queued_at_kill = facts.last_batch["queue_req"]
 
 
 def _restarts(facts: IncidentFacts) -> None:
@@ -415,7 +430,12 @@ def _recovery_facts(store: Store, facts: IncidentFacts, all_loads: list[LoadStat
     cfg = run_named_dicts(
         store,
         "server_config_of",
-        {"unit": incident.recovery_unit, "before": rec.ready_ts, "host": incident.host},
+        {
+            "unit": incident.recovery_unit,
+            "source": incident.recovery_source,
+            "before": rec.ready_ts,
+            "host": incident.host,
+        },
     )
     facts.recovery_config = cfg[0] if cfg else None
     facts.polls = run_named_dicts(
@@ -423,6 +443,7 @@ def _recovery_facts(store: Store, facts: IncidentFacts, all_loads: list[LoadStat
         "health_polls",
         {
             "unit": incident.recovery_unit,
+            "source": incident.recovery_source,
             "from": rec.start_ts or incident.ts,
             "to": rec.ready_ts,
             "host": incident.host,
@@ -670,14 +691,17 @@ ACTIVITY_LOOK_S = 7200.0
 PROCESS_LOOK_S = 3600.0
 
 
-def _last_activity(store: Store, unit: str, kill: datetime, host: str | None = None) -> datetime | None:
-    """The unit's last server line before ``kill``: within the last two hours (a scan of those
-    rows only), else however long before."""
+def _last_activity(
+    store: Store, server: tuple[str | None, int | None], kill: datetime, host: str | None = None
+) -> datetime | None:
+    """The server's last line before ``kill`` (``server``: its unit, else the source of its
+    lines): within the last two hours (a scan of those rows only), else however long before."""
+    unit, source = server
     for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
         rows = run_named_dicts(
             store,
             "last_activity_before",
-            {"unit": unit, "before": kill_second_end(kill), "since": since, "host": host},
+            {"unit": unit, "source": source, "before": kill_second_end(kill), "since": since, "host": host},
         )
         if rows and rows[0]["ts"] is not None:
             ts: datetime = rows[0]["ts"]
@@ -807,7 +831,11 @@ def unit_gpu_keys(store: Store, inc: Incident) -> list[str] | None:
     for every GPU of the host — for the ``timeline`` command, so it shows what the report shows."""
     if inc.ts is None or not inc.unit:
         return None
-    cfg = run_named_dicts(store, "server_config_of", {"unit": inc.unit, "before": inc.ts, "host": inc.host})
+    cfg = run_named_dicts(
+        store,
+        "server_config_of",
+        {"unit": inc.unit, "source": inc.server_source, "before": inc.ts, "host": inc.host},
+    )
     gpus = unit_gpus(store, inc, cfg[0] if cfg else None, _gpus_after_kill(store, inc))
     return gpus.keys if gpus else None
 

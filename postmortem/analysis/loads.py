@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..engines import get_engine
 from ..query import run_named_dicts
 from ..store.db import Store
+from .server_units import link_server_units
 
 HEALTH_PATHS = ("/health", "/health_generate", "/v1/models", "/ping")
 START_WINDOW = timedelta(minutes=15)
@@ -430,11 +430,10 @@ def _refine_with_units(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
         for before, after in itertools.pairwise(group):
             assert before.first_ts is not None
             floors[id(after)] = before.first_ts
-    # loads that know their unit claim first; then unit-less ones, preferring a start in their
-    # own source, then a unit named after the load's engine, then the latest
-    order = sorted(
-        (ld for ld in loads if ld.first_ts is not None), key=lambda ld: (ld.unit is None, _first_key(ld))
-    )
+    # a load claims its own unit's start; a load no unit is named for claims none (the unit a
+    # server's lines belong to is linked before, by evidence: analysis/server_units.py — a
+    # start of some unit minutes before is none: a login session, a oneshot, another server)
+    order = sorted((ld for ld in loads if ld.first_ts is not None and ld.unit is not None), key=_first_key)
     for load in order:
         assert load.first_ts is not None
         floor = floors.get(id(load))
@@ -446,15 +445,12 @@ def _refine_with_units(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
             and load.first_ts - s.ts <= START_WINDOW
             and (floor is None or s.ts > floor)
             and (load.host is None or s.host is None or s.host == load.host)
-            and (load.unit is None or s.unit == load.unit)
+            and s.unit == load.unit
         ]
         if not cands:
             continue
-        best = max(
-            cands, key=lambda s: (s.source_id == load.source_id, get_engine(load.engine).names(s.unit), s.ts)
-        )
+        best = max(cands, key=lambda s: (s.source_id == load.source_id, s.ts))
         best.claimed = True
-        load.unit = load.unit or best.unit
         load.host = load.host or best.host
         load.start_ts = best.ts
         load.start_source = f"systemd_{best.action}"
@@ -629,9 +625,13 @@ def derive_service_loads(store: Store, host: str | None = None) -> int:
     """Delete and refill ``service_loads``; returns the number of loads. ``host``: the store's
     only host (:func:`postmortem.query.sole_host`), given to the rows that name none.
 
-    Two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
+    First the server lines no unit is named for are linked to theirs
+    (:func:`postmortem.analysis.server_units.link_server_units`: their rows are updated). Then
+    two statements (a DELETE and one INSERT of all rows); the caller's transaction, when there
     is one (``analysis.rebuild``), makes them atomic.
     """
+    # a server's lines that name no unit take the unit the other sources tie them to
+    link_server_units(store, host)
     loads = derive_loads(with_host(run_named_dicts(store, "service_loads"), host))
     store.con.execute("DELETE FROM service_loads")
     if loads:

@@ -179,6 +179,23 @@ class Incident:
     container: ContainerInfo | None = None
 
     @property
+    def server_source(self) -> int | None:
+        """The source of the killed server's lines when no unit is named for them (a log file
+        nothing ties to a unit): its rows are found by source. None when the unit is known."""
+        if self.unit is not None:
+            return None
+        if self.killed_load is not None and self.killed_load.source_id is not None:
+            return self.killed_load.source_id
+        return next((e.source_id for e in self.evidence if e.unit is None and e.kind != "oom_kill"), None)
+
+    @property
+    def recovery_source(self) -> int | None:
+        """The source of the recovery's server lines when no unit is named for them."""
+        if self.recovery_unit is not None or self.recovery_load is None:
+            return None
+        return self.recovery_load.source_id
+
+    @property
     def victim(self) -> Victim | None:
         for v in self.victims:
             if v.chosen:

@@ -76,7 +76,7 @@ def pressure_events(store: Store, tl: Timeline, unit: str | None, host: str | No
     the first retraction, the last statistics line before the kill."""
     if unit is None:
         return []
-    p = {"unit": unit, "since": tl.start, "before": tl.kill_ts, "host": host}
+    p = {"unit": unit, "source": None, "since": tl.start, "before": tl.kill_ts, "host": host}
     out: list[TimelineEvent] = []
     before = tl.before_kill()
     queues = [b.queue_req for b in before if b.queue_req]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from .check import without_incident
 from .gen import WALL_MODES
@@ -217,69 +217,49 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
     return out
 
 
-def _file_unit(s: Scenario, t: Truth) -> set[str]:
-    """A readable file named after nothing: its statistics have no unit."""
-    if s.sglang_in != "file" or not readable(s) or s.startup is not None or not t.datable:
-        return set()  # (an undated kill is no incident: nothing to compare, F07)
-    if name_unit(file_name(s, s.server)) is None:
-        return set(RUNNING)
-    return set()
-
-
-def _made_up_unit(s: Scenario, t: Truth) -> set[str]:
-    """A file name with 'sglang' in it becomes a unit that is not the server's."""
-    out: set[str] = set()
-    rec = recovery_server(s)
-    if rec is not None and (by_hand(rec) or (s.sglang_in == "file" and readable(s))):
-        unit = name_unit(file_name(s, rec))
-        if unit is not None and unit != (rec.unit or None):
-            out |= RECOVERY
-    if s.sglang_in != "file" or not readable(s):
-        return out
-    made = name_unit(file_name(s, s.server))
-    if s.startup is None and made is not None and made != s.server.unit:
-        out |= RUNNING
-    if t.unit == "unknown" and made is not None:
-        out.add("unit")
-    pid_line = s.cause in KERNEL_CAUSES and not s.oom_group and s.sglang_version in ("0.5.10", "0.5.17")
-    lone_dmesg = s.kernel_in == ("dmesg",) and s.dmesg_format in MONO_DMESG and s.journal_mode is None
-    if pid_line and lone_dmesg and made is not None and made != s.server.unit:
-        # the record's cgroup names another unit than the made-up one: the server's report of
-        # its victim's pid no longer dates the kill, and the incident is the server's line alone
-        out |= {"unit", "cause", "victims", "report_headline", "report_cause"}
-        out -= RUNNING  # the incident takes the made-up unit too: its statistics are found
-    return out
-
-
 def _described(s: Scenario, t: Truth) -> set[str]:
-    """Text journals with Description-form job lines: the Description stands for the unit."""
+    """Text journals with Description-form job lines: an operator's start of the killed unit is
+    logged under its Description only, and the unit reads as still failed."""
     if not described(s) or s.journal_mode not in TEXT_WALL:
         return set()
-    out: set[str] = set()
-    if s.sglang_in == "journal" and s.startup is None:
-        out |= RUNNING
-    if s.sglang_in == "journal" and s.startup == "cuda_oom_loop":
-        out.add("report_headline")  # its stdout has no unit: the failed load is not its, so "crashed"
-    rec = recovery_server(s)
-    desc = rec.description if rec is not None and not by_hand(rec) else None
-    if rec is not None and desc and load_unit(s, rec) == desc and desc not in t.recovery_aliases:
-        out |= RECOVERY
-    if t.killed_unit_back and failure_seen_after_kill(s, t):
-        out.add("report_advice")  # its Starting/Started lines do not say it came back
-    return out
+    if not (
+        t.killed_unit_back and failure_seen_after_kill(s, t) and readable(s) and s.recovery == "operator"
+    ):
+        return set()
+    # a log file named after the unit is linked to it by its name, before any Description is
+    # learned from it: the Description's start after the kill stays the Description's
+    named = s.sglang_in == "file" and name_unit(file_name(s, s.server)) == s.server.unit
+    return {"report_advice"} if named else set()
 
 
 def _no_wall(s: Scenario, t: Truth) -> set[str]:
-    """A journal without wall-clock times (``-o cat``, ``short-monotonic``)."""
+    """A journal without wall-clock times (``-o cat``, ``short-monotonic``): no unit's start or
+    death can be put beside the server's lines, so the recovery's unit is not named."""
     if s.journal_mode not in NO_WALL:
         return set()
-    out: set[str] = set()
-    if s.sglang_in == "journal" and s.startup is None:
-        out |= RUNNING
     rec = recovery_server(s)
-    if rec is not None and not by_hand(rec) and readable(s) and load_unit(s, rec) is None:
-        out |= RECOVERY
-    return out
+    if rec is None or by_hand(rec) or not readable(s):
+        return set()
+    if s.sglang_in == "journal":
+        return set(RECOVERY)  # (its stdout there has no time to put beside the unit's start)
+    if rec is s.server:
+        return set()  # the same file: the killed run's unit, linked by its pid or name
+    stem = re.sub(r"(\.(log|txt|out|err|\d+))+$", "", file_name(s, rec))
+    return set() if stem in (rec.unit, rec.unit.removesuffix(".service")) else set(RECOVERY)
+
+
+def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
+    """A server started by hand right after a oneshot whose job lines carry its Description
+    (its end names the unit, so nothing says it ended): the oneshot's start is the server's."""
+    rec = recovery_server(s)
+    if not by_hand(rec) or t.recovered_utc is None or t.recovery_load_s is None:
+        return set()
+    if not described(s) or s.journal_mode not in TEXT_WALL:
+        return set()
+    first = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
+    if any(first - timedelta(seconds=125) <= ts <= first + timedelta(seconds=3) for _, ts in t.other_starts):
+        return set(RECOVERY) | {"recovery_load"}
+    return set()
 
 
 def _undated_kernel(s: Scenario, t: Truth) -> set[str]:
@@ -322,66 +302,10 @@ def denies_samples(s: Scenario) -> bool:
 
 def _other_gpus(s: Scenario, t: Truth) -> set[str]:
     """The killed server's GPUs are told apart only through its server_args tied to its unit."""
-    mine = stream_unit(s, s.server) == s.server.unit
+    mine = readable(s)  # (its lines read: their unit is linked, and its configuration with it)
     if s.other is not None and s.nvidia in ("loop", "nounits", "date-lines") and t.gpu_freed and not mine:
         return {"gpu_freed", "report_gpu"}
     return set()
-
-
-def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
-    """A server load without a unit takes the unit of a start in the 15 minutes before its first
-    line (``analysis/loads.py``, ``_refine_with_units``): one named like SGLang first, else the
-    latest (on a tie of whole-second stamps, the first listed). A server started by hand is then
-    "brought back by" a oneshot, a timer's service or a login session; a fallback unit by a
-    oneshot that started in the same second; the load is timed from that unit's start — and
-    when that start is more than 5 s before the kill, the recovery is not found at all."""
-    rec = recovery_server(s)
-    if (
-        rec is None
-        or t.recovered_utc is None
-        or t.recovery_load_s is None
-        or s.journal_mode not in WALL_MODES
-    ):
-        return set()
-    if not readable(s) and not by_hand(rec):
-        return set()
-    if stream_unit(s, rec) is not None:
-        return set()  # its stream names a unit (right, or made up from its file's name: F03)
-    own = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
-    first = own + timedelta(seconds=2.1)
-    whole = whole_seconds(s)
-
-    def stamp(ts: datetime) -> datetime:
-        return ts.replace(microsecond=0) if whole else ts
-
-    cands = [(unit, ts) for unit, ts in t.other_starts if first - timedelta(minutes=15) <= ts <= first]
-    if rec.unit:
-        name = rec.unit if s.journal_mode in STRUCTURED or not described(s) else rec.description
-        cands.append((name, own))
-    if not cands:
-        return set()
-    # sorted as the store lists them (time, then line), max() keeps the first of equals
-    cands.sort(key=lambda c: c[1])
-    best = max(cands, key=lambda c: ("sglang" in c[0].lower(), stamp(c[1])))
-    if best[1] == own:
-        return set()
-    if best[1] < t.kill_utc - timedelta(seconds=5):
-        return DOWNTIME.copy()  # the load now starts before the kill: no recovery
-    out = set(RECOVERY)
-    if abs((best[1] - own).total_seconds()) > 6:
-        out.add("recovery_load")
-    return out
-
-
-def _split_journal(s: Scenario, t: Truth) -> set[str]:
-    """A journal in two files: the server's lines in the second file are a new stream, and the
-    unit a text journal's stream claimed in the first file is not carried over."""
-    cut = t.journal_cut_utc
-    if cut is None or s.sglang_in != "journal" or s.startup is not None:
-        return set()
-    if stream_unit(s, s.server) != s.server.unit or s.journal_mode in STRUCTURED:
-        return set()
-    return RUNNING.copy() if cut < t.kill_utc else set()
 
 
 def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
@@ -419,7 +343,9 @@ def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
         if s.dmesg_format in ("ctime", "iso") and "dmesg" in s.kernel_in:
             out.add("incidents")  # the kill twice, a year apart
     if s.startup is None:
-        out |= RUNNING
+        # (a server's own file keeps its own year: its last line is still before a kill put a
+        # year later, so the last sign of life is found)
+        out |= RUNNING - ({"last_activity"} if s.sglang_in == "file" else set())
     if recovery_server(s) is not None:
         out |= RECOVERY | DOWNTIME
     if t.gpu_freed:
@@ -429,8 +355,6 @@ def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
 
 FINDINGS = (
     Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
-    Finding("F02", "A server's own log is tied to its unit by the file's name only", _file_unit),
-    Finding("F03", "A file name is turned into a unit name", _made_up_unit),
     Finding("F04", "Description-form job lines stand for the unit", _described),
     Finding("F05", "Journals without wall-clock times lose the server's unit", _no_wall),
     Finding(
@@ -442,7 +366,6 @@ FINDINGS = (
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
     Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
-    Finding("F16", "A split journal loses the server stream's unit in its second file", _split_journal),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
 )
 

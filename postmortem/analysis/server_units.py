@@ -1,0 +1,336 @@
+"""Which unit ran a server whose own lines name none.
+
+A server's log file often says nothing of its unit (``server.log``, ``nohup.out``), and a text
+journal's stream of a server's stdout is not always claimed by a unit. The other sources say
+it, and this module links each such run of a server to the unit they name:
+
+- **pid**: a pid the server's log names (its own, uvicorn's main pid, a subprocess it reports
+  dead) is in a unit's cgroup by a memory cgroup OOM record's task table, an OOM kill's victim
+  cgroup, or a structured journal's fields;
+- **start**: the unit started at most :data:`START_BEFORE` before the run's first line;
+- **end**: the unit died (killed, failed, stopped, OOM-killed) at most :data:`END_AFTER` after
+  the run's last line;
+- **name**: the file is named after a unit (``llm-a.log`` → ``llm-a.service``) that systemd or
+  the kernel name on the host.
+
+A run's unit is the one with the most evidence (pid counts most), when no other ties with it.
+A start named by a Description (text journals before systemd 249) and an end naming a unit on
+the same run teach that the Description is that unit's: its other lines take the unit's name.
+A log file's runs are weighed together (a file is one server's). A run no evidence ties to a
+unit keeps none: the report says that nothing names it — a file's name is never turned into a
+unit silently. Each link is kept in ``unit_links`` with its evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..query import run_named_dicts
+from ..store.db import Store
+from ..store.parts import materialize, native
+from ..unitname import file_stem, unit_from_name
+
+#: a unit's start this long before a run's first line may be the start of that run
+START_BEFORE = timedelta(seconds=120)
+#: a unit's death this long after a run's last line may be the end of that run
+END_AFTER = timedelta(seconds=120)
+#: a stamp this far the other way still counts (whole-second stamps, two clocks)
+SLACK = timedelta(seconds=2)
+#: evidence weights: a pid is the unit's own; a start or an end only coincides in time
+WEIGHT = {"pid": 4, "name": 3, "start": 2, "end": 2, "server": 2, "start~": 1, "end~": 1}
+#: unit kinds that run no server
+_NOT_SERVERS = (".scope", ".slice", ".timer", ".socket", ".mount", ".target", ".path", ".device", ".swap")
+_SERVER_TABLES = ("server_stats", "server_events", "server_configs", "http_requests")
+
+
+@dataclass
+class Run:
+    source_id: int
+    path: str
+    journal: bool
+    stream_pid: int | None
+    host: str | None
+    first_ts: datetime
+    last_ts: datetime
+    pids: list[int]
+    #: unit → [(kind, evidence text)]
+    votes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def vote(self, unit: str, kind: str, why: str) -> None:
+        have = self.votes.setdefault(unit, [])
+        if all(k != kind for k, _ in have):
+            have.append((kind, why))
+
+
+@dataclass(frozen=True)
+class Link:
+    source_id: int
+    stream_pid: int | None
+    host: str | None
+    first_ts: datetime
+    last_ts: datetime
+    unit: str | None
+    how: str
+    evidence: str
+
+
+def _same_host(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
+
+
+def _runs(store: Store, host: str | None) -> list[Run]:
+    out = []
+    for r in run_named_dicts(store, "unlinked_server_runs"):
+        out.append(
+            Run(
+                source_id=int(r["source_id"]),
+                path=str(r["path"]),
+                journal=bool(r["journal"]),
+                stream_pid=r["stream_pid"] if r["stream_pid"] not in (None, -1) else None,
+                host=r["host"] or host,
+                first_ts=r["first_ts"],
+                last_ts=r["last_ts"],
+                pids=[int(p) for p in r["pids"] or []],
+            )
+        )
+    _span_split_journals(out)
+    return out
+
+
+def _span_split_journals(runs: list[Run]) -> None:
+    """A process's lines in several files of one journal (rotated, split by a capture) are one
+    run from its first line to its last: the cut between the files is neither a start nor an end."""
+    spans: dict[tuple[str | None, int], tuple[datetime, datetime]] = {}
+    for run in runs:
+        if run.journal and run.stream_pid is not None:
+            key = (run.host, run.stream_pid)
+            lo, hi = spans.get(key, (run.first_ts, run.last_ts))
+            spans[key] = (min(lo, run.first_ts), max(hi, run.last_ts))
+    for run in runs:
+        if run.journal and run.stream_pid is not None:
+            run.first_ts, run.last_ts = spans[(run.host, run.stream_pid)]
+
+
+def _vote_pids(store: Store, runs: list[Run], timed: bool = True) -> None:
+    pids = sorted({p for run in runs for p in run.pids})
+    if not pids:
+        return
+    rows = run_named_dicts(store, "pid_units", {"pids": pids})
+    for run in runs:
+        for r in rows:
+            if (
+                r["pid"] not in run.pids
+                or not _same_host(r["host"], run.host)
+                or r["unit"].endswith(_NOT_SERVERS)
+            ):
+                continue
+            # a pid is reused, in time: the unit's must be seen while the run lives (or its kill)
+            ts = r["ts"]
+            if (
+                timed
+                and ts is not None
+                and not (run.first_ts - START_BEFORE <= ts <= run.last_ts + END_AFTER)
+            ):
+                continue
+            run.vote(str(r["unit"]), "pid", f"pid {r['pid']} is {r['unit']}'s ({r['how']})")
+
+
+def _after(e: dict[str, Any], m: dict[str, Any]) -> bool:
+    """Whether mark ``e`` came after mark ``m`` (in the same second: after it in its source)."""
+    if e["ts"] != m["ts"]:
+        return bool(e["ts"] > m["ts"])
+    return bool(e["source_id"] == m["source_id"] and e["line_no"] > m["line_no"])
+
+
+def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
+    """Starts before a run's first line and ends after its last: the nearest (and those within
+    :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
+    on writing (a oneshot, a timer's job) ran something else."""
+    for run in runs:
+        starts: list[tuple[float, str]] = []
+        ends: list[tuple[float, str, str]] = []
+        inside: set[str] = set()
+        mine = [
+            m for m in marks if not str(m["unit"]).endswith(_NOT_SERVERS) and _same_host(m["host"], run.host)
+        ]
+        for m in mine:
+            unit, ts = str(m["unit"]), m["ts"]
+            if m["mark"] == "start" and run.first_ts - START_BEFORE <= ts <= run.first_ts + SLACK:
+                if not any(
+                    e["unit"] == unit and e["mark"] == "end" and _after(e, m) and e["ts"] < run.first_ts
+                    for e in mine
+                ):
+                    starts.append(((run.first_ts - ts).total_seconds(), unit))  # (not ended before it began)
+            elif m["mark"] == "end" and run.last_ts - SLACK <= ts <= run.last_ts + END_AFTER:
+                ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
+            elif m["mark"] == "end" and run.first_ts + SLACK < ts < run.last_ts - SLACK:
+                inside.add(unit)
+        if starts:
+            near = min(g for g, _ in starts) + SLACK.total_seconds()
+            for gap, unit in sorted(starts):
+                if unit not in inside:
+                    kind = "start" if gap <= near else "start~"
+                    run.vote(unit, kind, f"{unit} started {gap:.0f} s before the server's first line")
+        if ends:
+            near = min(g for g, _, _ in ends) + SLACK.total_seconds()
+            for gap, unit, action in sorted(ends):
+                kind = "end" if gap <= near else "end~"
+                run.vote(unit, kind, f"{unit} ended ({action}) {gap:.0f} s after the server's last line")
+
+
+def _vote_names(known: set[tuple[str | None, str]], runs: list[Run]) -> None:
+    """A file named after a unit systemd or the kernel name on the host: ``fallback-a.log`` and
+    ``fallback-a.service``, ``sglang-k26.log`` and ``sglang-k26.service``."""
+    for run in runs:
+        if run.journal:
+            continue
+        stem = file_stem(run.path)
+        guess = unit_from_name(run.path)
+        for host, unit in known:
+            if _same_host(host, run.host) and (unit == guess or unit.removesuffix(".service") == stem):
+                run.vote(unit, "name", f"the file is named after {unit}, which systemd or the kernel name")
+
+
+def _vote_servers(store: Store, runs: list[Run], chosen: set[str]) -> None:
+    """A unit that runs a server (its own lines say so, or another run was linked to it) is
+    likelier the unit of a run whose start it coincides with than a oneshot started nearer:
+    a restart of the same server."""
+    servers = chosen | {str(r["unit"]) for r in run_named_dicts(store, "server_units")}
+    for run in runs:
+        for unit in [u for u in run.votes if u in servers]:
+            run.vote(unit, "server", f"{unit} runs a server")
+
+
+def _descriptions(marks: list[dict[str, Any]]) -> set[str]:
+    """The names in ``marks`` that are a unit's Description, not its name."""
+    return {str(m["unit"]) for m in marks if m["description"] and m["unit"] == m["description"]}
+
+
+def _learn_descriptions(runs: list[Run], described: set[str]) -> dict[str, str]:
+    """Description → unit, from a server (its runs together) whose start names a Description
+    and whose pid, end or file name names one unit (and no other unit)."""
+    learned: dict[str, set[str]] = {}
+    for votes in (_merged(group) for group in _groups(runs).values()):
+        descs = [u for u, v in votes.items() if u in described and any(k == "start" for k, _ in v)]
+        units = [
+            u
+            for u, v in votes.items()
+            if u not in described and any(k in ("pid", "end", "name") for k, _ in v)
+        ]
+        if len(descs) == 1 and len(units) == 1:
+            learned.setdefault(descs[0], set()).add(units[0])
+    return {d: next(iter(us)) for d, us in learned.items() if len(us) == 1}
+
+
+def _groups(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:
+    """The runs of one server: a file's (a file is one server's log), a journal process's (in
+    every file of a split journal)."""
+    groups: dict[tuple[Any, ...], list[Run]] = {}
+    for run in runs:
+        key = ("pid", run.host, run.stream_pid) if run.journal else ("file", run.source_id)
+        groups.setdefault(key, []).append(run)
+    return groups
+
+
+def _merged(group: list[Run]) -> dict[str, list[tuple[str, str]]]:
+    votes: dict[str, list[tuple[str, str]]] = {}
+    for run in group:
+        for name, vs in run.votes.items():
+            have = votes.setdefault(name, [])
+            have += [v for v in vs if all(k != v[0] for k, _ in have)]
+    return votes
+
+
+def _fold(run: Run, learned: dict[str, str]) -> None:
+    for desc, unit in learned.items():
+        if desc in run.votes:
+            for kind, why in run.votes.pop(desc):
+                run.vote(unit, kind, why.replace(desc, f"{unit} ({desc})", 1))
+
+
+def _score(votes: list[tuple[str, str]]) -> int:
+    return sum(WEIGHT[k] for k, _ in votes)
+
+
+def _choose(votes: dict[str, list[tuple[str, str]]]) -> tuple[str | None, str]:
+    """The unit with the most evidence, if none ties with it; else (None, why not)."""
+    if not votes:
+        return None, "nothing names its unit"
+    ranked = sorted(votes.items(), key=lambda kv: -_score(kv[1]))
+    top = _score(ranked[0][1])
+    tied = [u for u, v in ranked if _score(v) == top]
+    if len(tied) > 1:
+        return None, "ambiguous: " + " or ".join(sorted(tied))
+    return ranked[0][0], "; ".join(why for _, why in ranked[0][1])
+
+
+def _decide(runs: list[Run]) -> list[Link]:
+    """Each server's runs vote together (:func:`_groups`)."""
+    links = []
+    for group in _groups(runs).values():
+        chosen, why = _choose(_merged(group))
+        how = "evidence" if chosen else "none"
+        for run in group:
+            links.append(
+                Link(run.source_id, run.stream_pid, run.host, run.first_ts, run.last_ts, chosen, how, why)
+            )
+    return links
+
+
+def _apply(store: Store, links: Iterable[Link]) -> None:
+    for link in links:
+        if link.unit is None:
+            continue
+        if link.stream_pid is not None:
+            where, params = "source_id = ? AND unit IS NULL AND pid = ?", [link.source_id, link.stream_pid]
+        else:
+            where, params = "source_id = ? AND unit IS NULL", [link.source_id]
+        materialize(store, [link.source_id], tables=("server_stats", "http_requests"))
+        for table in _SERVER_TABLES:
+            # (the native table: a view of the same name also shows other sources' parts)
+            store.execute(f"UPDATE {native(store, table)} SET unit = ? WHERE {where}", [link.unit, *params])  # noqa: S608
+
+
+def link_server_units(store: Store, host: str | None = None, *, timed: bool = True) -> list[Link]:
+    """Link every server run without a unit to the unit the evidence names; update its rows
+    and record each link (also a run left without one) in ``unit_links``. ``host``: the
+    store's only host, for rows that name none. ``timed=False``: only the evidence that needs no
+    clock (a file's name, a pid), before the sources' clocks are compared — a log read in the
+    wrong zone is put right by comparing it with its unit's journal lines, so it needs its unit
+    first."""
+    store.execute("DELETE FROM unit_links WHERE unit IS NULL")  # (runs still unlinked are listed again)
+    # (before the clocks are compared only files: a journal's streams are on its own clock)
+    runs = [r for r in _runs(store, host) if timed or not r.journal]
+    if not runs:
+        return []
+    marks = run_named_dicts(store, "unit_marks")
+    known = {(r["host"], str(r["unit"])) for r in run_named_dicts(store, "unit_known")}
+    _vote_pids(store, runs, timed)
+    if timed:
+        _vote_marks(marks, runs)
+    _vote_names(known, runs)
+    described = _descriptions(marks)
+    learned = _learn_descriptions(runs, described)
+    for run in runs:
+        _fold(run, learned)
+    _vote_servers(store, runs, {x.unit for x in _decide(runs) if x.unit})
+    links = [x for x in _decide(runs) if timed or x.unit is not None]
+    _apply(store, links)
+    for desc, unit in learned.items():
+        store.execute(
+            "UPDATE unit_events SET unit = ? WHERE unit = ? AND description = ?", [unit, desc, desc]
+        )
+    if not links:
+        return links
+    store.con.executemany(
+        "INSERT INTO unit_links (source_id, stream_pid, host, first_ts, last_ts, unit, how, evidence) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            [x.source_id, x.stream_pid, x.host, x.first_ts, x.last_ts, x.unit, x.how, x.evidence]
+            for x in links
+        ],
+    )
+    return links

@@ -1,0 +1,17 @@
+-- pid_units: the unit other sources put a process in, for the pids a server's log names
+-- (postmortem/analysis/server_units.py): a memory cgroup OOM record lists the cgroup's own
+-- tasks; any OOM kill names its victim's cgroup; a structured journal names the unit of each
+-- process that wrote to it.
+-- Parameters: $pids.
+SELECT k.host, t.pid, k.unit, 'task table' AS how, k.ts
+FROM oom_tasks t JOIN oom_kills k ON t.source_id = k.source_id AND t.oom_id = k.oom_id
+WHERE k.unit IS NOT NULL AND k.scope = 'memcg' AND list_contains($pids, t.pid)
+UNION ALL
+SELECT host, victim_pid, unit, 'OOM kill', ts
+FROM oom_kills
+WHERE unit IS NOT NULL AND list_contains($pids, victim_pid)
+UNION ALL
+SELECT host, pid, unit, 'journal', min(ts)
+FROM journal_entries
+WHERE unit IS NOT NULL AND list_contains($pids, pid)
+GROUP BY host, pid, unit

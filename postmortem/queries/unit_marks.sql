@@ -1,0 +1,17 @@
+-- unit_marks: when units started and ended, as systemd and the OOM killers say, for linking a
+-- server's run to its unit (postmortem/analysis/server_units.py): a run that begins seconds
+-- after a unit starts, and falls silent as that unit dies, is that unit's. Scopes, slices,
+-- timers, sockets and mounts run no server. A start in a text journal before systemd 249
+-- names the unit's Description (description is set, unit is that Description).
+-- No parameters.
+SELECT host, unit, description, ts, 'start' AS mark, action, source_id, line_no
+FROM unit_events
+WHERE action IN ('starting', 'started') AND ts IS NOT NULL AND unit IS NOT NULL
+UNION ALL
+SELECT host, unit, description, ts, 'end', action, source_id, line_no
+FROM unit_events
+WHERE action IN ('main_exited', 'failed', 'oom_killed', 'stopping', 'stopped', 'deactivated') AND ts IS NOT NULL AND unit IS NOT NULL
+UNION ALL
+SELECT host, unit, NULL, ts, 'end', 'oom_kill', source_id, line_no
+FROM oom_kills
+WHERE ts IS NOT NULL AND unit IS NOT NULL
