@@ -1588,7 +1588,9 @@ def test_a_servers_dying_words_are_not_a_sign_of_life() -> None:
             [line, T, kind],
         )
     (row,) = run_named_dicts(
-        store, "last_activity_before", {"unit": "a.service", "source": None, "before": T, "since": None, "host": None}
+        store,
+        "last_activity_before",
+        {"unit": "a.service", "source": None, "before": T, "since": None, "host": None},
     )
     assert row["ts"] == T - timedelta(seconds=302)
     store.close()

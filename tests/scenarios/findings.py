@@ -356,7 +356,7 @@ def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
 FINDINGS = (
     Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
     Finding("F04", "Description-form job lines stand for the unit", _described),
-    Finding("F05", "Journals without wall-clock times lose the server's unit", _no_wall),
+    Finding("F05", "Journals without wall-clock times do not name the recovery's unit", _no_wall),
     Finding(
         "F06",
         "A boot-relative kernel record is not joined with systemd's lines of the same kill",
@@ -365,7 +365,11 @@ FINDINGS = (
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
-    Finding("F15", "A server without a unit is credited to a unit started before it", _claims_any_start),
+    Finding(
+        "F15",
+        "A server started by hand right after a Description-named oneshot takes its start",
+        _claims_any_start,
+    ),
     Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
 )
 
