@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
@@ -358,7 +359,15 @@ def _throughput_before(inc: Incident, facts: IncidentFacts) -> float | None:
     return sum(before) / len(before) if before else None
 
 
-def _impact(inc: Incident, facts: IncidentFacts) -> Impact:
+def _server_file(sources: Sources, source_id: int | None, clean: Redactor) -> str:
+    """The file a server wrote whose unit no source names (by its file name: a path can hold a
+    secret), else ""."""
+    if source_id is None or source_id not in sources.names:
+        return ""
+    return clean(os.path.basename(sources.names[source_id]))
+
+
+def _impact(inc: Incident, facts: IncidentFacts, recovery_file: str = "") -> Impact:
     last = inc.last_activity_ts
     tput = _throughput_before(inc, facts)
     impact = Impact(
@@ -366,7 +375,10 @@ def _impact(inc: Incident, facts: IncidentFacts) -> Impact:
         downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data"),
         kill_utc=utc_text(inc.ts),
         recovered_utc=utc_text(inc.recovered_ts),
-        recovery_unit=inc.recovery_unit or "—",
+        recovery_unit=inc.recovery_unit
+        or (
+            f"unknown unit: the server writing {recovery_file}" if recovery_file and inc.recovered_ts else "—"
+        ),
         fallback_unit=inc.fallback_unit or "—",
         running_at_kill=inc.running_at_kill,
         queued_at_kill=inc.queued_at_kill,
@@ -574,6 +586,7 @@ def incident_report(
         incident_id=inc.incident_id,
         host=host,
         unit=clean(inc.unit or "unknown"),
+        unit_unknown_file=_server_file(sources, inc.server_source, clean),
         zone=zone_name(zone),
         kill_utc=utc_text(inc.ts),
         kill_local=local_text(inc.ts, zone),
@@ -583,7 +596,7 @@ def incident_report(
         confidence=round(inc.confidence, 2),
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),
-        impact=_impact(inc, facts),
+        impact=_impact(inc, facts, _server_file(sources, inc.recovery_source, clean)),
         timeline=timeline_rows(facts, sources, zone, clean),
         victims=[
             VictimRow(

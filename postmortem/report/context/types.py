@@ -281,6 +281,8 @@ class IncidentReport:
     incident_id: int
     host: str
     unit: str
+    #: the file of a server no source names a unit for (its unit is ``unknown``), else ""
+    unit_unknown_file: str
     zone: str
     kill_utc: str
     kill_local: str
