@@ -171,6 +171,43 @@ def test_a_previous_boots_oom_kill_is_dated_by_the_servers_report_of_its_victim(
     assert inc["ts"].startswith("2026-03-18T14:02:17")
 
 
+def test_a_dmesg_in_seconds_since_boot_is_dated_by_systemds_lines_about_the_same_kill(
+    cli: Any, tmp_path: Path
+) -> None:
+    """dmesg in seconds since boot holding two nights' OOM records of a unit, and the journal
+    as a text file with only systemd's lines about those kills (no kernel lines, no boot id):
+    each (kill, systemd line) pair proposes a boot time, and the one both kills agree on dates
+    the file. The records join their incidents: OOM kills with their victims, not "a signal"."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    boot = datetime(2026, 3, 16, 8, 0, tzinfo=UTC)
+    nights = [KILL, KILL + timedelta(days=1, minutes=43)]
+    dmesg, journal = [], []
+    for n, kill in enumerate(nights):
+        mono = (kill - boot).total_seconds()
+        pid = 6021 + n
+        dmesg += [
+            f"[{mono - 0.1:13.6f}] python3 invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), order=0, oom_score_adj=0",
+            f"[{mono:13.6f}] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/{UNIT},task_memcg=/system.slice/{UNIT},task=python3,pid={pid},uid=998",
+            f"[{mono:13.6f}] Memory cgroup out of memory: Killed process {pid} (python3) total-vm:209715200kB, anon-rss:167160004kB, file-rss:608156kB, shmem-rss:4000kB, UID:998 pgtables:328125kB oom_score_adj:0",
+        ]  # fmt: skip
+        journal += [
+            (kill + timedelta(seconds=0.3), f"systemd[1]: {UNIT}: A process of this unit has been killed by the OOM killer."),
+            (kill + timedelta(seconds=0.9), f"systemd[1]: {UNIT}: Main process exited, code=killed, status=9/KILL"),
+            (kill + timedelta(seconds=0.9), f"systemd[1]: {UNIT}: Failed with result 'oom-kill'."),
+        ]  # fmt: skip
+    (logs / "dmesg.txt").write_text("\n".join(dmesg) + "\n")
+    (logs / "journal.txt").write_text(_journal(journal))
+    db = tmp_path / "pm.duckdb"
+    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "reports", "--tz", "UTC")
+    assert r.code == 0, r
+    r = cli("incidents", "--db", db, "--format", "json")
+    got = [(i["cause"], i["victim_pid"], i["ts"][:19]) for i in json.loads(r.out)]
+    assert got == [
+        ("cgroup_oom", 6021 + n, kill.strftime("%Y-%m-%dT%H:%M:%S")) for n, kill in enumerate(nights)
+    ]
+
+
 def test_a_dmesg_holding_two_nights_gives_no_clock_offset_from_their_lookalike_lines(
     cli: Any, tmp_path: Path
 ) -> None:

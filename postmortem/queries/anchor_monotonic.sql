@@ -125,6 +125,46 @@ WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT
                  WHERE k.source_id = a.source_id AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
   );
 
+-- A source still without a boot (dmesg in seconds since boot, the journal as a text file): an
+-- OOM kill in it of a unit (its record names the unit's cgroup) and systemd's own lines about
+-- that unit being OOM-killed ("A process of this unit has been killed by the OOM killer.",
+-- "Main process exited, code=killed"), which systemd logs within about a second of the kill.
+-- Each (kill, systemd line) pair of the same unit and host proposes a boot time; the one most
+-- kills agree on (within 2 s) is the boot, its earliest proposal (systemd's line follows the
+-- kill) taken. The capture cannot predate its own records.
+UPDATE anchor_source_boots AS a
+SET boot_ts = m.boot_ts
+FROM (
+    WITH pairs AS (
+        SELECT o.source_id, o.host, o.oom_id,
+               epoch_us(e.ts) - CAST(round(o.monotonic_s * 1000000) AS BIGINT) AS boot_us
+        FROM oom_kills AS o
+        JOIN unit_events AS e
+          ON e.unit = o.unit AND e.ts IS NOT NULL
+         AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
+         AND (o.host IS NULL OR e.host IS NULL OR o.host = e.host)
+        WHERE o.ts IS NULL AND o.monotonic_s IS NOT NULL AND o.unit IS NOT NULL
+          AND o.unit NOT LIKE '%.slice'
+    ),
+    buckets AS (
+        SELECT source_id, host, boot_us // 2000000 AS bucket,
+               count(DISTINCT oom_id) AS kills, min(boot_us) AS boot_us
+        FROM pairs
+        GROUP BY source_id, host, boot_us // 2000000
+    )
+    SELECT source_id, host, make_timestamptz(arg_max(boot_us, kills * 1e12 - boot_us / 1e6)) AS boot_ts
+    FROM buckets
+    GROUP BY source_id, host
+) AS m
+WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
+  AND NOT EXISTS (
+      SELECT 1 FROM sources AS s
+      WHERE s.source_id = a.source_id AND s.file_mtime IS NOT NULL
+        AND m.boot_ts + to_microseconds(CAST(round(
+                (SELECT max(k.monotonic_s) FROM kernel_messages AS k
+                 WHERE k.source_id = a.source_id AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
+  );
+
 UPDATE kernel_messages AS k
 SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
     ts_inferred = 'boot'

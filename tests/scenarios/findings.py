@@ -149,6 +149,8 @@ def kernel_undated(s: Scenario) -> bool:
         return False
     if s.dmesg_format in MONO_DMESG and s.journal_mode in STRUCTURED:
         return False  # the journal's boot id and monotonic clock anchor the boot
+    if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES:
+        return False  # systemd's lines about the unit's OOM kill anchor the boot
     return not (s.dmesg_format in MONO_DMESG and kill_dated_by_server(s))
 
 
@@ -358,9 +360,7 @@ FINDINGS = (
     Finding("F04", "Description-form job lines stand for the unit", _described),
     Finding("F05", "Journals without wall-clock times do not name the recovery's unit", _no_wall),
     Finding(
-        "F06",
-        "A boot-relative kernel record is not joined with systemd's lines of the same kill",
-        _undated_kernel,
+        "F06", "A kernel record in dmesg's -e/-H stamps is not joined with systemd's lines", _undated_kernel
     ),
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
