@@ -40,6 +40,8 @@ class BuildResult:
     incidents: int = 0
     #: OOM kills with no time (in no report; index.md lists them)
     undated: int = 0
+    #: sources whose year-less stamps took a year nothing dated confirms: (path, year)
+    year_guesses: list[tuple[str, int]] = field(default_factory=list)
     bundles: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
@@ -80,12 +82,20 @@ def build(options: BuildOptions) -> BuildResult:
         timings["reports"] = time.perf_counter() - t2
         # a later 'ingest' of the same files opens nothing
         fileindex.write(store, summary.skipped, read_limits(options.ingest))
+        from .analysis.clock import unconfirmed_years
+        from .query import run_named_dicts
+
+        guesses = [
+            (str(r["path"]), r["first_ts"].year)
+            for r in unconfirmed_years(run_named_dicts(store, "year_spans"))
+        ]
     return BuildResult(
         ingest=summary,
         reports=written.reports,
         index=written.index,
         incidents=written.incidents,
         undated=written.undated,
+        year_guesses=guesses,
         bundles=written.bundles,
         timings=timings,
     )

@@ -562,6 +562,11 @@ def build(
         if result.undated
         else ""
     )
+    for path, year in result.year_guesses:
+        typer.echo(
+            f"note: {path}: its stamps have no year; {year} is the file's modification time's and no "
+            "dated source confirms it (give --year or --since if the file was copied)"
+        )
     typer.echo(f"{result.incidents} incident(s){undated}; reports in {options.out}")
     for p in result.reports:
         typer.echo(f"  {p}")

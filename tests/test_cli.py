@@ -657,6 +657,41 @@ def test_the_year_of_year_less_stamps_is_noted(cli: Any, tmp_path: Path, args: l
     assert "year-less stamps: the first line's year, " in notes and why in notes
 
 
+def test_a_copied_year_less_journal_takes_the_year_of_the_nights_dated_sources(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A year-less syslog copied a year after a New Year's night: its mtime says 2026, the
+    server's own log (dated) says 2025. The journal is moved a year back and its kill is the
+    server's night; without the server's log, the terminal says the year is a guess."""
+    import os
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    journal = logs / "messages"
+    journal.write_text(
+        "Jan  1 00:47:57 gpu1 kernel: Out of memory: Killed process 4242 (python3) total-vm:1000kB, "
+        "anon-rss:900kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0\n"
+        "Jan  1 00:47:58 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL\n"
+    )
+    copied = datetime(2026, 1, 3, 9, 0, tzinfo=UTC).timestamp()
+    os.utime(journal, (copied, copied))
+    alone = cli(
+        "build", "--logs", logs, "--db", tmp_path / "a.duckdb", "--out", tmp_path / "ra", "--tz", "UTC"
+    )
+    assert alone.code == 0, alone.err
+    assert "its stamps have no year; 2026 is the file's modification time's" in alone.out
+    (logs / "llm.service.log").write_text(
+        "[2024-12-31 23:50:01] server_args=ServerArgs(model_path='/m', tp_size=2, port=30000)\n"
+        "[2025-01-01 00:47:50 TP0] Decode batch. #running-req: 7, #token: 900, token usage: 0.90, "
+        "gen throughput (token/s): 100.00, #queue-req: 3\n"
+    )
+    r = cli("build", "--logs", logs, "--db", tmp_path / "b.duckdb", "--out", tmp_path / "rb", "--tz", "UTC")
+    assert r.code == 0, r.err
+    assert "no dated source confirms it" not in r.out
+    got = cli("query", "SELECT ts FROM incidents", "--db", tmp_path / "b.duckdb", "--format", "csv").out
+    assert "2025-01-01T00:47:57Z" in got, got
+
+
 def test_build_without_ingesting_needs_an_existing_store(cli: Any, tmp_path: Path) -> None:
     """``build --no-ingest`` with a mistyped --db is an error, not a new empty store and
     '0 incident(s)'."""

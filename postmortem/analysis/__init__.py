@@ -29,6 +29,7 @@ from .clock import (
     reference_formats,
     same_zone_offsets,
     start_pair_offsets,
+    year_offsets,
 )
 from .facts import IncidentFacts, gather
 from .incidents import (
@@ -89,6 +90,8 @@ def _offsets(store: Store) -> dict[int, ClockOffset]:
         run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
     )
     offsets = merge_offsets(exact, zones)
+    years = year_offsets(run_named_dicts(store, "year_spans"), set(offsets))
+    offsets = merge_offsets(offsets.values(), years)
     same = _not_contradicted(
         store,
         same_zone_offsets(

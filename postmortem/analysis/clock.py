@@ -7,12 +7,15 @@ placed on it by pairs of records that must be (nearly) simultaneous:
   log file and its stdout captured by journald) → the median difference, exactly;
 * systemd starting a unit and its server printing its configuration a few seconds later →
   a time-zone-sized offset (a multiple of 15 minutes) when the log was written in another zone
-  than ``--tz`` says.
+  than ``--tz`` says;
+* a journal's year-less stamps whose year came from a copied file's modification time, and the
+  dated sources of the same night → a whole year (:func:`year_offsets`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from .model import ClockOffset
@@ -177,6 +180,90 @@ def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffs
                 f"{zone_off.offset_s / 3600:+g} h: pass the host's --tz",
             )
         )
+    return out
+
+
+#: a dated source's span and a year-guessed one's overlap when they come this close
+YEAR_SLACK = timedelta(hours=2)
+
+
+def _years_later(ts: datetime, years: int) -> datetime:
+    try:
+        return ts.replace(year=ts.year + years)
+    except ValueError:  # 29 February
+        return ts.replace(year=ts.year + years, day=28)
+
+
+def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockOffset]:
+    """Year-less stamps whose year came from the file's modification time (a copied file's
+    mtime is a year on, a New Year's night) and that overlap no dated source of their host,
+    while moved a year earlier or later they do: the year the dated sources say (rows of
+    ``year_spans.sql``; ``known``: sources that already have an offset).
+
+    >>> from datetime import UTC, datetime
+    >>> t = datetime(2025, 1, 1, 0, 40, tzinfo=UTC)
+    >>> rows = [
+    ...     {"source_id": 1, "host": "h", "first_ts": t.replace(year=2026), "last_ts": t.replace(year=2026),
+    ...      "yearless": True, "year_from_mtime": True, "path": "j"},
+    ...     {"source_id": 2, "host": None, "first_ts": t, "last_ts": t, "yearless": False,
+    ...      "year_from_mtime": False, "path": "s"}]
+    >>> [(o.source_id, round(o.offset_s / 86400), o.method) for o in year_offsets(rows, set())]
+    [(1, 365, 'the year of the dated sources')]
+    """
+    dated = [r for r in rows if not r["yearless"]]
+    out: list[ClockOffset] = []
+    for r in rows:
+        if not r["year_from_mtime"] or int(r["source_id"]) in known:
+            continue
+        mine = [d for d in dated if r["host"] is None or d["host"] is None or d["host"] == r["host"]]
+
+        def meets(years: int, r: dict[str, Any] = r, mine: list[dict[str, Any]] = mine) -> list[int]:
+            lo, hi = _years_later(r["first_ts"], years), _years_later(r["last_ts"], years)
+            return [
+                int(d["source_id"])
+                for d in mine
+                if lo - YEAR_SLACK <= d["last_ts"] and d["first_ts"] <= hi + YEAR_SLACK
+            ]
+
+        if not mine or meets(0):
+            continue
+        best = max((-1, 1), key=lambda k: len(meets(k)))
+        witnesses = meets(best)
+        if not witnesses:
+            continue
+        offset = (r["first_ts"] - _years_later(r["first_ts"], best)).total_seconds()
+        out.append(
+            ClockOffset(
+                source_id=int(r["source_id"]),
+                reference_source_id=witnesses[0],
+                offset_s=offset,
+                method="the year of the dated sources",
+                pairs=len(witnesses),
+                note=f"its year-less stamps took the year of the file's modification time; the dated "
+                f"sources of the same night put it {abs(best)} year {'earlier' if best < 0 else 'later'}",
+            )
+        )
+    return out
+
+
+def unconfirmed_years(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sources (rows of ``year_spans.sql``) whose year-less stamps took the year of the
+    file's modification time and that no dated source of their host overlaps: the year is a
+    guess, which the terminal says (a copied file's year is the copy's)."""
+    dated = [r for r in rows if not r["yearless"]]
+    out = []
+    for r in rows:
+        if not r["year_from_mtime"]:
+            continue
+        meets = [
+            d
+            for d in dated
+            if (r["host"] is None or d["host"] is None or d["host"] == r["host"])
+            and r["first_ts"] - YEAR_SLACK <= d["last_ts"]
+            and d["first_ts"] <= r["last_ts"] + YEAR_SLACK
+        ]
+        if not meets:
+            out.append(r)
     return out
 
 

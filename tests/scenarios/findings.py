@@ -329,14 +329,19 @@ def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
 
 def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
     """Year-less journal lines take their year from the file's mtime when neither --since nor
-    the journal itself (a header, a dated message) gives one — not from the other dated sources
-    of the same night (the SGLang log, nvidia-smi, dmesg -T)."""
+    the journal itself (a header, a dated message) gives one, and no other source of the night
+    is dated by its own stamps (the server's log unread, no nvidia-smi loop, no dmesg -T)."""
     yearless = s.journal_mode in ("short", "short-precise") or (
         s.journal_mode == "syslog" and whole_seconds(s)
     )
     # (a "-- Logs begin at …" header, systemd ≤ 249, would give the year, but the vectorised path
     # that reads files over 64 lines × 40 bytes does not look at it)
     if not yearless or s.since_given or s.sglang_in == "journal" or not mtime_year_wrong(s, t):
+        return set()
+    # a dated source of the same night (the server's own log, an nvidia-smi loop, dmesg -T)
+    # gives the year (analysis/clock.py, year_offsets)
+    witness = (s.sglang_in == "file" and readable(s)) or s.nvidia is not None
+    if witness or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso")):
         return set()
     out = {"kill_time", "report_headline"}
     if s.cause in KERNEL_CAUSES and not kernel_undated(s):
