@@ -721,7 +721,275 @@ def _same_mtime(a: datetime | None, b: datetime | None) -> bool:
     return abs((a - b).total_seconds()) < 1e-6
 
 
-def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
+@dataclass
+class _Plan:
+    """How a file is read this time: from scratch, appended to, or replacing its stored rows."""
+
+    mode: str = "ingested"  # ingested, appended, replaced
+    reuse_id: int | None = None  # the stored source read again
+    rotated: int | None = None  # the stored source of the file this one took the place of
+    rewritten: bool = False  # replaced for new content in the same file (not read again as it was)
+    skip_bytes: int = 0
+    first_line: int = 1
+
+
+def _plan_stored(
+    store: Store, inp: InputFile, parser: Parser, options: IngestOptions, binary: bool, started: float
+) -> _Plan | FileResult:
+    """What to do with a file the store knows by its path: nothing (unchanged), read it again
+    (another format, host, zone or year; rewritten), read what it grew by, keep the old rows of a
+    rotated file — or a result already (unchanged, moved here by a rotation)."""
+    plan = _Plan()
+    existing, legacy = _stored(store, inp) if inp.path is not None else (None, False)
+    if existing is None:
+        return plan
+    sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
+    reformat = (
+        _other_format(store, sid, _forced(inp, options))
+        or _other_host(store, sid, options.host)
+        or _other_zone(store, sid, options)
+        or _other_year(store, sid, options)
+    )
+    if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
+        return FileResult(inp.display, "unchanged", parser.name, sid, seconds=time.monotonic() - started)
+    if reformat and not legacy:
+        plan.mode, plan.reuse_id = "replaced", sid
+    elif not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
+        plan.mode, plan.reuse_id = "appended", sid
+        plan.skip_bytes, plan.first_line = old_bytes, old_lines + 1
+    elif not legacy and old_id is not None and inp.file_id is not None and old_id != inp.file_id:
+        # another file under the old name (the old one rotated away): its rows stay
+        plan.rotated = sid
+    elif not legacy and (moved := _rotated_into(store, inp, options, sid)) is not None:
+        # rotation into a name the store knows (logrotate's app.log.1 → app.log.2.gz, the old
+        # .2.gz deleted and its inode reused): that content is stored already, and the file this
+        # name held before is gone — its rows stay, as at a new file under a name
+        return _moved_here(store, inp, sid, *moved, parser.name, started)
+    elif not legacy:
+        plan.mode, plan.reuse_id, plan.rewritten = "replaced", sid, True
+    # a legacy row that is neither: perhaps another file of that name; this one is new
+    return plan
+
+
+def _plan_file(
+    store: Store, inp: InputFile, parser: Parser, options: IngestOptions, binary: bool, started: float
+) -> _Plan | FileResult:
+    """:func:`_plan_stored`, then a file whose content the store holds under another path: a
+    duplicate, known by its hash before a line is parsed."""
+    plan = _plan_stored(store, inp, parser, options, binary, started)
+    if isinstance(plan, FileResult) or plan.reuse_id is not None or binary:
+        return plan
+    twin = _same_content(store, inp, _given_host(inp, options))
+    if twin is None:
+        return plan
+    if plan.rotated is not None:
+        # a rotated file under a name the store knows for the file before it
+        return _moved_here(
+            store, inp, plan.rotated, _source_at(store, twin), twin, None, parser.name, started
+        )
+    return _duplicate(inp.display, parser.name, twin, started)
+
+
+_NEW_SOURCE = (
+    "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
+    "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
+    "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)"
+)
+
+
+def _claim(store: Store, inp: InputFile, fmt: str, plan: _Plan, result: FileResult) -> int:
+    """Claim the file's source: a row with status 'loading' (removed again if the load does not
+    finish). Returns its id."""
+    from .store.recovery import discard_source
+
+    with store.transaction():
+        if plan.rotated is not None:
+            kept = rotated_name(store, inp.key)
+            store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [kept, plan.rotated])
+            result.notes.append(
+                f"a new file under this name (log rotation): the rows of the one before are kept, "
+                f"as {inp.display + kept[len(inp.key) :]!r}"
+            )
+        if plan.reuse_id is None:
+            row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
+            assert row is not None
+            source_id = int(row[0])
+            store.execute(_NEW_SOURCE, [source_id, inp.key, fmt, datetime.now(UTC)])
+            return source_id
+        source_id = plan.reuse_id
+        if plan.mode != "replaced":
+            store.execute(
+                "UPDATE sources SET status = 'loading', resume_line = ?, path = ? WHERE source_id = ?",
+                [plan.first_line, inp.key, source_id],
+            )
+            return source_id
+        old = store.fetchall(
+            "SELECT lines, records, first_ts, last_ts FROM sources WHERE source_id = ?", [source_id]
+        )
+        if plan.rewritten and old and old[0][1]:
+            n_lines, n_records, first, last = old[0]
+            span = f", {first:%Y-%m-%d %H:%M}–{last:%Y-%m-%d %H:%M} UTC" if first and last else ""
+            result.notes.append(
+                f"its {n_records} earlier records ({n_lines} lines{span}) were removed: the file "
+                "was rewritten in place (copytruncate, a new dump under the old name); ingest "
+                "the copy, if one was kept, to have them again"
+            )
+        discard_source(store, source_id, None)
+        store.execute(_NEW_SOURCE, [source_id, inp.key, fmt, datetime.now(UTC)])
+        return source_id
+
+
+def _resume(store: Store, source_id: int, ctx: ParseContext, writer: Any) -> int:
+    """An appended file's counts so far, in the context and the writer; returns its records."""
+    prev = store.fetchall(
+        "SELECT parsed_lines, ignored_lines, records, parse_issues, first_ts, last_ts "
+        "FROM sources WHERE source_id = ?",
+        [source_id],
+    )[0]
+    ctx.parsed_lines, ctx.ignored_lines = int(prev[0]), int(prev[1])
+    writer.records, writer.issue_count = int(prev[2]), int(prev[3])
+    # the span so far: the appended lines widen it
+    writer.first_ts, writer.last_ts = prev[4], prev[5]
+    writer.unparsed_lines = int(
+        store.fetchall("SELECT count(*) FROM parse_issues WHERE source_id = ? AND unparsed", [source_id])[0][
+            0
+        ]
+    )
+    ctx.options["resume"] = "1"
+    return int(writer.records)
+
+
+def _parse_bytes(
+    parser: BytesParser, blocks: Iterator[bytes], ctx: ParseContext, writer: Any, read: _Reading
+) -> int:
+    """Feed a bytes parser; returns the lines it was given."""
+    counted = 0
+    last_byte = b"\n"
+
+    def counting(src: Iterator[bytes]) -> Iterator[bytes]:
+        nonlocal counted, last_byte
+        first = read.first_line == 1
+        for block in src:
+            counted += block.count(b"\n")
+            last_byte = block[-1:]
+            read.tick()
+            if first:
+                block, first = without_bom(block), False
+            yield block
+
+    writer.add_all(parser.parse_bytes(counting(blocks), ctx))
+    return counted + (1 if last_byte not in (b"\n", b"") else 0)
+
+
+def _parse_lines(
+    parser: Parser, blocks: Iterator[bytes], ctx: ParseContext, writer: Any, read: _Reading
+) -> int:
+    """Feed a line parser (an overlong line is a counted parse issue); returns the lines."""
+    lines = 0
+
+    def chunks() -> Iterator[LineChunk]:
+        nonlocal lines
+        for item in iter_lines(blocks, read.first_line):
+            if isinstance(item, OverlongLine):
+                lines += 1
+                writer.add_issue(
+                    ctx.issue(item.line_no, f"line too long ({item.size} bytes); skipped", item.head)
+                )
+                continue
+            lines += len(item)
+            read.tick()
+            yield item
+
+    writer.add_all(parser.parse(chunks(), ctx))
+    return lines
+
+
+@dataclass
+class _Reading:
+    """A file being read: where it starts, and the progress callback."""
+
+    inp: InputFile
+    state: StreamState
+    first_line: int
+    progress: Callable[[str, int, int | None], None] | None
+
+    def tick(self) -> None:
+        if self.progress:
+            self.progress(self.inp.display, self.state.raw_bytes, self.inp.size)
+
+
+def _account(
+    ctx: ParseContext, writer: Any, lines: int, inp: InputFile, fmt: str, options: IngestOptions
+) -> None:
+    """Every line parsed, ignored or unparsed (a mismatch is a bug: noted, or raised with
+    --strict); a forced format that found nothing is said."""
+    if lines and not writer.records and _forced(inp, options) is not None:
+        ctx.note(
+            f"the forced format {fmt} found nothing in {lines} lines: if it is the wrong one, "
+            "ingest the file again with the right --format (it replaces these rows)"
+        )
+    unparsed = writer.unparsed_lines
+    if ctx.parsed_lines + ctx.ignored_lines + unparsed != lines:
+        msg = (
+            f"line accounting mismatch in {fmt}: {lines} lines but {ctx.parsed_lines} parsed "
+            f"+ {ctx.ignored_lines} ignored + {unparsed} unparsed"
+        )
+        if options.strict:
+            raise AssertionError(msg)
+        ctx.note(msg)
+
+
+def _complete(
+    store: Store, source_id: int, inp: InputFile, ctx: ParseContext, writer: Any, done: _Done
+) -> None:
+    """Mark the source complete with its counts, span and notes (inside the load's transaction)."""
+    ts_range = _source_span(store, source_id, writer)
+    zoned = _zone_dependent(store, source_id)
+    ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone, given=ctx.zone_given) if zoned else None
+    if ahead:
+        ctx.note(ahead)
+    if not ctx.zone_given and zoned:
+        ctx.note(f"{ZONE_ASSUMED} {zone_name(ctx.zone)}, this machine's zone (no --tz given)")
+    store.execute(
+        "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
+        "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "
+        "file_size = ?, file_mtime = ?, first_ts = ?, last_ts = ?, notes = ?, "
+        "format = ?, status = 'complete', resume_line = NULL, ingested_at = ?, file_id = ? "
+        "WHERE source_id = ?",
+        [
+            done.sha,
+            done.bytes,
+            done.lines,
+            writer.records,
+            writer.issue_count,
+            ctx.parsed_lines,
+            ctx.ignored_lines,
+            done.compression,
+            ctx.host,
+            getattr(ctx.zone, "key", str(ctx.zone)),
+            inp.size,
+            inp.mtime,
+            ts_range[0],
+            ts_range[1],
+            "; ".join(ctx.notes) or None,
+            done.fmt,
+            datetime.now(UTC),
+            inp.file_id,
+            source_id,
+        ],
+    )
+
+
+@dataclass
+class _Done:
+    sha: str
+    bytes: int
+    lines: int
+    compression: str | None
+    fmt: str
+
+
+def ingest_file(
     store: Store,
     inp: InputFile,
     parser: Parser,
@@ -731,106 +999,17 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
     started = time.monotonic()
     head = planned.head if planned else read_head(inp, max_bytes=options.max_bytes)
     binary = planned.binary_journal if planned else head.data.startswith(JOURNAL_MAGIC)
-    display = inp.display
     fmt = parser.name
-    existing, legacy = _stored(store, inp) if inp.path is not None else (None, False)
-    skip_bytes = 0
-    first_line = 1
-    mode = "ingested"
-    reuse_id: int | None = None
-    rotated: int | None = None  # the stored source of the file this one took the place of
-    rewritten = False  # replaced for new content in the same file (not read again as it was)
-    if existing is not None:
-        sid, sha, old_bytes, old_lines, old_size, old_mtime, old_id = existing
-        reformat = (
-            _other_format(store, sid, _forced(inp, options))
-            or _other_host(store, sid, options.host)
-            or _other_zone(store, sid, options)
-            or _other_year(store, sid, options)
-        )
-        if old_size == inp.size and _same_mtime(old_mtime, inp.mtime) and not reformat:
-            return FileResult(display, "unchanged", fmt, sid, seconds=time.monotonic() - started)
-        if reformat and not legacy:
-            mode, reuse_id, rewritten = "replaced", sid, False
-        elif not binary and parser.appendable and _grew_from(inp, sha, old_bytes, options):
-            skip_bytes, first_line, mode, reuse_id = old_bytes, old_lines + 1, "appended", sid
-        elif not legacy and old_id is not None and inp.file_id is not None and old_id != inp.file_id:
-            # another file under the old name (the old one rotated away): its rows stay
-            rotated = sid
-        elif not legacy and (moved := _rotated_into(store, inp, options, sid)) is not None:
-            # rotation into a name the store knows (logrotate's app.log.1 → app.log.2.gz, the
-            # old .2.gz deleted and its inode reused): that content is stored already, and the
-            # file this name held before is gone — its rows stay, as at a new file under a name
-            return _moved_here(store, inp, sid, *moved, fmt, started)
-        elif not legacy:
-            mode, reuse_id, rewritten = "replaced", sid, True
-        # a legacy row that is neither: perhaps another file of that name; this one is new
-    if (
-        reuse_id is None
-        and not binary
-        and (twin := _same_content(store, inp, _given_host(inp, options))) is not None
-    ):
-        # the same file under another path (relative, through a symlink, a copy): known by its
-        # hash before a line is parsed
-        if rotated is not None:
-            # a rotated file under a name the store knows for the file before it
-            return _moved_here(store, inp, rotated, _source_at(store, twin), twin, None, fmt, started)
-        return _duplicate(display, fmt, twin, started)
+    plan = _plan_file(store, inp, parser, options, binary, started)
+    if isinstance(plan, FileResult):
+        return plan
 
     from .store.loader import SourceWriter  # pyarrow: only when there is work
-    from .store.recovery import discard_source
 
     ctx = _context(store, inp, head, options)
     state = StreamState()
-    result = FileResult(display, mode, fmt)
-    lines = 0
-    overlong = 0
-    # claim the source: a row with status 'loading' (removed again if the load does not finish)
-    with store.transaction():
-        if rotated is not None:
-            kept = rotated_name(store, inp.key)
-            store.execute("UPDATE sources SET path = ? WHERE source_id = ?", [kept, rotated])
-            result.notes.append(
-                f"a new file under this name (log rotation): the rows of the one before are kept, "
-                f"as {inp.display + kept[len(inp.key) :]!r}"
-            )
-        if reuse_id is None:
-            row = store.con.execute("SELECT nextval('source_id_seq')").fetchone()
-            assert row is not None
-            source_id = int(row[0])
-            store.execute(
-                "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
-                "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
-                "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
-                [source_id, inp.key, fmt, datetime.now(UTC)],
-            )
-        else:
-            source_id = reuse_id
-            if mode == "replaced":
-                old = store.fetchall(
-                    "SELECT lines, records, first_ts, last_ts FROM sources WHERE source_id = ?", [source_id]
-                )
-                if rewritten and old and old[0][1]:
-                    n_lines, n_records, first, last = old[0]
-                    span = f", {first:%Y-%m-%d %H:%M}–{last:%Y-%m-%d %H:%M} UTC" if first and last else ""
-                    result.notes.append(
-                        f"its {n_records} earlier records ({n_lines} lines{span}) were removed: the file "
-                        "was rewritten in place (copytruncate, a new dump under the old name); ingest "
-                        "the copy, if one was kept, to have them again"
-                    )
-                discard_source(store, source_id, None)
-                store.execute(
-                    "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, "
-                    "parse_issues, parsed_lines, ignored_lines, status, resume_line, ingested_at) "
-                    "VALUES (?, ?, ?, '', 0, 0, 0, 0, 0, 0, 'loading', 1, ?)",
-                    [source_id, inp.key, fmt, datetime.now(UTC)],
-                )
-            else:
-                store.execute(
-                    "UPDATE sources SET status = 'loading', resume_line = ?, path = ? WHERE source_id = ?",
-                    [first_line, inp.key, source_id],
-                )
-    resume_line = first_line
+    result = FileResult(inp.display, plan.mode, fmt)
+    source_id = _claim(store, inp, fmt, plan, result)
     writer: Any = None
     store.con.execute("BEGIN TRANSACTION")
     try:
@@ -839,188 +1018,39 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
         # a large file; for a small one its start, hand-overs and tiny parts are most of the cost
         big = inp.size is None or inp.size >= BACKGROUND_BYTES
         writer = SourceWriter(store, source_id, checkpoint=True, background=big, parts=big)
-        before_records = 0
-        if mode == "appended":
-            prev = store.fetchall(
-                "SELECT parsed_lines, ignored_lines, records, parse_issues, first_ts, last_ts "
-                "FROM sources WHERE source_id = ?",
-                [source_id],
-            )[0]
-            ctx.parsed_lines, ctx.ignored_lines = int(prev[0]), int(prev[1])
-            writer.records, writer.issue_count = int(prev[2]), int(prev[3])
-            before_records = writer.records
-            # the span so far: the appended lines widen it
-            writer.first_ts, writer.last_ts = prev[4], prev[5]
-            writer.unparsed_lines = int(
-                store.fetchall(
-                    "SELECT count(*) FROM parse_issues WHERE source_id = ? AND unparsed",
-                    [source_id],
-                )[0][0]
-            )
-            ctx.options["resume"] = "1"
-            lines = first_line - 1
-
-        total = inp.size
-        progress = options.progress
-
+        before_records = _resume(store, source_id, ctx, writer) if plan.mode == "appended" else 0
+        read = _Reading(inp, state, plan.first_line, options.progress)
         if binary:
             assert inp.path is not None
             blocks: Iterator[bytes] = _hash_and_export(inp, state, ctx)
         else:
             blocks = iter_blocks(
-                inp,
-                state,
-                skip=skip_bytes,
-                max_bytes=options.max_bytes,
-                max_ratio=options.max_ratio,
+                inp, state, skip=plan.skip_bytes, max_bytes=options.max_bytes, max_ratio=options.max_ratio
             )
-
         if isinstance(parser, BytesParser):
-            counted: list[int] = [0]
-            last_byte = [b"\n"]
-
-            def counting(src: Iterator[bytes]) -> Iterator[bytes]:
-                first = first_line == 1
-                for block in src:
-                    counted[0] += block.count(b"\n")
-                    last_byte[0] = block[-1:]
-                    if progress:
-                        progress(display, state.raw_bytes, total)
-                    if first:
-                        block, first = without_bom(block), False
-                    yield block
-
-            writer.add_all(parser.parse_bytes(counting(blocks), ctx))
-            lines += counted[0] + (1 if last_byte[0] not in (b"\n", b"") else 0)
+            lines = _parse_bytes(parser, blocks, ctx, writer, read)
         else:
-
-            def chunks() -> Iterator[LineChunk]:
-                nonlocal lines, overlong
-                for item in iter_lines(blocks, first_line):
-                    if isinstance(item, OverlongLine):
-                        lines += 1
-                        overlong += 1
-                        writer.add_issue(
-                            ctx.issue(
-                                item.line_no,
-                                f"line too long ({item.size} bytes); skipped",
-                                item.head,
-                            )
-                        )
-                        continue
-                    lines += len(item)
-                    if progress:
-                        progress(display, state.raw_bytes, total)
-                    yield item
-
-            writer.add_all(parser.parse(chunks(), ctx))
+            lines = _parse_lines(parser, blocks, ctx, writer, read)
+        lines += plan.first_line - 1
         writer.finish()
-
         if state.error is not None:
             ctx.note(str(state.error))
-        if lines and not writer.records and _forced(inp, options) is not None:
-            ctx.note(
-                f"the forced format {fmt} found nothing in {lines} lines: if it is the wrong one, "
-                "ingest the file again with the right --format (it replaces these rows)"
-            )
-        unparsed = writer.unparsed_lines
-        accounted = ctx.parsed_lines + ctx.ignored_lines + unparsed
-        if accounted != lines:
-            msg = (
-                f"line accounting mismatch in {fmt}: {lines} lines but {ctx.parsed_lines} parsed "
-                f"+ {ctx.ignored_lines} ignored + {unparsed} unparsed"
-            )
-            if options.strict:
-                raise AssertionError(msg)
-            ctx.note(msg)
-
+        _account(ctx, writer, lines, inp, fmt, options)
         sha = state.sha256.hexdigest()
-        if mode == "ingested":
-            dup = store.fetchall(
-                "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? AND status = 'complete' "
-                "AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?) LIMIT 1",
-                [sha, source_id, ctx.host, ctx.host],
-            )
-            if dup:
-                discard_source(store, source_id, None)
-                store.con.execute("COMMIT")
-                twin = str(dup[0][0])
-                if rotated is not None and is_rotated(twin):
-                    # rotated under a name the store knew (whose rows were kept, as rotated away)
-                    return _moved_here(
-                        store, inp, rotated, _source_at(store, twin), twin, state.compression, fmt, started
-                    )
-                return _duplicate(display, fmt, twin, started)
-        ts_range = _source_span(store, source_id, writer)
-        zoned = _zone_dependent(store, source_id)
-        ahead = _ahead_of_mtime(ts_range[1], inp.mtime, ctx.zone, given=ctx.zone_given) if zoned else None
-        if ahead:
-            ctx.note(ahead)
-        if not ctx.zone_given and zoned:
-            ctx.note(f"{ZONE_ASSUMED} {zone_name(ctx.zone)}, this machine's zone (no --tz given)")
-        store.execute(
-            "UPDATE sources SET sha256 = ?, bytes = ?, lines = ?, records = ?, parse_issues = ?, "
-            "parsed_lines = ?, ignored_lines = ?, compression = ?, host = ?, tz = ?, "
-            "file_size = ?, file_mtime = ?, first_ts = ?, last_ts = ?, notes = ?, "
-            "format = ?, status = 'complete', resume_line = NULL, ingested_at = ?, file_id = ? "
-            "WHERE source_id = ?",
-            [
-                sha,
-                state.bytes + skip_bytes if not binary else state.raw_bytes,
-                lines,
-                writer.records,
-                writer.issue_count,
-                ctx.parsed_lines,
-                ctx.ignored_lines,
-                "journalctl" if binary else state.compression,
-                ctx.host,
-                getattr(ctx.zone, "key", str(ctx.zone)),
-                inp.size,
-                inp.mtime,
-                ts_range[0],
-                ts_range[1],
-                "; ".join(ctx.notes) or None,
-                fmt,
-                datetime.now(UTC),
-                inp.file_id,
-                source_id,
-            ],
-        )
+        if plan.mode == "ingested" and (dup := _twin_after(store, source_id, sha, ctx.host)) is not None:
+            store.con.execute("COMMIT")
+            if plan.rotated is not None and is_rotated(dup):
+                # rotated under a name the store knew (whose rows were kept, as rotated away)
+                return _moved_here(
+                    store, inp, plan.rotated, _source_at(store, dup), dup, state.compression, fmt, started
+                )
+            return _duplicate(inp.display, fmt, dup, started)
+        size = state.bytes + plan.skip_bytes if not binary else state.raw_bytes
+        compression = "journalctl" if binary else state.compression
+        _complete(store, source_id, inp, ctx, writer, _Done(sha, size, lines, compression, fmt))
         store.con.execute("COMMIT")
     except BaseException as exc:
-        if writer is not None:
-            writer.abandon()
-        _rollback(store)
-        if writer is not None:
-            writer.restore()
-        with store.transaction():
-            discard_source(store, source_id, resume_line if mode == "appended" else None)
-        if isinstance(exc, PostmortemError) or not isinstance(exc, Exception) or options.strict:
-            raise
-        if _interrupt_inside(exc):
-            # Ctrl-C arrived inside a compiled kernel or a C call, which reported it as its own
-            # error (numba: "SystemError: … returned a result with an exception set"): an
-            # interrupt, not a parser bug
-            raise KeyboardInterrupt from exc
-        jit = sys.modules.get("postmortem.parsers.jit")
-        if jit is not None and not jit.cache_off and jit.cache_broke(exc):
-            jit.without_cache()
-            again = ingest_file(store, inp, parser, options, planned)
-            again.notes.append(
-                f"numba's cache of compiled parsers is unusable ({type(exc).__name__}: "
-                f"{str(exc)[:120]}): compiled without it — free space where it lives, or set "
-                "NUMBA_CACHE_DIR to a writable directory"
-            )
-            return again
-        return FileResult(
-            display,
-            "error",
-            fmt,
-            error=f"internal error while parsing ({type(exc).__name__}: {exc}); "
-            "please report it with the file (rerun with --debug for the traceback)",
-            seconds=time.monotonic() - started,
-            trace="".join(traceback.format_exception(exc)),
-        )
+        return _failed(store, inp, parser, options, planned, plan, source_id, writer, exc, started)
     result.source_id = source_id
     result.lines = lines
     result.parsed = ctx.parsed_lines
@@ -1030,14 +1060,82 @@ def ingest_file(  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
     result.bytes = state.bytes if not binary else state.raw_bytes
     result.notes += ctx.notes
     result.per_table = dict(writer.per_table)
-    if mode == "appended":
-        result.new_lines = lines - (first_line - 1)
+    if plan.mode == "appended":
+        result.new_lines = lines - (plan.first_line - 1)
         result.new_records = writer.records - before_records
     result.seconds = time.monotonic() - started
     if state.error is not None:
         result.status = "error"
         result.error = str(state.error)
     return result
+
+
+def _twin_after(store: Store, source_id: int, sha: str, host: str | None) -> str | None:
+    """A complete source of the same content (and host) as the one just read, whose rows are
+    then discarded: the path it is stored under."""
+    from .store.recovery import discard_source
+
+    dup = store.fetchall(
+        "SELECT path FROM sources WHERE sha256 = ? AND source_id <> ? AND status = 'complete' "
+        "AND (?::VARCHAR IS NULL OR host IS NULL OR host = ?) LIMIT 1",
+        [sha, source_id, host, host],
+    )
+    if not dup:
+        return None
+    discard_source(store, source_id, None)
+    return str(dup[0][0])
+
+
+def _failed(
+    store: Store,
+    inp: InputFile,
+    parser: Parser,
+    options: IngestOptions,
+    planned: _Planned | None,
+    plan: _Plan,
+    source_id: int,
+    writer: Any,
+    exc: BaseException,
+    started: float,
+) -> FileResult:
+    """A load that failed: its rows undone (an appended file keeps what it had); an error of
+    postmortem's, an interrupt or --strict raise; a broken numba cache is worked around;
+    anything else is the file's error, with the trace for --debug."""
+    from .store.recovery import discard_source
+
+    if writer is not None:
+        writer.abandon()
+    _rollback(store)
+    if writer is not None:
+        writer.restore()
+    with store.transaction():
+        discard_source(store, source_id, plan.first_line if plan.mode == "appended" else None)
+    if isinstance(exc, PostmortemError) or not isinstance(exc, Exception) or options.strict:
+        raise exc
+    if _interrupt_inside(exc):
+        # Ctrl-C arrived inside a compiled kernel or a C call, which reported it as its own
+        # error (numba: "SystemError: … returned a result with an exception set"): an
+        # interrupt, not a parser bug
+        raise KeyboardInterrupt from exc
+    jit = sys.modules.get("postmortem.parsers.jit")
+    if jit is not None and not jit.cache_off and jit.cache_broke(exc):
+        jit.without_cache()
+        again = ingest_file(store, inp, parser, options, planned)
+        again.notes.append(
+            f"numba's cache of compiled parsers is unusable ({type(exc).__name__}: "
+            f"{str(exc)[:120]}): compiled without it — free space where it lives, or set "
+            "NUMBA_CACHE_DIR to a writable directory"
+        )
+        return again
+    return FileResult(
+        inp.display,
+        "error",
+        parser.name,
+        error=f"internal error while parsing ({type(exc).__name__}: {exc}); "
+        "please report it with the file (rerun with --debug for the traceback)",
+        seconds=time.monotonic() - started,
+        trace="".join(traceback.format_exception(exc)),
+    )
 
 
 def _interrupt_inside(exc: BaseException) -> bool:

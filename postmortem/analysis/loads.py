@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -277,69 +278,113 @@ class _Builder:
             return
         self._apply(cur, row)
 
-    def _apply(self, cur: _Load, row: dict[str, Any]) -> None:  # noqa: C901 - 27 > 15: listed in docs/dev/README.md
+    def _apply(self, cur: _Load, row: dict[str, Any]) -> None:
         kind = row["kind"]
-        ts = row["ts"]
-        role = row["role"] or "target"
-        if kind == "ready":
-            cur.ready_ts = ts
-            cur.ready_line_no = row["line_no"]
-            cur.ready_source = "ready_line"
-        elif kind in _KILL_KINDS:
+        if kind in _KILL_KINDS:
             cur.killed = True
         elif kind in _STOP_KINDS:
             cur.stopped = True
         elif kind in _FAIL_KINDS:
-            cur.failed = True
-            # an error of its own (a CUDA OOM, too little memory for the pool, the watchdog); a
-            # rank that died of a signal (exit code -9: an OOM killer) is a kill, not one
-            if row.get("exit_code") is not None and int(row["exit_code"]) < 0:
-                cur.killed_outside = True
-            cur.own_failure = cur.own_failure or kind in _OWN_FAILURE_KINDS
-        elif kind == "load_weight_begin":
-            ph = cur.weights.setdefault(role, _Phase())
-            if ts is not None and (ph.begin_min is None or ts < ph.begin_min):
-                ph.begin_min = ts
-        elif kind == "load_weight_end":
-            ph = cur.weights.setdefault(role, _Phase())
-            detail = _detail(row)
-            if detail.get("deferred"):
-                total = detail.get("overlap_total_s")
-                ph.deferred_s = float(total) if isinstance(total, (int, float)) else row["elapsed_s"]
-            else:
-                if ts is not None:
-                    if ph.end_max is None or ts > ph.end_max:
-                        ph.end_max = ts
-                    cur.lw_ends.append(ts)
-                el = row["elapsed_s"]
-                if el is not None and (ph.elapsed_max is None or el > ph.elapsed_max):
-                    ph.elapsed_max = el
-        elif kind == "memory_pool_end":
-            if role == "target" and cur.kv_pool_end is None:
-                cur.kv_pool_end = ts
-        elif kind == "kv_cache_allocated":
-            if role == "target" and cur.kv_pool_end is None and not cur.graph_span:
-                cur.kv_alloc_last = ts
-        elif kind == "cuda_graph_begin":
-            span = cur.graph_span.setdefault(role, _Phase())
-            if ts is not None and (span.begin_min is None or ts < span.begin_min):
-                span.begin_min = ts
-        elif kind == "cuda_graph_end":
-            span = cur.graph_span.setdefault(role, _Phase())
-            if ts is not None and (span.end_max is None or ts > span.end_max):
-                span.end_max = ts
-            if row["elapsed_s"] is not None:
-                key = (role, row["ranks"] or "")
-                cur.graph_sum[key] = cur.graph_sum.get(key, 0.0) + float(row["elapsed_s"])
-        elif kind == "startup_timings":
-            cur.timings = _detail(row)
-        elif kind == "limits":
-            if cur.limits_ts is None:
-                cur.limits_ts = ts
-        elif kind == "uvicorn_started":
-            server_pid = _detail(row).get("server_pid")
-            if isinstance(server_pid, int):
-                cur.server_pid = server_pid
+            _failed(cur, row)
+        else:
+            handler = _PHASES.get(kind)
+            if handler is not None:
+                handler(cur, row, row["ts"], row["role"] or "target")
+
+
+def _failed(cur: _Load, row: dict[str, Any]) -> None:
+    cur.failed = True
+    # an error of its own (a CUDA OOM, too little memory for the pool, the watchdog); a rank
+    # that died of a signal (exit code -9: an OOM killer) is a kill, not one
+    if row.get("exit_code") is not None and int(row["exit_code"]) < 0:
+        cur.killed_outside = True
+    cur.own_failure = cur.own_failure or row["kind"] in _OWN_FAILURE_KINDS
+
+
+def _ready(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    cur.ready_ts = ts
+    cur.ready_line_no = row["line_no"]
+    cur.ready_source = "ready_line"
+
+
+def _earliest(ph: _Phase, ts: datetime | None) -> None:
+    if ts is not None and (ph.begin_min is None or ts < ph.begin_min):
+        ph.begin_min = ts
+
+
+def _latest(ph: _Phase, ts: datetime | None) -> None:
+    if ts is not None and (ph.end_max is None or ts > ph.end_max):
+        ph.end_max = ts
+
+
+def _weights_begin(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    _earliest(cur.weights.setdefault(role, _Phase()), ts)
+
+
+def _weights_end(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    ph = cur.weights.setdefault(role, _Phase())
+    detail = _detail(row)
+    if detail.get("deferred"):
+        total = detail.get("overlap_total_s")
+        ph.deferred_s = float(total) if isinstance(total, (int, float)) else row["elapsed_s"]
+        return
+    if ts is not None:
+        _latest(ph, ts)
+        cur.lw_ends.append(ts)
+    el = row["elapsed_s"]
+    if el is not None and (ph.elapsed_max is None or el > ph.elapsed_max):
+        ph.elapsed_max = el
+
+
+def _pool_end(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    if role == "target" and cur.kv_pool_end is None:
+        cur.kv_pool_end = ts
+
+
+def _kv_allocated(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    if role == "target" and cur.kv_pool_end is None and not cur.graph_span:
+        cur.kv_alloc_last = ts
+
+
+def _graphs_begin(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    _earliest(cur.graph_span.setdefault(role, _Phase()), ts)
+
+
+def _graphs_end(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    _latest(cur.graph_span.setdefault(role, _Phase()), ts)
+    if row["elapsed_s"] is not None:
+        key = (role, row["ranks"] or "")
+        cur.graph_sum[key] = cur.graph_sum.get(key, 0.0) + float(row["elapsed_s"])
+
+
+def _timings(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    cur.timings = _detail(row)
+
+
+def _limits(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    if cur.limits_ts is None:
+        cur.limits_ts = ts
+
+
+def _uvicorn(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
+    server_pid = _detail(row).get("server_pid")
+    if isinstance(server_pid, int):
+        cur.server_pid = server_pid
+
+
+#: what each startup line of a server tells its load: kind → handler(load, row, ts, role)
+_PHASES: dict[str, Callable[[_Load, dict[str, Any], datetime | None, str], None]] = {
+    "ready": _ready,
+    "load_weight_begin": _weights_begin,
+    "load_weight_end": _weights_end,
+    "memory_pool_end": _pool_end,
+    "kv_cache_allocated": _kv_allocated,
+    "cuda_graph_begin": _graphs_begin,
+    "cuda_graph_end": _graphs_end,
+    "startup_timings": _timings,
+    "limits": _limits,
+    "uvicorn_started": _uvicorn,
+}
 
 
 def _weight_s(load: _Load, role: str) -> float | None:
@@ -398,28 +443,54 @@ class _UnitStart:
     claimed: bool = False
 
 
-def _refine_with_units(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
+def _refine_with_units(
     loads: list[_Load], unit_rows: list[dict[str, Any]], oom_rows: list[dict[str, Any]]
 ) -> None:
+    """Each load takes its unit's start (systemd's Starting/Started before its first line) and
+    what the unit and the OOM killers say of how it ended before it was ready."""
+    _claim_starts(loads, _unit_starts(unit_rows))
+    for load in loads:
+        if load.unit is None or load.start_ts is None or load.outcome == "ready":
+            continue
+        nxt = _next_start(loads, load)
+        _unit_failures(load, unit_rows, nxt)
+        for r in oom_rows:
+            ts = r["ts"]
+            if (
+                r["unit"] == load.unit
+                and _same_host(r["host"], load.host)
+                and ts is not None
+                and ts >= load.start_ts
+                and (nxt is None or ts < nxt)
+            ):
+                load.killed = load.killed_outside = True
+
+
+def _unit_starts(unit_rows: list[dict[str, Any]]) -> list[_UnitStart]:
+    """Each start of a unit (a Started right after its Starting belongs to the same start)."""
     starts: list[_UnitStart] = []
     # the last start of each (host, unit): another host's (a fleet store) or unit's start
     # between a Starting and its Started does not part them
     last: dict[tuple[str | None, str], _UnitStart] = {}
     for r in unit_rows:
-        if r["kind"] in ("starting", "started") and r["ts"] is not None and r["unit"]:
-            # a Started right after its Starting belongs to the same start
-            prev = last.get((r["host"], r["unit"]))
-            if (
-                r["kind"] == "started"
-                and prev is not None
-                and prev.action == "starting"
-                and timedelta(0) <= r["ts"] - prev.ts <= timedelta(minutes=5)
-            ):
-                continue
-            start = _UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"])
-            starts.append(start)
-            last[(start.host, start.unit)] = start
-    # the previous load of the same stream bounds how early a start may be
+        if r["kind"] not in ("starting", "started") or r["ts"] is None or not r["unit"]:
+            continue
+        prev = last.get((r["host"], r["unit"]))
+        if (
+            r["kind"] == "started"
+            and prev is not None
+            and prev.action == "starting"
+            and timedelta(0) <= r["ts"] - prev.ts <= timedelta(minutes=5)
+        ):
+            continue
+        start = _UnitStart(r["host"], r["unit"], r["ts"], r["kind"], r["source_id"], r["line_no"])
+        starts.append(start)
+        last[(start.host, start.unit)] = start
+    return starts
+
+
+def _floors(loads: list[_Load]) -> dict[int, datetime]:
+    """The previous load of the same stream bounds how early a start may be."""
     floors: dict[int, datetime] = {}
     streams: dict[Any, list[_Load]] = {}
     for ld in loads:
@@ -430,11 +501,17 @@ def _refine_with_units(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
         for before, after in itertools.pairwise(group):
             assert before.first_ts is not None
             floors[id(after)] = before.first_ts
-    # a load claims its own unit's start; a load no unit is named for claims none (the unit a
-    # server's lines belong to is linked before, by evidence: analysis/server_units.py — a
-    # start of some unit minutes before is none: a login session, a oneshot, another server)
-    order = sorted((ld for ld in loads if ld.first_ts is not None and ld.unit is not None), key=_first_key)
-    for load in order:
+    return floors
+
+
+def _claim_starts(loads: list[_Load], starts: list[_UnitStart]) -> None:
+    """A load claims its own unit's start; a load no unit is named for claims none (the unit a
+    server's lines belong to is linked before, by evidence: analysis/server_units.py — a start
+    of some unit minutes before is none: a login session, a oneshot, another server)."""
+    floors = _floors(loads)
+    for load in sorted(
+        (ld for ld in loads if ld.first_ts is not None and ld.unit is not None), key=_first_key
+    ):
         assert load.first_ts is not None
         floor = floors.get(id(load))
         cands = [
@@ -456,39 +533,28 @@ def _refine_with_units(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
         load.start_source = f"systemd_{best.action}"
         load.start_line_no = best.line_no
         load.start_source_id = best.source_id
-    # failures the unit reports before ready
-    for load in loads:
-        if load.unit is None or load.start_ts is None or load.outcome == "ready":
+
+
+def _unit_failures(load: _Load, unit_rows: list[dict[str, Any]], nxt: datetime | None) -> None:
+    """What systemd says of the load's unit between its start and the next: killed (an OOM
+    killer's SIGKILL, a core dump), stopped, failed."""
+    assert load.start_ts is not None
+    for r in unit_rows:
+        if r["unit"] != load.unit or r["ts"] is None or r["ts"] < load.start_ts:
             continue
-        nxt = _next_start(loads, load)
-        for r in unit_rows:
-            if r["unit"] != load.unit or r["ts"] is None or r["ts"] < load.start_ts:
-                continue
-            if nxt is not None and r["ts"] >= nxt:
-                break
-            if not _same_host(r["host"], load.host):
-                continue
-            kind = r["kind"]
-            killed = kind == "oom_killed" or (
-                kind == "main_exited" and (r["code"] or "") in ("killed", "dumped")
-            )
-            if killed:
-                load.killed = True
-                load.killed_outside = load.killed_outside or kind == "oom_killed"
-            elif kind in ("stopping", "stopped") and not load.failed:
-                load.stopped = True
-            elif kind in ("failed", "main_exited"):
-                load.failed = True
-        for r in oom_rows:
-            ts = r["ts"]
-            if (
-                r["unit"] == load.unit
-                and _same_host(r["host"], load.host)
-                and ts is not None
-                and ts >= load.start_ts
-                and (nxt is None or ts < nxt)
-            ):
-                load.killed = load.killed_outside = True
+        if nxt is not None and r["ts"] >= nxt:
+            break
+        if not _same_host(r["host"], load.host):
+            continue
+        kind = r["kind"]
+        killed = kind == "oom_killed" or (kind == "main_exited" and (r["code"] or "") in ("killed", "dumped"))
+        if killed:
+            load.killed = True
+            load.killed_outside = load.killed_outside or kind == "oom_killed"
+        elif kind in ("stopping", "stopped") and not load.failed:
+            load.stopped = True
+        elif kind in ("failed", "main_exited"):
+            load.failed = True
 
 
 def _first_key(load: _Load) -> float:
