@@ -40,6 +40,9 @@ PRIMARY_KINDS = {
     "k8s_task_exit",
     "k8s_evicted",
     "k8s_probe_kill",
+    # a server unit that failed before it was ready: systemd's failure (an exit code, its start
+    # limit) when the unit's last load never became ready (see start_failures)
+    "unit_start_failed",
 }
 #: the crash evidence above, by how firmly it says why
 CRASH_KINDS = (
@@ -406,6 +409,9 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
     crash = [e for e in items if e.kind in CRASH_KINDS]
     if crash:
         return ("crash", 0.8 if signal or len(crash) > 1 else 0.7, None, None, crash_words(crash))
+    failed_start = [e for e in items if e.kind == "unit_start_failed"]
+    if failed_start and not signal:
+        return ("crash", 0.7, None, None, start_failure_words(failed_start))
     if signal:
         return (
             "signal",
@@ -692,6 +698,60 @@ def load_before(
     return best or same_second
 
 
+#: systemd's results of a failed start (the main process exited with an error, the start limit
+#: was hit, the start timed out is a timeout of its own)
+_START_RESULTS = {"exit-code", "start-limit-hit", "resources", "exec-condition", None}
+#: a failure this long after a load's start may still be that start's
+_START_LOOK = timedelta(hours=2)
+
+
+def start_failures(evidence: Sequence[Evidence], loads: Sequence[Load]) -> list[Evidence]:
+    """``evidence`` with systemd's failures of a server unit that never became ready since it
+    started (``Failed with result 'exit-code'``, ``'start-limit-hit'``) made ``unit_start_failed``:
+    a start that failed is an incident (a wrong model path, a missing file), where the same words
+    of a oneshot, a timer's job or a unit that was serving are not."""
+    out = []
+    for ev in evidence:
+        failed = ev.kind == "unit_failed_other" and ev.raw.get("result") in _START_RESULTS
+        if (failed or ev.kind == "unit_start_limit_hit") and ev.ts is not None:
+            last = _last_load_before(ev, loads)
+            if last is not None and last.outcome != "ready":
+                ev = Evidence(**{**ev.__dict__, "kind": "unit_start_failed"})
+        out.append(ev)
+    return out
+
+
+def _last_load_before(ev: Evidence, loads: Sequence[Load]) -> Load | None:
+    assert ev.ts is not None
+    mine = [
+        ld
+        for ld in loads
+        if ld.unit == ev.unit
+        and _host_match(ld.host, ev.host)
+        and ld.start_ts is not None
+        and ev.ts - _START_LOOK <= ld.start_ts <= ev.ts
+    ]
+    when = ev.ts
+    return max(mine, key=lambda ld: ld.start_ts or when) if mine else None
+
+
+def start_failure_words(items: Sequence[Evidence]) -> str:
+    """The explanation of a unit that failed to start."""
+
+    def limit(e: Evidence) -> bool:
+        return e.raw.get("result") == "start-limit-hit" or e.raw.get("action") == "start_limit_hit"
+
+    # one attempt per second of failure lines (systemd before 232 says "failed" twice)
+    tries = len({e.ts.replace(microsecond=0) for e in items if e.ts is not None and not limit(e)})
+    said = f"{tries} attempts ended" if tries > 1 else "its start ended"
+    gave_up = ", and systemd stopped restarting it at its start limit" if any(map(limit, items)) else ""
+    return (
+        f"the unit's server failed before it was ready: {said} with an error exit{gave_up} — a "
+        "start-up error (a wrong path or argument, a missing file), not a kill; its own output "
+        "says which"
+    )
+
+
 def build_incidents(
     evidence: Sequence[Evidence],
     loads: Sequence[Load],
@@ -700,6 +760,7 @@ def build_incidents(
 ) -> list[Incident]:
     offsets = offsets or {}
     incidents: list[Incident] = []
+    evidence = start_failures(evidence, loads)
     for n, items in enumerate(cluster_evidence(evidence, offsets, merge_s), start=1):
         cause, confidence, killer, scope, why = classify(items)
         ts = kill_time(items, offsets)

@@ -17,7 +17,9 @@ WHERE u.ts IS NOT NULL
   AND ($since IS NULL OR u.ts >= $since) AND ($until IS NULL OR u.ts <= $until)
   AND (u.action IN ('oom_killed', 'oomd_killed')
        OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped'))
-       OR (u.action = 'failed' AND coalesce(u.result, '') NOT IN ('success', '')))
+       OR (u.action = 'failed' AND coalesce(u.result, '') <> 'success')
+       -- (systemd before 232 says no result: "Unit x entered failed state.")
+       OR u.action = 'start_limit_hit')
 UNION ALL
 SELECT 'server_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,

@@ -206,6 +206,8 @@ class Finding:
 def _envelope(s: Scenario, t: Truth) -> set[str]:
     if readable(s):
         return set()
+    if s.startup == "start_limit":
+        return without_incident(s, t)  # no load of the unit: its failed starts are no server's
     out: set[str] = set()
     if s.startup is None:
         out |= RUNNING
@@ -273,10 +275,6 @@ def _undated_kernel(s: Scenario, t: Truth) -> set[str]:
 
 def _loop_split(s: Scenario, t: Truth) -> set[str]:
     return {"incidents"} if s.startup == "cuda_oom_loop" else set()
-
-
-def _exit_loop(s: Scenario, t: Truth) -> set[str]:
-    return without_incident(s, t) if s.startup == "start_limit" else set()
 
 
 def project_cause(s: Scenario) -> str:
@@ -368,7 +366,6 @@ FINDINGS = (
         "F06", "A kernel record in dmesg's -e/-H stamps is not joined with systemd's lines", _undated_kernel
     ),
     Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
-    Finding("F10", "An exit-code restart loop that hits the start limit is no incident", _exit_loop),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
     Finding(
         "F15",

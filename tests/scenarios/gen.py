@@ -539,6 +539,11 @@ def write(s: Scenario, out: Path) -> Written:  # noqa: C901 - 18 > 15: listed in
                 restart_count += 1
         assert run.end is not None
         if fail == "config":
+            # systemd schedules the next restart (its counter one on) and only then finds the
+            # start limit hit: that restart never runs
+            for line in sd.restart(a.unit, restart_sec, n):
+                night.sysd(run.end + _s(restart_sec * 0.5), line, a.unit, "restart")
+            night.sysd(run.end + _s(0.099), sd.stopped(a.unit, a.description), a.unit, "stopped")
             night.sysd(run.end + _s(0.1), sd.start_limit(a.unit), a.unit)
             night.sysd(
                 run.end + _s(0.1001), sd.failed(a.unit, sd.start_limit_result())[0], a.unit, "failed", 4

@@ -1,0 +1,91 @@
+"""A server unit that fails to start (issue #27, finding F10): systemd restarts it until its
+start limit, it is never ready. One incident, "failed to start", not a kill — and a oneshot
+failing the same way beside it is none."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+T = datetime(2026, 3, 15, 4, 32, 22, tzinfo=UTC)
+UNIT = "inference.service"
+
+
+def _stamp(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.%f+0000")
+
+
+def _night(logs: Path, *, el7: bool = False) -> None:
+    journal: list[tuple[datetime, str]] = []
+    server: list[str] = []
+
+    def sd(ts: datetime, text: str) -> None:
+        journal.append((ts, f"systemd[1]: {text}"))
+
+    t = T
+    for attempt in range(5):
+        sd(t, f"Starting {UNIT} - Inference API...")
+        sd(t, f"Started {UNIT} - Inference API.")
+        server.append(
+            f"[{t + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/x', tp_size=8, port=30001)"
+        )
+        server += [
+            "Traceback (most recent call last):",
+            "OSError: /models/x does not appear to have a file named config.json.",
+        ]
+        t += timedelta(seconds=3)
+        if el7:
+            sd(t, f"{UNIT}: main process exited, code=exited, status=1/FAILURE")
+            sd(t, f"Unit {UNIT} entered failed state.")
+            sd(t, f"{UNIT} failed.")
+        else:
+            sd(t, f"{UNIT}: Main process exited, code=exited, status=1/FAILURE")
+            sd(t, f"{UNIT}: Failed with result 'exit-code'.")
+        sd(t, f"{UNIT}: Scheduled restart job, restart counter is at {attempt + 1}.")
+        sd(t, f"Stopped {UNIT} - Inference API.")
+        t += timedelta(seconds=0.1)
+    if el7:
+        sd(t, f"{UNIT} start request repeated too quickly, refusing to start.")
+    else:
+        sd(t, f"{UNIT}: Start request repeated too quickly.")
+        sd(t, f"{UNIT}: Failed with result 'start-limit-hit'.")
+    sd(t, f"Failed to start {UNIT} - Inference API.")
+    # a oneshot failing beside it: no incident
+    sd(T + timedelta(minutes=3), "Starting gpu-healthcheck.service - GPU health check...")
+    sd(
+        T + timedelta(minutes=3, seconds=1),
+        "gpu-healthcheck.service: Main process exited, code=exited, status=1/FAILURE",
+    )
+    sd(T + timedelta(minutes=3, seconds=1), "gpu-healthcheck.service: Failed with result 'exit-code'.")
+    journal.sort(key=lambda p: p[0])
+    (logs / "journal.txt").write_text("".join(f"{_stamp(ts)} gpu1 {text}\n" for ts, text in journal))
+    (logs / f"{UNIT}.log").write_text("\n".join(server) + "\n")
+
+
+def _incidents(cli: Any, tmp_path: Path, el7: bool) -> tuple[list[dict[str, Any]], str]:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _night(logs, el7=el7)
+    db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    incs = json.loads(cli("incidents", "--db", db, "--format", "json").out)
+    reports = sorted(p for p in out.glob("*.md") if p.name != "index.md")
+    return incs, reports[0].read_text() if reports else ""
+
+
+def test_a_start_limit_loop_is_one_incident_failed_to_start(cli: Any, tmp_path: Path) -> None:
+    incs, report = _incidents(cli, tmp_path, el7=False)
+    assert [(i["unit"], i["cause"], i["ts"][:19]) for i in incs] == [(UNIT, "crash", "2026-03-15T04:32:25")]
+    assert report.startswith(f"# Postmortem: {UNIT} failed to start on gpu1")
+    assert "| Failed at |" in report and "Killed at" not in report
+    assert "5 attempts ended with an error exit, and systemd stopped restarting it" in report
+    assert "| Automatic restarts | 4 |" in report  # the fifth was refused by the start limit
+
+
+def test_systemd_219s_words_make_the_same_incident(cli: Any, tmp_path: Path) -> None:
+    incs, report = _incidents(cli, tmp_path, el7=True)
+    assert [(i["unit"], i["cause"]) for i in incs] == [(UNIT, "crash")]
+    assert "failed to start" in report.splitlines()[0]
