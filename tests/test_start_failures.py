@@ -89,3 +89,30 @@ def test_systemd_219s_words_make_the_same_incident(cli: Any, tmp_path: Path) -> 
     incs, report = _incidents(cli, tmp_path, el7=True)
     assert [(i["unit"], i["cause"]) for i in incs] == [(UNIT, "crash")]
     assert "failed to start" in report.splitlines()[0]
+
+
+def _load(n: int, start: datetime, ready: datetime | None) -> Any:
+    from postmortem.analysis.model import Load
+
+    outcome = "ready" if ready else "failed"
+    return Load(n, "h", UNIT, start, ready, None, outcome, "/m", None, 30001)
+
+
+def _cuda_oom(ts: datetime) -> Any:
+    from postmortem.analysis.model import Evidence
+
+    return Evidence("server_cuda_oom", ts, 1, int(ts.timestamp()), "CUDA out of memory", "h", UNIT)
+
+
+def test_failed_starts_minutes_apart_are_one_incident_until_one_is_ready() -> None:
+    """Each attempt dies of a CUDA OOM while allocating its KV cache, six minutes apart: one
+    incident. A run that became ready between two failures parts them."""
+    from postmortem.analysis.incidents import build_incidents
+
+    starts = [T + timedelta(minutes=6 * i) for i in range(4)]
+    loads = [_load(i + 1, t, None) for i, t in enumerate(starts)]
+    evidence = [_cuda_oom(t + timedelta(minutes=4)) for t in starts]
+    (one,) = build_incidents(evidence, loads)
+    assert one.ts == starts[0] + timedelta(minutes=4) and len(one.evidence) == 4
+    loads[2] = _load(3, starts[2], starts[2] + timedelta(minutes=3))  # the third was ready
+    assert len(build_incidents(evidence[:2] + evidence[3:], loads)) == 2

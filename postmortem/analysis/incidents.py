@@ -752,6 +752,58 @@ def start_failure_words(items: Sequence[Evidence]) -> str:
     )
 
 
+#: a unit's failed starts this close are one failure to start
+FAILED_STARTS_WITHIN = timedelta(hours=1)
+
+
+def merge_failed_starts(
+    clusters: list[list[Evidence]], loads: Sequence[Load], offsets: dict[int, float]
+) -> list[list[Evidence]]:
+    """A unit restarted into a configuration that fails at start-up (a CUDA OOM allocating the KV
+    cache, a crash while loading), minutes apart, never ready: one incident, not one per attempt.
+    A cluster joins the previous one of its unit and host when both attempts' loads never became
+    ready and no load of the unit became ready between them."""
+    out: list[list[Evidence]] = []
+    last: dict[tuple[str | None, str | None], tuple[list[Evidence], datetime]] = {}
+    for items in clusters:
+        ts = kill_time(items, offsets)
+        units = [e.unit for e in items if e.unit and not e.unit.endswith(".slice")]
+        unit = _most_common(units)
+        host = next((e.host for e in items if e.host), None)
+        prev = last.get((host, unit))
+        if (
+            ts is not None
+            and unit is not None
+            and prev is not None
+            and _failed_in_between(unit, host, prev[1], ts, loads)
+        ):
+            prev[0].extend(items)
+            last[(host, unit)] = (prev[0], ts)
+            continue
+        out.append(list(items))
+        if ts is not None:
+            last[(host, unit)] = (out[-1], ts)
+    return out
+
+
+def _failed_in_between(
+    unit: str, host: str | None, before: datetime, now: datetime, loads: Sequence[Load]
+) -> bool:
+    """Whether ``unit`` failed to start at ``before`` and again at ``now``, ready in between never."""
+    if now - before > FAILED_STARTS_WITHIN:
+        return False
+    first, this = load_before(unit, before, loads, host), load_before(unit, now, loads, host)
+    if first is None or this is None or first is this or "ready" in (first.outcome, this.outcome):
+        return False
+    return not any(
+        ld.unit == unit
+        and _host_match(ld.host, host)
+        and ld.ready_ts is not None
+        and before <= ld.ready_ts <= now
+        for ld in loads
+    )
+
+
 def build_incidents(
     evidence: Sequence[Evidence],
     loads: Sequence[Load],
@@ -761,7 +813,8 @@ def build_incidents(
     offsets = offsets or {}
     incidents: list[Incident] = []
     evidence = start_failures(evidence, loads)
-    for n, items in enumerate(cluster_evidence(evidence, offsets, merge_s), start=1):
+    clusters = merge_failed_starts(cluster_evidence(evidence, offsets, merge_s), loads, offsets)
+    for n, items in enumerate(clusters, start=1):
         cause, confidence, killer, scope, why = classify(items)
         ts = kill_time(items, offsets)
         hosts = [e.host for e in items if e.host]

@@ -211,6 +211,8 @@ def _envelope(s: Scenario, t: Truth) -> set[str]:
     out: set[str] = set()
     if s.startup is None:
         out |= RUNNING
+    elif s.startup == "cuda_oom_loop" and s.journal_mode is not None:
+        out.add("incidents")  # no load: nothing says the attempts never became ready
     rec = recovery_server(s)
     if rec is not None and not by_hand(rec):
         out |= DOWNTIME | (RECOVERY if s.journal_mode is not None else set())  # (no journal: None is right)
@@ -271,10 +273,6 @@ def _undated_kernel(s: Scenario, t: Truth) -> set[str]:
     if not kernel_undated(s) or s.journal_mode is None:
         return set()
     return CAUSE | {"victims", "report_memory"}
-
-
-def _loop_split(s: Scenario, t: Truth) -> set[str]:
-    return {"incidents"} if s.startup == "cuda_oom_loop" else set()
 
 
 def project_cause(s: Scenario) -> str:
@@ -365,7 +363,6 @@ FINDINGS = (
     Finding(
         "F06", "A kernel record in dmesg's -e/-H stamps is not joined with systemd's lines", _undated_kernel
     ),
-    Finding("F09", "A start-up failure loop is one incident per attempt", _loop_split),
     Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
     Finding(
         "F15",
