@@ -232,6 +232,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
         if not witnesses:
             continue
         offset = (r["first_ts"] - _years_later(r["first_ts"], best)).total_seconds()
+        out += _anchored_with(rows, r, offset, known)
         out.append(
             ClockOffset(
                 source_id=int(r["source_id"]),
@@ -244,6 +245,29 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
             )
         )
     return out
+
+
+def _anchored_with(
+    rows: Sequence[dict[str, Any]], moved: dict[str, Any], offset: float, known: set[int]
+) -> list[ClockOffset]:
+    """Sources whose kernel lines took their boot from ``moved``'s clock (the same lines in a
+    dmesg file and in that journal): they move with it."""
+    return [
+        ClockOffset(
+            source_id=int(d["source_id"]),
+            reference_source_id=int(moved["source_id"]),
+            offset_s=offset,
+            method="the year of the dated sources",
+            pairs=1,
+            note=f"its boot was dated by {moved['path']}, which was a year off",
+        )
+        for d in rows
+        if d.get("anchored")
+        and int(d["source_id"]) not in known
+        and (moved["host"] is None or d["host"] is None or d["host"] == moved["host"])
+        and moved["first_ts"] - YEAR_SLACK <= d["last_ts"]
+        and d["first_ts"] <= moved["last_ts"] + YEAR_SLACK
+    ]
 
 
 def unconfirmed_years(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2,12 +2,16 @@
 -- whose year came from the file's modification time (the ingest note), or any year-less
 -- stamps, or kernel lines dated through a boot anchor (another source's clock, maybe the very
 -- journal in question): then the source is no witness of the year. For
--- analysis.clock.year_offsets.
+-- analysis.clock.year_offsets (an anchored source overlapping a journal moved by a year moves
+-- with it: it took its boot from that journal's clock).
 -- No parameters.
+WITH anchored AS (
+    SELECT DISTINCT source_id FROM kernel_messages WHERE ts_inferred = 'boot'
+)
 SELECT source_id, host, first_ts, last_ts, path,
+       source_id IN (SELECT source_id FROM anchored) AS anchored,
        contains(coalesce(notes, ''), 'year-less stamps')
-           OR EXISTS (SELECT 1 FROM kernel_messages AS k
-                      WHERE k.source_id = sources.source_id AND k.ts_inferred = 'boot') AS yearless,
+           OR source_id IN (SELECT source_id FROM anchored) AS yearless,
        contains(coalesce(notes, ''), 'is from the file''s modification time') AS year_from_mtime
 FROM sources
 WHERE first_ts IS NOT NULL AND last_ts IS NOT NULL AND status = 'complete'

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .check import without_incident
 from .gen import WALL_MODES
 from .spec import Scenario, Server, Truth
 
@@ -53,7 +52,7 @@ def described(s: Scenario) -> bool:
 def readable(s: Scenario) -> bool:
     """The server's lines are read at all (in the journal, or a file in SGLang's own format or a
     CRI pod log's, which the k8s-cri parser reads through the engine)."""
-    return s.sglang_in == "journal" or s.envelope in ("plain", "cri")
+    return True  # (SGLang's lines are read in every envelope the generator writes)
 
 
 def file_name(s: Scenario, x: Server) -> str:
@@ -203,26 +202,6 @@ class Finding:
     breaks: Callable[[Scenario, Truth], set[str]]
 
 
-def _envelope(s: Scenario, t: Truth) -> set[str]:
-    if readable(s):
-        return set()
-    if s.startup == "start_limit":
-        return without_incident(s, t)  # no load of the unit: its failed starts are no server's
-    out: set[str] = set()
-    if s.startup is None:
-        out |= RUNNING
-    elif s.startup == "cuda_oom_loop" and s.journal_mode is not None:
-        out.add("incidents")  # no load: nothing says the attempts never became ready
-    rec = recovery_server(s)
-    if rec is not None and not by_hand(rec):
-        out |= DOWNTIME | (RECOVERY if s.journal_mode is not None else set())  # (no journal: None is right)
-    if s.cause == "gpu_oom":
-        if s.journal_mode is None:
-            return without_incident(s, t)  # nothing else tells of the crash
-        out |= CAUSE | {"report_headline"}  # the crash unread, a signal "killed" it
-    return out
-
-
 def _described(s: Scenario, t: Truth) -> set[str]:
     """Text journals with Description-form job lines: an operator's start of the killed unit is
     logged under its Description only, and the unit reads as still failed."""
@@ -323,41 +302,7 @@ def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
     return base != start.year
 
 
-def _year_from_mtime(s: Scenario, t: Truth) -> set[str]:
-    """Year-less journal lines take their year from the file's mtime when neither --since nor
-    the journal itself (a header, a dated message) gives one, and no other source of the night
-    is dated by its own stamps (the server's log unread, no nvidia-smi loop, no dmesg -T)."""
-    yearless = s.journal_mode in ("short", "short-precise") or (
-        s.journal_mode == "syslog" and whole_seconds(s)
-    )
-    # (a "-- Logs begin at …" header, systemd ≤ 249, would give the year, but the vectorised path
-    # that reads files over 64 lines × 40 bytes does not look at it)
-    if not yearless or s.since_given or s.sglang_in == "journal" or not mtime_year_wrong(s, t):
-        return set()
-    # a dated source of the same night (the server's own log, an nvidia-smi loop, dmesg -T)
-    # gives the year (analysis/clock.py, year_offsets)
-    witness = (s.sglang_in == "file" and readable(s)) or s.nvidia is not None
-    if witness or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso")):
-        return set()
-    out = {"kill_time", "report_headline"}
-    if s.cause in KERNEL_CAUSES and not kernel_undated(s):
-        if "journal" not in s.kernel_in:
-            return set()  # dmesg (or the server's line) dates the kill; the journal's words join nothing
-        if s.dmesg_format in ("ctime", "iso") and "dmesg" in s.kernel_in:
-            out.add("incidents")  # the kill twice, a year apart
-    if s.startup is None:
-        # (a server's own file keeps its own year: its last line is still before a kill put a
-        # year later, so the last sign of life is found)
-        out |= RUNNING - ({"last_activity"} if s.sglang_in == "file" else set())
-    if recovery_server(s) is not None:
-        out |= RECOVERY | DOWNTIME
-    if t.gpu_freed:
-        out |= {"gpu_freed", "report_gpu"}
-    return out
-
-
 FINDINGS = (
-    Finding("F01", "SGLang lines in other envelopes are not recognised", _envelope),
     Finding("F04", "Description-form job lines stand for the unit", _described),
     Finding("F05", "Journals without wall-clock times do not name the recovery's unit", _no_wall),
     Finding(
@@ -369,7 +314,6 @@ FINDINGS = (
         "A server started by hand right after a Description-named oneshot takes its start",
         _claims_any_start,
     ),
-    Finding("F17", "Year-less journal lines take the year of a copied file's mtime", _year_from_mtime),
 )
 
 

@@ -8,8 +8,9 @@ Rank tags (``TP3``, ``DP1 TP3``, ``PP0``, ``EP2``, ``ATTN_CP0``, ``MOE_DP1``) co
 that changed between releases: :func:`normalise_ranks` turns them into one canonical string.
 
 Capture wrappers are stripped first: ``docker logs -t``/CRI stamps, Docker Desktop copies,
-``docker compose`` service columns, Ray actor prefixes, journald text lines, and torch's
-``[rankN]: `` prefix. A tqdm bar can glue a real line to its last update: the prefix is
+``docker compose`` service columns, Ray actor prefixes (coloured or not), journald text lines,
+a launcher's loguru stamp, and torch's ``[rankN]: `` prefix; an application's own Python
+logging format for an sglang logger is read as SGLang's prefix. A tqdm bar can glue a real line to its last update: the prefix is
 searched for inside the line too.
 """
 
@@ -44,6 +45,19 @@ J_SHORT_RE = re.compile(
     r"(?P<host>\S+) (?P<ident>[^\s\[]+)(?:\[(?P<pid>\d+)\])?: "
 )
 COMPOSE_RE = re.compile(r"[\w.-]+\s+\| ")
+#: terminal colour codes in front of a line (Ray colours its actor prefixes): stripped for
+#: parsing; the stored text keeps the line as read, escaped where it is written
+SGR_RE = re.compile(r"(?:\x1b\[[0-9;]*m)+\s*")
+#: a launcher re-logging each line with loguru's default format:
+#: ``2026-08-09 01:04:17.197 | INFO     | launcher:pump:61 - <the server's line>``
+LOGURU_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \| [A-Z]+ *\| \S+ - ")
+#: the application's own Python logging format replacing SGLang's (``SGLANG_LOGGING_CONFIG_PATH``,
+#: logging's ``%(asctime)s - %(name)s - %(levelname)s - %(message)s``) for an sglang logger: its
+#: stamp stands for SGLang's prefix
+PYLOG_RE = re.compile(
+    r"(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[,.](?P<frac>\d{1,6}))? - "
+    r"sglang(?:\.[\w.]+)? - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+)
 RAY_RE = re.compile(r"\((?P<actor>\w+) pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)\s*")
 TORCH_RANK_RE = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
 
@@ -88,7 +102,7 @@ class Wrapped(NamedTuple):
     rank: str | None  # torch's [rankN]: prefix
 
 
-def strip_wrappers(line: str) -> Wrapped:  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
+def strip_wrappers(line: str) -> Wrapped:
     """Strip capture wrappers (repeatedly) from the front of ``line``.
 
     >>> strip_wrappers("sglang-1  | [2026-01-15 10:00:00] The server is fired up and ready to roll!").rest
@@ -100,63 +114,103 @@ def strip_wrappers(line: str) -> Wrapped:  # noqa: C901 - 20 > 15: listed in doc
     4242
     >>> strip_wrappers("Jan 15 10:00:00 gpu-node-1 sglang[4242]: [2026-01-15 10:00:00] x")[2:4]
     ('gpu-node-1', 4242)
+    >>> w = strip_wrappers("\x1b[36m(SchedulerActor pid=7, ip=10.0.4.17)\x1b[0m [2026-01-15 10:00:00 TP1] x")
+    >>> w.pid, w.rest
+    (7, '[2026-01-15 10:00:00 TP1] x')
+    >>> strip_wrappers("2026-01-15 10:00:00.197 | INFO     | launcher:pump:61 - [2026-01-15 10:00:00 TP0] x").rest
+    '[2026-01-15 10:00:00 TP0] x'
+    >>> strip_wrappers("2026-01-15 10:00:00,197 - sglang.srt.managers.scheduler - INFO - Decode batch, x").rest
+    '[2026-01-15 10:00:00.197] Decode batch, x'
+    >>> strip_wrappers("2026-01-15 10:00:00,197 - myapp - INFO - Decode batch, x").rest[:10]
+    '2026-01-15'
     """
-    ts_text: str | None = None
-    host: str | None = None
-    pid: int | None = None
-    rank: str | None = None
+    found = _Found()
     for _ in range(4):
-        if not line or line[0] == "[":
-            if line.startswith("[rank"):
-                m = TORCH_RANK_RE.match(line)
-                if m:
-                    rank = m.group("rank")
-                    line = line[m.end() :]
-                    continue
+        rest = _strip_one(line, found)
+        if rest is None:
             break
-        c = line[0]
-        if c.isdigit():
-            if len(line) > 20 and line[4] == "-" and line[10] == "T":
-                m = DOCKER_TS_RE.match(line)
-                if m:
-                    ts_text = ts_text or m.group("ts")
-                    line = line[m.end() :]
-                    continue
-                m = J_ISO_RE.match(line)
-                if m:
-                    ts_text = ts_text or m.group("ts")
-                    host = host or m.group("host")
-                    if m.group("pid") and pid is None:
-                        pid = int(m.group("pid"))
-                    line = line[m.end() :]
-                    continue
-            elif len(line) >= 19 and line[4] == "-" and line[10] == " ":
-                m = DOCKER_DESKTOP_RE.match(line)
-                if m:
-                    line = line[m.end() :]
-                    continue
-        elif c == "(":
-            m = RAY_RE.match(line)
-            if m:
-                if pid is None:
-                    pid = int(m.group("pid"))
-                line = line[m.end() :]
-                continue
-        elif c.isupper() and len(line) > 16 and line[3] == " " and line[9] == ":":
-            m = J_SHORT_RE.match(line)
-            if m:
-                host = host or m.group("host")
-                if m.group("pid") and pid is None:
-                    pid = int(m.group("pid"))
-                line = line[m.end() :]
-                continue
-        if " | " in line[:64]:
-            m = COMPOSE_RE.match(line)
-            if m:
-                line = line[m.end() :]
-                continue
-        break
-    return Wrapped(line, ts_text, host, pid, rank)
+        line = rest
+    return Wrapped(line, found.ts_text, found.host, found.pid, found.rank)
+
+
+class _Found:
+    """What the wrappers stripped so far said (the first of each wins)."""
+
+    __slots__ = ("host", "pid", "rank", "ts_text")
+
+    def __init__(self) -> None:
+        self.ts_text: str | None = None
+        self.host: str | None = None
+        self.pid: int | None = None
+        self.rank: str | None = None
+
+    def took(self, m: re.Match[str]) -> None:
+        groups = m.groupdict()
+        self.ts_text = self.ts_text or groups.get("ts")
+        self.host = self.host or groups.get("host")
+        if groups.get("pid") and self.pid is None:
+            self.pid = int(groups["pid"])
+
+
+def _strip_one(line: str, found: _Found) -> str | None:
+    """``line`` without the wrapper at its front, or None when none is there."""
+    if not line or line[0] == "[":
+        m = TORCH_RANK_RE.match(line) if line.startswith("[rank") else None
+        if m is None:
+            return None
+        found.rank = m.group("rank")
+        return line[m.end() :]
+    c = line[0]
+    if c.isdigit():
+        rest = _dated(line, found)
+        if rest is not None:
+            return rest
+    elif c == "\x1b" or c == "(":
+        m = (SGR_RE if c == "\x1b" else RAY_RE).match(line)
+        if m:
+            found.took(m)
+            return line[m.end() :]
+    elif c.isupper() and len(line) > 16 and line[3] == " " and line[9] == ":":
+        m = J_SHORT_RE.match(line)
+        if m:
+            found.took(m)
+            return line[m.end() :]
+    if " | " in line[:64]:
+        m = COMPOSE_RE.match(line)
+        if m:
+            return line[m.end() :]
+    return None
+
+
+def _dated(line: str, found: _Found) -> str | None:
+    """A wrapper that opens with a date: ``docker logs -t``/CRI, journald's short-iso, Docker
+    Desktop, a launcher's loguru stamp, an application's logging prefix."""
+    if len(line) > 20 and line[4] == "-" and line[10] == "T":
+        m = DOCKER_TS_RE.match(line) or J_ISO_RE.match(line)
+        if m:
+            found.took(m)
+            return line[m.end() :]
+    elif len(line) >= 19 and line[4] == "-" and line[10] == " ":
+        m = DOCKER_DESKTOP_RE.match(line)
+        if m:
+            return line[m.end() :]
+        rest, ok = _logged_again(line)
+        if ok:
+            return rest
+    return None
+
+
+def _logged_again(line: str) -> tuple[str, bool]:
+    """``line`` without a launcher's loguru envelope, or with the application's logging prefix
+    of an sglang logger made SGLang's (``[date time.mmm] ``); (line, whether it was either)."""
+    m = LOGURU_RE.match(line)
+    if m:
+        return line[m.end() :], True
+    m = PYLOG_RE.match(line)
+    if m:
+        frac = m.group("frac")
+        return f"[{m.group('ts')}{'.' + frac if frac else ''}] {line[m.end() :]}", True
+    return line, False
 
 
 _LOOKS = re.compile(
