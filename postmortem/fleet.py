@@ -501,7 +501,66 @@ def _give_host(store: Store, source_id: int, host: str) -> None:
             )
 
 
-def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:  # noqa: C901 - 23 > 15: listed in docs/dev/README.md
+@dataclass(frozen=True)
+class _Remap:
+    """How a merged row's ids change: export source ids to new ones, host-less rows filled."""
+
+    old_ids: pa.Array[Any]
+    new_ids: pa.Array[Any]
+    fill_hosts: pa.Array[Any]
+    fill: bool
+
+    def table(self, batch: pa.RecordBatch, cols: list[str]) -> pa.Table:
+        """The batch with its new source ids (and OOM ids), filled hosts, and ``cols`` only."""
+        tbl = pa.Table.from_batches([batch])
+        idx = pc.index_in(tbl["source_id"], value_set=self.old_ids)
+        new_sid = pc.take(self.new_ids, idx)
+        if "oom_id" in cols:
+            low = pc.bit_wise_and(tbl["oom_id"], pa.scalar(0xFFFFFFFF, pa.int64()))
+            high = pc.shift_left(pc.cast(new_sid, pa.int64()), pa.scalar(32, pa.int64()))
+            tbl = tbl.set_column(tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low))
+        tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
+        if self.fill and "host" in cols:
+            hosts = cast("pa.ChunkedArray[Any]", pc.coalesce(tbl["host"], pc.take(self.fill_hosts, idx)))
+            tbl = tbl.set_column(tbl.column_names.index("host"), "host", hosts)
+        return tbl.select([c for c in cols if c in tbl.column_names])
+
+
+def _copy_table(store: Store, directory: Path, table: str, remap: _Remap) -> int | None:
+    """Insert the export's rows of ``table`` for the merged sources; how many (None: no such table)."""
+    dset = _dataset(directory, table)
+    if dset is None:
+        return None
+    cols = [c for c, _ in store.columns(table)]
+    n = 0
+    for batch in dset.to_batches(filter=pc.is_in(pc.field("source_id"), value_set=remap.old_ids)):
+        if batch.num_rows == 0:
+            continue
+        tbl = remap.table(batch, cols)
+        store.con.register("_pm_merge", tbl)
+        try:
+            collist = ", ".join(ident(c) for c in tbl.column_names)
+            store.con.execute(
+                f"INSERT INTO {native(store, table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
+            )
+        finally:
+            store.con.unregister("_pm_merge")
+        n += tbl.num_rows
+    return n
+
+
+def _stored_match(found: list[_Copy], host: str | None, adopted: set[int]) -> _Copy | None:
+    """The stored copy that is this export's source of ``host``, if any."""
+    same = next((c for c in found if host in c.hosts), None)
+    if host is not None and same is None:
+        # stored without a host (merged from an older export, or from a store of
+        # several hosts): the same file, and this export says whose it is
+        same = next((c for c in found if not c.hosts and c.source_id not in adopted), None)
+    return same
+
+
+def _export_sources(directory: Path) -> pa.Table:
+    """The export's sources table, checked: every row has a source id, and each id once."""
     src = _dataset(directory, "sources")
     if src is None:
         raise InputError(f"{directory}: the export has no sources table")
@@ -515,6 +574,11 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:  # no
             f"{directory}: the export holds source id {twice[0]} more than once (files left from "
             "another export?); export again into an empty directory"
         )
+    return sources
+
+
+def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:
+    sources = _export_sources(directory)
     scan = _scan(directory)
     _check_rows(directory, listed, scan)
     # a file is the same source when its content and its host are: the same bytes on two hosts
@@ -563,11 +627,7 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:  # no
             if host is None and found:  # a copy whose host is unknown: the stored one
                 result.sources_skipped += 1
                 continue
-            same = next((c for c in found if host in c.hosts), None)
-            if host is not None and same is None:
-                # stored without a host (merged from an older export, or from a store of
-                # several hosts): the same file, and this export says whose it is
-                same = next((c for c in found if not c.hosts and c.source_id not in adopted), None)
+            same = _stored_match(found, host, adopted)
             if same is not None:
                 result.sources_skipped += 1
                 if host is not None and not same.given and same.source_id not in adopted:
@@ -600,40 +660,7 @@ def _merge(store: Store, directory: Path, listed: _Listed) -> MergeResult:  # no
         fill_hosts = pa.array([fill.get(sid) for sid in mapping], pa.string())
         for table in BASE_TABLES:
             with _reading(directory, table):
-                dset = _dataset(directory, table)
-                if dset is None:
-                    continue
-                cols = [c for c, _ in store.columns(table)]
-                shift = {"oom_id"} & set(cols)
-                n = 0
-                for batch in dset.to_batches(filter=pc.is_in(pc.field("source_id"), value_set=old_ids)):
-                    if batch.num_rows == 0:
-                        continue
-                    tbl = pa.Table.from_batches([batch])
-                    idx = pc.index_in(tbl["source_id"], value_set=old_ids)
-                    new_sid = pc.take(new_ids, idx)
-                    if shift:
-                        low = pc.bit_wise_and(tbl["oom_id"], pa.scalar(0xFFFFFFFF, pa.int64()))
-                        high = pc.shift_left(pc.cast(new_sid, pa.int64()), pa.scalar(32, pa.int64()))
-                        tbl = tbl.set_column(
-                            tbl.column_names.index("oom_id"), "oom_id", pc.bit_wise_or(high, low)
-                        )
-                    tbl = tbl.set_column(tbl.column_names.index("source_id"), "source_id", new_sid)
-                    if fill and "host" in cols:
-                        hosts = cast(
-                            "pa.ChunkedArray[Any]", pc.coalesce(tbl["host"], pc.take(fill_hosts, idx))
-                        )
-                        tbl = tbl.set_column(tbl.column_names.index("host"), "host", hosts)
-                    present = [c for c in cols if c in tbl.column_names]
-                    tbl = tbl.select(present)
-                    store.con.register("_pm_merge", tbl)
-                    try:
-                        collist = ", ".join(ident(c) for c in present)
-                        store.con.execute(
-                            f"INSERT INTO {native(store, table)} ({collist}) SELECT {collist} FROM _pm_merge"  # noqa: S608
-                        )
-                    finally:
-                        store.con.unregister("_pm_merge")
-                    n += tbl.num_rows
-                result.rows[table] = n
+                rows = _copy_table(store, directory, table, _Remap(old_ids, new_ids, fill_hosts, bool(fill)))
+                if rows is not None:
+                    result.rows[table] = rows
     return result

@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import ClassVar
 
@@ -440,6 +441,53 @@ def _unescape(message: str) -> str:
     return message.replace("#012", "\n").replace("#011", "\t")
 
 
+@dataclass
+class _SniffTally:
+    """What :meth:`JournalShortParser.sniff` counted over the head's lines."""
+
+    ok: int = 0
+    tried: int = 0
+    journal_like: int = 0
+    header: bool = False
+    hosts: Counter[str | None] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    def count(self, line: str, st: Stamp | None) -> None:
+        """Count one line that had a chance to be a short line; ``st`` is its stamp or None."""
+        if st is None:
+            return
+        if st[5] == ISO and "," in st[1]:
+            return  # dmesg --time-format iso
+        host, itok, _ = split_line(line, st[4])
+        if itok is None:
+            return
+        self.ok += 1
+        self.hosts[host] += 1
+        self.kinds[st[5]] += 1
+        if host is None and (itok == "kernel:" or (itok.endswith("]:") and "[" in itok)):
+            self.journal_like += 1
+
+    def score(self) -> int:
+        """The sniff score from the counts."""
+        if not self.ok:
+            return 95 if self.header and not self.tried else 0
+        share = self.ok / self.tried
+        if self.kinds.most_common(1)[0][0] == MONO and not self._mono_fits():
+            return 0
+        if share < 0.5:
+            return 0
+        score = 70 + int(20 * share)
+        return min(98, score + (8 if self.header else 0))
+
+    def _mono_fits(self) -> bool:
+        # dmesg lines ("[ 1.2] usb 1-1: …") are not "[stamp] host ident:"; without host
+        # names (--no-hostname) most lines still name an "ident[pid]:" or "kernel:"
+        top_host, top_n = self.hosts.most_common(1)[0]
+        if top_host is None:
+            return self.journal_like * 10 >= self.tried * 6
+        return top_n / self.ok >= 0.8
+
+
 @register
 class JournalShortParser(Parser):
     """journalctl short, short-precise, short-iso(-precise), short-full, with-unit, short-unix,
@@ -452,53 +500,22 @@ class JournalShortParser(Parser):
     priority = 10
     appendable = True
 
-    def sniff(self, head: Head) -> int:  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+    def sniff(self, head: Head) -> int:
         stamps = StampParser(ParseContext(year=2000))
-        ok = tried = journal_like = 0
-        hosts: Counter[str | None] = Counter()
-        kinds: Counter[str] = Counter()
-        header = False
+        tally = _SniffTally()
         for line in head.lines:
-            if not line:
-                continue
-            if line.startswith(CATALOG):
+            if not line or line.startswith(CATALOG):
                 continue
             if line.startswith("-- "):
-                header = header or line.startswith(("-- Logs begin at ", "-- Journal begins at ", "-- Boot "))
+                tally.header = tally.header or line.startswith(
+                    ("-- Logs begin at ", "-- Journal begins at ", "-- Boot ")
+                )
                 continue
             if line[0] in " \t" and "月" not in line[:5] and "월" not in line[:5]:
                 continue
-            tried += 1
-            st = stamps.parse(line)
-            if st is None:
-                continue
-            if st[5] == ISO and "," in st[1]:
-                continue  # dmesg --time-format iso
-            host, itok, _ = split_line(line, st[4])
-            if itok is None:
-                continue
-            ok += 1
-            hosts[host] += 1
-            kinds[st[5]] += 1
-            if host is None and (itok == "kernel:" or (itok.endswith("]:") and "[" in itok)):
-                journal_like += 1
-        if not ok:
-            return 95 if header and not tried else 0
-        share = ok / tried
-        kind = kinds.most_common(1)[0][0]
-        top_host, top_n = hosts.most_common(1)[0]
-        if kind == MONO:
-            # dmesg lines ("[ 1.2] usb 1-1: …") are not "[stamp] host ident:"; without host
-            # names (--no-hostname) most lines still name an "ident[pid]:" or "kernel:"
-            if top_host is None:
-                if journal_like * 10 < tried * 6:
-                    return 0
-            elif top_n / ok < 0.8:
-                return 0
-        if share < 0.5:
-            return 0
-        score = 70 + int(20 * share)
-        return min(98, score + (8 if header else 0))
+            tally.tried += 1
+            tally.count(line, stamps.parse(line))
+        return tally.score()
 
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         state = ShortState(ctx)

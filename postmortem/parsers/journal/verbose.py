@@ -71,11 +71,11 @@ class JournalVerboseParser(Parser):
             return 0
         return 95 if _FIELD.match(lines[1]) else 0
 
-    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 19 > 15: listed in docs/dev/README.md
+    def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:
         sink = JournalSink(ctx)
         mapper = FieldMapper(ctx, sink)
         fields: dict[str, str] | None = None
-        head: tuple[int, str, datetime | None, int | None, int | None, str | None] | None = None
+        head: _Head | None = None
         last: str | None = None
         value_col = 0
 
@@ -107,25 +107,12 @@ class JournalVerboseParser(Parser):
                     m = HEADER.match(line) if line[:1].isalnum() else None
                     if m:
                         finish()
-                        cursor = _cursor(m.group(3))
-                        rt = _hex(cursor.get("t"))
-                        mono = _hex(cursor.get("m"))
-                        ts = None
-                        if rt is None:
-                            try:
-                                naive = datetime.fromisoformat(m.group(1))
-                            except ValueError:
-                                naive = None
-                            if naive is not None:
-                                ts = localize_abbrev(naive, m.group(2), ctx.zone)[0]
-                        head = (line_no, line[: m.end(2)], ts, rt, mono, cursor.get("b"))
+                        head = _entry_head(m, line_no, line, ctx)
                         fields = {}
                         last = None
                         parsed += 1
                         continue
-                    if line.startswith(("--", CATALOG)) or not line:
-                        if line.startswith("-- Boot ") and _BOOT_MARKER.match(line):
-                            sink.new_boot()
+                    if _meta_line(line, sink):
                         ignored += 1
                         continue
                     if fields is None:
@@ -146,3 +133,32 @@ class JournalVerboseParser(Parser):
         finish()
         mapper.finish()
         yield from sink.close()
+
+
+#: an entry's header line: line number, raw stamp text, time, realtime and monotonic µs, boot id
+_Head = tuple[int, str, datetime | None, int | None, int | None, str | None]
+
+
+def _entry_head(m: re.Match[str], line_no: int, line: str, ctx: ParseContext) -> _Head:
+    """An entry's header from its matched header line; the cursor's realtime wins over the text."""
+    cursor = _cursor(m.group(3))
+    rt = _hex(cursor.get("t"))
+    mono = _hex(cursor.get("m"))
+    ts = None
+    if rt is None:
+        try:
+            naive = datetime.fromisoformat(m.group(1))
+        except ValueError:
+            naive = None
+        if naive is not None:
+            ts = localize_abbrev(naive, m.group(2), ctx.zone)[0]
+    return (line_no, line[: m.end(2)], ts, rt, mono, cursor.get("b"))
+
+
+def _meta_line(line: str, sink: JournalSink) -> bool:
+    """Whether ``line`` is a blank, ``--`` or catalog line (ignored); a boot marker switches the boot."""
+    if not line or line.startswith(("--", CATALOG)):
+        if line.startswith("-- Boot ") and _BOOT_MARKER.match(line):
+            sink.new_boot()
+        return True
+    return False
