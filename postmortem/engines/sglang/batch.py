@@ -130,7 +130,7 @@ class BatchLine:
         self.iteration: int | None = None
 
 
-def parse_batch(msg: str) -> BatchLine | None:  # noqa: C901 - 19 > 15: listed in docs/dev/README.md
+def parse_batch(msg: str) -> BatchLine | None:
     """``msg`` (after the prefix) → :class:`BatchLine`, or ``None`` if the header is not one.
 
     >>> b = parse_batch("Decode batch. #running-req: 1, #token: 108, token usage: 0.00, accept len: 2.17, "
@@ -144,31 +144,10 @@ def parse_batch(msg: str) -> BatchLine | None:  # noqa: C901 - 19 > 15: listed i
     >>> parse_batch("Decode batch size is 3") is None
     True
     """
-    if msg.startswith("Decode batch"):
-        phase = "decode"
-        rest = msg[12:]
-    elif msg.startswith("Prefill batch"):
-        phase = "prefill"
-        rest = msg[13:]
-    else:
+    head = _header(msg)
+    if head is None:
         return None
-    out = BatchLine(phase)
-    if rest.startswith(", ") or rest.startswith(". "):
-        body = rest[2:]
-    elif rest.startswith(" ["):
-        close = rest.find("], ")
-        if close < 0 or not rest[2:close].isdigit():
-            return None
-        out.iteration = int(rest[2:close])
-        body = rest[close + 3 :]
-    elif rest.startswith("(mixed #running-req: "):
-        close = rest.find("). ")
-        if close < 0:
-            return None
-        out.extra = {"#running-req (mixed)": _loose(rest[21:close])}
-        body = rest[close + 3 :]
-    else:
-        return None
+    out, body = head
     body = body.rstrip().rstrip(",")
     if not body:
         return out
@@ -183,24 +162,56 @@ def parse_batch(msg: str) -> BatchLine | None:  # noqa: C901 - 19 > 15: listed i
                 continue
             except (ValueError, KeyError):
                 pass
-        if not sep:
-            key, sep, val = part.partition(":")
-        key = key.strip()
-        val = val.strip()
-        spec = keys.get(key)
-        if spec is not None and sep:
-            try:
-                values[spec[0]] = spec[1](val)
-                continue
-            except (ValueError, KeyError):
-                if out.bad is None:
-                    out.bad = []
-                out.bad.append(key)
-        if out.extra is None:
-            out.extra = {}
-        out.extra[key] = _loose(val) if sep else None
-        if spec is None and key not in KNOWN_EXTRA:
-            if out.unknown is None:
-                out.unknown = []
-            out.unknown.append(key)
+        _odd_pair(out, part, key, sep, val)
     return out
+
+
+def _header(msg: str) -> tuple[BatchLine, str] | None:
+    """The batch's phase and iteration (or a mixed batch's running requests), and the
+    ``key: value`` pairs after them; None when ``msg`` is no batch line."""
+    if msg.startswith("Decode batch"):
+        out, rest = BatchLine("decode"), msg[12:]
+    elif msg.startswith("Prefill batch"):
+        out, rest = BatchLine("prefill"), msg[13:]
+    else:
+        return None
+    if rest.startswith(", ") or rest.startswith(". "):
+        return out, rest[2:]
+    if rest.startswith(" ["):
+        close = rest.find("], ")
+        if close < 0 or not rest[2:close].isdigit():
+            return None
+        out.iteration = int(rest[2:close])
+        return out, rest[close + 3 :]
+    if rest.startswith("(mixed #running-req: "):
+        close = rest.find("). ")
+        if close < 0:
+            return None
+        out.extra = {"#running-req (mixed)": _loose(rest[21:close])}
+        return out, rest[close + 3 :]
+    return None
+
+
+def _odd_pair(out: BatchLine, part: str, key: str, sep: str, val: str) -> None:
+    """A pair that is not a clean, known one: spaced or without its space, a known key whose
+    value does not read (``bad``), a key not known (``extra``, ``unknown``)."""
+    if not sep:
+        key, sep, val = part.partition(":")
+    key = key.strip()
+    val = val.strip()
+    spec = KEYS.get(key)
+    if spec is not None and sep:
+        try:
+            out.values[spec[0]] = spec[1](val)
+            return
+        except (ValueError, KeyError):
+            if out.bad is None:
+                out.bad = []
+            out.bad.append(key)
+    if out.extra is None:
+        out.extra = {}
+    out.extra[key] = _loose(val) if sep else None
+    if spec is None and key not in KNOWN_EXTRA:
+        if out.unknown is None:
+            out.unknown = []
+        out.unknown.append(key)

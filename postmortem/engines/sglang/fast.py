@@ -242,7 +242,25 @@ class _Scan:
         self.check_hit = check_hit
         self.rows = rows
 
-    def run(self) -> FastRows | None:  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
+    def _times(self, fast: Any, date_ok: Any, naive: Any) -> tuple[Any, I64]:
+        """The lines' times (µs since the epoch) and which lines keep the fast path: with the
+        times a journal gave, or the stamps' own, localised (a stamp in a DST gap leaves it)."""
+        from ...parsers.jit import to_arrow
+
+        g = self.given
+        ts_us = np.zeros(len(fast), dtype=np.int64)
+        if g is not None:
+            ts_us[fast] = _np(pc.cast(pc.filter(g.ts, to_arrow(fast, pa.bool_())), pa.int64()))
+            return fast, ts_us
+        fast &= date_ok
+        idx = np.flatnonzero(fast)
+        ts, gap = _localise(to_arrow(naive[idx], pa.timestamp("us")), self.zone_key)
+        ts_us[idx] = _np(pc.cast(ts, pa.int64()))
+        if gap is not None:
+            fast[idx[_np(pc.fill_null(gap, True))]] = False
+        return fast, ts_us
+
+    def run(self) -> FastRows | None:
         from ...parsers.jit import to_arrow
         from .kernels import ACCESS_FIELDS, scan
 
@@ -292,17 +310,7 @@ class _Scan:
         )
         if not nb and not na:
             return None
-        fast = kind > 0
-        ts_us = np.zeros(n, dtype=np.int64)
-        if g is not None:
-            ts_us[fast] = _np(pc.cast(pc.filter(g.ts, to_arrow(fast, pa.bool_())), pa.int64()))
-        else:
-            fast &= date_ok
-            idx = np.flatnonzero(fast)
-            ts, gap = _localise(to_arrow(naive[idx], pa.timestamp("us")), self.zone_key)
-            ts_us[idx] = _np(pc.cast(ts, pa.int64()))
-            if gap is not None:
-                fast[idx[_np(pc.fill_null(gap, True))]] = False
+        fast, ts_us = self._times(kind > 0, date_ok, naive)
         if not fast.any():
             return None
         blocks: list[tuple[str, Any, I64]] = []
@@ -315,16 +323,7 @@ class _Scan:
                 cols = self._common(pos, ts_us, raw_end)
                 cols["ranks"] = self._ranks(raw_end[pos], close_at[pos])
                 cols["phase"] = pc.take(_PHASES, to_arrow(kind[pos], pa.int8()))
-                for ci, name in enumerate(COLUMNS):
-                    have = present[ci, sel]
-                    kind_ = _KIND[ci]
-                    if not have.any():
-                        cols[name] = pa.nulls(len(pos), _PA_TYPE[kind_])
-                        continue
-                    # a copy: a view would keep the whole block's matrix alive while the
-                    # rows wait for their insert
-                    values = (fvals if kind_ == _FLOAT else ivals)[ci, sel].copy()
-                    cols[name] = to_arrow(values, _PA_TYPE[kind_], have)
+                _stat_columns(cols, present, fvals, ivals, sel, len(pos))
                 cols["extra"] = pa.nulls(len(pos), pa.string())
                 cols["iteration"] = pa.nulls(len(pos), pa.int64())
                 cols["engine"] = repeated(ENGINE, len(pos))
@@ -388,3 +387,19 @@ class _Scan:
         d = pc.dictionary_encode(self._text(starts, ends))
         names = [normalise_ranks(t) if t else None for t in d.dictionary.to_pylist()]
         return pc.take(pa.array(names, pa.string()), d.indices)
+
+
+def _stat_columns(cols: dict[str, Any], present: Any, fvals: Any, ivals: Any, sel: Any, n: int) -> None:
+    """The statistics columns of the rows ``sel`` (null where no line of them had the field)."""
+    from ...parsers.jit import to_arrow
+
+    for ci, name in enumerate(COLUMNS):
+        have = present[ci, sel]
+        kind_ = _KIND[ci]
+        if not have.any():
+            cols[name] = pa.nulls(n, _PA_TYPE[kind_])
+            continue
+        # a copy: a view would keep the whole block's matrix alive while the rows wait for
+        # their insert
+        values = (fvals if kind_ == _FLOAT else ivals)[ci, sel].copy()
+        cols[name] = to_arrow(values, _PA_TYPE[kind_], have)

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: unit types as they end a unit name
@@ -240,64 +241,67 @@ _OLD_LIMIT = re.compile(rf"^start request repeated too quickly for ({_UNIT_RE})$
 _OLD_HOLDOFF = re.compile(rf"^({_UNIT_RE}) holdoff time over, scheduling restart\.$")
 
 
-def _unit_body(unit: str, body: str) -> Lifecycle | None:  # noqa: C901 - 24 > 15: listed in docs/dev/README.md
+def _proc_exit(unit: str, m: re.Match[str]) -> Lifecycle:
+    action = "main_exited" if m.group(1) in ("Main", "main") else "control_exited"
+    status = m.group(3) + (f"/{m.group(4)}" if m.group(4) else "")
+    return Lifecycle(unit, action, code=m.group(2), status=status)
+
+
+def _consumed(unit: str, m: re.Match[str]) -> Lifecycle:
+    peak = _PEAK.search(m.group(3))
+    return Lifecycle(
+        unit,
+        "consumed",
+        cpu_s=parse_timespan(m.group(1)),
+        wall_s=parse_timespan(m.group(2)) if m.group(2) else None,
+        memory_peak_bytes=parse_size(peak.group(1)) if peak else None,
+    )
+
+
+_Body = Callable[[str, "re.Match[str]"], Lifecycle]
+#: the words of a unit's own lines after ``<unit>: ``, by how they begin: (opening, pattern,
+#: what they say); tried in order
+_BODIES: tuple[tuple[tuple[str, ...], re.Pattern[str], _Body], ...] = (
+    (("M", "m", "C", "c"), _PROC_EXIT, _proc_exit),
+    (("Failed with result ",), _FAILED_RESULT, lambda u, m: Lifecycle(u, "failed", result=m.group(1))),
+    (("Consumed ",), _CONSUMED, _consumed),
+    (
+        ("Scheduled restart job",),
+        _RESTART_COUNTER,
+        lambda u, m: Lifecycle(u, "restart_scheduled", restart_count=int(m.group(1))),
+    ),
+    (("Service RestartSec=",), _HOLDOFF, lambda u, m: Lifecycle(u, "restart_scheduled")),
+    (("systemd-oomd killed ",), _OOMD_UNIT, lambda u, m: Lifecycle(u, "oomd_killed", result="oom-kill")),
+    (("Killing process ",), _KILLING, lambda u, m: Lifecycle(u, "killing", status=m.group(3))),
+    (
+        ("Unit process ",),
+        LEFT_RUNNING,
+        lambda u, m: Lifecycle(u, "left_running", status=f"{m.group(1)} ({m.group(2)})"),
+    ),
+    (
+        ("Found left-over process ",),
+        LEFT_OVER,
+        lambda u, m: Lifecycle(u, "left_over", status=f"{m.group(1)} ({m.group(2)})"),
+    ),
+    (
+        ("Processes still around after final SIGKILL",),
+        re.compile(""),
+        lambda u, m: Lifecycle(u, "left_running"),
+    ),
+    (("State '",), _STATE_TIMEOUT, lambda u, m: Lifecycle(u, "timeout", status=m.group(1), result="timeout")),
+    (("Watchdog timeout",), _WATCHDOG, lambda u, m: Lifecycle(u, "watchdog", result="watchdog")),
+)
+
+
+def _unit_body(unit: str, body: str) -> Lifecycle | None:
     fixed = _BODY_FIXED.get(body)
     if fixed is not None:
         return Lifecycle(unit, fixed[0], result=fixed[1])
-    first = body[:1]
-    if first in "Mm" or first in "Cc":
-        m = _PROC_EXIT.match(body)
-        if m:
-            action = "main_exited" if m.group(1) in ("Main", "main") else "control_exited"
-            status = m.group(3) + (f"/{m.group(4)}" if m.group(4) else "")
-            return Lifecycle(unit, action, code=m.group(2), status=status)
-    if body.startswith("Failed with result "):
-        m = _FAILED_RESULT.match(body)
-        if m:
-            return Lifecycle(unit, "failed", result=m.group(1))
-    if body.startswith("Consumed "):
-        m = _CONSUMED.match(body)
-        if m:
-            peak = _PEAK.search(m.group(3))
-            return Lifecycle(
-                unit,
-                "consumed",
-                cpu_s=parse_timespan(m.group(1)),
-                wall_s=parse_timespan(m.group(2)) if m.group(2) else None,
-                memory_peak_bytes=parse_size(peak.group(1)) if peak else None,
-            )
-    if body.startswith("Scheduled restart job"):
-        m = _RESTART_COUNTER.match(body)
-        if m:
-            return Lifecycle(unit, "restart_scheduled", restart_count=int(m.group(1)))
-    if body.startswith("Service RestartSec=") and _HOLDOFF.match(body):
-        return Lifecycle(unit, "restart_scheduled")
-    if body.startswith("systemd-oomd killed "):
-        m = _OOMD_UNIT.match(body)
-        if m:
-            return Lifecycle(unit, "oomd_killed", result="oom-kill")
-    if body.startswith("Killing process "):
-        m = _KILLING.match(body)
-        if m:
-            return Lifecycle(unit, "killing", status=m.group(3))
-    if body.startswith("Unit process "):
-        m = LEFT_RUNNING.match(body)
-        if m:
-            return Lifecycle(unit, "left_running", status=f"{m.group(1)} ({m.group(2)})")
-    if body.startswith("Found left-over process "):
-        m = LEFT_OVER.match(body)
-        if m:
-            return Lifecycle(unit, "left_over", status=f"{m.group(1)} ({m.group(2)})")
-    if body.startswith("Processes still around after final SIGKILL"):
-        return Lifecycle(unit, "left_running")
-    if body.startswith("State '"):
-        m = _STATE_TIMEOUT.match(body)
-        if m:
-            return Lifecycle(unit, "timeout", status=m.group(1), result="timeout")
-    if body.startswith("Watchdog timeout"):
-        m = _WATCHDOG.match(body)
-        if m:
-            return Lifecycle(unit, "watchdog", result="watchdog")
+    for opening, pattern, said in _BODIES:
+        if body.startswith(opening):
+            m = pattern.match(body)
+            if m:
+                return said(unit, m)
     return None
 
 
