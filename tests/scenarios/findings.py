@@ -277,14 +277,6 @@ def denies_samples(s: Scenario) -> bool:
     return project_cause(s) != "signal" and gpu_workload(s)
 
 
-def _other_gpus(s: Scenario, t: Truth) -> set[str]:
-    """The killed server's GPUs are told apart only through its server_args tied to its unit."""
-    mine = readable(s)  # (its lines read: their unit is linked, and its configuration with it)
-    if s.other is not None and s.nvidia in ("loop", "nounits", "date-lines") and t.gpu_freed and not mine:
-        return {"gpu_freed", "report_gpu"}
-    return set()
-
-
 def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
     """The year the project takes from a copied file's mtime differs from the night's."""
     from zoneinfo import ZoneInfo
@@ -308,7 +300,6 @@ FINDINGS = (
     Finding(
         "F06", "A kernel record in dmesg's -e/-H stamps is not joined with systemd's lines", _undated_kernel
     ),
-    Finding("F14", "Another server's GPUs count as the killed server's", _other_gpus),
     Finding(
         "F15",
         "A server started by hand right after a Description-named oneshot takes its start",
