@@ -225,6 +225,30 @@ def _learn_descriptions(runs: list[Run], described: set[str]) -> dict[str, str]:
     return {d: next(iter(us)) for d, us in learned.items() if len(us) == 1}
 
 
+def _learn_from_linked(
+    store: Store, host: str | None, marks: list[dict[str, Any]], described: set[str], learned: dict[str, str]
+) -> None:
+    """Descriptions taught by servers linked to their unit before (by their file's name or a
+    pid, before the clocks were compared): a run whose nearest start is one Description's."""
+    seen: dict[str, set[str]] = {}
+    for r in run_named_dicts(store, "linked_server_runs"):
+        run = Run(
+            source_id=int(r["source_id"]),
+            path=str(r["path"]),
+            journal=bool(r["journal"]),
+            stream_pid=None,
+            host=r["host"] or host,
+            first_ts=r["first_ts"],
+            last_ts=r["last_ts"],
+            pids=[],
+        )
+        _vote_marks(marks, [run])
+        descs = [u for u, v in run.votes.items() if u in described and any(k == "start" for k, _ in v)]
+        if len(descs) == 1 and descs[0] not in learned:
+            seen.setdefault(descs[0], set()).add(str(r["unit"]))
+    learned.update({d: next(iter(us)) for d, us in seen.items() if len(us) == 1})
+
+
 def _groups(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:
     """The runs of one server: a file's (a file is one server's log), a journal process's (in
     every file of a split journal)."""
@@ -304,7 +328,7 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
     store.execute("DELETE FROM unit_links WHERE unit IS NULL")  # (runs still unlinked are listed again)
     # (before the clocks are compared only files: a journal's streams are on its own clock)
     runs = [r for r in _runs(store, host) if timed or not r.journal]
-    if not runs:
+    if not runs and not timed:
         return []
     marks = run_named_dicts(store, "unit_marks")
     known = {(r["host"], str(r["unit"])) for r in run_named_dicts(store, "unit_known")}
@@ -314,6 +338,8 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
     _vote_names(known, runs)
     described = _descriptions(marks)
     learned = _learn_descriptions(runs, described)
+    if timed:
+        _learn_from_linked(store, host, marks, described, learned)
     for run in runs:
         _fold(run, learned)
     _vote_servers(store, runs, {x.unit for x in _decide(runs) if x.unit})
