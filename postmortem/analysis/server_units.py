@@ -83,7 +83,7 @@ def _same_host(a: str | None, b: str | None) -> bool:
 
 def _runs(store: Store, host: str | None) -> list[Run]:
     out = []
-    for r in run_named_dicts(store, "unlinked_server_runs"):
+    for r in run_named_dicts(store, "server_runs", {"linked": False}):
         out.append(
             Run(
                 source_id=int(r["source_id"]),
@@ -231,7 +231,7 @@ def _learn_from_linked(
     """Descriptions taught by servers linked to their unit before (by their file's name or a
     pid, before the clocks were compared): a run whose nearest start is one Description's."""
     seen: dict[str, set[str]] = {}
-    for r in run_named_dicts(store, "linked_server_runs"):
+    for r in run_named_dicts(store, "server_runs", {"linked": True}):
         run = Run(
             source_id=int(r["source_id"]),
             path=str(r["path"]),
