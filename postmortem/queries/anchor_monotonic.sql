@@ -61,6 +61,16 @@ CREATE OR REPLACE TEMP MACRO anchor_boot_of(wall, mono) AS
         + CASE WHEN bool_and(epoch_us(wall) % 1000000 = 0) THEN 500000 ELSE 0 END
         AS BIGINT));
 
+-- Whether a boot at boot_ts would put a source's pending records after the file was written
+-- (a capture cannot predate its own records).
+CREATE OR REPLACE TEMP MACRO anchor_predates_capture(sid, boot_ts) AS EXISTS (
+    SELECT 1 FROM sources AS s
+    WHERE s.source_id = sid AND s.file_mtime IS NOT NULL
+      AND boot_ts + to_microseconds(CAST(round(
+              (SELECT max(k.monotonic_s) FROM kernel_messages AS k
+               WHERE k.source_id = sid AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
+);
+
 -- A source no boot row anchors: the same kernel line with a wall-clock time in another source
 -- (a journal in a short mode, which has no boot rows, holding the same OOM or Xid lines) gives
 -- its boot as that time minus the line's seconds since boot (the median over the pairs of
@@ -117,13 +127,7 @@ FROM (
     GROUP BY o.source_id, o.host
 ) AS m
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
-  AND NOT EXISTS (
-      SELECT 1 FROM sources AS s
-      WHERE s.source_id = a.source_id AND s.file_mtime IS NOT NULL
-        AND m.boot_ts + to_microseconds(CAST(round(
-                (SELECT max(k.monotonic_s) FROM kernel_messages AS k
-                 WHERE k.source_id = a.source_id AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
-  );
+  AND NOT anchor_predates_capture(a.source_id, m.boot_ts);
 
 -- A source still without a boot (dmesg in seconds since boot, the journal as a text file): an
 -- OOM kill in it of a unit (its record names the unit's cgroup) and systemd's own lines about
@@ -157,13 +161,7 @@ FROM (
     GROUP BY source_id, host
 ) AS m
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
-  AND NOT EXISTS (
-      SELECT 1 FROM sources AS s
-      WHERE s.source_id = a.source_id AND s.file_mtime IS NOT NULL
-        AND m.boot_ts + to_microseconds(CAST(round(
-                (SELECT max(k.monotonic_s) FROM kernel_messages AS k
-                 WHERE k.source_id = a.source_id AND k.ts IS NULL) * 1000000) AS BIGINT)) > s.file_mtime
-  );
+  AND NOT anchor_predates_capture(a.source_id, m.boot_ts);
 
 UPDATE kernel_messages AS k
 SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
@@ -207,3 +205,4 @@ WHERE s.source_id = k.source_id AND s.first_ts IS NULL AND k.all_dated
 
 DROP TABLE anchor_source_boots;
 DROP TABLE anchor_boot_times;
+DROP MACRO anchor_predates_capture;
