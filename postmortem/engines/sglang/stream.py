@@ -20,8 +20,9 @@ lines, progress output) take the previous line's (``'previous'``, ``ts_raw`` NUL
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, tzinfo
+from functools import partial
 from typing import Any, ClassVar
 
 from ...parsers.base import Output, ParseContext, ParseIssue, excerpt
@@ -595,132 +596,17 @@ class SglangStream:
         return UNPARSED
 
     # ------------------------------------------------------------------ messages
-    def _message(self, line_no: int, msg: str) -> int | None:  # noqa: C901 - 42 > 15: listed in docs/dev/README.md
-        c = msg[:1]
-        if (c == "D" or c == "P") and msg.startswith(("Decode batch", "Prefill batch")):
-            return self._batch(line_no, msg)
-        if msg.startswith(M.UVICORN_LEVELS):
-            return self._uvicorn(line_no, msg)
-        if c == "L" and msg.startswith("Load weight "):
-            return self._load_weight(line_no, msg)
-        if "KV Cache " in msg[:48] or msg.startswith("Post-capture KV sizing"):
-            return self._kv_alloc(line_no, msg)
-        if c == "C" and msg.startswith("Capture "):
-            return self._graph(line_no, msg)
-        if c == "A" and msg.startswith("Allocating ") and "for hierarchical KV cache" in msg:
-            m = M.HICACHE_ALLOC.match(msg)
-            if m is None:
-                return self._malformed("Allocating … host memory for hierarchical KV cache")
-            self._ev(line_no, "hicache_host_alloc", msg, phase=self._phase_now(), usage=float(m["gb"]))
-            return PARSED
-        if c == "M":
-            if msg.startswith("Memory pool end"):
-                m = M.MEM_POOL_END.match(msg)
-                if m is None:
-                    return self._malformed("Memory pool end")
-                role = self._pool_role()
-                self._phase = "kv_pool"
-                self._ev(line_no, "memory_pool_end", msg, role=role, phase="kv_pool", avail=float(m["avail"]))
-                return PARSED
-            if msg.startswith("Mamba Cache is allocated"):
-                self._ev(line_no, "mamba_cache_allocated", msg, phase="kv_pool")
-                return PARSED
-            if msg.startswith("Message: '") and msg.endswith("'"):
-                return self._message(line_no, msg[10:-1])
-        if c == "m":
-            if msg.startswith("max_total_num_tokens="):
-                return self._limits(line_no, msg)
-            if msg.startswith("max_total_tokens="):
-                m = M.PROFILED.match(msg)
-                if m is None:
-                    return None
-                self._ev(
-                    line_no,
-                    "profiled_tokens",
-                    msg,
-                    phase="kv_pool",
-                    tokens=int(m["prof"]),
-                    detail={"max_total_tokens": int(m["req"])},
-                )
-                return PARSED
-        if c == "s" and msg.startswith("server_args"):
-            return self._server_args(line_no, msg)
-        if c == "T":
-            if msg.startswith(M.READY):
-                self._ready = True
-                self._phase = "runtime"
-                self._ev(line_no, "ready", msg, phase="warmup")
-                return PARSED
-            if msg.startswith("Testing retraction"):
-                return self._retract(line_no, msg)
-            if msg.startswith(M.UNBALANCED):
-                self._ev(line_no, "memory_unbalanced", msg, phase=self._phase)
-                return PARSED
-        if c == "E":
-            if msg.startswith("Engine startup timings"):
-                m = M.STARTUP_TIMINGS.match(msg)
-                if m is None:
-                    return self._malformed("Engine startup timings")
-                t = M.timings(m["body"])
-                e2e = t.get("scheduler_e2e", t.get("tokenizer_e2e"))
-                self._ev(
-                    line_no,
-                    "startup_timings",
-                    msg,
-                    phase="warmup",
-                    elapsed=e2e if isinstance(e2e, float) else None,
-                    detail=t,
-                )
-                return PARSED
-            if msg.startswith("Exception in "):
-                m = M.EXCEPTION_OLD.match(msg)
-                if m is not None:
-                    rest = m["rest"].strip()
-                    self._open_tb(line_no, m["who"])
-                    if rest and not rest.startswith(M.TRACEBACK):
-                        self._tb_exception(line_no, rest)
-                    return PARSED
-            if msg.startswith("Exit code: "):
-                m = M.EXIT_CODE.match(msg)
-                if m is not None:
-                    code = int(m["code"])
-                    self._ev(line_no, self._death_kind(code), msg, phase=self._phase, exit_code=code)
-                    return PARSED
-        if c == "I":
-            if msg.startswith("Init torch distributed") or msg.startswith("Init nccl"):
-                if " begin" in msg[:30]:
-                    self._phase = "init"
-                    self._ev(line_no, "init_dist_begin", msg, phase="init")
-                    return PARSED
-                m = M.INIT_DIST_END.match(msg)
-                if m is None:
-                    return self._malformed("Init torch distributed")
-                self._ev(
-                    line_no,
-                    "init_dist_end",
-                    msg,
-                    phase="init",
-                    elapsed=_f(m["elapsed"]),
-                    usage=_f(m["usage"]),
-                )
-                return PARSED
-            if msg.startswith("Initialization failed"):
-                self._fatal = True
-                self._ev(line_no, "initialization_failed", msg, phase=self._phase)
-                if "Traceback" in msg:
-                    self._open_tb(line_no, "warmup")
-                return PARSED
-        if " hit an exception" in msg:
-            m = M.HIT_EXCEPTION.match(msg)
-            if m is not None:
-                self._open_tb(line_no, m["who"])
-                inline = m["tb"].strip()
-                if inline and not inline.startswith(M.TRACEBACK):
-                    self._tb_exception(line_no, inline)
-                return PARSED
-        st = self._errors(line_no, msg, c)
-        if st is not None:
-            return st
+    def _message(self, line_no: int, msg: str) -> int | None:
+        """One message through the table of patterns (:data:`_RULES`), first match that takes it."""
+        for starts, needle, head, handler in _RULES_BY_FIRST.get(msg[:1], _RULES_ANYWHERE):
+            if starts:
+                if not msg.startswith(starts):
+                    continue
+            elif needle not in (msg[:head] if head else msg):
+                continue
+            st = handler(self, line_no, msg)
+            if st is not None:
+                return st
         if has_oom(msg):
             if self._tb is None and M.EXCEPTION_LINE.match(msg):
                 # a traceback's last line whose frames were lost (a cut excerpt, a pasted
@@ -732,163 +618,203 @@ class SglangStream:
             return PARSED
         return None
 
-    def _errors(self, line_no: int, msg: str, c: str) -> int | None:  # noqa: C901 - 34 > 15: listed in docs/dev/README.md
-        if c == "K":
-            if msg.startswith("KV cache pool is full"):
-                return self._retract(line_no, msg)
-        elif c == "D" or c == "d":
-            if msg.startswith(("Decode out of memory happened", "decode out of memory happened")):
-                return self._retract(line_no, msg)
-        elif c == "R":
-            if msg.startswith("Received sigquit"):
-                self._fatal = self._fatal or not self._ready
-                self._ev(line_no, "sigquit", msg, phase=self._phase_now(), detail={"form": "launch"})
-                return PARSED
-            if msg.startswith("Rank "):
-                m = M.RANK_DIED_NEW.match(msg)
-                if m is not None:
-                    code = int(m["code"])
-                    self._fatal = True
-                    self._ev(
-                        line_no,
-                        self._death_kind(code),
-                        msg,
-                        phase=self._phase_now(),
-                        exit_code=code,
-                        detail={"rank": int(m["rank"])},
-                    )
-                    return PARSED
-                m = M.RANK_DEAD_OLD.match(msg)
-                if m is not None:
-                    self._fatal = True
-                    self._dead = (line_no, self._meta(), msg, int(m["rank"]))
-                    return PARSED
-            if msg.startswith("RuntimeError: Rank "):
-                return self._message(line_no, msg[14:])
-        elif c == "S":
-            if msg.startswith("SIGQUIT received"):
-                m = M.SIGQUIT_RUNNING.match(msg)
-                self._ev(
-                    line_no,
-                    "sigquit",
-                    msg,
-                    phase=self._phase_now(),
-                    detail={"form": "running", "signum": _int_or_none(m["signum"]) if m else None},
-                )
-                return PARSED
-            if msg.startswith("SIGTERM received"):
-                self._ev(line_no, "sigterm", msg, phase=self._phase_now())
-                return PARSED
-            if msg.startswith("Signal SIGTERM received"):
-                self._ev(line_no, "forced_exit", msg, phase=self._phase_now())
-                return PARSED
-            if msg.startswith("Subprocess "):
-                m = M.SUBPROCESS_CRASH.match(msg)
-                if m is None:
-                    return None
-                code = int(m["code"])
-                name = m["name"]
-                kind = self._death_kind(code) if name.startswith("scheduler") else "subprocess_crashed"
-                if not self._ready:
-                    self._fatal = True
-                self._ev(
-                    line_no,
-                    kind,
-                    msg,
-                    phase=self._phase_now(),
-                    exit_code=code,
-                    detail={"subprocess": name, "subprocess_pid": int(m["pid"])},
-                )
-                return PARSED
-            if msg.startswith("Scheduler or DataParallelController"):
-                m = M.PROC_TERMINATED.match(msg)
-                if m is None:
-                    return None
-                code = int(m["code"])
-                self._fatal = True
-                self._ev(
-                    line_no,
-                    self._death_kind(code),
-                    msg,
-                    phase=self._phase_now(),
-                    exit_code=code,
-                    detail={"subprocess_pid": int(m["pid"])},
-                )
-                return PARSED
-        elif c == "G":
-            if msg.startswith("Gracefully exiting"):
-                m = M.GRACEFUL_EXIT.match(msg)
-                self._ev(
-                    line_no,
-                    "graceful_exit",
-                    msg,
-                    phase=self._phase_now(),
-                    detail={"remaining_requests": int(m["n"])} if m else None,
-                )
-                return PARSED
-        elif c == "W":
-            if msg.startswith("Watchdog timeout"):
-                m = M.WATCHDOG_OLD.match(msg)
-                self._ev(
-                    line_no,
-                    "watchdog",
-                    msg,
-                    phase=self._phase_now(),
-                    elapsed=_f(m["t"]) if m else None,
-                    detail={"who": "Scheduler", "soft": False},
-                )
-                return PARSED
-        elif c == "k":
-            if msg.startswith("kill_process_tree called"):
-                m = M.KILL_TREE.match(msg)
-                self._ev(
-                    line_no,
-                    "kill_process_tree",
-                    msg,
-                    phase=self._phase_now(),
-                    detail={
-                        "parent_pid": _int_or_none(m["ppid"]),
-                        "include_parent": m["inc"] == "True",
-                        "pid": int(m["pid"]),
-                    }
-                    if m
-                    else None,
-                )
-                return PARSED
-        elif c == "t":
-            if msg.startswith("token_to_kv_pool_allocator memory leak"):
-                self._ev(line_no, "kv_leak", msg, phase=self._phase_now())
-                return PARSED
-        elif c == "H":  # noqa: SIM102 - one branch per first letter
-            if msg.startswith("Health check failed"):
-                m = M.HEALTH_FAILED.match(msg)
-                self._ev(
-                    line_no,
-                    "health_check_failed",
-                    msg,
-                    phase=self._phase_now(),
-                    elapsed=_f(m["s"]) if m else None,
-                )
-                return PARSED
-        if " watchdog timeout (" in msg:
-            m = M.WATCHDOG_NEW.match(msg)
-            if m is not None:
-                self._ev(
-                    line_no,
-                    "watchdog",
-                    msg,
-                    phase=self._phase_now(),
-                    elapsed=float(m["t"]),
-                    detail={"who": m["who"], "soft": m["soft"] == "True"},
-                )
-                return PARSED
-        if "out of memory. Try to lower your batch size" in msg or M.ALLOC_REQ_SLOTS in msg:
-            self._ev(line_no, "kv_oom", msg, phase="runtime")
+    def _plain(self, line_no: int, msg: str, *, kind: str, phase: str | None) -> int:
+        """An event with no numbers: ``phase`` is a phase, or ``@now`` / ``@current``."""
+        if phase == "@now":
+            phase = self._phase_now()
+        elif phase == "@current":
+            phase = self._phase
+        self._ev(line_no, kind, msg, phase=phase)
+        return PARSED
+
+    def _quoted(self, line_no: int, msg: str) -> int | None:
+        """``Message: '…'`` (a ``--- Logging error ---`` block) holds the message."""
+        return self._message(line_no, msg[10:-1]) if msg.endswith("'") else None
+
+    def _rank_error(self, line_no: int, msg: str) -> int | None:
+        return self._message(line_no, msg[14:])  # ``RuntimeError: Rank …``
+
+    def _hicache(self, line_no: int, msg: str) -> int | None:
+        if "for hierarchical KV cache" not in msg:
+            return None
+        m = M.HICACHE_ALLOC.match(msg)
+        if m is None:
+            return self._malformed("Allocating … host memory for hierarchical KV cache")
+        self._ev(line_no, "hicache_host_alloc", msg, phase=self._phase_now(), usage=float(m["gb"]))
+        return PARSED
+
+    def _pool_end(self, line_no: int, msg: str) -> int:
+        m = M.MEM_POOL_END.match(msg)
+        if m is None:
+            return self._malformed("Memory pool end")
+        role = self._pool_role()
+        self._phase = "kv_pool"
+        self._ev(line_no, "memory_pool_end", msg, role=role, phase="kv_pool", avail=float(m["avail"]))
+        return PARSED
+
+    def _profiled(self, line_no: int, msg: str) -> int | None:
+        m = M.PROFILED.match(msg)
+        if m is None:
+            return None
+        detail = {"max_total_tokens": int(m["req"])}
+        self._ev(line_no, "profiled_tokens", msg, phase="kv_pool", tokens=int(m["prof"]), detail=detail)
+        return PARSED
+
+    def _ready_line(self, line_no: int, msg: str) -> int:
+        self._ready = True
+        self._phase = "runtime"
+        self._ev(line_no, "ready", msg, phase="warmup")
+        return PARSED
+
+    def _startup_timings(self, line_no: int, msg: str) -> int:
+        m = M.STARTUP_TIMINGS.match(msg)
+        if m is None:
+            return self._malformed("Engine startup timings")
+        t = M.timings(m["body"])
+        e2e = t.get("scheduler_e2e", t.get("tokenizer_e2e"))
+        elapsed = e2e if isinstance(e2e, float) else None
+        self._ev(line_no, "startup_timings", msg, phase="warmup", elapsed=elapsed, detail=t)
+        return PARSED
+
+    def _exception_in(self, line_no: int, msg: str) -> int | None:
+        """``Exception in <who>:`` (older releases), its traceback or exception inline."""
+        m = M.EXCEPTION_OLD.match(msg)
+        if m is None:
+            return None
+        rest = m["rest"].strip()
+        self._open_tb(line_no, m["who"])
+        if rest and not rest.startswith(M.TRACEBACK):
+            self._tb_exception(line_no, rest)
+        return PARSED
+
+    def _hit_exception(self, line_no: int, msg: str) -> int | None:
+        m = M.HIT_EXCEPTION.match(msg)
+        if m is None:
+            return None
+        self._open_tb(line_no, m["who"])
+        inline = m["tb"].strip()
+        if inline and not inline.startswith(M.TRACEBACK):
+            self._tb_exception(line_no, inline)
+        return PARSED
+
+    def _exit_code(self, line_no: int, msg: str) -> int | None:
+        m = M.EXIT_CODE.match(msg)
+        if m is None:
+            return None
+        code = int(m["code"])
+        self._ev(line_no, self._death_kind(code), msg, phase=self._phase, exit_code=code)
+        return PARSED
+
+    def _init_dist(self, line_no: int, msg: str) -> int:
+        if " begin" in msg[:30]:
+            self._phase = "init"
+            self._ev(line_no, "init_dist_begin", msg, phase="init")
             return PARSED
-        if "Not enough memory. Please try to increase --mem-fraction-static" in msg:
-            self._ev(line_no, "not_enough_memory", msg, phase="kv_pool")
+        m = M.INIT_DIST_END.match(msg)
+        if m is None:
+            return self._malformed("Init torch distributed")
+        elapsed, usage = _f(m["elapsed"]), _f(m["usage"])
+        self._ev(line_no, "init_dist_end", msg, phase="init", elapsed=elapsed, usage=usage)
+        return PARSED
+
+    def _init_failed(self, line_no: int, msg: str) -> int:
+        self._fatal = True
+        self._ev(line_no, "initialization_failed", msg, phase=self._phase)
+        if "Traceback" in msg:
+            self._open_tb(line_no, "warmup")
+        return PARSED
+
+    def _sigquit_launch(self, line_no: int, msg: str) -> int:
+        self._fatal = self._fatal or not self._ready
+        self._ev(line_no, "sigquit", msg, phase=self._phase_now(), detail={"form": "launch"})
+        return PARSED
+
+    def _sigquit_running(self, line_no: int, msg: str) -> int:
+        m = M.SIGQUIT_RUNNING.match(msg)
+        detail = {"form": "running", "signum": _int_or_none(m["signum"]) if m else None}
+        self._ev(line_no, "sigquit", msg, phase=self._phase_now(), detail=detail)
+        return PARSED
+
+    def _rank_died(self, line_no: int, msg: str) -> int | None:
+        """``Rank N scheduler died with exit code …`` (or the older ``… is dead``)."""
+        m = M.RANK_DIED_NEW.match(msg)
+        if m is not None:
+            code = int(m["code"])
+            self._fatal = True
+            detail = {"rank": int(m["rank"])}
+            self._ev(
+                line_no, self._death_kind(code), msg, phase=self._phase_now(), exit_code=code, detail=detail
+            )
             return PARSED
-        return None
+        m = M.RANK_DEAD_OLD.match(msg)
+        if m is None:
+            return None
+        self._fatal = True
+        self._dead = (line_no, self._meta(), msg, int(m["rank"]))  # its ``Exit code:`` follows
+        return PARSED
+
+    def _subprocess(self, line_no: int, msg: str) -> int | None:
+        m = M.SUBPROCESS_CRASH.match(msg)
+        if m is None:
+            return None
+        code, name = int(m["code"]), m["name"]
+        kind = self._death_kind(code) if name.startswith("scheduler") else "subprocess_crashed"
+        if not self._ready:
+            self._fatal = True
+        detail = {"subprocess": name, "subprocess_pid": int(m["pid"])}
+        self._ev(line_no, kind, msg, phase=self._phase_now(), exit_code=code, detail=detail)
+        return PARSED
+
+    def _proc_terminated(self, line_no: int, msg: str) -> int | None:
+        m = M.PROC_TERMINATED.match(msg)
+        if m is None:
+            return None
+        code = int(m["code"])
+        self._fatal = True
+        detail = {"subprocess_pid": int(m["pid"])}
+        self._ev(line_no, self._death_kind(code), msg, phase=self._phase_now(), exit_code=code, detail=detail)
+        return PARSED
+
+    def _graceful(self, line_no: int, msg: str) -> int:
+        m = M.GRACEFUL_EXIT.match(msg)
+        detail = {"remaining_requests": int(m["n"])} if m else None
+        self._ev(line_no, "graceful_exit", msg, phase=self._phase_now(), detail=detail)
+        return PARSED
+
+    def _watchdog_old(self, line_no: int, msg: str) -> int:
+        m = M.WATCHDOG_OLD.match(msg)
+        elapsed = _f(m["t"]) if m else None
+        detail = {"who": "Scheduler", "soft": False}
+        self._ev(line_no, "watchdog", msg, phase=self._phase_now(), elapsed=elapsed, detail=detail)
+        return PARSED
+
+    def _watchdog_new(self, line_no: int, msg: str) -> int | None:
+        m = M.WATCHDOG_NEW.match(msg)
+        if m is None:
+            return None
+        detail = {"who": m["who"], "soft": m["soft"] == "True"}
+        self._ev(line_no, "watchdog", msg, phase=self._phase_now(), elapsed=float(m["t"]), detail=detail)
+        return PARSED
+
+    def _kill_tree(self, line_no: int, msg: str) -> int:
+        m = M.KILL_TREE.match(msg)
+        detail = (
+            {
+                "parent_pid": _int_or_none(m["ppid"]),
+                "include_parent": m["inc"] == "True",
+                "pid": int(m["pid"]),
+            }
+            if m
+            else None
+        )
+        self._ev(line_no, "kill_process_tree", msg, phase=self._phase_now(), detail=detail)
+        return PARSED
+
+    def _health(self, line_no: int, msg: str) -> int:
+        m = M.HEALTH_FAILED.match(msg)
+        elapsed = _f(m["s"]) if m else None
+        self._ev(line_no, "health_check_failed", msg, phase=self._phase_now(), elapsed=elapsed)
+        return PARSED
 
     def _phase_now(self) -> str | None:
         return "runtime" if self._ready else self._phase
@@ -1585,3 +1511,80 @@ class SglangStream:
             self._finish_tb()
         if self._dead is not None:
             self._finish_dead(None)
+
+
+# ---------------------------------------------------------------------- the table of messages
+_Handler = Callable[[SglangStream, int, str], "int | None"]
+#: (prefixes, or else a needle, looked for in the first ``head`` characters or all (0)), handler
+_Rule = tuple[tuple[str, ...], str, int, _Handler]
+
+
+def _plain(kind: str, phase: str | None) -> _Handler:
+    return partial(SglangStream._plain, kind=kind, phase=phase)
+
+
+def _at(prefix: str | tuple[str, ...], handler: _Handler) -> _Rule:
+    return (prefix if isinstance(prefix, tuple) else (prefix,), "", 0, handler)
+
+
+def _in(needle: str, handler: _Handler, head: int = 0) -> _Rule:
+    return ((), needle, head, handler)
+
+
+S = SglangStream
+#: every message SGLang writes that the stream reads, in the order they are tried; a handler
+#: that returns None passes the message on. CUDA OOMs anywhere in a message come last.
+_RULES: tuple[_Rule, ...] = (
+    _at(("Decode batch", "Prefill batch"), S._batch),
+    _at(M.UVICORN_LEVELS, S._uvicorn),
+    _at("Load weight ", S._load_weight),
+    _in("KV Cache ", S._kv_alloc, head=48),
+    _at("Post-capture KV sizing", S._kv_alloc),
+    _at("Capture ", S._graph),
+    _at("Allocating ", S._hicache),
+    _at("Memory pool end", S._pool_end),
+    _at("Mamba Cache is allocated", _plain("mamba_cache_allocated", "kv_pool")),
+    _at("Message: '", S._quoted),
+    _at("max_total_num_tokens=", S._limits),
+    _at("max_total_tokens=", S._profiled),
+    _at("server_args", S._server_args),
+    _at(M.READY, S._ready_line),
+    _at("Testing retraction", S._retract),
+    _at(M.UNBALANCED, _plain("memory_unbalanced", "@current")),
+    _at("Engine startup timings", S._startup_timings),
+    _at("Exception in ", S._exception_in),
+    _at("Exit code: ", S._exit_code),
+    _at(("Init torch distributed", "Init nccl"), S._init_dist),
+    _at("Initialization failed", S._init_failed),
+    _in(" hit an exception", S._hit_exception),
+    # errors and deaths
+    _at("KV cache pool is full", S._retract),
+    _at(("Decode out of memory happened", "decode out of memory happened"), S._retract),
+    _at("Received sigquit", S._sigquit_launch),
+    _at("Rank ", S._rank_died),
+    _at("RuntimeError: Rank ", S._rank_error),
+    _at("SIGQUIT received", S._sigquit_running),
+    _at("SIGTERM received", _plain("sigterm", "@now")),
+    _at("Signal SIGTERM received", _plain("forced_exit", "@now")),
+    _at("Subprocess ", S._subprocess),
+    _at("Scheduler or DataParallelController", S._proc_terminated),
+    _at("Gracefully exiting", S._graceful),
+    _at("Watchdog timeout", S._watchdog_old),
+    _at("kill_process_tree called", S._kill_tree),
+    _at("token_to_kv_pool_allocator memory leak", _plain("kv_leak", "@now")),
+    _at("Health check failed", S._health),
+    _in(" watchdog timeout (", S._watchdog_new),
+    _in("out of memory. Try to lower your batch size", _plain("kv_oom", "runtime")),
+    _in(M.ALLOC_REQ_SLOTS, _plain("kv_oom", "runtime")),
+    _in(
+        "Not enough memory. Please try to increase --mem-fraction-static",
+        _plain("not_enough_memory", "kv_pool"),
+    ),
+)
+del S
+#: the rules a message can match, by its first character (a needle rule can match any)
+_RULES_ANYWHERE: tuple[_Rule, ...] = tuple(r for r in _RULES if not r[0])
+_RULES_BY_FIRST: dict[str, tuple[_Rule, ...]] = {
+    c: tuple(r for r in _RULES if not r[0] or any(p[:1] == c for p in r[0]))
+    for c in {p[:1] for r in _RULES for p in r[0]}
+}
