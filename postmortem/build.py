@@ -42,6 +42,8 @@ class BuildResult:
     undated: int = 0
     #: sources whose year-less stamps took a year nothing dated confirms: (path, year)
     year_guesses: list[tuple[str, int]] = field(default_factory=list)
+    #: sources whose OOM kills are dated to the minute only (dmesg -e/-H): (path, kills)
+    minute_kills: list[tuple[str, int]] = field(default_factory=list)
     bundles: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
@@ -89,6 +91,8 @@ def build(options: BuildOptions) -> BuildResult:
             (str(r["path"]), r["first_ts"].year)
             for r in unconfirmed_years(run_named_dicts(store, "year_spans"))
         ]
+        window = {"since": options.since, "until": options.until}
+        minutes = [(str(r["path"]), int(r["kills"])) for r in run_named_dicts(store, "minute_kills", window)]
     return BuildResult(
         ingest=summary,
         reports=written.reports,
@@ -96,6 +100,7 @@ def build(options: BuildOptions) -> BuildResult:
         incidents=written.incidents,
         undated=written.undated,
         year_guesses=guesses,
+        minute_kills=minutes,
         bundles=written.bundles,
         timings=timings,
     )

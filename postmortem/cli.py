@@ -567,6 +567,12 @@ def build(
             f"note: {path}: its stamps have no year; {year} is the file's modification time's and no "
             "dated source confirms it (give --year or --since if the file was copied)"
         )
+    for path, kills in result.minute_kills:
+        typer.echo(
+            f"note: {path}: {kills} OOM kill(s) dated to the minute only (dmesg -e/-H stamps); the "
+            "reports place each no earlier than its server's last line (give the journal of that boot "
+            "to date them to the second)"
+        )
     typer.echo(f"{result.incidents} incident(s){undated}; reports in {options.out}")
     for p in result.reports:
         typer.echo(f"  {p}")

@@ -62,6 +62,8 @@ class Inferred:
     DATE = "date"  # time of day only; the date came from an earlier line, --since or the mtime
     GIVEN = "given"  # given on the command line (--at)
     FILENAME = "filename"  # no time in the record; the date and time in the file's name
+    MINUTE = "minute"  # dmesg -e/-H: the minute printed, its seconds counted from the deltas after it
+    WITNESS = "witness"  # a MINUTE stamp given its seconds by another source's line of the same kill
 
 
 #: a date and time in a file name: ``nvidia-smi-20250611-032130.txt``, ``smi_2025-06-11T03-21-30Z.log``

@@ -224,6 +224,13 @@ def host_zones(store: Store) -> dict[str, tzinfo]:
     return zones
 
 
+def _anchor_minutes(store: Store) -> None:
+    """dmesg -e/-H rows, dated to the minute, take their seconds from systemd's kill lines."""
+    if store.fetchall(named_sql("anchor_minutes_pending")):
+        materialize(store, tables=("kernel_messages",))  # (rows in Parquet parts made native)
+        store.execute(named_sql("anchor_minutes"))
+
+
 def rebuild(
     store: Store,
     *,
@@ -254,12 +261,14 @@ def rebuild(
         store.execute(named_sql("k8s_units"))
         # a server's log named after its unit takes it (its clock is compared with the unit's)
         link_server_units(store, sole_host(store), timed=False)
+        _anchor_minutes(store)
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
         # every later query (loads, timeline, GPU release) sees it where it belongs
         shifts = {sid: o for sid, o in offsets.items() if is_zone_or_year(o)}
         if shifts:
             apply_shifts(store, shifts)
+            _anchor_minutes(store)  # a dmesg put in the journal's year meets systemd's lines now
             offsets = _offsets(store)
     with store.transaction():
         # rows no host is known for are the store's only host's, when it names one (a per-host

@@ -279,13 +279,34 @@ class ParseContext:
         """A store-wide unique id for an event that starts at ``line_no`` of this source."""
         return (self.source_id << 32) | line_no
 
-    def year_inference(self, first_month: int | None = None) -> YearInference:
-        """Year for year-less stamps: ``--year``, else the year of ``--since``, else mtime (the
-        choice is noted on the source: a wrong year is the first thing to check)."""
+    def year_inference(self, first_month: int | None = None, first_day: int = 15) -> YearInference:
+        """Year for year-less stamps: ``--year``, else the year of ``--since`` (the one that puts
+        the first line nearest it: a file that begins on Dec 29 with ``--since`` on Jan 1 began
+        the year before), else mtime (the choice is noted on the source: a wrong year is the
+        first thing to check).
+
+        >>> from datetime import datetime
+        >>> ctx = ParseContext(since=datetime(2026, 1, 1, 1, tzinfo=UTC))
+        >>> [ctx.year_inference(m, d).base_year for m, d in ((12, 29), (1, 1), (3, 1))]
+        [2025, 2026, 2026]
+        """
         if self.year is not None:
             years, why = YearInference(self.year), "--year"
         elif self.since is not None:
-            years, why = YearInference(self.since.astimezone(self.zone).year), "the year of --since"
+            local = self.since.astimezone(self.zone)
+            year = local.year
+            if first_month is not None:
+                naive = local.replace(tzinfo=None)
+
+                def gap(y: int) -> float:
+                    day = min(first_day, 28) if first_month == 2 else first_day
+                    return abs((datetime(y, first_month, day) - naive).total_seconds())  # noqa: DTZ001
+
+                year = min((year - 1, year, year + 1), key=gap)
+            why = (
+                "the year of --since" if year == local.year else "--since (the first line is nearest it then)"
+            )
+            years = YearInference(year)
         else:
             mtime = self.mtime or datetime.now(UTC)
             years = YearInference.from_mtime(mtime.astimezone(self.zone), first_month)

@@ -144,10 +144,23 @@ def test_delta_stamp_keeps_the_monotonic_part() -> None:
     assert msg.monotonic_s == 123.456789
 
 
-@pytest.mark.parametrize("line", ["[<    0.000123>] x", "[  +0.000123] x", "[Dec 2 13:30] x"])
+@pytest.mark.parametrize("line", ["[<    0.000123>] x", "[  +0.000123] x"])
 def test_stamps_without_usable_time(line: str) -> None:
+    """A delta alone (no minute before it, or --time-format delta) dates nothing."""
     (msg,) = messages(dmesg(line)[0])
     assert (msg.ts, msg.monotonic_s, msg.message) == (None, None, "x")
+
+
+def test_reltime_minute_then_deltas() -> None:
+    a, b = messages(dmesg("[Dec 2 13:30] x\n[  +1.500000] y")[0])
+    assert (a.message, a.ts_raw, a.ts_inferred, b.message, b.ts_raw) == (
+        "x",
+        "Dec 2 13:30",
+        "minute",
+        "y",
+        "+1.500000",
+    )
+    assert a.ts is not None and b.ts is not None and (b.ts - a.ts).total_seconds() == 1.5
 
 
 def test_continuation_lines_join_their_record() -> None:

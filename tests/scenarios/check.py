@@ -172,6 +172,15 @@ def _close(a: datetime | None, b: datetime | None, tol: float) -> bool:
     return a is not None and b is not None and abs((a - b).total_seconds()) <= tol
 
 
+def _at_kill(t: Truth, ts: datetime | None) -> bool:
+    """A kill time right for the night: within 2 s, or for a kill dated to its minute only
+    (dmesg -e/-H), in that minute and not after the kill."""
+    if not t.minute_only:
+        return _close(ts, t.kill_utc, 2.0)
+    minute = t.kill_utc.replace(second=0, microsecond=0)
+    return ts is not None and minute <= ts <= t.kill_utc + timedelta(seconds=2)
+
+
 def _num_close(a: float | None, b: float | None, tol: float, rel: float = 0.0) -> bool:
     return a is not None and b is not None and abs(a - b) <= max(tol, rel * abs(b))
 
@@ -239,7 +248,7 @@ def compare(r: Result) -> list[Check]:
         add("unit", unit == t.unit, t.unit, unit)
     ts = _utc(row["ts"])
     if t.datable:
-        add("kill_time", _close(ts, t.kill_utc, 2.0), str(t.kill_utc), str(ts))
+        add("kill_time", _at_kill(t, ts), str(t.kill_utc), str(ts))
     else:
         add("kill_time", ts is None or _close(ts, t.kill_utc, 2.0), f"{t.kill_utc} or undated", str(ts))
     add("cause", row["cause"] == t.cause, t.cause, row["cause"])
@@ -258,7 +267,7 @@ def compare(r: Result) -> list[Check]:
     else:
         add(
             "downtime",
-            _num_close(row["downtime_s"], t.downtime_s, 5.0),
+            _num_close(row["downtime_s"], t.downtime_s, 60.0 if t.minute_only else 5.0),
             round(t.downtime_s),
             row["downtime_s"],
         )
@@ -307,7 +316,7 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     minute = t.kill_utc.strftime("%Y-%m-%d %H:%M")
     m = re.search(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", title)
     said = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) if m else None
-    at_kill = _close(said, t.kill_utc.replace(microsecond=0), 2.0)
+    at_kill = _at_kill(t, said) if t.minute_only else _close(said, t.kill_utc.replace(microsecond=0), 2.0)
     killed_at = table_value(md, "Killed at") or ""
     if t.startup_failure:
         ok = (
@@ -337,7 +346,8 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     else:
         m = re.search(r"\((\d+) s\b", down or "")
         got = float(m.group(1)) if m else None
-        out.append(Check("report_downtime", _num_close(got, t.downtime_s, 5.0), round(t.downtime_s), down))
+        tol = 60.0 if t.minute_only else 5.0
+        out.append(Check("report_downtime", _num_close(got, t.downtime_s, tol), round(t.downtime_s), down))
     if t.startup_failure:
         out.append(Check("report_running_queued", None))
     else:
@@ -425,6 +435,11 @@ def _terminal(r: Result) -> Check:
     """An undatable kill is said on the terminal, with how to date it; index.md does not say
     "no incident" above a list of kills."""
     t = r.truth
+    if t.minute_only:
+        said = "dated to the minute" in r.output
+        return Check(
+            "terminal", r.exit_code == 0 and said, "says the kill is dated to the minute", r.output[-300:]
+        )
     if t.datable:
         return Check("terminal", r.exit_code == 0, "exit 0", r.exit_code)
     said = "undated" in r.output.lower() or "--boot-time" in r.output

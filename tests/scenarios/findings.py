@@ -144,8 +144,8 @@ def kernel_undated(s: Scenario) -> bool:
     minutes) and nothing the project uses gives that boot its wall-clock time."""
     if s.cause not in KERNEL_CAUSES or s.kernel_in != ("dmesg",) or s.startup is not None:
         return False
-    if s.dmesg_format in ("ctime", "iso"):
-        return False
+    if s.dmesg_format in ("ctime", "iso", "reltime"):
+        return False  # (-e/-H: dated to the minute, its seconds from systemd's lines when there)
     if s.dmesg_format in MONO_DMESG and s.journal_mode in STRUCTURED:
         return False  # the journal's boot id and monotonic clock anchor the boot
     if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES:

@@ -678,6 +678,12 @@ def _truth(
         or (mono_dmesg and (s.journal_mode in ("export", "json", "verbose") or pid_said))
         or s.cause == "gpu_oom"
     )
+    minute_only = (
+        not datable
+        and s.cause in ("cgroup_oom", "host_oom")
+        and s.kernel_in == ("dmesg",)
+        and s.dmesg_format == "reltime"
+    )
     year = True  # every SGLang line carries its date (0.3.4+), whatever the journal's mode
     return Truth(
         host=s.host,
@@ -705,7 +711,8 @@ def _truth(
         restart_count=restart_count,
         unit_named=unit_named,
         year_evidence=year,
-        datable=datable,
+        datable=datable or minute_only,
+        minute_only=minute_only,
         killed_unit_back=killed_back,
         death_utc=_death(night),
         other_starts=_other_starts(night),

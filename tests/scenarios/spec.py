@@ -200,6 +200,8 @@ class Truth:
     journal_cut_utc: datetime | None = None  # a split journal's second file begins here
     sampled_after_kill: bool = False  # nvidia-smi sampled the GPUs in the 2 minutes after the kill
     first_sample_after_s: float | None = None  # the kill → nvidia-smi's next sample
+    #: only dmesg -e/-H dates the kill, to its minute (no systemd line of it has a wall-clock time)
+    minute_only: bool = False
 
 
 def _pick(

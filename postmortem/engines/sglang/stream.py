@@ -513,7 +513,7 @@ class SglangStream:
             if n >= 14 and text[2] == "-":
                 month, dom = int(text[0:2]), int(text[3:5])
                 if self._years is None:
-                    self._years = self.ctx.year_inference(month)
+                    self._years = self.ctx.year_inference(month, dom)
                 year = self._years.year_for(month, dom)
                 naive = datetime(  # noqa: DTZ001
                     year, month, dom, int(text[6:8]), int(text[9:11]), int(text[12:14])

@@ -165,7 +165,7 @@ class VllmStream:
         if p.mmdd is not None and p.clock is not None:
             month, day = int(p.mmdd[:2]), int(p.mmdd[3:])
             if self._years is None:
-                self._years = self.ctx.year_inference(month)
+                self._years = self.ctx.year_inference(month, day)
             year = self._years.year_for(month, day)
             hh, mm, ss = (int(x) for x in p.clock.split(":"))
             try:

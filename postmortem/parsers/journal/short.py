@@ -229,7 +229,7 @@ class StampParser:
                     f"date line {line_no} carries in its message"
                 )
             else:
-                self._years = ctx.year_inference(month)
+                self._years = ctx.year_inference(month, day)
         return self._years.year_for(month, day)
 
     def _parse_month(self, line: str) -> Stamp | None:

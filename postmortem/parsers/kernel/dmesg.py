@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from ...timeutil import Inferred, parse_dmesg_ctime, parse_iso
+from ...timeutil import Inferred, YearInference, month_number, parse_dmesg_ctime, parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .stream import KernelStream
@@ -23,8 +23,12 @@ _CALLER = r"(?: ?\[\s*[TC]\d+\])?"
 _MONO = re.compile(r"\[\s*(\d+\.\d+)(?: <\s*\d+\.\d+>)?\]" + _CALLER + " ?")
 _CTIME = re.compile(r"\[(\S+ +\S+ +\d{1,2} \d\d:\d\d:\d\d \d{4})\]" + _CALLER + " ?")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d)" + _CALLER + " ?")
-# --time-format delta without the monotonic part, and reltime (-e): recognised, no usable time
-_NO_TIME = re.compile(r"\[(?:<\s*\d+\.\d+>|\s*\+\d+\.\d+|\S+ +\d{1,2} \d\d:\d\d)\]" + _CALLER + " ?")
+# reltime (-e, -H): the local minute ("%b%e %H:%M") on a line whose minute changed, else the
+# seconds since the previous line
+_MINUTE = re.compile(r"\[(\D+?) ?(\d{1,2}) (\d\d):(\d\d)\]" + _CALLER + " ?")
+_DELTA = re.compile(r"\[\s*\+(\d+\.\d+)\]" + _CALLER + " ?")
+# --time-format delta without the monotonic part: recognised, no usable time
+_NO_TIME = re.compile(r"\[(?:<\s*\d+\.\d+>|\s*\+\d+\.\d+|\D+? ?\d{1,2} \d\d:\d\d)\]" + _CALLER + " ?")
 _RAW = re.compile(r"<(\d{1,4})>")
 _DECODE = re.compile(
     r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res[0-3]|local[0-7]) *:"
@@ -79,9 +83,62 @@ _USERSPACE_HINTS = re.compile(
 Stamp = tuple[datetime | None, str | None, str | None, float | None, int | None, int]
 
 
-def split_prefix(line: str, ctx: ParseContext) -> Stamp | None:
+class Reltime:
+    """The clock of one ``dmesg -e``/``-H`` file. A line whose local minute changed prints it
+    (``[Oct15 22:00]``, no seconds, no year); the others print the seconds since the line
+    before (``[  +0.000049]``). A minute's first line is dated at the minute's start and the
+    lines after it by the deltas summed, so all of a minute's lines are early by the same
+    amount, under a minute (``ts_inferred='minute'``); ``anchor_minutes.sql`` takes the seconds
+    from systemd's lines about the same OOM kill. Deltas before any minute are undated.
+
+    >>> from postmortem.parsers.base import ParseContext
+    >>> clock = Reltime(ParseContext(year=2026))
+    >>> [(str(st[0]), st[1], st[2]) for st in (clock.stamp(s, 0, None) for s in
+    ...     ("[  +0.5] x", "[Oct 2 10:01] x", "[  +1.250000] x", "[Oct15 22:00] x"))]
+    [('None', '+0.5', None), ('2026-10-02 10:01:00+00:00', 'Oct 2 10:01', 'minute'), ('2026-10-02 10:01:01.250000+00:00', '+1.250000', 'minute'), ('2026-10-15 22:00:00+00:00', 'Oct15 22:00', 'minute')]
+    """
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self._ctx = ctx
+        self._years: YearInference | None = None
+        self._minute: datetime | None = None
+        self._us = 0  # microseconds since the minute's first line
+
+    def stamp(self, line: str, pos: int, level: int | None) -> Stamp | None:
+        m = _DELTA.match(line, pos)
+        if m is not None:
+            raw = m.group(1)
+            if self._minute is None:
+                return None, "+" + raw, None, None, level, m.end()
+            self._us += round(float(raw) * 1_000_000)
+            return (
+                self._minute + timedelta(microseconds=self._us),
+                "+" + raw,
+                Inferred.MINUTE,
+                None,
+                level,
+                m.end(),
+            )
+        m = _MINUTE.match(line, pos)
+        month = month_number(m.group(1)) if m is not None else None
+        if m is None or month is None:
+            return None
+        day, hour, minute = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        if self._years is None:
+            self._years = self._ctx.year_inference(month, day)
+        try:
+            naive = datetime(self._years.year_for(month, day), month, day, hour, minute)  # noqa: DTZ001
+        except ValueError:
+            return None
+        self._minute, self._us = self._ctx.forward().localize(naive), 0
+        raw = line[m.start() + 1 : m.end(4)]
+        return self._minute, raw, Inferred.MINUTE, None, level, m.end()
+
+
+def split_prefix(line: str, ctx: ParseContext, clock: Reltime | None = None) -> Stamp | None:
     """``(ts, ts_raw, ts_inferred, monotonic_s, level, message start)`` of a dmesg line, or
-    ``None`` when it carries no dmesg prefix.
+    ``None`` when it carries no dmesg prefix. ``clock`` dates ``-e``/``-H`` stamps (else they
+    are recognised with no time).
 
     >>> from postmortem.parsers.base import ParseContext
     >>> ctx = ParseContext()
@@ -130,6 +187,8 @@ def split_prefix(line: str, ctx: ParseContext) -> Stamp | None:
             raw = m.group(1)
             ts = parse_dmesg_ctime(raw, ctx.zone, ctx.forward())
             return ts, raw, Inferred.ZONE if ts is not None else None, None, level, m.end()
+        if clock is not None and (st := clock.stamp(line, pos, level)) is not None:
+            return st
         m = _NO_TIME.match(line, pos)
         if m is not None:
             return None, m.group(0).strip(), None, None, level, m.end()
@@ -222,6 +281,7 @@ class DmesgParser(Parser):
     def parse(self, chunks: Iterable[LineChunk], ctx: ParseContext) -> Iterator[Output]:  # noqa: C901 - 18 > 15: listed in docs/dev/README.md
         stream = KernelStream(ctx, batch=True)
         record = stream.record
+        clock = Reltime(ctx)
         host = ctx.host
         mono_match = _MONO.match
         stamped: bool | None = None
@@ -255,7 +315,7 @@ class DmesgParser(Parser):
                     raw = m.group(1)
                     st = (None, raw, None, float(raw), None, m.end())
                 else:
-                    st = split_prefix(line, ctx)
+                    st = split_prefix(line, ctx, clock)
                 if st is not None:
                     if rec_stamp is not None:
                         if len(rec_lines) == 1:  # _flush(), inlined for the common one-line record

@@ -1,0 +1,120 @@
+-- anchor_minutes: give dmesg -e/-H rows their seconds after the fact.
+--
+-- Those stamps print a line's local minute when it changes and the seconds since the line
+-- before otherwise; the parser dates a minute's first line at the minute's start and the rest
+-- by the summed deltas (ts_inferred = 'minute'), so every row of a minute is early by the same
+-- amount u, under 60 s, and u + (the minute's last row - its start) < 60 s.
+-- systemd logs its lines about an OOM kill ("A process of this unit has been killed by the OOM
+-- killer.", "Main process exited, code=killed") within about a second of it: for each minute of
+-- a source holding an OOM kill of a unit, the earliest such line of the same unit and host at
+-- most 62 s after the kill's row gives u (kept within 0 … the room the minute leaves), and the
+-- minute's rows move by it, ts_inferred = 'witness'. A kill that names no unit (a host OOM on
+-- an old kernel) takes such lines only when a single unit logged them in that span.
+-- Minutes no such line dates stay as they are ('minute'). No parameters; idempotent.
+
+CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
+WITH kills AS (
+    SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
+    FROM oom_kills
+    WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND coalesce(unit, '') NOT LIKE '%.slice'
+),
+pairs AS (
+    SELECT k.source_id, k.host, k.minute,
+           min(epoch_us(e.ts) - epoch_us(k.ts)) AS shift_us,
+           count(DISTINCT e.unit) AS units
+    FROM kills AS k
+    JOIN unit_events AS e
+      ON e.ts IS NOT NULL
+     AND e.ts >= k.ts - INTERVAL 1 SECOND AND e.ts <= k.ts + INTERVAL 62 SECOND
+     AND (k.host IS NULL OR e.host IS NULL OR k.host = e.host)
+     AND (e.unit = k.unit OR k.unit IS NULL)
+     AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
+    GROUP BY k.source_id, k.host, k.minute
+),
+room AS (
+    SELECT source_id, host, date_trunc('minute', ts) AS minute,
+           epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
+    FROM kernel_messages
+    WHERE ts_inferred = 'minute'
+    GROUP BY source_id, host, date_trunc('minute', ts)
+)
+SELECT p.source_id, p.host, p.minute,
+       greatest(0, least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
+FROM pairs AS p
+LEFT JOIN room AS r
+  ON r.source_id = p.source_id AND r.host IS NOT DISTINCT FROM p.host AND r.minute = p.minute
+WHERE p.units = 1;
+
+UPDATE kernel_messages AS k
+SET ts = k.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
+FROM anchor_minute_shifts AS a
+WHERE k.ts_inferred = 'minute' AND k.source_id = a.source_id AND k.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', k.ts) = a.minute;
+
+UPDATE oom_kills AS o
+SET ts = o.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
+FROM anchor_minute_shifts AS a
+WHERE o.ts_inferred = 'minute' AND o.source_id = a.source_id AND o.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', o.ts) = a.minute;
+
+UPDATE gpu_xids AS x
+SET ts = x.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
+FROM anchor_minute_shifts AS a
+WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', x.ts) = a.minute;
+
+-- A minute no systemd line dates: the killed unit's server was still alive at its last line in
+-- that minute after the kill's row, so the kill was no earlier: the minute's rows move up to
+-- that line (a lower bound; they stay 'minute', and once moved no line is after the kill, so a
+-- second run changes nothing).
+CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
+WITH kills AS (
+    SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
+    FROM oom_kills
+    WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND unit IS NOT NULL
+),
+alive AS (
+    SELECT unit, host, ts FROM server_stats WHERE unit IS NOT NULL AND ts IS NOT NULL
+    UNION ALL
+    SELECT unit, host, ts FROM server_events WHERE unit IS NOT NULL AND ts IS NOT NULL
+),
+pairs AS (
+    SELECT k.source_id, k.host, k.minute, max(epoch_us(l.ts) - epoch_us(k.ts)) AS shift_us
+    FROM kills AS k
+    JOIN alive AS l
+      ON l.unit = k.unit AND l.ts > k.ts AND l.ts < k.minute + INTERVAL 60 SECOND
+     AND (k.host IS NULL OR l.host IS NULL OR k.host = l.host)
+    GROUP BY k.source_id, k.host, k.minute
+),
+room AS (
+    SELECT source_id, host, date_trunc('minute', ts) AS minute,
+           epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
+    FROM kernel_messages
+    WHERE ts_inferred = 'minute'
+    GROUP BY source_id, host, date_trunc('minute', ts)
+)
+SELECT p.source_id, p.host, p.minute,
+       greatest(0, least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
+FROM pairs AS p
+LEFT JOIN room AS r
+  ON r.source_id = p.source_id AND r.host IS NOT DISTINCT FROM p.host AND r.minute = p.minute;
+
+UPDATE kernel_messages AS k
+SET ts = k.ts + to_microseconds(a.shift_us)
+FROM anchor_minute_shifts AS a
+WHERE k.ts_inferred = 'minute' AND k.source_id = a.source_id AND k.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', k.ts) = a.minute;
+
+UPDATE oom_kills AS o
+SET ts = o.ts + to_microseconds(a.shift_us)
+FROM anchor_minute_shifts AS a
+WHERE o.ts_inferred = 'minute' AND o.source_id = a.source_id AND o.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', o.ts) = a.minute;
+
+UPDATE gpu_xids AS x
+SET ts = x.ts + to_microseconds(a.shift_us)
+FROM anchor_minute_shifts AS a
+WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host
+  AND date_trunc('minute', x.ts) = a.minute;
+
+DROP TABLE anchor_minute_shifts;
