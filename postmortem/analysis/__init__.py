@@ -255,6 +255,11 @@ def rebuild(
             # (it updates kernel_messages: rows in Parquet parts are made native first)
             materialize(store, tables=("kernel_messages",))
             store.execute(named_sql("anchor_monotonic"))
+        # a journal without wall-clock times takes them from the server lines it carries
+        pending = [int(r[0]) for r in store.fetchall(named_sql("anchor_journal_pending"))]
+        if pending:
+            materialize(store, pending, tables=("journal_entries", "kernel_messages"))
+            store.execute(named_sql("anchor_journal"))
         # a container's cgroup scope (its start, its OOM kill) is the container its lines name
         store.execute(named_sql("container_units"))
         # … and a pod's container known by its cgroup alone takes its Kubernetes name

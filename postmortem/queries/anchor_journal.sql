@@ -1,0 +1,109 @@
+-- anchor_journal: give a journal read without wall-clock times (`journalctl -o short-monotonic`)
+-- its times from the server lines it carries.
+--
+-- Such a journal's entries keep monotonic_s (seconds since their boot) and ts NULL, and so do
+-- the systemd lines read from them (unit_events): a unit's start or death could not be put
+-- beside anything (finding F05). A server line inside it (SGLang's prefix) carries its own
+-- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
+-- server lines (stamps in whole seconds are truncated: half a second on); without server
+-- lines, systemd's lines about an OOM kill the kernel dated (below). Each boot of the
+-- source (monotonic_s falls back at a reboot) is anchored by its own lines. Every entry of an
+-- anchored boot takes ts = boot + monotonic_s (ts_inferred = 'boot'), and the rows read from
+-- those entries (unit_events, kernel_messages, oom_kills, gpu_xids) take their entry's time.
+-- Rows that have a ts are never changed; no parameters; idempotent.
+
+CREATE OR REPLACE TEMP TABLE anchor_journal_entries AS
+SELECT source_id, line_no, monotonic_s,
+       sum(CASE WHEN monotonic_s < prev THEN 1 ELSE 0 END)
+           OVER (PARTITION BY source_id ORDER BY line_no) AS boot_seq
+FROM (
+    SELECT source_id, line_no, monotonic_s,
+           lag(monotonic_s) OVER (PARTITION BY source_id ORDER BY line_no) AS prev
+    FROM journal_entries
+    WHERE ts IS NULL AND monotonic_s IS NOT NULL
+);
+
+CREATE OR REPLACE TEMP TABLE anchor_journal_boots AS
+WITH witness AS (
+    SELECT source_id, line_no, ts FROM server_stats
+    WHERE ts IS NOT NULL AND coalesce(ts_inferred, '') NOT IN ('previous', 'boot')
+    UNION ALL
+    SELECT source_id, line_no, ts FROM server_events
+    WHERE ts IS NOT NULL AND coalesce(ts_inferred, '') NOT IN ('previous', 'boot')
+)
+SELECT e.source_id, e.boot_seq,
+       CAST(median(epoch_us(w.ts) - CAST(round(e.monotonic_s * 1000000) AS BIGINT))
+            + CASE WHEN bool_and(epoch_us(w.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us
+FROM anchor_journal_entries AS e
+JOIN witness AS w ON w.source_id = e.source_id AND w.line_no = e.line_no
+GROUP BY e.source_id, e.boot_seq;
+
+-- A boot no server line dates (the servers log to files): systemd's lines in it about a unit's
+-- OOM kill ("A process of this unit has been killed by the OOM killer.", "Main process exited,
+-- code=killed"), logged within about a second of the kill, and the kernel's dated record of
+-- that kill (dmesg -T or iso): each (line, kill) pair of the same unit proposes a boot; the one
+-- most lines agree on (within 2 s) wins, its earliest proposal taken (systemd follows the kill).
+INSERT INTO anchor_journal_boots
+WITH pairs AS (
+    SELECT e.source_id, e.boot_seq, e.line_no,
+           epoch_us(o.ts) - CAST(round(e.monotonic_s * 1000000) AS BIGINT) AS boot_us
+    FROM anchor_journal_entries AS e
+    JOIN unit_events AS u ON u.source_id = e.source_id AND u.line_no = e.line_no
+    JOIN oom_kills AS o
+      ON o.unit = u.unit AND o.ts IS NOT NULL AND coalesce(o.ts_inferred, '') NOT IN ('minute', 'boot')
+     AND (o.host IS NULL OR u.host IS NULL OR o.host = u.host)
+    WHERE u.ts IS NULL
+      AND (u.action = 'oom_killed' OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped')))
+      AND NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
+                      WHERE b.source_id = e.source_id AND b.boot_seq = e.boot_seq)
+),
+buckets AS (
+    SELECT source_id, boot_seq, boot_us // 2000000 AS bucket,
+           count(DISTINCT line_no) AS lines, min(boot_us) AS boot_us
+    FROM pairs
+    GROUP BY source_id, boot_seq, boot_us // 2000000
+)
+SELECT source_id, boot_seq, arg_max(boot_us, lines * 1e12 - boot_us / 1e6) AS boot_us
+FROM buckets
+GROUP BY source_id, boot_seq;
+
+CREATE OR REPLACE TEMP TABLE anchor_journal_times AS
+SELECT e.source_id, e.line_no,
+       make_timestamptz(b.boot_us + CAST(round(e.monotonic_s * 1000000) AS BIGINT)) AS ts
+FROM anchor_journal_entries AS e
+JOIN anchor_journal_boots AS b ON b.source_id = e.source_id AND b.boot_seq = e.boot_seq;
+
+UPDATE journal_entries AS j SET ts = a.ts, ts_inferred = 'boot'
+FROM anchor_journal_times AS a
+WHERE j.ts IS NULL AND j.source_id = a.source_id AND j.line_no = a.line_no;
+
+UPDATE unit_events AS u SET ts = a.ts, ts_inferred = 'boot'
+FROM anchor_journal_times AS a
+WHERE u.ts IS NULL AND u.source_id = a.source_id AND u.line_no = a.line_no;
+
+UPDATE kernel_messages AS k SET ts = a.ts, ts_inferred = 'boot'
+FROM anchor_journal_times AS a
+WHERE k.ts IS NULL AND k.source_id = a.source_id AND k.line_no = a.line_no;
+
+UPDATE oom_kills AS o SET ts = a.ts, ts_inferred = 'boot'
+FROM anchor_journal_times AS a
+WHERE o.ts IS NULL AND o.source_id = a.source_id AND o.line_no = a.line_no;
+
+UPDATE gpu_xids AS x SET ts = a.ts, ts_inferred = 'boot'
+FROM anchor_journal_times AS a
+WHERE x.ts IS NULL AND x.source_id = a.source_id AND x.line_no = a.line_no;
+
+-- the source's span, now that its entries have times
+UPDATE sources AS s
+SET first_ts = least(coalesce(s.first_ts, t.first_ts), t.first_ts),
+    last_ts = greatest(coalesce(s.last_ts, t.last_ts), t.last_ts)
+FROM (
+    SELECT source_id, min(ts) AS first_ts, max(ts) AS last_ts
+    FROM anchor_journal_times
+    GROUP BY source_id
+) AS t
+WHERE s.source_id = t.source_id;
+
+DROP TABLE anchor_journal_times;
+DROP TABLE anchor_journal_boots;
+DROP TABLE anchor_journal_entries;

@@ -1,0 +1,14 @@
+-- anchor_journal_pending: the sources whose journal entries without a wall-clock time carry
+-- what dates them for anchor_journal: a server line that has a time, or systemd's line about an
+-- OOM kill the kernel dated. No parameters.
+SELECT DISTINCT j.source_id
+FROM journal_entries AS j
+WHERE j.ts IS NULL AND j.monotonic_s IS NOT NULL
+  AND (EXISTS (SELECT 1 FROM server_stats AS s
+               WHERE s.source_id = j.source_id AND s.line_no = j.line_no AND s.ts IS NOT NULL)
+       OR EXISTS (SELECT 1 FROM unit_events AS u
+                  JOIN oom_kills AS o ON o.unit = u.unit AND o.ts IS NOT NULL
+                  WHERE u.source_id = j.source_id AND u.line_no = j.line_no AND u.ts IS NULL
+                    AND (u.action = 'oom_killed'
+                         OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped')))))
+ORDER BY j.source_id;
