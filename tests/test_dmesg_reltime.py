@@ -101,3 +101,14 @@ def test_a_delta_before_any_minute_has_no_time_and_a_bad_minute_is_none() -> Non
     assert st is not None and st[0] is None
     assert clock.stamp("[Foo 31 10:01] x", 0, None) is None
     assert clock.stamp("[Feb 31 10:01] x", 0, None) is None
+
+
+def test_deltas_summed_past_the_year_9999_leave_lines_undated_not_a_traceback() -> None:
+    from postmortem.parsers.base import run_parser
+    from postmortem.parsers.kernel.dmesg import DmesgParser
+
+    text = "[Dec31 23:59] a\n" + "[ +9999999999.999999] b\n" * 400_000
+    out, ctx = run_parser(DmesgParser(), text)
+    assert ctx.parsed_lines == 400_001
+    rows = [r for o in out if getattr(o, "table", None) == "kernel_messages" for r in o.data.to_pylist()]
+    assert rows[0]["ts"] is not None and rows[-1]["ts"] is None

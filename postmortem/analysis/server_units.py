@@ -228,8 +228,9 @@ def _learn_descriptions(runs: list[Run], described: set[str]) -> dict[str, str]:
 def _learn_from_linked(
     store: Store, host: str | None, marks: list[dict[str, Any]], described: set[str], learned: dict[str, str]
 ) -> None:
-    """Descriptions taught by servers linked to their unit before (by their file's name or a
-    pid, before the clocks were compared): a run whose nearest start is one Description's."""
+    """Descriptions taught by servers whose unit is known (their lines name it, or they were
+    linked before the clocks were compared): a run whose nearest start is one Description's.
+    A Description two units teach, or a unit two Descriptions start, teaches nothing."""
     seen: dict[str, set[str]] = {}
     for r in run_named_dicts(store, "server_runs", {"linked": True}):
         run = Run(
@@ -246,7 +247,14 @@ def _learn_from_linked(
         descs = [u for u, v in run.votes.items() if u in described and any(k == "start" for k, _ in v)]
         if len(descs) == 1 and descs[0] not in learned:
             seen.setdefault(descs[0], set()).add(str(r["unit"]))
-    learned.update({d: next(iter(us)) for d, us in seen.items() if len(us) == 1})
+    taught: dict[str, int] = {}
+    for us in seen.values():
+        for u in us:
+            taught[u] = taught.get(u, 0) + 1
+    for desc, us in seen.items():
+        unit = next(iter(us))
+        if len(us) == 1 and taught[unit] == 1:
+            learned[desc] = unit
 
 
 def _groups(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:

@@ -1,33 +1,32 @@
 -- server_runs: the runs of servers, for postmortem/analysis/server_units.py. $linked false: the
 -- runs whose rows name no unit — a log file whose name says nothing (server.log, nohup.out), a
 -- journal stream no unit claimed — to link to the unit the other sources say ran them. $linked
--- true: the runs of sources linked to a unit before (their unit given), whose starts under a
--- Description teach the Description.
+-- true: the runs whose unit is known (their own lines name it, a file named `x.service.log`, or
+-- a link made before), whose starts under a Description teach the Description.
 -- A run goes from one server start (its configuration line) to the last line before the next;
 -- lines before a file's first configuration line are a run of their own. A journal's runs are
 -- its processes' (one journal holds several servers' streams); a file's are its own.
 -- Per run: its first and last line, and the pids it names (its own, uvicorn's main pid, a
 -- subprocess it reports dead).
 -- Parameters: $linked.
-WITH linked AS (SELECT DISTINCT source_id FROM unit_links WHERE unit IS NOT NULL),
-r AS (
+WITH r AS (
     SELECT source_id, host, pid, ts, true AS config, CAST(NULL AS BIGINT) AS named, unit
-    FROM server_configs WHERE (CASE WHEN $linked THEN unit IS NOT NULL AND source_id IN (SELECT source_id FROM linked) ELSE unit IS NULL END) AND ts IS NOT NULL
+    FROM server_configs WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
     UNION ALL
     SELECT source_id, host, pid, ts, false,
            coalesce(TRY_CAST(json_extract_string(detail, '$.server_pid') AS BIGINT),
                     TRY_CAST(json_extract_string(detail, '$.subprocess_pid') AS BIGINT)), unit
-    FROM server_events WHERE (CASE WHEN $linked THEN unit IS NOT NULL AND source_id IN (SELECT source_id FROM linked) ELSE unit IS NULL END) AND ts IS NOT NULL
+    FROM server_events WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
     UNION ALL
     -- (the bulk tables: a run's first and last line are all they add)
     SELECT source_id, any_value(host), pid, min(ts), false, NULL, any_value(unit)
-    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL AND source_id IN (SELECT source_id FROM linked) ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
+    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
     UNION ALL
     SELECT source_id, any_value(host), pid, max(ts), false, NULL, any_value(unit)
-    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL AND source_id IN (SELECT source_id FROM linked) ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
+    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
     UNION ALL
     SELECT source_id, any_value(host), pid, max(ts), false, NULL, any_value(unit)
-    FROM http_requests WHERE (CASE WHEN $linked THEN unit IS NOT NULL AND source_id IN (SELECT source_id FROM linked) ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
+    FROM http_requests WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
 ),
 keyed AS (
     SELECT r.*, CASE WHEN s.format LIKE 'journal-%' THEN coalesce(r.pid, -1) ELSE -1 END AS stream,

@@ -202,21 +202,6 @@ class Finding:
     breaks: Callable[[Scenario, Truth], set[str]]
 
 
-def _described(s: Scenario, t: Truth) -> set[str]:
-    """Text journals with Description-form job lines: an operator's start of the killed unit is
-    logged under its Description only, and the unit reads as still failed."""
-    if not described(s) or s.journal_mode not in TEXT_WALL:
-        return set()
-    if not (
-        t.killed_unit_back and failure_seen_after_kill(s, t) and readable(s) and s.recovery == "operator"
-    ):
-        return set()
-    # a log file named after the unit is linked to it by its name, before any Description is
-    # learned from it: the Description's start after the kill stays the Description's
-    named = s.sglang_in == "file" and name_unit(file_name(s, s.server)) == s.server.unit
-    return {"report_advice"} if named else set()
-
-
 def _kill_dated(s: Scenario) -> bool:
     """The kernel's record of the kill is dated by its own stamps (dmesg -T or iso)."""
     return (
@@ -300,7 +285,6 @@ def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
 
 
 FINDINGS = (
-    Finding("F04", "Description-form job lines stand for the unit", _described),
     Finding("F05", "Journals without wall-clock times do not name the recovery's unit", _no_wall),
     Finding(
         "F15",

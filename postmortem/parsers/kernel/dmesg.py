@@ -111,14 +111,11 @@ class Reltime:
             if self._minute is None:
                 return None, "+" + raw, None, None, level, m.end()
             self._us += round(float(raw) * 1_000_000)
-            return (
-                self._minute + timedelta(microseconds=self._us),
-                "+" + raw,
-                Inferred.MINUTE,
-                None,
-                level,
-                m.end(),
-            )
+            try:
+                ts = self._minute + timedelta(microseconds=self._us)
+            except OverflowError:  # (deltas summed past the year 9999: a damaged file)
+                return None, "+" + raw, None, None, level, m.end()
+            return ts, "+" + raw, Inferred.MINUTE, None, level, m.end()
         m = _MINUTE.match(line, pos)
         month = month_number(m.group(1)) if m is not None else None
         if m is None or month is None:
