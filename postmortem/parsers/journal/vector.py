@@ -117,6 +117,9 @@ class _Tokens:
     units: list[str | None] = field(default_factory=list)
     limits: list[int] = field(default_factory=list)  # JournalSink.route_limit of each
     wants: list[bool] = field(default_factory=list)  # whether its lines need routing
+    #: whether an (identifier, unit) is named after an engine (JournalSink.names_engine): the
+    #: file's, kept from chunk to chunk (a journal's tokens differ mostly by pid)
+    named: dict[tuple[str | None, str | None], bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -149,6 +152,7 @@ class VectorShort:
         self.tried = 0
         self.kind: str | None = None
         self._stamps: dict[str, tuple[int | None, str | None]] = {}
+        self._named: dict[tuple[str | None, str | None], bool] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -271,7 +275,9 @@ class VectorShort:
         tok_rows = np.flatnonzero(split.ok)
         spans = spans_to_arrow(split.buf, split.host_end[tok_rows] + 1, split.itok_end[tok_rows])
         di: Any = pc.dictionary_encode(spans)
-        tokens = _Tokens(of=np.full(len(split.ok), -1, dtype=np.int64))
+        if len(self._named) > 1 << 16:
+            self._named.clear()
+        tokens = _Tokens(of=np.full(len(split.ok), -1, dtype=np.int64), named=self._named)
         for t in di.dictionary.to_pylist():
             ident, pid, unit = state.ident(t)
             tokens.ids.append(ident)
@@ -922,11 +928,17 @@ def _cannot_start(
     markers = sink.start_markers
     if not markers:
         return None
-    plain = np.zeros(len(limits), dtype=bool)
-    for t, lim in enumerate(limits):
-        ident, unit = ids[t], units[t]
-        plain[t] = lim > 0 and ident not in SPECIAL_IDENTS and not sink.names_engine(ident, unit)
-    rows = plain[tix_all[positions]]
+    named = tokens.named
+    flags: list[bool] = []
+    for ident, unit, lim in zip(ids, units, limits, strict=True):
+        if lim > 0 and ident not in SPECIAL_IDENTS:
+            hit = named.get((ident, unit))
+            if hit is None:
+                hit = named[(ident, unit)] = sink.names_engine(ident, unit)
+            flags.append(not hit)
+        else:
+            flags.append(False)
+    rows = np.array(flags, dtype=bool)[tix_all[positions]]
     if not rows.any():
         return None
     q = np.flatnonzero(rows)
