@@ -24,27 +24,125 @@ per-line path's (property tests check it, with server output, kernel, systemd an
 from __future__ import annotations
 
 import bisect
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from itertools import repeat
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..base import LineChunk, Output, repeated
 from .short import CATALOG, FULL, ISO, MONTH, UNIX, _unescape, meta_line, split_line
 from .sink import EPOCH, MAX_MESSAGE_CHARS, SPECIAL_IDENTS, _schema
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .short import ShortState
 
 _US = timedelta(microseconds=1)
 #: stands for a missing time in an int64 copy of a time column
 _NO_TS = -(1 << 63)
-#: a routed line past its engine check budget (see ``VectorShort.chunk``)
+#: a routed line past its engine check budget (see :meth:`_Router.plan`)
 _HELD = object()
+#: a routed line of a server candidate that cannot start a stream: it only counts against its
+#: check budget (see :func:`_cannot_start`)
+_LIGHT = object()
 #: a routed kernel line with a plain message: stored as its kernel_messages row in a block
 #: unless an OOM record is open when its turn comes
 _PLAIN = object()
 #: a chunk of fewer lines (about: 40 bytes a line) goes through the per-line path (Arrow
 #: setup costs more)
 MIN_LINES = 64
+
+
+class _Row(NamedTuple):
+    """One journal_entries row as the sink routes it (the columns of :func:`~.sink._schema`)."""
+
+    line_no: int
+    ts: datetime | None
+    ts_raw: str | None
+    ts_inferred: str | None
+    monotonic_s: float | None
+    host: str | None
+    ident: str | None
+    pid: int | None
+    unit: str | None
+    priority: int | None
+    transport: str | None
+    boot_id: str | None
+    message: str
+
+
+class _Todo(NamedTuple):
+    """A line to route: its stored row, or a marker (:data:`_HELD`, :data:`_LIGHT`,
+    :data:`_PLAIN`) for a stored line materialised only when needed."""
+
+    line_no: int
+    pos: int  # position among the chunk's stored lines; -1: a per-line entry
+    entry: Any  # a _Row or a marker
+
+
+#: a _Todo from a (line_no, pos, entry) triple, at a plain tuple's cost (no Python-level
+#: ``__new__``: the routed kernel lines of a journal are many)
+_new_todo: Callable[[tuple[int, int, Any]], _Todo] = partial(tuple.__new__, _Todo)
+
+
+@dataclass(slots=True)
+class _Split:
+    """Where the compiled pass (:func:`~.kernels.split_lines`) found each line's fields, per
+    line of the chunk (NumPy arrays of the chunk's line count)."""
+
+    buf: Any  # the chunk's bytes
+    starts: Any  # where each line starts in ``buf``
+    ends: Any  # and where it ends
+    ok: Any  # a regular line (after :meth:`VectorShort._read_stamps`: with a time)
+    stamp_end: Any
+    host_end: Any
+    itok_end: Any  # where the identifier token ends
+    frac_us: Any  # the stamp's fraction of a second
+    ts_us: Any  # the time, UTC microseconds (where ``ts_ok``)
+    ts_ok: Any
+    inferred_of: Any = None  # index into ``inferred`` of each line's stamp (-1: none)
+    inferred: Any = None  # what was inferred of each distinct stamp (Arrow strings)
+
+
+@dataclass(slots=True)
+class _Tokens:
+    """The chunk's distinct identifier tokens (``ident[pid]``), each read once."""
+
+    of: Any  # token index of each line of the chunk (-1: not a regular line)
+    ids: list[str | None] = field(default_factory=list)
+    pids: list[int | None] = field(default_factory=list)
+    units: list[str | None] = field(default_factory=list)
+    limits: list[int] = field(default_factory=list)  # JournalSink.route_limit of each
+    wants: list[bool] = field(default_factory=list)  # whether its lines need routing
+    #: whether an (identifier, unit) is named after an engine (JournalSink.names_engine): the
+    #: file's, kept from chunk to chunk (a journal's tokens differ mostly by pid)
+    named: dict[tuple[str | None, str | None], bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Cols:
+    """The chunk's stored lines (the vector pass's rows), as Arrow columns, in line order."""
+
+    ok_idx: Any  # each one's line index in the chunk (NumPy)
+    tix: Any  # each one's identifier token (NumPy)
+    line_no: Any
+    ts: Any
+    ts_raw: Any
+    ts_inferred: Any
+    host: Any
+    ident: Any
+    pid: Any
+    unit: Any
+    want: Any  # whether it needs routing
+    message: Any  # rsyslog escapes undone
+    raw_msgs: Any  # as in the file
+
+    @property
+    def m(self) -> int:
+        return len(self.ok_idx)
 
 
 class VectorShort:
@@ -54,6 +152,7 @@ class VectorShort:
         self.tried = 0
         self.kind: str | None = None
         self._stamps: dict[str, tuple[int | None, str | None]] = {}
+        self._named: dict[tuple[str | None, str | None], bool] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -76,8 +175,8 @@ class VectorShort:
             st = stamps.parse(line)
             if st is None:
                 continue
-            raw, kind = st[1], st[5]
-            host, itok, _ = split_line(line, st[4])
+            _ts, raw, _inferred, _mono, pos, kind = st
+            host, itok, _ = split_line(line, pos)
             if kind not in (ISO, UNIX, MONTH, FULL) or host is None or itok is None:
                 return False
             if "  " in raw:
@@ -97,456 +196,205 @@ class VectorShort:
 
     # ------------------------------------------------------------------ one chunk
 
-    def chunk(self, chunk: LineChunk) -> list[Output] | None:  # noqa: C901 - 73 > 15: listed in docs/dev/README.md
-        """Process one chunk (complete entry groups); None → use the per-line path."""
+    def chunk(self, chunk: LineChunk) -> list[Output] | None:
+        """Process one chunk (complete entry groups); None → use the per-line path.
+
+        The stages: split the lines (:meth:`_split`), read the identifier tokens
+        (:meth:`_tokens`) and the stamps the compiled pass left (:meth:`_read_stamps`), gather
+        the stored lines' columns (:func:`_columns`), take the other lines through the per-line
+        logic (:class:`_PerLine`), route what needs routing in line order (:class:`_Router`)
+        and hand over the blocks (:meth:`_outputs`)."""
+        if not self._ready(chunk):
+            return None
+        split = self._split(chunk)
+        if split is None:
+            return None
+        tokens = self._tokens(split)
+        if self.kind == MONTH and self._entries_left_out(chunk, split.ok):
+            return None  # year inference must see those stamps in line order
+        if not self._read_stamps(split):
+            return None
+        cols = _columns(chunk, split, tokens)
+        rest = _PerLine(self.state, chunk, cols)
+        rest.run(split.ok)
+        patches = rest.complete()
+        router = _Router(self.state.sink, cols, tokens, rest, patches)
+        router.run(chunk)
+        return self._outputs(cols, rest, router, patches)
+
+    def _ready(self, chunk: LineChunk) -> bool:
+        """Whether the file's layout is known and the chunk is worth the vector pass."""
         if self.layout is None and (self.tried > 3 or not self._learn(chunk)):
             self.tried += 1
             if self.tried > 3:
                 self.state.vector = None  # not a regular file: per-line from now on
-            return None
-        data = chunk.data
-        if len(data) < MIN_LINES * 40:
-            return None
+            return False
+        return len(chunk.data) >= MIN_LINES * 40
+
+    def _split(self, chunk: LineChunk) -> _Split | None:
+        """The fields of each line (:func:`~.kernels.split_lines`); None when the chunk is
+        mostly irregular or holds a boot marker."""
+        import numpy as np
+
+        from .kernels import split_lines
+
+        assert self.layout is not None
+        k, frac = self.layout
+        buf, starts, ends = chunk.buffer()
+        n = len(starts)
+        s = _Split(
+            buf=buf,
+            starts=starts,
+            ends=ends,
+            ok=np.empty(n, dtype=bool),
+            stamp_end=np.zeros(n, dtype=np.int64),
+            host_end=np.zeros(n, dtype=np.int64),
+            itok_end=np.zeros(n, dtype=np.int64),
+            frac_us=np.empty(n, dtype=np.int64),
+            ts_us=np.zeros(n, dtype=np.int64),
+            ts_ok=np.empty(n, dtype=bool),
+        )
+        cand = np.empty(n, dtype=bool)
+        month_pad, iso = self.kind == MONTH and k == 3, self.kind == ISO
+        fields = (s.stamp_end, s.host_end, s.itok_end, s.frac_us, s.ts_us, s.ts_ok)
+        count = split_lines(buf, starts, ends, k, frac, month_pad, iso, cand, s.ok, *fields)
+        if count < n // 2:
+            return None  # mostly irregular lines: the per-line path is as fast
+        if _boot_marker(chunk, buf, starts, ends, s.ok):
+            return None  # a boot marker switches the boot id in line order
+        return s
+
+    def _tokens(self, split: _Split) -> _Tokens:
+        """Identifier tokens: read once per distinct value."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        from ..jit import spans_to_arrow
+
+        state = self.state
+        tok_rows = np.flatnonzero(split.ok)
+        spans = spans_to_arrow(split.buf, split.host_end[tok_rows] + 1, split.itok_end[tok_rows])
+        di: Any = pc.dictionary_encode(spans)
+        if len(self._named) > 1 << 16:
+            self._named.clear()
+        tokens = _Tokens(of=np.full(len(split.ok), -1, dtype=np.int64), named=self._named)
+        for t in di.dictionary.to_pylist():
+            ident, pid, unit = state.ident(t)
+            tokens.ids.append(ident)
+            tokens.pids.append(pid)
+            tokens.units.append(unit)
+            limit = state.sink.route_limit(ident, pid, unit)
+            tokens.limits.append(limit)
+            tokens.wants.append(limit != 0)
+        tokens.of[tok_rows] = di.indices.to_numpy(zero_copy_only=False)
+        return tokens
+
+    def _read_stamps(self, split: _Split) -> bool:
+        """The stamps the compiled pass did not convert: once per distinct value, in order of
+        first appearance (year inference). False: a stamp falls in a repeated hour."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from ..jit import gather_spans, large_strings
+
+        assert self.layout is not None
+        _k, frac = self.layout
+        unread = np.flatnonzero(split.ok & ~split.ts_ok)
+        if len(unread):
+            offsets, keys_data = gather_spans(
+                split.buf, split.starts[unread], split.stamp_end[unread], frac, 7
+            )
+            d: Any = pc.dictionary_encode(large_strings(offsets, keys_data))
+            values = self._stamp_values(d.dictionary.to_pylist())
+            if values is None:
+                return False
+            us_np, known, inferred = values
+            idx = d.indices.to_numpy(zero_copy_only=False)
+            split.ts_us[unread] = us_np[idx] + split.frac_us[unread]
+            split.ts_ok[unread] = known[idx]
+            if any(x is not None for x in inferred):
+                split.inferred_of = np.full(len(split.ok), -1, dtype=np.int64)
+                split.inferred_of[unread] = idx
+                split.inferred = pa.array(inferred, pa.string())
+        split.ok &= split.ts_ok
+        return True
+
+    def _stamp_values(self, keys: list[str]) -> tuple[Any, Any, list[str | None]] | None:
+        """Each distinct stamp's time (UTC microseconds), whether it has one and what was
+        inferred; None when one falls in the hour that repeats when clocks go back (one value
+        can be two instants, told apart only in line order)."""
+        import numpy as np
+
+        stamps = self.state.stamps
+        cache = self._stamps
+        if len(cache) > 1 << 17:
+            cache.clear()
+        nu = len(keys)
+        us_np = np.zeros(nu, dtype=np.int64)
+        known = np.zeros(nu, dtype=bool)
+        inferred: list[str | None] = [None] * nu
+        last_folded = stamps.forward.last
+        for q, u in enumerate(keys):
+            hit = cache.get(u)
+            if hit is None:
+                stamps.forward.folded = False
+                ts, inf, _kind = stamps.stamp(u)
+                if stamps.forward.folded:
+                    stamps.forward.last = last_folded
+                    return None
+                hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inf)
+            us, inferred[q] = hit
+            if us is not None:
+                us_np[q] = us
+                known[q] = True
+        return us_np, known, inferred
+
+    def _outputs(self, cols: _Cols, rest: _PerLine, router: _Router, patches: dict[int, str]) -> list[Output]:
+        """Hand over the chunk's blocks: the plain kernel lines' rows, then its
+        journal_entries (stored lines and per-line entries, in line order)."""
         import numpy as np
         import pyarrow as _pa
         import pyarrow.compute as _pc
 
-        from ..jit import gather_spans, large_strings, spans_to_arrow, to_arrow
-        from .kernels import gather_messages, split_lines
-
-        pa: Any = _pa  # the stubs are stricter than these compute chains need
+        pa: Any = _pa
         pc: Any = _pc
-        assert self.layout is not None
-        k, frac = self.layout
         state = self.state
-        ctx, sink, stamps = state.ctx, state.sink, state.stamps
-        first = chunk.first_line_no
-        buf, starts, ends = chunk.buffer()
-        n = len(starts)
-        cand = np.empty(n, dtype=bool)
-        ok = np.empty(n, dtype=bool)
-        stamp_end = np.zeros(n, dtype=np.int64)
-        host_end = np.zeros(n, dtype=np.int64)
-        itok_end = np.zeros(n, dtype=np.int64)
-        frac_us = np.empty(n, dtype=np.int64)
-        ts_us = np.zeros(n, dtype=np.int64)
-        ts_ok = np.empty(n, dtype=bool)
-        count = split_lines(
-            buf,
-            starts,
-            ends,
-            k,
-            frac,
-            self.kind == MONTH and k == 3,
-            self.kind == ISO,
-            cand,
-            ok,
-            stamp_end,
-            host_end,
-            itok_end,
-            frac_us,
-            ts_us,
-            ts_ok,
-        )
-        if count < n // 2:
-            return None  # mostly irregular lines: the per-line path is as fast
-        if _boot_marker(chunk, buf, starts, ends, ok):
-            return None  # a boot marker switches the boot id in line order
-
-        # identifier tokens: once per distinct value
-        tok_rows = np.flatnonzero(ok)
-        di = pc.dictionary_encode(spans_to_arrow(buf, host_end[tok_rows] + 1, itok_end[tok_rows]))
-        ids: list[str | None] = []
-        pids: list[int | None] = []
-        units: list[str | None] = []
-        wants: list[bool] = []
-        limits: list[int] = []
-        for t in di.dictionary.to_pylist():
-            ident, pid, unit = state.ident(t)
-            ids.append(ident)
-            pids.append(pid)
-            units.append(unit)
-            limit = sink.route_limit(ident, pid, unit)
-            limits.append(limit)
-            wants.append(limit != 0)
-        tok_of = np.full(n, -1, dtype=np.int64)
-        tok_of[tok_rows] = di.indices.to_numpy(zero_copy_only=False)
-
-        if self.kind == MONTH and self._entries_left_out(chunk, ok):
-            return None  # year inference must see those stamps in line order
-
-        # stamps the kernel did not convert: once per distinct value, in order of first
-        # appearance (year inference)
-        inferred_of: Any = None
-        unread = np.flatnonzero(ok & ~ts_ok)
-        if len(unread):
-            offsets, keys_data = gather_spans(buf, starts[unread], stamp_end[unread], frac, 7)
-            d = pc.dictionary_encode(large_strings(offsets, keys_data))
-            cache = self._stamps
-            if len(cache) > 1 << 17:
-                cache.clear()
-            nu = len(d.dictionary)
-            us_np = np.zeros(nu, dtype=np.int64)
-            known = np.zeros(nu, dtype=bool)
-            inf_list: list[str | None] = [None] * nu
-            last_folded = stamps.forward.last
-            for q, u in enumerate(d.dictionary.to_pylist()):
-                hit = cache.get(u)
-                if hit is None:
-                    stamps.forward.folded = False
-                    ts, inferred, _kind = stamps.stamp(u)
-                    if stamps.forward.folded:
-                        # the hour that repeats when clocks go back: one value can be two
-                        # instants, told apart only in line order
-                        stamps.forward.last = last_folded
-                        return None
-                    hit = cache[u] = ((ts - EPOCH) // _US if ts is not None else None, inferred)
-                if hit[0] is not None:
-                    us_np[q] = hit[0]
-                    known[q] = True
-                inf_list[q] = hit[1]
-            idx = d.indices.to_numpy(zero_copy_only=False)
-            ts_us[unread] = us_np[idx] + frac_us[unread]
-            ts_ok[unread] = known[idx]
-            if any(x is not None for x in inf_list):
-                inferred_of = np.full(n, -1, dtype=np.int64)
-                inferred_of[unread] = idx
-                inf_values = pa.array(inf_list, pa.string())
-        ok &= ts_ok
-        ok_idx = np.flatnonzero(ok)
-        m = len(ok_idx)
-        tix_ok = tok_of[ok_idx]
-        tix_arr = to_arrow(tix_ok, pa.int64())
-
-        escaped = np.empty(m, dtype=bool)
-        offsets, msg_data, n_escaped = gather_messages(buf, itok_end[ok_idx] + 1, ends[ok_idx], escaped)
-        message = raw_msgs = large_strings(offsets, msg_data).cast(pa.string())
-        if n_escaped:  # rsyslog's #012 / #011: a newline or a tab
-            message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
-        ident_col = pc.take(pa.array(ids, pa.string()), tix_arr)
-        pid_col = pc.take(pa.array(pids, pa.int32()), tix_arr)
-        unit_col = pc.take(pa.array(units, pa.string()), tix_arr)
-        want_col = pc.take(pa.array(wants, pa.bool_()), tix_arr)
-        ts_col = to_arrow(ts_us[ok_idx], pa.timestamp("us", tz="UTC"))
-        raw_col = spans_to_arrow(buf, starts[ok_idx], stamp_end[ok_idx]).cast(pa.string())
-        if inferred_of is None:
-            inf_col = pa.nulls(m, pa.string())
-        else:
-            where = inferred_of[ok_idx]
-            inf_col = pc.take(inf_values, to_arrow(where, pa.int64(), where >= 0))
-        host_col = spans_to_arrow(buf, stamp_end[ok_idx] + 1, host_end[ok_idx]).cast(pa.string())
-        line_no = to_arrow(ok_idx + first, pa.int64())
-
-        # the lines the vector pass did not take, in order, through the per-line logic
-        rest = np.flatnonzero(~ok)
-        rest_lines: list[str] = [chunk.line(i) for i in rest.tolist()]
-        ok_list: list[int] | None = None
-
-        parsed = m
-        ignored = 0
-        issues: list[Output] = []
-        extra_rows: list[list[Any]] = []  # per-line entries (line index, row fields…)
-        cont: dict[int, list[str]] = {}  # entry line index → continuation texts
-        last_extra = -1  # line index of the last per-line entry
-        last_break = -1  # line index of the last line that ends an entry (header, garbage)
-        msg_cols: dict[int, int] = {}
-        boot = stamps.boot_id
-        for i, line in zip(rest.tolist(), rest_lines, strict=True):
-            c = line[:1]
-            if c == " " or c == "\t":
-                if not ("月" in line[:5] or "월" in line[:5]) or stamps.parse(line) is None:
-                    if ok_list is None:
-                        ok_list = ok_idx.tolist()
-                    j = bisect.bisect_left(ok_list, i) - 1
-                    prev_ok = ok_list[j] if j >= 0 else -1
-                    prev = max(prev_ok, last_extra)
-                    if prev < 0 or prev < last_break:
-                        issues.append(ctx.issue(first + i, "continuation line before any entry", line))
-                        continue
-                    col = msg_cols.get(prev)
-                    if col is None:
-                        col = msg_cols[prev] = self._msg_col(chunk, raw_msgs, ok_list, prev)
-                    cont.setdefault(prev, []).append(line[col:] if not line[:col].strip() else line.lstrip())
-                    parsed += 1
-                    continue
-            elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
-                meta_line(line, stamps, sink)
-                ignored += 1
-                last_break = i  # a header, marker or catalog line ends the entry above
-                continue
-            elif not c:
-                ignored += 1
-                continue
-            st = stamps.parse(line)
-            if st is None:
-                issues.append(ctx.issue(first + i, "no journal/syslog timestamp", line))
-                last_break = i
-                continue
-            ts, raw, inf, mono, pos, _kind = st
-            h, it, mstart = split_line(line, pos)
-            text_msg = line[mstart:]
-            if "#0" in text_msg:
-                text_msg = _unescape(text_msg)
-            e_ident: str | None = None
-            e_pid: int | None = None
-            e_unit: str | None = None
-            if it is not None:
-                e_ident, e_pid, e_unit = state.ident(it)
-            extra_rows.append(
-                [
-                    i,
-                    first + i,
-                    ts,
-                    raw,
-                    inf,
-                    mono,
-                    h or ctx.host,
-                    e_ident,
-                    e_pid,
-                    e_unit,
-                    None,
-                    None,
-                    boot,
-                    text_msg,
-                ]
-            )
-            msg_cols[i] = mstart
-            last_extra = i
-            parsed += 1
-        if extra_rows or ok_list is not None or m:
-            stamps.seen_entry = True
-
-        # continuation lines complete their messages
-        extra_by_index = {r[0]: r for r in extra_rows}
-        patches: dict[int, str] = {}
-        if cont:
-            if ok_list is None:
-                ok_list = ok_idx.tolist()
-            for idx, texts in cont.items():
-                row = extra_by_index.get(idx)
-                base = row[13] if row is not None else message[bisect.bisect_left(ok_list, idx)].as_py()
-                full = "\n".join([base, *texts])
-                if len(full) >= MAX_MESSAGE_CHARS:
-                    full = full[:MAX_MESSAGE_CHARS]
-                if row is not None:
-                    row[13] = full
-                else:
-                    patches[bisect.bisect_left(ok_list, idx)] = full
-
-        # routing, in line order, with complete messages
-        routed_pos = pc.indices_nonzero(want_col).to_numpy()
-        tix_all = None  # identifier token of each stored line
-        held: dict[int, Any] = {}  # server candidates' lines past their check budget
-        if len(routed_pos) and any(lim > 0 for lim in limits):
-            tix_all = tix_ok
-            tix = tix_all[routed_pos]
-            lim_of = np.array(limits, dtype=np.int64)
-            # each routed line's rank among its token's lines (stable: in line order)
-            order = np.argsort(tix, kind="stable")
-            sorted_tix = tix[order]
-            starts_at = np.searchsorted(sorted_tix, sorted_tix, side="left")
-            rank = np.empty(len(tix), dtype=np.int64)
-            rank[order] = np.arange(len(tix)) - starts_at
-            beyond = (lim_of[tix] > 0) & (rank >= lim_of[tix])
-            if beyond.any():
-                for t in np.unique(tix[beyond]).tolist():
-                    held[t] = routed_pos[beyond & (tix == t)]
-                routed_pos = routed_pos[~beyond]
-        cols = (line_no, ts_col, raw_col, inf_col, host_col, ident_col, pid_col, unit_col, message)
-
-        ts_np = None  # the times as microseconds (pyarrow's tz-aware to_pylist is slow)
-
-        def py_times(positions: Any) -> list[Any]:
-            nonlocal ts_np
-            if ts_np is None:
-                ts_np = pc.fill_null(ts_col.cast(pa.int64()), _NO_TS).to_numpy()
-            return [None if u == _NO_TS else EPOCH + _US * u for u in ts_np[positions].tolist()]
-
-        def rows_at(positions: Any) -> list[tuple[int, int, Any]]:
-            rp = pa.array(positions)
-            ln, raw_, inf_, host_, ident_, pid_, unit_, msg_ = (
-                pc.take(c, rp).to_pylist() for c in cols if c is not ts_col
-            )
-            ts_ = py_times(positions)
-            return [
-                (
-                    ln[q],
-                    pos_,
-                    (
-                        ln[q],
-                        ts_[q],
-                        raw_[q],
-                        inf_[q],
-                        None,
-                        host_[q],
-                        ident_[q],
-                        pid_[q],
-                        unit_[q],
-                        None,
-                        None,
-                        boot,
-                        patches.get(pos_, msg_[q]),
-                    ),
-                )
-                for q, pos_ in enumerate(positions.tolist())
-            ]
-
-        unit_patches: dict[int, str] = {}
-        fast: _FastEngine | None = None
-
-        def row_at(q: int) -> tuple[Any, ...]:
-            """One stored line as an entry tuple (scalar access: cheaper than rows_at for one)."""
-            return (
-                line_no[q].as_py(),
-                py_times(np.array([q]))[0],
-                raw_col[q].as_py(),
-                inf_col[q].as_py(),
-                None,
-                host_col[q].as_py(),
-                ident_col[q].as_py(),
-                pid_col[q].as_py(),
-                unit_col[q].as_py(),
-                None,
-                None,
-                boot,
-                patches.get(q, message[q].as_py()),
-            )
-
-        plain_rows: list[int] = []  # kernel lines stored as a block (see _PLAIN)
-        hosts: list[Any] | None = None
-
-        def route(todo: list[tuple[int, int, Any]], settled: bool = False) -> None:  # noqa: C901 - 16 > 15: listed in docs/dev/README.md
-            nonlocal hosts
-            for _ln, pos_, entry in todo:
-                if entry is _PLAIN:
-                    if hosts is None:
-                        hosts = host_col.to_pylist()
-                    stream = sink.kernel_stream(hosts[pos_], boot)
-                    if stream is None:
-                        continue
-                    if stream.idle():
-                        plain_rows.append(pos_)
-                        continue
-                    entry = row_at(pos_)
-                elif entry is None or entry is _HELD:
-                    # materialised only when needed: a candidate's line no engine can claim
-                    # (only its check counts), or one past its check budget (routed only if
-                    # its stream has started, or the budget came back)
-                    assert tix_all is not None
-                    t = int(tix_all[pos_])
-                    if entry is None:
-                        if sink.no_engine(ids[t], pids[t], units[t]):
-                            continue
-                    elif sink.route_limit(ids[t], pids[t], units[t]) == 0:
-                        continue
-                    if fast is not None and not settled and fast.defer(pos_):
-                        continue
-                    entry = row_at(pos_)
-                if pos_ < 0 and not sink.wants(entry[6], entry[7], entry[8]):
-                    continue
-                if fast is not None and not settled:
-                    if fast.defer(pos_):
-                        continue
-                    fast.before(pos_, entry, ok_idx, first)
-                unit = sink.route_now(entry)
-                if unit is not None:
-                    if pos_ >= 0:
-                        unit_patches[pos_] = unit
-                    else:
-                        extra_by_index[entry[0] - first][9] = unit
-
-        if len(routed_pos) or held:
-            if tix_all is None:
-                tix_all = tix_ok
-            fast = _FastEngine.build(
-                sink,
-                tix_all,
-                np.concatenate([routed_pos, *held.values()]) if held else routed_pos,
-                (ids, pids, units, limits),
-                (line_no, ts_col, raw_col, inf_col, host_col, message),
-                patches,
-                (
-                    chunk.contains("\r"),
-                    chunk.contains(" hit an exception"),
-                    message is not raw_msgs,  # #012 became a newline somewhere
-                ),
-                lambda pos_: route([(0, pos_, row_at(pos_))], settled=True),
-            )
-            if fast is not None:
-                routed_pos = routed_pos[~fast.taken_of(routed_pos)]
-        if len(routed_pos) or extra_rows or held:
-            light = None
-            if tix_all is not None and any(lim > 0 for lim in limits):
-                light = _cannot_start(pa, pc, np, sink, message, tix_ok, routed_pos, (ids, units, limits))
-                # keys whose every routed line here is such a line: counted at once — unless a
-                # line of this chunk's per-line path (host-less, odd) may start a stream first
-                markers = sink.start_markers
-                if light is not None and not any(m in line for line in rest_lines for m in markers):
-                    bulk = _bulk_checks(sink, np, tix_ok[routed_pos], light, (ids, pids, units, limits))
-                    if bulk is not None:
-                        routed_pos, light = routed_pos[~bulk], light[~bulk]
-            plain = _plain_kernel(pa, pc, np, message, tix_ok, routed_pos, ids, patches)
-            todo: list[tuple[int, int, Any]]
-            ln_np = line_no.to_numpy() if held or light is not None or plain is not None else None
-            materialise = np.ones(len(routed_pos), dtype=bool)  # routed as complete rows
-            lanes: list[tuple[Any, Any]] = []
-            for mask, marker in ((light, None), (plain, _PLAIN)):
-                if mask is not None and mask.any():
-                    materialise &= ~mask
-                    lanes.append((routed_pos[mask], marker))
-            todo = rows_at(routed_pos[materialise])
-            for positions, marker in lanes:
-                assert ln_np is not None
-                todo.extend((int(ln_np[p]), p, marker) for p in positions.tolist())
-            for positions in held.values():
-                assert ln_np is not None
-                todo.extend((int(ln_np[p]), p, _HELD) for p in positions.tolist())
-            todo.extend((r[1], -1, tuple(r[1:])) for r in extra_rows)
-            todo.sort(key=lambda t: t[0])
-            route(todo)
-        if fast is not None:
-            fast.finish()
-            fast = None
-        if plain_rows:
-            sink.add_output(
-                _kernel_rows(pa, np, plain_rows, (line_no, ts_col, raw_col, inf_col, host_col, message), boot)
-            )
-
-        if patches:
-            message = _patch(pa, pc, message, patches, m)
-        if unit_patches:
-            unit_col = _patch(pa, pc, unit_col, unit_patches, m)
-
+        sink = state.sink
+        if router.plain_rows:
+            sink.add_output(_kernel_rows(pa, np, router.plain_rows, cols, rest.boot))
+        m = cols.m
+        message = _patch(pa, pc, cols.message, patches, m) if patches else cols.message
+        unit = _patch(pa, pc, cols.unit, router.unit_patches, m) if router.unit_patches else cols.unit
         schema = _schema()
-        boot_col = repeated(boot, m)
         table = pa.Table.from_arrays(
             [
-                line_no,
-                ts_col,
-                raw_col,
-                inf_col,
+                cols.line_no,
+                cols.ts,
+                cols.ts_raw,
+                cols.ts_inferred,
                 pa.nulls(m, pa.float64()),
-                host_col,
-                ident_col,
-                pid_col,
-                unit_col,
+                cols.host,
+                cols.ident,
+                cols.pid,
+                unit,
                 pa.nulls(m, pa.int8()),
                 pa.nulls(m, pa.string()),
-                boot_col,
+                repeated(rest.boot, m),
                 message,
             ],
             schema=schema,
         )
-        if extra_rows:
-            extra_cols = list(zip(*[r[1:] for r in extra_rows], strict=True))
+        if rest.extra:
+            extra_cols = list(zip(*rest.extra.values(), strict=True))
             extra = pa.Table.from_arrays(
                 [pa.array(col, type=f.type) for col, f in zip(extra_cols, schema, strict=True)], schema=schema
             )
             table = pa.concat_tables([table, extra]).sort_by("line_no")
-        ctx.parsed(parsed)
-        ctx.ignored(ignored)
+        state.ctx.parsed(rest.parsed)
+        state.ctx.ignored(rest.ignored)
         sink.add_table(table)
-        out: list[Output] = list(issues)
+        out: list[Output] = list(rest.issues)
         out.extend(sink.drain(keep_last=False))
         return out
 
@@ -566,12 +414,400 @@ class VectorShort:
                 return True
         return False
 
-    @staticmethod
-    def _msg_col(chunk: LineChunk, raw_msgs: Any, ok_list: list[int], index: int) -> int:
+
+def _columns(chunk: LineChunk, split: _Split, tokens: _Tokens) -> _Cols:
+    """The stored lines' columns: messages gathered (rsyslog escapes undone), per-token
+    fields taken, times and spans turned into Arrow arrays."""
+    import numpy as np
+    import pyarrow as _pa
+    import pyarrow.compute as _pc
+
+    from ..jit import large_strings, spans_to_arrow, to_arrow
+    from .kernels import gather_messages
+
+    pa: Any = _pa
+    pc: Any = _pc
+    buf = split.buf
+    ok_idx = np.flatnonzero(split.ok)
+    m = len(ok_idx)
+    tix = tokens.of[ok_idx]
+    tix_arr = to_arrow(tix, pa.int64())
+    escaped = np.empty(m, dtype=bool)
+    offsets, msg_data, n_escaped = gather_messages(
+        buf, split.itok_end[ok_idx] + 1, split.ends[ok_idx], escaped
+    )
+    message = raw_msgs = large_strings(offsets, msg_data).cast(pa.string())
+    if n_escaped:  # rsyslog's #012 / #011: a newline or a tab
+        message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
+    if split.inferred_of is None:
+        inferred = pa.nulls(m, pa.string())
+    else:
+        where = split.inferred_of[ok_idx]
+        inferred = pc.take(split.inferred, to_arrow(where, pa.int64(), where >= 0))
+    stamp_end = split.stamp_end[ok_idx]
+    return _Cols(
+        ok_idx=ok_idx,
+        tix=tix,
+        line_no=to_arrow(ok_idx + chunk.first_line_no, pa.int64()),
+        ts=to_arrow(split.ts_us[ok_idx], pa.timestamp("us", tz="UTC")),
+        ts_raw=spans_to_arrow(buf, split.starts[ok_idx], stamp_end).cast(pa.string()),
+        ts_inferred=inferred,
+        host=spans_to_arrow(buf, stamp_end + 1, split.host_end[ok_idx]).cast(pa.string()),
+        ident=pc.take(pa.array(tokens.ids, pa.string()), tix_arr),
+        pid=pc.take(pa.array(tokens.pids, pa.int32()), tix_arr),
+        unit=pc.take(pa.array(tokens.units, pa.string()), tix_arr),
+        want=pc.take(pa.array(tokens.wants, pa.bool_()), tix_arr),
+        message=message,
+        raw_msgs=raw_msgs,
+    )
+
+
+class _PerLine:
+    """The lines the vector pass did not take, in line order, through the per-line logic:
+    continuation lines (kept for the entry they continue), header, marker and catalog lines,
+    and entries the vector pass could not split (kept as rows)."""
+
+    def __init__(self, state: ShortState, chunk: LineChunk, cols: _Cols) -> None:
+        self.state = state
+        self.chunk = chunk
+        self.cols = cols
+        self.first = chunk.first_line_no
+        self.boot = state.stamps.boot_id
+        self.parsed = cols.m
+        self.ignored = 0
+        self.issues: list[Output] = []
+        self.lines: list[str] = []  # the lines themselves
+        self.extra: dict[int, _Row] = {}  # line index → per-line entry (in line order)
+        self.cont: dict[int, list[str]] = {}  # entry line index → continuation texts
+        self.msg_cols: dict[int, int] = {}  # entry line index → where its message starts
+        self.ok_list: list[int] | None = None  # the stored lines' indices, when needed
+        self.last_extra = -1  # line index of the last per-line entry
+        self.last_break = -1  # line index of the last line that ends an entry (header, garbage)
+
+    def run(self, ok: Any) -> None:
+        import numpy as np
+
+        rest = np.flatnonzero(~ok).tolist()
+        chunk = self.chunk
+        self.lines = [chunk.line(i) for i in rest]
+        for i, line in zip(rest, self.lines, strict=True):
+            self._line(i, line)
+        if self.extra or self.ok_list is not None or self.cols.m:
+            self.state.stamps.seen_entry = True
+
+    def _line(self, i: int, line: str) -> None:
+        c = line[:1]
+        if c == " " or c == "\t":
+            if not ("月" in line[:5] or "월" in line[:5]) or self.state.stamps.parse(line) is None:
+                self._continuation(i, line)
+                return
+        elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
+            meta_line(line, self.state.stamps, self.state.sink)
+            self.ignored += 1
+            self.last_break = i  # a header, marker or catalog line ends the entry above
+            return
+        elif not c:
+            self.ignored += 1
+            return
+        self._entry(i, line)
+
+    def _stored(self) -> list[int]:
+        if self.ok_list is None:
+            self.ok_list = self.cols.ok_idx.tolist()
+        return self.ok_list
+
+    def _continuation(self, i: int, line: str) -> None:
+        ok_list = self._stored()
+        j = bisect.bisect_left(ok_list, i) - 1
+        prev_ok = ok_list[j] if j >= 0 else -1
+        prev = max(prev_ok, self.last_extra)
+        if prev < 0 or prev < self.last_break:
+            self.issues.append(
+                self.state.ctx.issue(self.first + i, "continuation line before any entry", line)
+            )
+            return
+        col = self.msg_cols.get(prev)
+        if col is None:
+            col = self.msg_cols[prev] = self._msg_col(prev)
+        self.cont.setdefault(prev, []).append(line[col:] if not line[:col].strip() else line.lstrip())
+        self.parsed += 1
+
+    def _msg_col(self, index: int) -> int:
         """Where the message starts in line ``index`` (continuation lines are indented to it)."""
-        q = bisect.bisect_left(ok_list, index)
-        line = chunk.line(index)
-        return len(line) - len(raw_msgs[q].as_py())
+        q = bisect.bisect_left(self._stored(), index)
+        line = self.chunk.line(index)
+        return len(line) - len(self.cols.raw_msgs[q].as_py())
+
+    def _entry(self, i: int, line: str) -> None:
+        state = self.state
+        st = state.stamps.parse(line)
+        if st is None:
+            self.issues.append(state.ctx.issue(self.first + i, "no journal/syslog timestamp", line))
+            self.last_break = i
+            return
+        ts, raw, inf, mono, pos, _kind = st
+        host, itok, mstart = split_line(line, pos)
+        text = line[mstart:]
+        if "#0" in text:
+            text = _unescape(text)
+        ident, pid, unit = state.ident(itok) if itok is not None else (None, None, None)
+        host = host or state.ctx.host
+        self.extra[i] = _Row(
+            self.first + i, ts, raw, inf, mono, host, ident, pid, unit, None, None, self.boot, text
+        )
+        self.msg_cols[i] = mstart
+        self.last_extra = i
+        self.parsed += 1
+
+    def complete(self) -> dict[int, str]:
+        """Continuation lines complete their entries' messages: a per-line entry's row is
+        replaced; returned, the stored lines' complete messages by position."""
+        patches: dict[int, str] = {}
+        if not self.cont:
+            return patches
+        ok_list = self._stored()
+        for idx, texts in self.cont.items():
+            row = self.extra.get(idx)
+            q = bisect.bisect_left(ok_list, idx)
+            base = row.message if row is not None else self.cols.message[q].as_py()
+            full = "\n".join([base, *texts])[:MAX_MESSAGE_CHARS]
+            if row is not None:
+                self.extra[idx] = row._replace(message=full)
+            else:
+                patches[q] = full
+        return patches
+
+
+class _Router:
+    """The chunk's lines that need routing (systemd, kernel, systemd-oomd, earlyoom, server
+    candidates and streams), routed in line order with their complete messages; an engine's
+    fast lines through :class:`_FastEngine`."""
+
+    def __init__(
+        self, sink: Any, cols: _Cols, tokens: _Tokens, rest: _PerLine, patches: dict[int, str]
+    ) -> None:
+        self.sink = sink
+        self.cols = cols
+        self.tokens = tokens
+        self.rest = rest
+        self.patches = patches
+        self.boot = rest.boot
+        self.first = rest.first
+        self.fast: _FastEngine | None = None
+        self.plain_rows: list[int] = []  # kernel lines stored as a block (see _PLAIN)
+        self.unit_patches: dict[int, str] = {}  # position → the unit a systemd message names
+        self._ts_np: Any = None  # the times as microseconds (pyarrow's tz-aware to_pylist is slow)
+        self._hosts: list[Any] | None = None
+
+    def run(self, chunk: LineChunk) -> None:
+        import numpy as np
+        import pyarrow.compute as pc
+
+        routed: Any = pc.indices_nonzero(self.cols.want).to_numpy()
+        held: dict[int, Any] = {}  # server candidates' lines past their check budget
+        if len(routed) and any(lim > 0 for lim in self.tokens.limits):
+            routed, held = _past_budget(np, routed, self.cols.tix, self.tokens.limits)
+        if len(routed) or held:
+            self.fast = _FastEngine.build(
+                self.sink,
+                np.concatenate([routed, *held.values()]) if held else routed,
+                self.tokens,
+                self.cols,
+                self.patches,
+                (
+                    chunk.contains("\r"),
+                    chunk.contains(" hit an exception"),
+                    self.cols.message is not self.cols.raw_msgs,  # #012 became a newline somewhere
+                ),
+                lambda pos: self.route([_Todo(0, pos, self.row(pos))], settled=True),
+            )
+            if self.fast is not None:
+                routed = routed[~self.fast.taken_of(routed)]
+        if len(routed) or self.rest.extra or held:
+            self.route(self.plan(routed, held))
+        if self.fast is not None:
+            self.fast.finish()
+            self.fast = None
+
+    def plan(self, routed: Any, held: dict[int, Any]) -> list[_Todo]:
+        """What to route, in line order: complete rows, and markers for lines that may need
+        no row (:data:`_LIGHT`, :data:`_PLAIN`, :data:`_HELD`)."""
+        import numpy as np
+        import pyarrow as _pa
+        import pyarrow.compute as _pc
+
+        pa: Any = _pa
+        pc: Any = _pc
+        cols, tokens, sink = self.cols, self.tokens, self.sink
+        light = None
+        if len(routed) and any(lim > 0 for lim in tokens.limits):
+            light = _cannot_start(pa, pc, np, sink, cols.message, cols.tix, routed, tokens)
+            # keys whose every routed line here is such a line: counted at once — unless a
+            # line of this chunk's per-line path (host-less, odd) may start a stream first
+            markers = sink.start_markers
+            if light is not None and not any(m in line for line in self.rest.lines for m in markers):
+                bulk = _bulk_checks(sink, np, cols.tix[routed], light, tokens)
+                if bulk is not None:
+                    routed, light = routed[~bulk], light[~bulk]
+        plain = _plain_kernel(pa, pc, np, cols.message, cols.tix, routed, tokens.ids, self.patches)
+        materialise = np.ones(len(routed), dtype=bool)  # routed as complete rows
+        lanes: list[tuple[Any, Any]] = []
+        for mask, marker in ((light, _LIGHT), (plain, _PLAIN)):
+            if mask is not None and mask.any():
+                materialise &= ~mask
+                lanes.append((routed[mask], marker))
+                if marker is _PLAIN:
+                    self._hosts = cols.host.to_pylist()  # a kernel line goes to its host's stream
+        lanes.extend((positions, _HELD) for positions in held.values())
+        todo = self.rows(routed[materialise])
+        if lanes:
+            ln_np = cols.line_no.to_numpy()
+            for positions, marker in lanes:
+                todo.extend(
+                    map(_new_todo, zip(ln_np[positions].tolist(), positions.tolist(), repeat(marker)))
+                )
+        todo.extend(_Todo(row.line_no, -1, row) for row in self.rest.extra.values())
+        todo.sort(key=attrgetter("line_no"))
+        return todo
+
+    def times(self, positions: Any) -> list[Any]:
+        """The stored lines' times at ``positions``, as datetimes."""
+        if self._ts_np is None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            self._ts_np = pc.fill_null(self.cols.ts.cast(pa.int64()), _NO_TS).to_numpy()
+        return [None if u == _NO_TS else EPOCH + _US * u for u in self._ts_np[positions].tolist()]
+
+    def rows(self, positions: Any) -> list[_Todo]:
+        """The stored lines at ``positions`` as complete rows to route."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        c = self.cols
+        rp = pa.array(positions)
+        ln, raw, inf, host, ident, pid, unit, msg = (
+            pc.take(col, rp).to_pylist()
+            for col in (c.line_no, c.ts_raw, c.ts_inferred, c.host, c.ident, c.pid, c.unit, c.message)
+        )
+        ts = self.times(positions)
+        boot, patches = self.boot, self.patches
+        return [
+            _Todo(
+                ln[q],
+                pos,
+                _Row(
+                    ln[q],
+                    ts[q],
+                    raw[q],
+                    inf[q],
+                    None,
+                    host[q],
+                    ident[q],
+                    pid[q],
+                    unit[q],
+                    None,
+                    None,
+                    boot,
+                    patches.get(pos, msg[q]),
+                ),
+            )
+            for q, pos in enumerate(positions.tolist())
+        ]
+
+    def row(self, q: int) -> _Row:
+        """One stored line as a row (scalar access: cheaper than :meth:`rows` for one)."""
+        import numpy as np
+
+        c = self.cols
+        return _Row(
+            c.line_no[q].as_py(),
+            self.times(np.array([q]))[0],
+            c.ts_raw[q].as_py(),
+            c.ts_inferred[q].as_py(),
+            None,
+            c.host[q].as_py(),
+            c.ident[q].as_py(),
+            c.pid[q].as_py(),
+            c.unit[q].as_py(),
+            None,
+            None,
+            self.boot,
+            self.patches.get(q, c.message[q].as_py()),
+        )
+
+    def route(self, todo: list[_Todo], settled: bool = False) -> None:
+        """Route ``todo`` in order; ``settled``: the fast lines before them are (the fast path
+        feeding a line back)."""
+        sink, hosts, boot, plain_rows = self.sink, self._hosts, self.boot, self.plain_rows
+        fast = None if settled else self.fast
+        for _ln, pos, entry in todo:
+            if entry is _PLAIN:  # (inline: most routed lines of a journal are such lines)
+                assert hosts is not None
+                stream = sink.kernel_stream(hosts[pos], boot)
+                if stream is None:
+                    continue
+                if stream.idle():
+                    plain_rows.append(pos)
+                    continue
+                entry = self.row(pos)
+            elif entry is _LIGHT or entry is _HELD:
+                entry = self._candidate(pos, entry is _LIGHT, fast)
+                if entry is None:
+                    continue
+            if pos < 0 and not sink.wants(entry.ident, entry.pid, entry.unit):
+                continue
+            if fast is not None:
+                if fast.defer(pos):
+                    continue
+                fast.before(pos, entry, self.cols.ok_idx, self.first)
+            unit = sink.route_now(entry)
+            if unit is not None:
+                self._named_unit(pos, entry, unit)
+
+    def _candidate(self, pos: int, light: bool, fast: _FastEngine | None) -> _Row | None:
+        """Materialised only when needed: a candidate's line no engine can claim (``light``:
+        only its check counts), or one past its check budget (routed only if its stream has
+        started, or the budget came back)."""
+        tokens = self.tokens
+        t = int(self.cols.tix[pos])
+        ident, pid, unit = tokens.ids[t], tokens.pids[t], tokens.units[t]
+        if light:
+            if self.sink.no_engine(ident, pid, unit):
+                return None
+        elif self.sink.route_limit(ident, pid, unit) == 0:
+            return None
+        if fast is not None and fast.defer(pos):
+            return None
+        return self.row(pos)
+
+    def _named_unit(self, pos: int, entry: _Row, unit: str) -> None:
+        """Store the unit a systemd message names in its row."""
+        if pos >= 0:
+            self.unit_patches[pos] = unit
+        else:
+            extra = self.rest.extra
+            i = entry.line_no - self.first
+            extra[i] = extra[i]._replace(unit=unit)
+
+
+def _past_budget(np: Any, routed: Any, tix_all: Any, limits: list[int]) -> tuple[Any, dict[int, Any]]:
+    """The routed lines within their token's engine check budget, and per token those past
+    it (each line's rank among its token's lines, in line order)."""
+    tix = tix_all[routed]
+    lim_of = np.array(limits, dtype=np.int64)
+    order = np.argsort(tix, kind="stable")
+    sorted_tix = tix[order]
+    starts_at = np.searchsorted(sorted_tix, sorted_tix, side="left")
+    rank = np.empty(len(tix), dtype=np.int64)
+    rank[order] = np.arange(len(tix)) - starts_at
+    beyond = (lim_of[tix] > 0) & (rank >= lim_of[tix])
+    held: dict[int, Any] = {}
+    if beyond.any():
+        for t in np.unique(tix[beyond]).tolist():
+            held[t] = routed[beyond & (tix == t)]
+        routed = routed[~beyond]
+    return routed, held
 
 
 def _patch(pa: Any, pc: Any, col: Any, patches: dict[int, str], m: int) -> Any:
@@ -625,39 +861,38 @@ def _plain_kernel(
     return rows
 
 
-def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: tuple[Any, ...], boot: str | None) -> Any:
+def _kernel_rows(pa: Any, np: Any, rows: list[int], cols: _Cols, boot: str | None) -> Any:
     """The kernel_messages rows of the plain kernel lines at ``rows`` (as the kernel stream
     would store them: no level, sequence number or monotonic time in text modes)."""
     from ..base import TableBatch
     from ..kernel.stream import BATCH_SCHEMA
 
-    line_no, ts_col, raw_col, inf_col, host_col, message = cols
     take = pa.array(np.array(rows, dtype=np.int64))
     k = len(rows)
     table = pa.Table.from_arrays(
         [
-            line_no.take(take),
-            ts_col.take(take),
-            raw_col.take(take),
-            inf_col.take(take),
+            cols.line_no.take(take),
+            cols.ts.take(take),
+            cols.ts_raw.take(take),
+            cols.ts_inferred.take(take),
             pa.nulls(k, pa.float64()),
-            host_col.take(take),
+            cols.host.take(take),
             repeated(boot, k),
             pa.nulls(k, pa.int8()),
             pa.nulls(k, pa.int64()),
-            message.take(take),
+            cols.message.take(take),
         ],
         schema=BATCH_SCHEMA,
     )
     return TableBatch("kernel_messages", table)
 
 
-def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, per_token: tuple[list[Any], ...]) -> Any:
+def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, tokens: _Tokens) -> Any:
     """Of the routed lines (their identifier tokens ``tix``), those that only count against
     their key's engine check budget (``light``) where every routed line of that key in this
     chunk is such a line: the counts are added at once (:meth:`JournalSink.no_engine_many`)
     and the lines need no routing one by one. None when nothing was counted."""
-    ids, pids, units, limits = per_token
+    ids, pids, units, limits = tokens.ids, tokens.pids, tokens.units, tokens.limits
     key_of = [units[t] or (ids[t], pids[t]) for t in range(len(ids))]
     busy: set[Any] = {key_of[t] for t in np.unique(tix[~light]).tolist()}
     uniq, counts = np.unique(tix[light], return_counts=True)
@@ -684,20 +919,26 @@ def _cannot_start(
     message: Any,
     tix_all: Any,
     positions: Any,
-    per_token: tuple[list[str | None], list[str | None], list[int]],
+    tokens: _Tokens,
 ) -> Any:
     """Of the stored lines at ``positions``, those of server candidates (not streams yet) that
     cannot start a stream: not named after an engine, and none of the engines' start markers
     in the message (what their ``looks_like`` needs)."""
-    ids, units, limits = per_token
+    ids, units, limits = tokens.ids, tokens.units, tokens.limits
     markers = sink.start_markers
     if not markers:
         return None
-    plain = np.zeros(len(limits), dtype=bool)
-    for t, lim in enumerate(limits):
-        ident, unit = ids[t], units[t]
-        plain[t] = lim > 0 and ident not in SPECIAL_IDENTS and not sink.names_engine(ident, unit)
-    rows = plain[tix_all[positions]]
+    named = tokens.named
+    flags: list[bool] = []
+    for ident, unit, lim in zip(ids, units, limits, strict=True):
+        if lim > 0 and ident not in SPECIAL_IDENTS:
+            hit = named.get((ident, unit))
+            if hit is None:
+                hit = named[(ident, unit)] = sink.names_engine(ident, unit)
+            flags.append(not hit)
+        else:
+            flags.append(False)
+    rows = np.array(flags, dtype=bool)[tix_all[positions]]
     if not rows.any():
         return None
     q = np.flatnonzero(rows)
@@ -731,7 +972,7 @@ class _FastEngine:
         sink: Any,
         fr: Any,
         tix: Any,
-        tokens: tuple[list[str | None], list[int | None], list[str | None]],
+        tokens: _Tokens,
         existing: dict[int, Any],
         candidates: set[int],
         ts_col: Any,
@@ -744,7 +985,7 @@ class _FastEngine:
         self.sink = sink
         self.fr = fr
         self.tix = tix  # identifier token of each stored line
-        self.ids, self.pids, self.units = tokens
+        self.ids, self.pids, self.units = tokens.ids, tokens.pids, tokens.units
         self.candidates = candidates
         self.ts_col = ts_col
         self.slow = slow
@@ -778,10 +1019,9 @@ class _FastEngine:
     def build(
         cls,
         sink: Any,
-        tix_all: Any,
         routed_pos: Any,
-        per_token: tuple[list[Any], list[Any], list[Any], list[int]],
-        columns: tuple[Any, ...],
+        tokens: _Tokens,
+        cols: _Cols,
         patches: dict[int, str],
         hints: tuple[bool, bool, bool],
         slow: Any,
@@ -796,7 +1036,7 @@ class _FastEngine:
             return None
         fast = engine.fast_messages()
         pa: Any = _pa
-        ids, pids, units, limits = per_token
+        ids, pids, units, limits = tokens.ids, tokens.pids, tokens.units, tokens.limits
         keys: dict[Any, list[int]] = {}
         existing: dict[int, Any] = {}
         for t, lim in enumerate(limits):
@@ -820,6 +1060,7 @@ class _FastEngine:
                         candidates.add(t)
         if not usable.any():
             return None
+        tix_all = cols.tix
         m = len(tix_all)
         offered = np.zeros(m, dtype=bool)
         offered[routed_pos] = True
@@ -828,19 +1069,18 @@ class _FastEngine:
             offered[np.fromiter(patches, dtype=np.int64, count=len(patches))] = False
         if not offered.any():
             return None
-        line_no, ts_col, raw_col, inf_col, host_col, message = columns
         given = fast.Given(
-            line_no=line_no,
-            ts=ts_col,
-            ts_raw=raw_col,
-            ts_inferred=inf_col,
-            host=host_col,
+            line_no=cols.line_no,
+            ts=cols.ts,
+            ts_raw=cols.ts_raw,
+            ts_inferred=cols.ts_inferred,
+            host=cols.host,
             unit=pa.nulls(m, pa.string()),  # set when the tables are handed over
             pid=pa.nulls(m, pa.int32()),
         )
         maybe_cr, maybe_hit, maybe_nl = hints
         fr = fast.fast_messages(
-            message,
+            cols.message,
             given,
             rows=offered,
             maybe_cr=maybe_cr or maybe_nl,
@@ -849,7 +1089,7 @@ class _FastEngine:
         )
         if fr is None:
             return None
-        return cls(engine.name, sink, fr, tix_all, (ids, pids, units), existing, candidates, ts_col, slow)
+        return cls(engine.name, sink, fr, tix_all, tokens, existing, candidates, cols.ts, slow)
 
     def taken_of(self, positions: Any) -> Any:
         """Which of the stored lines at ``positions`` the fast path keeps for now."""
@@ -880,16 +1120,16 @@ class _FastEngine:
         self.pending[s].append(pos)
         return True
 
-    def before(self, pos: int, entry: tuple[Any, ...], ok_idx: Any, first: int) -> None:
+    def before(self, pos: int, entry: _Row, ok_idx: Any, first: int) -> None:
         """Settle the fast lines of ``entry``'s stream that come before it."""
-        st = self.sink.engine_stream(entry[6], entry[7], entry[8])
+        st = self.sink.engine_stream(entry.ident, entry.pid, entry.unit)
         if st is None:
             return
         s = self.index.get(id(st))
         if s is None:
             return
         np = self._np
-        upto = pos if pos >= 0 else int(np.searchsorted(ok_idx, entry[0] - first))
+        upto = pos if pos >= 0 else int(np.searchsorted(ok_idx, entry.line_no - first))
         self._settle(s, upto)
 
     def finish(self) -> None:
