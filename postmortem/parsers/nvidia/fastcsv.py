@@ -62,33 +62,30 @@ _KIND_OF: dict[Callable[[str], object], int] = {
 
 
 class Plan:
-    """What the kernel needs to know of a header: each cell's kind and column, the last
-    cell's unit, and per column its slot and converter."""
+    """What the kernel needs to know of a header: the last cell's unit, and per stored column
+    its slot, the kind of its cells, its converter and its cell."""
 
     def __init__(
         self, n: int, units: list[str], plan: list[tuple[int, int, Callable[[str], object]]]
     ) -> None:
-        self.kinds = np.zeros(n, dtype=np.int64)
-        self.cols = np.zeros(n, dtype=np.int64)
         self.unit = np.frombuffer(units[-1].encode(), dtype=np.uint8).copy()
-        self.columns: list[tuple[int, int, Callable[[str], object]]] = []
+        #: (slot, kind, converter, cell) per stored column
+        self.columns: list[tuple[int, int, Callable[[str], object], int]] = []
         self.ok = True
-        for col, (slot, cell, conv) in enumerate(plan):
+        for slot, cell, conv in plan:
             kind = _KIND_OF.get(conv)
-            if kind is None or self.kinds[cell] != k.SKIP:
-                self.ok = False  # a converter the kernel does not know, or a cell read twice
+            if kind is None or cell >= n:
+                self.ok = False  # a converter the kernel does not know
                 return
-            self.kinds[cell] = kind
-            self.cols[cell] = col
-            self.columns.append((slot, kind, conv))
+            self.columns.append((slot, kind, conv, cell))
 
 
 def vector_rows(
-    st: Any, chunk: LineChunk, first: int, start: int, min_rows: int
-) -> tuple[TableBatch, int] | None:
-    """The regular ``--query-gpu`` rows of ``chunk`` from line ``start`` on, as one batch, and
-    the index after the last row taken; None when fewer than ``min_rows`` regular rows start
-    there (the per-line path takes over)."""
+    st: Any, chunk: LineChunk, start: int, pos: int | None, min_rows: int
+) -> tuple[TableBatch, int, int | None] | None:
+    """The regular ``--query-gpu`` rows of ``chunk`` from line ``start`` (at byte ``pos``, or
+    None if not known) on, as one batch, with the line and byte after the last row taken; None
+    when fewer than ``min_rows`` regular rows start there (the per-line path takes over)."""
     layout = st.layout
     p_ts = layout.get("ts")
     if p_ts < 0 or layout.n < 2 or st.failing:
@@ -96,26 +93,41 @@ def vector_rows(
     plan = layout.fast_plan()
     if not plan.ok:
         return None
-    buf, starts, ends = chunk.buffer()
-    rows = len(starts) - start
-    # one row of values per line (a line's cells are written side by side: 30 % faster than
-    # one row per column)
-    width = max(len(plan.columns), 1)
-    out = (
-        np.empty((rows, width), dtype=np.uint8),
-        np.empty((rows, width), dtype=np.int64),
-        np.empty((rows, width), dtype=np.float64),
-        np.empty((rows, width), dtype=np.int64),
-    )
-    stamps = np.empty(3 * rows, dtype=np.int64)
-    count = k.scan(buf, starts, ends, start, p_ts, plan.kinds, plan.cols, plan.unit, out, stamps)
-    if count < min_rows:
+    if pos is None:
+        pos = int(chunk.buffer()[1][start])
+    buf = np.frombuffer(chunk.data, dtype=np.uint8)
+    rows = len(chunk) - start
+    cells = (np.empty((rows, layout.n), dtype=np.int64), np.empty((rows, layout.n), dtype=np.int64))
+    stamps = np.empty((rows, 2), dtype=np.int64)
+    count, after = k.scan(buf, pos, rows, p_ts, plan.unit, cells, stamps)
+    columns, cut = _read_columns(plan, buf, cells, count)
+    if cut < min_rows:
         return None
-    at = stamps[: 3 * count].reshape(count, 3)
-    ts_us, count = _times(st, buf, at, count)
-    if count < min_rows:
+    ts_start = np.ascontiguousarray(cells[0][:cut, p_ts])
+    ts_us, cut = _times(st, buf, ts_start, stamps, cut)
+    if cut < min_rows:
         return None
-    return _batch(st, plan, buf, out, at, ts_us, first + start, count), start + count
+    line0 = chunk.first_line_no + start
+    batch = _batch(st, buf, columns, ts_start, ts_us, line0, cut)
+    # rows left after a cut (a minute of the repeated hour, a too big integer) start where the
+    # scan did not keep
+    return batch, start + cut, after if cut == count else None
+
+
+def _read_columns(plan: Plan, buf: Any, cells: tuple[Any, Any], count: int) -> tuple[list[Any], int]:
+    """Each stored column read by the kernel, and how many rows all of them could read."""
+    columns = []
+    for slot, kind, conv, cell in plan.columns:
+        starts = np.ascontiguousarray(cells[0][:count, cell])
+        out = (
+            np.empty(count, dtype=np.uint8),
+            np.empty(count, dtype=np.int64),
+            np.empty(count, dtype=np.float64),
+            np.empty(count, dtype=np.int64),
+        )
+        count = min(count, k.column(buf, starts, np.ascontiguousarray(cells[1][:count, cell]), kind, out))
+        columns.append((slot, kind, conv, out))
+    return columns, count
 
 
 def _minute_us(st: Any, key: str) -> int | None:
@@ -133,21 +145,21 @@ def _minute_us(st: Any, key: str) -> int | None:
     return int((ts - EPOCH) // _US)
 
 
-def _times(st: Any, buf: Any, at: Any, count: int) -> tuple[Any, int]:
+def _times(st: Any, buf: Any, ts_start: Any, stamps: Any, count: int) -> tuple[Any, int]:
     """Each row's UTC microseconds (one localisation per run of rows in the same minute) and
     how many rows have one: up to the first minute left to the per-line path."""
-    minute = at[:, 1]
+    minute = stamps[:count, 0]
     runs = np.concatenate(([0], np.flatnonzero(minute[1:] != minute[:-1]) + 1))
     bases = np.empty(len(runs), dtype=np.int64)
     for r, i in enumerate(runs.tolist()):
-        s = int(at[i, 0])
+        s = int(ts_start[i])
         base = _minute_us(st, bytes(buf[s : s + 16]).decode("ascii"))
         if base is None:
             count, runs, bases = i, runs[:r], bases[:r]
             break
         bases[r] = base
     lengths = np.diff(np.append(runs, count))
-    return np.repeat(bases, lengths) + at[:count, 2] * 1000, count
+    return np.repeat(bases, lengths) + stamps[:count, 1] * 1000, count
 
 
 def _strings(buf: Any, s: Any, e: Any, valid: Any) -> Any:
@@ -158,22 +170,19 @@ def _strings(buf: Any, s: Any, e: Any, valid: Any) -> Any:
     return pa.Array.from_buffers(pa.string(), len(s), [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _column(
-    kind: int, typ: str, conv: Callable[[str], object], status: Any, vals: list[Any], buf: Any
-) -> Any:
-    """One column from the kernel's output: ``status`` and the strided ``ints``, ``floats``
-    and ``ends`` of its cells (only those its kind needs are copied out)."""
+def _column(kind: int, typ: str, conv: Callable[[str], object], out: Any, count: int, buf: Any) -> Any:
+    """One column as Arrow from the kernel's ``(status, ints, floats, ends)``."""
+    status, ints, floats, ends = (a[:count] for a in out)
     valid = status == k.VALUE
     if kind in (k.INT, k.MIB):
-        ints = vals[0].astype(np.int32) if typ == "int32" else np.ascontiguousarray(vals[0])
-        arr = to_arrow(ints, pa.type_for_alias(typ), valid)
+        arr = to_arrow(ints.astype(np.int32) if typ == "int32" else ints, pa.type_for_alias(typ), valid)
     elif kind == k.NUM:
-        arr = to_arrow(np.ascontiguousarray(vals[1]), pa.float64(), valid)
+        arr = to_arrow(floats, pa.float64(), valid)
     else:
-        arr = _strings(buf, vals[0], np.where(valid, vals[2], vals[0]), valid)
+        arr = _strings(buf, ints, np.where(valid, ends, ints), valid)
     slow = np.flatnonzero(status == k.SLOW)
     if slow.size:
-        arr = _fill_slow(arr, slow, conv, (vals[0], vals[2]), buf)
+        arr = _fill_slow(arr, slow, conv, (ints, ends), buf)
     return arr
 
 
@@ -192,9 +201,9 @@ def _fill_slow(arr: Any, slow: Any, conv: Callable[[str], object], spans: tuple[
 
 
 def _batch(
-    st: Any, plan: Plan, buf: Any, out: Any, at: Any, ts_us: Any, line0: int, count: int
+    st: Any, buf: Any, columns: list[Any], ts_start: Any, ts_us: Any, line0: int, count: int
 ) -> TableBatch:
-    ts_start = at[:count, 0]
+    ts_start = ts_start[:count]
     cols: dict[str, Any] = {
         "line_no": to_arrow(np.arange(line0, line0 + count, dtype=np.int64), pa.int64()),
         "ts": to_arrow(ts_us, pa.timestamp("us", tz="UTC")),
@@ -204,10 +213,9 @@ def _batch(
     }
     for name, typ in SLOT_TYPES:
         cols[name] = pa.nulls(count, typ)
-    for col, (slot, kind, conv) in enumerate(plan.columns):
+    for slot, kind, conv, out in columns:
         name, typ = SLOT_TYPES[slot]
-        status = np.ascontiguousarray(out[0][:count, col])
-        cols[name] = _column(kind, typ, conv, status, [a[:count, col] for a in out[1:]], buf)
+        cols[name] = _column(kind, typ, conv, out, count, buf)
     table = pa.table(cols)
     st.ctx.parsed(count)
     last_raw = bytes(buf[int(ts_start[-1]) : int(ts_start[-1]) + 23]).decode("ascii")

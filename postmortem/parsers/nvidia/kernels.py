@@ -1,13 +1,15 @@
-"""The compiled pass of the ``--query-gpu`` CSV fast path: one loop over a block's bytes.
+"""The compiled pass of the ``--query-gpu`` CSV fast path.
 
-For each line from a given one on, :func:`scan` splits the row on ``", "`` and reads every
-stored cell into its column — integers, MiB values, decimals with a unit, text — exactly as
-the per-line converters of :mod:`.common` (``integer``, ``mib``, ``number``, ``text_value``,
-``normalise_bus_id``, ``driver_text``) read them, and stops at the first row the per-line
-path would treat differently: a header, a banner, a date line, a failure message, a short or
-cut row, an error cell, a byte outside printable ASCII, a timestamp not ``YYYY/MM/DD HH:MM:SS.mmm``. A cell
-whose value it cannot read exactly (``1e3``, a lower-case bus id, a driver version with a
-note) is marked :data:`SLOW` and converted afterwards by the Python converter itself.
+:func:`scan` goes once over a block's bytes from a given line on: it splits each row on
+``", "`` and reads its timestamp, and stops at the first line the per-line path would treat
+differently — a header, a banner, a date line, a failure message, a short or cut row, an
+error cell, a byte outside printable ASCII, a timestamp not ``YYYY/MM/DD HH:MM:SS.mmm``.
+:func:`column` then reads each stored column (integers, MiB values, decimals with a unit,
+text) exactly as the per-line converters of :mod:`.common` (``integer``, ``mib``, ``number``,
+``text_value``, ``normalise_bus_id``, ``driver_text``) read them; a cell whose value it cannot
+read exactly (``1e3``, a lower-case bus id, a driver version with a note) is marked
+:data:`SLOW` and converted afterwards by the Python converter itself, and an integer too big
+for its column ends the block there (the per-line path takes that row).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
 
 # what a stored cell holds, after the per-line converter of its field
-SKIP, INT, MIB, NUM, TEXT, BUS, DRIVER = 0, 1, 2, 3, 4, 5, 6
+INT, MIB, NUM, TEXT, BUS, DRIVER = 1, 2, 3, 4, 5, 6
 # how a cell was read: NULL (the converter gives None), VALUE, SLOW (left to the converter),
 # TOO_BIG (an integer its column cannot hold: the row is left to the per-line path)
 NULL, VALUE, SLOW, TOO_BIG = 0, 1, 2, 3
@@ -32,6 +34,7 @@ _POW10 = np.array([10.0**i for i in range(MAX_DIGITS + 1)], dtype=np.float64)
 _ERR = np.frombuffer(b"ERR!", dtype=np.uint8)
 _UNKNOWN = np.frombuffer(b"[Unknown Error]", dtype=np.uint8)
 _MIB = np.frombuffer(b"MiB", dtype=np.uint8)
+_MIB_SP = np.frombuffer(b" MiB", dtype=np.uint8)
 _MB = np.frombuffer(b" MB", dtype=np.uint8)
 _NA = np.frombuffer(b"N/A", dtype=np.uint8)
 _UNABLE = np.frombuffer(b"Unable to determine", dtype=np.uint8)
@@ -236,10 +239,10 @@ def _failure_words(buf: U8, s: int, e: int) -> bool:
 
 
 @kernel
-def _row_bytes(buf: U8, s: int, e: int) -> bool:
-    """Printable ASCII, a first byte the per-line path reads as a row (no banner mark; a
-    letter only without the words of a failure, as a row with a timestamp is no header), no
-    trailing space or comma, and no error cell."""
+def _ends_ok(buf: U8, s: int, e: int) -> bool:
+    """A first byte the per-line path reads as a row (no banner mark; a letter only without
+    the words of a failure, as a row with a timestamp is no header) and no trailing space or
+    comma."""
     if e <= s:
         return False
     c0 = buf[U(s)]
@@ -248,40 +251,42 @@ def _row_bytes(buf: U8, s: int, e: int) -> bool:
     if ((65 <= c0 <= 90) or (97 <= c0 <= 122)) and _failure_words(buf, s, e):
         return False
     last = buf[U(e - 1)]
-    if last == 32 or last == 44:
-        return False
-    for p in range(s, e):
-        b = buf[U(p)]
-        if b < 32 or b > 126:
-            return False
-        if b == 69 and _at(buf, p, e, _ERR):
-            return False
-        if b == 91 and _at(buf, p, e, _UNKNOWN):
-            return False
-    return True
+    return bool(last != 32 and last != 44)
 
 
 @kernel
-def _split(buf: U8, s: int, e: int, cs: I64, ce: I64) -> bool:
-    """The cells of ``s:e`` split on ``", "`` into ``cs``/``ce``: exactly ``len(cs)`` of them."""
+def _line(buf: U8, s: int, cs: I64, ce: I64) -> tuple[int, bool]:
+    """The end of the line at ``s`` (its newline or the buffer's end) and whether it is a row
+    of ``len(cs)`` cells split on ``", "`` into ``cs``/``ce``, in printable ASCII, without an
+    error cell; stops early (at a false answer) on anything else."""
     n = len(cs)
+    end = len(buf)
     k = 0
     start = s
     p = s
-    while p < e - 1:
-        if buf[U(p)] == 44 and buf[U(p + 1)] == 32:
-            if k >= n - 1:
-                return False
+    while p < end:
+        b = buf[U(p)]
+        if b == 10:
+            break
+        if (
+            b < 32
+            or b > 126
+            or (b == 69 and _at(buf, p, end, _ERR))
+            or (b == 91 and _at(buf, p, end, _UNKNOWN))
+        ):
+            return p, False
+        if b == 44 and p + 1 < end and buf[U(p + 1)] == 32:
+            if k == n - 1:
+                return p, False
             cs[U(k)] = start
             ce[U(k)] = p
             k += 1
             start = p + 2
-            p += 2
-        else:
             p += 1
+        p += 1
     cs[U(k)] = start
-    ce[U(k)] = e
-    return k == n - 1
+    ce[U(k)] = p
+    return p, k == n - 1 and _ends_ok(buf, s, p)
 
 
 @kernel
@@ -341,52 +346,110 @@ def _cell(buf: U8, s: int, e: int, kind: int) -> tuple[int, int, float, int]:
 
 
 @kernel
-def scan(
-    buf: U8,
-    starts: I64,
-    ends: I64,
-    begin: int,
-    p_ts: int,
-    kinds: I64,
-    cols: I64,
-    unit: U8,
-    out: Any,
-    stamps: I64,
-) -> int:
-    """Read the rows of lines ``begin…`` into the column arrays (row ``i`` of line
-    ``begin + i``) until the first irregular one; returns how many were read.
+def scan(buf: U8, pos: int, rows: int, p_ts: int, unit: U8, cells: Any, stamps: Any) -> tuple[int, int]:
+    """Split up to ``rows`` lines from byte ``pos`` on into their cells until the first
+    irregular line; returns how many were read and where the next line starts.
 
-    ``kinds[j]`` is cell ``j``'s kind (:data:`SKIP` if not stored) and ``cols[j]`` its column
-    in ``out``: the arrays ``(status, ints, floats, ends)``, one row per line (see
-    :func:`_cell`). ``stamps`` gets, per row, the timestamp cell's
-    start, its minute and its milliseconds (three values a row)."""
-    n = len(kinds)
-    status, ints, floats, spans = out
+    ``cells`` (two arrays, rows × cells) gets the start and end of every cell; ``stamps``
+    (rows × 2) the timestamp's minute (days since 1970 × 1440 + minutes of the day) and its
+    milliseconds within the minute. The stored cells are then read by :func:`column`."""
+    starts, ends = cells
+    n = starts.shape[1]
     cs = np.empty(n, dtype=np.int64)
     ce = np.empty(n, dtype=np.int64)
-    for i in range(begin, len(starts)):
-        s = starts[U(i)]
-        e = ends[U(i)]
-        if not _row_bytes(buf, s, e) or not _split(buf, s, e, cs, ce):
-            return i - begin
-        if not _last_ok(buf, cs[U(n - 1)], ce[U(n - 1)], unit):
-            return i - begin
+    for row in range(rows):
+        e, ok = _line(buf, pos, cs, ce)
+        if not ok or not _last_ok(buf, cs[U(n - 1)], ce[U(n - 1)], unit):
+            return row, pos
         ok, minute, ms = _stamp(buf, cs[U(p_ts)], ce[U(p_ts)])
         if not ok:
-            return i - begin
-        row = i - begin
-        stamps[U(3 * row)] = cs[U(p_ts)]
-        stamps[U(3 * row + 1)] = minute
-        stamps[U(3 * row + 2)] = ms
+            return row, pos
+        r = U(row)
+        stamps[r, 0] = minute
+        stamps[r, 1] = ms
         for j in range(n):
-            if kinds[U(j)] != SKIP:
-                c = U(cols[U(j)])
-                r = U(row)
-                got, ints[r, c], floats[r, c], spans[r, c] = _cell(buf, cs[U(j)], ce[U(j)], kinds[U(j)])
-                if got == TOO_BIG:
-                    return row
-                status[r, c] = got
-    return len(starts) - begin
+            starts[r, U(j)] = cs[U(j)]
+            ends[r, U(j)] = ce[U(j)]
+        pos = e + 1
+    return rows, pos
+
+
+@kernel
+def _numbers(buf: U8, starts: I64, ends: I64, kind: int, out: Any) -> int:
+    """:func:`column` for integers, MiB values and numbers. The plain shapes — digits, for a
+    number an optional ``.`` and digits, then the cell's end or a space and a unit (for MiB
+    values only `` MiB``) — are read in the loop, without calls (numba does not inline them,
+    and a call passing the buffer costs about 5 ns a cell); the others by :func:`_cell`."""
+    status, ints, floats, span_ends = out
+    longest = 9 if kind == INT else 18 if kind == MIB else MAX_DIGITS
+    for row in range(len(starts)):
+        r = U(row)
+        s = starts[r]
+        e = ends[r]
+        mant = 0
+        dot = -1
+        p = s
+        while p < e:
+            b = buf[U(p)]
+            if 48 <= b <= 57:
+                mant = mant * 10 + (b - 48)
+            elif b == 46 and dot < 0 and p > s and kind == NUM:
+                dot = p
+            elif b != 32 or kind == INT or p == s or p == e - 1:
+                p = s  # not plain
+                break
+            else:
+                break
+            p += 1
+        places = p - dot - 1 if dot >= 0 else 0
+        tail = e - p  # 0, or the unit with its space
+        plain = s < p <= s + longest + (dot >= 0) and places != 0 if dot >= 0 else s < p <= s + longest
+        if plain and kind == MIB and tail:
+            plain = tail == 4 and buf[U(p + 1)] == 77 and buf[U(p + 2)] == 105 and buf[U(p + 3)] == 66
+        if plain:
+            status[r] = VALUE
+            ints[r] = mant
+            floats[r] = mant / _POW10[U(places)]
+            continue
+        got, ints[r], floats[r], span_ends[r] = _cell(buf, s, e, kind)
+        if got == TOO_BIG:
+            return row
+        status[r] = got
+    return len(starts)
+
+
+@kernel
+def _plain_text(buf: U8, s: int, e: int) -> bool:
+    """Text ``text_value`` keeps as it is: no space at either end, not a null token (they all
+    start with ``[``, ``-``, ``N``, ``E`` or ``U``)."""
+    if e <= s:
+        return False
+    c0 = buf[U(s)]
+    return bool(
+        c0 != 32 and c0 != 91 and c0 != 45 and c0 != 78 and c0 != 69 and c0 != 85 and buf[U(e - 1)] != 32
+    )
+
+
+@kernel
+def column(buf: U8, starts: I64, ends: I64, kind: int, out: Any) -> int:
+    """Read one stored column's cells (their spans ``starts``/``ends``) into ``out``: the
+    arrays ``(status, ints, floats, span_ends)`` (see :func:`_cell`). Returns how many rows
+    were read: all, or up to the first integer too big for its column. Plain cells are read
+    in the loop, the others by :func:`_cell`."""
+    if kind in (INT, MIB, NUM):
+        return _numbers(buf, starts, ends, kind, out)
+    status, ints, floats, span_ends = out
+    for row in range(len(starts)):
+        r = U(row)
+        s = starts[r]
+        e = ends[r]
+        if kind == TEXT and _plain_text(buf, s, e):
+            status[r] = VALUE
+            ints[r] = s
+            span_ends[r] = e
+        else:
+            status[r], ints[r], floats[r], span_ends[r] = _cell(buf, s, e, kind)
+    return len(starts)
 
 
 @kernel

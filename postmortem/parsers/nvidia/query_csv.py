@@ -429,21 +429,22 @@ class NvidiaSmiCsv(Parser):
             lines: Sequence[str] = chunk.lines if len(chunk) < VECTOR_MIN_ROWS else _ChunkLines(chunk)
             first = chunk.first_line_no
             start = 0
+            pos: int | None = 0  # the byte where line ``start`` begins, while known
             # the per-line path up to the first regular row (header, banners), then whole blocks
             # of regular rows in one compiled pass, the per-line path again for anything irregular
             while start < len(lines):
                 if st.layout is not None and not st.layout.apps and len(lines) - start >= VECTOR_MIN_ROWS:
                     from .fastcsv import vector_rows
 
-                    done = vector_rows(st, chunk, first, start, VECTOR_MIN_ROWS)
+                    done = vector_rows(st, chunk, start, pos, VECTOR_MIN_ROWS)
                     if done is not None:
-                        batch, start = done
+                        batch, start, pos = done
                         yield batch
                         continue
                 # before the header is known, one line at a time (the header switches the layout)
                 stop = min(len(lines), start + (VECTOR_MIN_ROWS if st.layout is not None else 1))
                 yield from self._rows(st, lines, first, start, stop)
-                start = stop
+                start, pos = stop, None
 
     def _rows(self, st: _State, lines: Sequence[str], first: int, start: int, stop: int) -> Iterator[Output]:  # noqa: C901 - 30 > 15: listed in docs/dev/README.md
         ctx = st.ctx
