@@ -97,13 +97,14 @@ def vector_rows(
         pos = int(chunk.buffer()[1][start])
     buf = np.frombuffer(chunk.data, dtype=np.uint8)
     rows = len(chunk) - start
-    cells = (np.empty((rows, layout.n), dtype=np.int64), np.empty((rows, layout.n), dtype=np.int64))
+    # each cell's spans side by side: a column's are read without a copy
+    cells = (np.empty((layout.n, rows), dtype=np.int64), np.empty((layout.n, rows), dtype=np.int64))
     stamps = np.empty((rows, 2), dtype=np.int64)
     count, after = k.scan(buf, pos, rows, p_ts, plan.unit, cells, stamps)
     columns, cut = _read_columns(plan, buf, cells, count)
     if cut < min_rows:
         return None
-    ts_start = np.ascontiguousarray(cells[0][:cut, p_ts])
+    ts_start = cells[0][p_ts, :cut]
     ts_us, cut = _times(st, buf, ts_start, stamps, cut)
     if cut < min_rows:
         return None
@@ -118,14 +119,14 @@ def _read_columns(plan: Plan, buf: Any, cells: tuple[Any, Any], count: int) -> t
     """Each stored column read by the kernel, and how many rows all of them could read."""
     columns = []
     for slot, kind, conv, cell in plan.columns:
-        starts = np.ascontiguousarray(cells[0][:count, cell])
+        starts = cells[0][cell, :count]
         out = (
             np.empty(count, dtype=np.uint8),
             np.empty(count, dtype=np.int64),
             np.empty(count, dtype=np.float64),
             np.empty(count, dtype=np.int64),
         )
-        count = min(count, k.column(buf, starts, np.ascontiguousarray(cells[1][:count, cell]), kind, out))
+        count = min(count, k.column(buf, starts, cells[1][cell, :count], kind, out))
         columns.append((slot, kind, conv, out))
     return columns, count
 

@@ -350,11 +350,11 @@ def scan(buf: U8, pos: int, rows: int, p_ts: int, unit: U8, cells: Any, stamps: 
     """Split up to ``rows`` lines from byte ``pos`` on into their cells until the first
     irregular line; returns how many were read and where the next line starts.
 
-    ``cells`` (two arrays, rows × cells) gets the start and end of every cell; ``stamps``
+    ``cells`` (two arrays, cells × rows) gets the start and end of every cell; ``stamps``
     (rows × 2) the timestamp's minute (days since 1970 × 1440 + minutes of the day) and its
     milliseconds within the minute. The stored cells are then read by :func:`column`."""
     starts, ends = cells
-    n = starts.shape[1]
+    n = starts.shape[0]
     cs = np.empty(n, dtype=np.int64)
     ce = np.empty(n, dtype=np.int64)
     for row in range(rows):
@@ -368,8 +368,8 @@ def scan(buf: U8, pos: int, rows: int, p_ts: int, unit: U8, cells: Any, stamps: 
         stamps[r, 0] = minute
         stamps[r, 1] = ms
         for j in range(n):
-            starts[r, U(j)] = cs[U(j)]
-            ends[r, U(j)] = ce[U(j)]
+            starts[U(j), r] = cs[U(j)]
+            ends[U(j), r] = ce[U(j)]
         pos = e + 1
     return rows, pos
 
