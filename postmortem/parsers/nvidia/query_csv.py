@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from ...records import GpuProcess, GpuSample
 from ...timeutil import Inferred, SlashStampReader, parse_slash_stamp
-from ..base import Head, LineChunk, Output, ParseContext, Parser, TableBatch, repeated
+from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .common import (
     Snapshots,
     Stamp,
@@ -306,13 +306,42 @@ class _Layout:
             if col is not None:
                 plan.append((slot, col, conv))
         self.plan = plan
+        self._fast: Any = None
 
     def get(self, target: str) -> int:
         return self.pos.get(target, -1)
 
+    def fast_plan(self) -> Any:
+        """The compiled pass's view of this header (:class:`.fastcsv.Plan`), made once."""
+        if self._fast is None:
+            from .fastcsv import Plan
+
+            self._fast = Plan(self.n, self.units, self.plan)
+        return self._fast
+
 
 #: a block shorter than this goes through the per-line path (Arrow setup costs more)
 VECTOR_MIN_ROWS = 256
+
+
+class _ChunkLines(Sequence[str]):
+    """A chunk's lines, each decoded when asked for (most are read by the compiled pass)."""
+
+    def __init__(self, chunk: LineChunk) -> None:
+        self.chunk = chunk
+        self.n = len(chunk)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [self.chunk.line(j) for j in range(*i.indices(self.n))]
+        return self.chunk.line(i)
 
 
 class _State:
@@ -396,25 +425,28 @@ class NvidiaSmiCsv(Parser):
         if ctx.columns:
             st.layout = _Layout([c.strip().split(" [", 1)[0].lower() for c in ctx.columns])
         for chunk in chunks:
-            lines = chunk.lines
+            # a large block's lines are decoded one at a time, only where the fast path stops
+            lines: Sequence[str] = chunk.lines if len(chunk) < VECTOR_MIN_ROWS else _ChunkLines(chunk)
             first = chunk.first_line_no
             start = 0
+            pos: int | None = 0  # the byte where line ``start`` begins, while known
             # the per-line path up to the first regular row (header, banners), then whole blocks
-            # of regular rows in Arrow, the per-line path again for anything irregular
+            # of regular rows in one compiled pass, the per-line path again for anything irregular
             while start < len(lines):
                 if st.layout is not None and not st.layout.apps and len(lines) - start >= VECTOR_MIN_ROWS:
-                    done = vector_rows(self, st, chunk.arrow(), first, start)
+                    from .fastcsv import vector_rows
+
+                    done = vector_rows(st, chunk, start, pos, VECTOR_MIN_ROWS)
                     if done is not None:
-                        batch, start = done
-                        if batch is not None:
-                            yield batch
+                        batch, start, pos = done
+                        yield batch
                         continue
                 # before the header is known, one line at a time (the header switches the layout)
                 stop = min(len(lines), start + (VECTOR_MIN_ROWS if st.layout is not None else 1))
                 yield from self._rows(st, lines, first, start, stop)
-                start = stop
+                start, pos = stop, None
 
-    def _rows(self, st: _State, lines: list[str], first: int, start: int, stop: int) -> Iterator[Output]:  # noqa: C901 - 30 > 15: listed in docs/dev/README.md
+    def _rows(self, st: _State, lines: Sequence[str], first: int, start: int, stop: int) -> Iterator[Output]:  # noqa: C901 - 30 > 15: listed in docs/dev/README.md
         ctx = st.ctx
         snaps = st.snaps
         failing = st.failing
@@ -570,148 +602,3 @@ class NvidiaSmiCsv(Parser):
             mib(cell("used_mib")),
             False,
         )
-
-
-# --------------------------------------------------------------------------- the vectorised path
-
-_SLOT_TYPES = (
-    "int32",
-    "string",
-    "string",
-    "string",
-    "int64",
-    "int64",
-    "int64",
-    "int64",
-    "float64",
-    "float64",
-    "float64",
-    "float64",
-    "string",
-    "string",
-)
-_SLOT_NAMES = tuple(name for name, _ in _SAMPLE_SLOTS)
-
-
-_FAST = {
-    # converter → (cells it handles in C, how to get the number out of them)
-    "mib": (r"^[0-9]+( MiB)?$", " MiB"),
-    "integer": (r"^[0-9]+$", None),
-    "number": (r"^-?[0-9]+(\.[0-9]+)?( [A-Za-z%]+)?$", " "),
-}
-
-
-def _convert(col: Any, conv: Callable[[str], object], typ: str) -> Any:
-    """Convert a column of cells like ``conv`` does: the common shapes in C, every other distinct
-    value through ``conv`` itself."""
-    import pyarrow as _pa
-    import pyarrow.compute as _pc
-
-    pa: Any = _pa  # the stubs' overloads do not know compute on string arrays
-    pc: Any = _pc
-    atype = pa.type_for_alias(typ)
-    fast_spec = _FAST.get(getattr(conv, "__name__", ""))
-    if fast_spec is None:
-        enc = pc.dictionary_encode(col)
-        values = [conv(v) if v is not None else None for v in enc.dictionary.to_pylist()]
-        return pc.take(pa.array(values, atype), enc.indices)
-    pattern, strip = fast_spec
-    fast = pc.fill_null(pc.match_substring_regex(col, pattern), False)
-    digits = pc.if_else(fast, col, "0")
-    if strip == " MiB":
-        digits = pc.replace_substring(digits, " MiB", "")
-    elif strip == " ":
-        digits = pc.replace_substring_regex(digits, " .*$", "")
-    fast_values = pc.cast(digits, atype)
-    if pc.all(fast).as_py():
-        return fast_values
-    slow = pc.dictionary_encode(pc.if_else(fast, pa.scalar(None, col.type), col))
-    values = [conv(v) if v is not None else None for v in slow.dictionary.to_pylist()]
-    slow_values = pc.take(pa.array(values, atype), slow.indices)
-    return pc.if_else(fast, fast_values, slow_values)
-
-
-def vector_rows(
-    parser: NvidiaSmiCsv, st: _State, lines: Any, first: int, start: int
-) -> tuple[TableBatch | None, int] | None:
-    """``--query-gpu`` rows from ``lines[start:]`` in Arrow, as long as they are regular (the
-    header's field count, a ``YYYY/MM/DD HH:MM:SS.mmm`` timestamp, no error cells, a complete last
-    cell). Returns the batch and the index after the rows it took, or None when fewer than
-    :data:`VECTOR_MIN_ROWS` regular rows start here (the per-line path takes over).
-
-    Cells are converted by the same functions as the per-line path, once per distinct value, so
-    both paths give the same rows (a test checks it).
-    """
-    import numpy as np
-    import pyarrow as _pa
-    import pyarrow.compute as _pc
-
-    pa: Any = _pa  # the stubs' overloads do not know compute on string arrays
-    pc: Any = _pc
-    layout = st.layout
-    assert layout is not None
-    p_ts = layout.get("ts")
-    if p_ts < 0 or st.failing:
-        return None
-    block = lines.slice(start)
-    n = layout.n
-    parts = pc.split_pattern(block, ", ")
-    ok = pc.equal(pc.list_value_length(parts), n)
-    ok = pc.and_(ok, pc.invert(pc.match_substring(block, "[Unknown Error]")))
-    ok = pc.and_(ok, pc.invert(pc.match_substring(block, "ERR!")))
-    ok = pc.and_(ok, pc.invert(pc.ends_with(block, ",")))
-    mask = np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), dtype=bool)
-    bad = np.flatnonzero(~mask)
-    count = int(bad[0]) if bad.size else len(mask)
-    if count < VECTOR_MIN_ROWS:
-        return None
-    parts = parts.slice(0, count)
-    raw = pc.list_element(parts, p_ts)
-    # the last cell may be cut by a killed loop: it must look complete
-    last = pc.list_element(parts, n - 1)
-    unit = layout.units[-1]
-    if unit:
-        complete = pc.or_(pc.ends_with(last, unit), pc.starts_with(last, "["))
-        complete = pc.or_(complete, pc.equal(last, "N/A"))
-    else:
-        complete = pc.greater(pc.utf8_length(last), 0)
-    lens_ok = pc.and_(pc.equal(pc.utf8_length(raw), 23), pc.equal(pc.utf8_slice_codeunits(raw, 19, 20), "."))
-    good = np.asarray(
-        pc.fill_null(pc.and_(complete, lens_ok), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    bad = np.flatnonzero(~good)
-    if bad.size:
-        count = int(bad[0])
-        if count < VECTOR_MIN_ROWS:
-            return None
-        parts, raw = parts.slice(0, count), raw.slice(0, count)
-    # time: each distinct second converted once by the per-line reader, milliseconds added
-    secs = pc.dictionary_encode(pc.utf8_slice_codeunits(raw, 0, 19))
-    us = []
-    for text in secs.dictionary.to_pylist():
-        ts = st.read_stamp(text + ".000")
-        if ts is None:
-            return None
-        us.append(int(ts.timestamp() * 1_000_000))
-    base = pc.take(pa.array(us, pa.int64()), secs.indices)
-    millis = pc.cast(pc.utf8_slice_codeunits(raw, 20, 23), pa.int64())
-    ts_us = pc.add(base, pc.multiply(millis, 1000))
-    ts_arr = pc.cast(ts_us, pa.timestamp("us", tz="UTC"))
-    cols: dict[str, Any] = {
-        "line_no": pa.array(np.arange(first + start, first + start + count, dtype=np.int64)),
-        "ts": ts_arr,
-        "ts_raw": pc.cast(raw, pa.string()),
-        "ts_inferred": repeated(Inferred.ZONE, count),
-        "host": repeated(st.ctx.host, count),
-    }
-    for slot, name in enumerate(_SLOT_NAMES):
-        cols[name] = pa.nulls(count, _SLOT_TYPES[slot])
-    for slot, i, conv in layout.plan:
-        cols[_SLOT_NAMES[slot]] = _convert(pc.list_element(parts, i), conv, _SLOT_TYPES[slot])
-    table = pa.table(cols)
-    st.ctx.parsed(count)
-    last_raw = raw[count - 1].as_py()
-    st.last_raw = last_raw
-    st.last_stamp = Stamp(ts_arr[count - 1].as_py(), last_raw, Inferred.ZONE)
-    del parser
-    return TableBatch("gpu_samples", table), start + count
