@@ -36,3 +36,20 @@ def test_the_list_is_current() -> None:
     lengths = _lengths()
     stale = [k for k in LONG if lengths.get(k, 0) <= MAX_LINES]
     assert stale == [], "remove these from LONG and from docs/dev/README.md"
+
+
+def test_at_most_eight_files_outside_the_engines_name_sglang() -> None:
+    """Engines are plug-ins (issue #26): outside ``postmortem/engines/`` and the migrations, at most
+    8 files of ``postmortem/`` and ``templates/`` name SGLang (55 before the redesign)."""
+    repo = ROOT.parent
+    naming = sorted(
+        p.relative_to(repo).as_posix()
+        for top in (ROOT, repo / "templates")
+        for p in top.rglob("*")
+        if p.is_file()
+        and p.suffix in (".py", ".sql", ".j2", ".md", ".toml", ".json", ".txt")
+        and "engines" not in p.relative_to(ROOT if top == ROOT else top).parts
+        and "migrations" not in p.parts
+        and "sglang" in p.read_text(encoding="utf-8", errors="replace").lower()
+    )
+    assert len(naming) <= 8, naming

@@ -183,7 +183,7 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
 
 def _vote_names(known: set[tuple[str | None, str]], runs: list[Run]) -> None:
     """A file named after a unit systemd or the kernel name on the host: ``fallback-a.log`` and
-    ``fallback-a.service``, ``sglang-k26.log`` and ``sglang-k26.service``."""
+    ``fallback-a.service``, ``llm-k26.log`` and ``llm-k26.service``."""
     for run in runs:
         if run.journal:
             continue

@@ -3,7 +3,7 @@
 --
 -- Such a journal's entries keep monotonic_s (seconds since their boot) and ts NULL, and so do
 -- the systemd lines read from them (unit_events): a unit's start or death could not be put
--- beside anything (finding F05). A server line inside it (SGLang's prefix) carries its own
+-- beside anything (finding F05). A server line inside it (an engine's own prefix) carries its own
 -- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
 -- server lines (stamps in whole seconds are truncated: half a second on); without server
 -- lines, systemd's lines about an OOM kill the kernel dated (below). Each boot of the

@@ -285,7 +285,7 @@ def mtime_year_wrong(s: Scenario, t: Truth) -> bool:
 
 
 FINDINGS = (
-    Finding("F05", "Journals without wall-clock times do not name the recovery's unit", _no_wall),
+    Finding("F05", "A journal without any times (`-o cat`) does not name the recovery's unit", _no_wall),
     Finding(
         "F15",
         "A server started by hand right after a Description-named oneshot takes its start",
