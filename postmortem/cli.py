@@ -570,8 +570,8 @@ def build(
     for path, kills in result.minute_kills:
         typer.echo(
             f"note: {path}: {kills} OOM kill(s) dated to the minute only (dmesg -e/-H stamps); the "
-            "reports place each no earlier than its server's last line (give the journal of that boot "
-            "to date them to the second)"
+            "reports place each in its minute, no earlier than the killed server's last line when its "
+            "log is given (give the journal or syslog of that night to date them to the second)"
         )
     typer.echo(f"{result.incidents} incident(s){undated}; reports in {options.out}")
     for p in result.reports:
@@ -961,6 +961,16 @@ def _run(argv: list[str] | None, stopped: list[tuple[str, int]]) -> None:
         sys.exit(int(ExitCode.ERROR))
     except KeyboardInterrupt:
         _interrupted_exit(stopped)
+    except OverflowError as exc:
+        # a date in the logs so far off (the year 9999) that reckoning with it leaves the calendar
+        if _state["debug"]:
+            traceback.print_exc()
+        typer.echo(
+            f"Error: a time in the logs is beyond the calendar ({_first_line(exc)}): check the years "
+            "the files print (give --since/--until to leave such lines out)",
+            err=True,
+        )
+        sys.exit(int(ExitCode.ERROR))
     except OSError as exc:
         # the machine's answer (a path that is a file, no permission, a full disk), not a bug
         if _state["debug"]:

@@ -390,14 +390,24 @@ class YearInference:
         return cls(year)
 
     def year_for(self, month: int, day: int) -> int:
+        """The year of the next stamp. A step back of six months or more is New Year; a
+        December line right after a rollover (January or February) is out of order, from before
+        it, and leaves the file's course as it was; any other step forward is the same year (a
+        dmesg of a long uptime).
+
+        >>> y = YearInference(2025)
+        >>> [y.year_for(m, 1) for m in (12, 1, 12, 1, 2)]  # an out-of-order December
+        [2025, 2026, 2025, 2026, 2026]
+        >>> y = YearInference(2026)
+        >>> [y.year_for(m, 1) for m in (3, 10, 12)]  # months apart, forward
+        [2026, 2026, 2026]
+        """
         if self._last is not None:
             last_month = self._last[0]
             if month < last_month and last_month - month >= 6:
                 self._year += 1
-            elif month > last_month and month - last_month >= 6:
-                # out-of-order line from before New Year right after the rollover
-                self._last = (month, day)
-                return self._year - 1
+            elif month >= 11 and last_month <= 2 and self._year > self.base_year:
+                return self._year - 1  # (out of order: the course stays January's)
         self._last = (month, day)
         return self._year
 

@@ -224,6 +224,20 @@ def host_zones(store: Store) -> dict[str, tzinfo]:
     return zones
 
 
+def _anchor_boots(store: Store) -> None:
+    """Rows in seconds since boot take their wall-clock time: a journal without one from the
+    server lines it carries (first: its kernel lines then date a dmesg of the same boot), then
+    kernel rows from a boot anchor (scripts of several statements; rows in Parquet parts are
+    made native first, as the scripts update them)."""
+    pending = [int(r[0]) for r in store.fetchall(named_sql("anchor_journal_pending"))]
+    if pending:
+        materialize(store, pending, tables=("journal_entries", "kernel_messages"))
+        store.execute(named_sql("anchor_journal"))
+    if store.fetchall(named_sql("anchor_pending")):
+        materialize(store, tables=("kernel_messages",))
+        store.execute(named_sql("anchor_monotonic"))
+
+
 def _anchor_minutes(store: Store) -> None:
     """dmesg -e/-H rows, dated to the minute, take their seconds from systemd's kill lines."""
     if store.fetchall(named_sql("anchor_minutes_pending")):
@@ -249,17 +263,7 @@ def rebuild(
     incidents are analysed). ``templates``: the user's template directories (a rule's words,
     stored with its recommendation, come from them first)."""
     with store.transaction():
-        # boot-relative kernel rows get their wall-clock time once a boot anchor is known
-        # (a script of several statements)
-        if store.fetchall(named_sql("anchor_pending")):
-            # (it updates kernel_messages: rows in Parquet parts are made native first)
-            materialize(store, tables=("kernel_messages",))
-            store.execute(named_sql("anchor_monotonic"))
-        # a journal without wall-clock times takes them from the server lines it carries
-        pending = [int(r[0]) for r in store.fetchall(named_sql("anchor_journal_pending"))]
-        if pending:
-            materialize(store, pending, tables=("journal_entries", "kernel_messages"))
-            store.execute(named_sql("anchor_journal"))
+        _anchor_boots(store)
         # a container's cgroup scope (its start, its OOM kill) is the container its lines name
         store.execute(named_sql("container_units"))
         # … and a pod's container known by its cgroup alone takes its Kubernetes name

@@ -148,7 +148,7 @@ def _after(e: dict[str, Any], m: dict[str, Any]) -> bool:
 def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
-    on writing (a oneshot, a timer's job) ran something else."""
+    on writing (a oneshot, a timer's job), or started after it began, ran something else."""
     for run in runs:
         starts: list[tuple[float, str]] = []
         ends: list[tuple[float, str, str]] = []
@@ -156,6 +156,7 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
         mine = [
             m for m in marks if not str(m["unit"]).endswith(_NOT_SERVERS) and _same_host(m["host"], run.host)
         ]
+        began = {str(m["unit"]) for m in mine if m["mark"] == "start" and m["ts"] > run.first_ts + SLACK}
         for m in mine:
             unit, ts = str(m["unit"]), m["ts"]
             if m["mark"] == "start" and run.first_ts - START_BEFORE <= ts <= run.first_ts + SLACK:
@@ -165,7 +166,8 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
                 ):
                     starts.append(((run.first_ts - ts).total_seconds(), unit))  # (not ended before it began)
             elif m["mark"] == "end" and run.last_ts - SLACK <= ts <= run.last_ts + END_AFTER:
-                ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
+                if unit not in began or ts > run.last_ts + SLACK:  # (not started while it ran)
+                    ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
             elif m["mark"] == "end" and run.first_ts + SLACK < ts < run.last_ts - SLACK:
                 inside.add(unit)
         if starts:
@@ -179,6 +181,19 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             for gap, unit, action in sorted(ends):
                 kind = "end" if gap <= near else "end~"
                 run.vote(unit, kind, f"{unit} ended ({action}) {gap:.0f} s after the server's last line")
+
+
+def _oneshots_named(store: Store, marks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Marks under a oneshot's Description renamed to its unit, when its own lines bracket the
+    unit's end (``oneshot_descriptions.sql``): "Starting Rotate log files..." is
+    logrotate.service's start, neither a server's start nor a Description to learn."""
+    names = {str(r["description"]): str(r["unit"]) for r in run_named_dicts(store, "oneshot_descriptions")}
+    if not names:
+        return marks
+    return [
+        {**m, "unit": names[m["unit"]], "description": None} if m["unit"] in names and m["description"] else m
+        for m in marks
+    ]
 
 
 def _vote_names(known: set[tuple[str | None, str]], runs: list[Run]) -> None:
@@ -338,7 +353,7 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
     runs = [r for r in _runs(store, host) if timed or not r.journal]
     if not runs and not timed:
         return []
-    marks = run_named_dicts(store, "unit_marks")
+    marks = _oneshots_named(store, run_named_dicts(store, "unit_marks"))
     known = {(r["host"], str(r["unit"])) for r in run_named_dicts(store, "unit_known")}
     _vote_pids(store, runs, timed)
     if timed:

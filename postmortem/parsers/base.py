@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from ..timeutil import UTC, BootAnchors, ForwardLocalizer, YearInference
@@ -280,29 +280,28 @@ class ParseContext:
         return (self.source_id << 32) | line_no
 
     def year_inference(self, first_month: int | None = None, first_day: int = 15) -> YearInference:
-        """Year for year-less stamps: ``--year``, else the year of ``--since`` (the one that puts
-        the first line nearest it: a file that begins on Dec 29 with ``--since`` on Jan 1 began
-        the year before), else mtime (the choice is noted on the source: a wrong year is the
-        first thing to check).
+        """Year for year-less stamps: ``--year``, else the year of ``--since`` — unless that puts
+        the first line over half a year after it (a file that begins on Dec 29 read with
+        ``--since`` on Jan 1 began the year before) or over half a year before it while the next
+        year puts it within a month after (``--since`` on Dec 31, a file from Jan 1) — else
+        mtime (the choice is noted on the source: a wrong year is the first thing to check).
 
         >>> from datetime import datetime
-        >>> ctx = ParseContext(since=datetime(2026, 1, 1, 1, tzinfo=UTC))
-        >>> [ctx.year_inference(m, d).base_year for m, d in ((12, 29), (1, 1), (3, 1))]
-        [2025, 2026, 2026]
+        >>> jan1 = ParseContext(since=datetime(2026, 1, 1, 1, tzinfo=UTC))
+        >>> [jan1.year_inference(m, d).base_year for m, d in ((12, 29), (1, 1), (3, 1), (4, 31), (13, 1))]
+        [2025, 2026, 2026, 2026, 2026]
+        >>> nov28 = ParseContext(since=datetime(2026, 11, 28, tzinfo=UTC))
+        >>> dec31 = ParseContext(since=datetime(2026, 12, 31, 23, tzinfo=UTC))
+        >>> nov28.year_inference(5, 28).base_year, dec31.year_inference(1, 1).base_year
+        (2026, 2027)
         """
         if self.year is not None:
             years, why = YearInference(self.year), "--year"
         elif self.since is not None:
-            local = self.since.astimezone(self.zone)
+            local = self.since.astimezone(self.zone).replace(tzinfo=None)
             year = local.year
-            if first_month is not None:
-                naive = local.replace(tzinfo=None)
-
-                def gap(y: int) -> float:
-                    day = min(first_day, 28) if first_month == 2 else first_day
-                    return abs((datetime(y, first_month, day) - naive).total_seconds())  # noqa: DTZ001
-
-                year = min((year - 1, year, year + 1), key=gap)
+            if first_month is not None and 1 <= first_month <= 12:
+                year = _year_near(local, first_month, first_day)
             why = (
                 "the year of --since" if year == local.year else "--since (the first line is nearest it then)"
             )
@@ -313,6 +312,21 @@ class ParseContext:
             why = "the file's modification time (give --year if the file was copied)"
         self.note(f"year-less stamps: the first line's year, {years.base_year}, is from {why}")
         return years
+
+
+def _year_near(since: datetime, month: int, day: int) -> int:
+    """The year of a year-less first line (month, day) read with ``--since`` (naive local)."""
+    half = timedelta(days=183)
+
+    def at(y: int) -> datetime:
+        return datetime(y, month, min(max(day, 1), 28))  # noqa: DTZ001 - (local, like since)
+
+    y = since.year
+    if at(y) > since + half:
+        return y - 1
+    if at(y) < since - half and at(y + 1) <= since + timedelta(days=31):
+        return y + 1
+    return y
 
 
 InputKind = Literal["lines", "bytes"]

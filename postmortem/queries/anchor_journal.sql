@@ -6,21 +6,22 @@
 -- beside anything (finding F05). A server line inside it (an engine's own prefix) carries its own
 -- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
 -- server lines (stamps in whole seconds are truncated: half a second on); without server
--- lines, systemd's lines about an OOM kill the kernel dated (below). Each boot of the
--- source (monotonic_s falls back at a reboot) is anchored by its own lines. Every entry of an
--- anchored boot takes ts = boot + monotonic_s (ts_inferred = 'boot'), and the rows read from
+-- lines, systemd's lines about an OOM kill the kernel dated (below). Each boot of the source
+-- (monotonic_s falls back by more than 5 s at a reboot; less is two files' lines merged) is
+-- anchored by its own lines. Every entry of an anchored boot takes ts = boot + monotonic_s
+-- (ts_inferred = 'boot'), and the rows read from
 -- those entries (unit_events, kernel_messages, oom_kills, gpu_xids) take their entry's time.
 -- Rows that have a ts are never changed; no parameters; idempotent.
 
 CREATE OR REPLACE TEMP TABLE anchor_journal_entries AS
 SELECT source_id, line_no, monotonic_s,
-       sum(CASE WHEN monotonic_s < prev THEN 1 ELSE 0 END)
+       sum(CASE WHEN monotonic_s < prev - 5 THEN 1 ELSE 0 END)  -- (not a merge's jitter)
            OVER (PARTITION BY source_id ORDER BY line_no) AS boot_seq
 FROM (
     SELECT source_id, line_no, monotonic_s,
            lag(monotonic_s) OVER (PARTITION BY source_id ORDER BY line_no) AS prev
     FROM journal_entries
-    WHERE ts IS NULL AND monotonic_s IS NOT NULL
+    WHERE ts IS NULL AND monotonic_s IS NOT NULL AND monotonic_s BETWEEN 0 AND 3.2e9  -- (a century)
 );
 
 CREATE OR REPLACE TEMP TABLE anchor_journal_boots AS
@@ -93,10 +94,12 @@ UPDATE gpu_xids AS x SET ts = a.ts, ts_inferred = 'boot'
 FROM anchor_journal_times AS a
 WHERE x.ts IS NULL AND x.source_id = a.source_id AND x.line_no = a.line_no;
 
--- the source's span, now that its entries have times
+-- the source's span, now that its entries have times, and no more "no boot time known" note
 UPDATE sources AS s
 SET first_ts = least(coalesce(s.first_ts, t.first_ts), t.first_ts),
-    last_ts = greatest(coalesce(s.last_ts, t.last_ts), t.last_ts)
+    last_ts = greatest(coalesce(s.last_ts, t.last_ts), t.last_ts),
+    notes = nullif(trim(regexp_replace(coalesce(s.notes, ''),
+                   'boot-relative kernel stamps and no boot time known[^;]*(; )?', ''), '; '), '')
 FROM (
     SELECT source_id, min(ts) AS first_ts, max(ts) AS last_ts
     FROM anchor_journal_times

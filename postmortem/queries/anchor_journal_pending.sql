@@ -6,6 +6,8 @@ FROM journal_entries AS j
 WHERE j.ts IS NULL AND j.monotonic_s IS NOT NULL
   AND (EXISTS (SELECT 1 FROM server_stats AS s
                WHERE s.source_id = j.source_id AND s.line_no = j.line_no AND s.ts IS NOT NULL)
+       OR EXISTS (SELECT 1 FROM server_events AS s
+                  WHERE s.source_id = j.source_id AND s.line_no = j.line_no AND s.ts IS NOT NULL)
        OR EXISTS (SELECT 1 FROM unit_events AS u
                   JOIN oom_kills AS o ON o.unit = u.unit AND o.ts IS NOT NULL
                   WHERE u.source_id = j.source_id AND u.line_no = j.line_no AND u.ts IS NULL

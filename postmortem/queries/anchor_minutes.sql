@@ -6,8 +6,8 @@
 -- amount u, under 60 s, and u + (the minute's last row - its start) < 60 s.
 -- systemd logs its lines about an OOM kill ("A process of this unit has been killed by the OOM
 -- killer.", "Main process exited, code=killed") within about a second of it: for each minute of
--- a source holding an OOM kill of a unit, the earliest such line of the same unit and host at
--- most 62 s after the kill's row gives u (kept within 0 … the room the minute leaves), and the
+-- a source holding an OOM kill of a unit, the earliest such line of the same unit and host in
+-- that minute (or 2 s after it) gives u (kept within the room the minute leaves), and the
 -- minute's rows move by it, ts_inferred = 'witness'. A kill that names no unit (a host OOM on
 -- an old kernel) takes such lines only when a single unit logged them in that span.
 -- Minutes no such line dates stay as they are ('minute'). No parameters; idempotent.
@@ -25,7 +25,7 @@ pairs AS (
     FROM kills AS k
     JOIN unit_events AS e
       ON e.ts IS NOT NULL
-     AND e.ts >= k.ts - INTERVAL 1 SECOND AND e.ts <= k.ts + INTERVAL 62 SECOND
+     AND e.ts >= k.minute AND e.ts <= k.minute + INTERVAL 62 SECOND
      AND (k.host IS NULL OR e.host IS NULL OR k.host = e.host)
      AND (e.unit = k.unit OR k.unit IS NULL)
      AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
@@ -33,13 +33,15 @@ pairs AS (
 ),
 room AS (
     SELECT source_id, host, date_trunc('minute', ts) AS minute,
+           epoch_us(min(ts)) - epoch_us(date_trunc('minute', ts)) AS first_us,
            epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
     FROM kernel_messages
     WHERE ts_inferred = 'minute'
     GROUP BY source_id, host, date_trunc('minute', ts)
 )
+-- (a minute moved up to its server's last line before may move back, never out of its minute)
 SELECT p.source_id, p.host, p.minute,
-       greatest(0, least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
+       greatest(-coalesce(r.first_us, 0), least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
 FROM pairs AS p
 LEFT JOIN room AS r
   ON r.source_id = p.source_id AND r.host IS NOT DISTINCT FROM p.host AND r.minute = p.minute
@@ -64,7 +66,8 @@ WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT D
   AND date_trunc('minute', x.ts) = a.minute;
 
 -- A minute no systemd line dates: the killed unit's server was still alive at its last line in
--- that minute after the kill's row, so the kill was no earlier: the minute's rows move up to
+-- that minute after the kill's row (before any start of the unit again), so the kill was no
+-- earlier: the minute's rows move up to
 -- that line (a lower bound; they stay 'minute', and once moved no line is after the kill, so a
 -- second run changes nothing).
 CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
@@ -78,12 +81,24 @@ alive AS (
     UNION ALL
     SELECT unit, host, ts FROM server_events WHERE unit IS NOT NULL AND ts IS NOT NULL
 ),
+restarts AS (
+    SELECT unit, host, ts FROM server_configs WHERE unit IS NOT NULL AND ts IS NOT NULL
+    UNION ALL
+    SELECT unit, host, ts FROM unit_events
+    WHERE unit IS NOT NULL AND ts IS NOT NULL AND action IN ('starting', 'started')
+),
 pairs AS (
     SELECT k.source_id, k.host, k.minute, max(epoch_us(l.ts) - epoch_us(k.ts)) AS shift_us
     FROM kills AS k
     JOIN alive AS l
       ON l.unit = k.unit AND l.ts > k.ts AND l.ts < k.minute + INTERVAL 60 SECOND
      AND (k.host IS NULL OR l.host IS NULL OR k.host = l.host)
+    -- the killed run's lines, not those of a server started again after it
+    WHERE NOT EXISTS (
+        SELECT 1 FROM restarts AS r
+        WHERE r.unit = k.unit AND (k.host IS NULL OR r.host IS NULL OR r.host = k.host)
+          AND r.ts > k.ts AND r.ts <= l.ts
+    )
     GROUP BY k.source_id, k.host, k.minute
 ),
 room AS (
@@ -118,3 +133,14 @@ WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT D
   AND date_trunc('minute', x.ts) = a.minute;
 
 DROP TABLE anchor_minute_shifts;
+
+-- the spans of the sources dated so
+UPDATE sources AS s
+SET first_ts = k.first_ts, last_ts = k.last_ts
+FROM (
+    SELECT source_id, min(ts) AS first_ts, max(ts) AS last_ts
+    FROM kernel_messages
+    WHERE source_id IN (SELECT DISTINCT source_id FROM kernel_messages WHERE ts_inferred IN ('minute', 'witness'))
+    GROUP BY source_id
+) AS k
+WHERE s.source_id = k.source_id AND k.first_ts IS NOT NULL;

@@ -108,19 +108,29 @@ class Reltime:
         m = _DELTA.match(line, pos)
         if m is not None:
             raw = m.group(1)
-            if self._minute is None:
+            delta = float(raw)
+            if self._minute is None or delta >= 60:
+                # (a delta is printed only within a minute: a longer one is a damaged file, and
+                # the lines after it wait for the next minute)
+                self._minute = None
                 return None, "+" + raw, None, None, level, m.end()
-            self._us += round(float(raw) * 1_000_000)
-            try:
-                ts = self._minute + timedelta(microseconds=self._us)
-            except OverflowError:  # (deltas summed past the year 9999: a damaged file)
-                return None, "+" + raw, None, None, level, m.end()
-            return ts, "+" + raw, Inferred.MINUTE, None, level, m.end()
+            self._us += round(delta * 1_000_000)
+            return (
+                self._minute + timedelta(microseconds=self._us),
+                "+" + raw,
+                Inferred.MINUTE,
+                None,
+                level,
+                m.end(),
+            )
         m = _MINUTE.match(line, pos)
         month = month_number(m.group(1)) if m is not None else None
         if m is None or month is None:
             return None
         day, hour, minute = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        self._minute = None  # (no such minute: the deltas after it are undated too)
+        if not 1 <= day <= 31:
+            return None
         if self._years is None:
             self._years = self._ctx.year_inference(month, day)
         try:

@@ -21,6 +21,9 @@ from ...timeutil import Inferred, boot_relative, pick_boot
 from ..base import Output, ParseContext, TableBatch
 from .oom import OomAssembler
 
+#: seconds since boot beyond any uptime (a century): such a stamp is damaged, not a time
+MAX_UPTIME_S = 100 * 365.25 * 86400
+
 # "[  517.923918] " at the start of a kernel message copied by klogd/imklog into syslog,
 # optionally followed by a caller id ("[    T1234] ", CONFIG_PRINTK_CALLER)
 _INNER_STAMP = re.compile(r"\[\s*(\d+\.\d+)\](?: ?\[\s*[TC]\d+\])? ?")
@@ -242,6 +245,8 @@ class KernelStream:
     ) -> list[Output]:
         """One decoded record whose text lines (``(physical line_no, text)``) are given; returns
         its ``KernelMessage`` followed by the records it completes."""
+        if monotonic_s is not None and not 0 <= monotonic_s < MAX_UPTIME_S:
+            monotonic_s = None  # (no host has been up that long: a damaged stamp dates nothing)
         if ts is None and monotonic_s is not None:
             key = (boot_id, host)
             boot = self._boots[key] if key in self._boots else self._boot(key)
@@ -298,7 +303,11 @@ class KernelStream:
             if last is None:
                 self._boots[key] = None
                 return None
-            not_after -= timedelta(seconds=last)
+            try:
+                not_after -= timedelta(seconds=last)
+            except OverflowError:  # (a stamp of millions of years: a damaged file)
+                self._boots[key] = None
+                return None
         boot = self._boots[key] = pick_boot(
             ctx.anchors, ctx.boot_time, boot_id=key[0], host=key[1], not_after=not_after
         )
