@@ -89,8 +89,10 @@ def test_hostile_lines_are_inert_and_secrets_redacted(cli: Any, tmp_path: Path) 
     assert "hunter2" not in text
     assert "[REDACTED]" in text
     # link syntax is escaped outside code blocks: no unescaped "](" before the URL
-    assert not re.search(r"(?<!\\)\]\(http://evil\.example", prose)
-    assert "\\[click\\](http://evil.example/x)" in prose
+    assert not re.search(r"(?<!\\)\]\(`?http://evil\.example", prose)
+    # … and the bare address is a code span, which GitHub and GitLab never make a link
+    assert "\\[click\\](`http://evil.example/x)`" in prose
+    assert not re.search(r"(?<!`)http://evil\.example", prose)
     assert _fences_balanced(text)
     assert _table_rows_consistent(text)
 

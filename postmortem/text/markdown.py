@@ -62,6 +62,11 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# a bare web address: GitHub and GitLab link one (GFM's extended autolinks) even with every
+# Markdown character escaped; inside a code span nothing is linked, so it is shown as one
+_BARE_URL = re.compile(r"(?i)(?<![\w.-])(?:https?://|www\.)[^\s<>&\"'`|\\\[\]]+")
+
+
 def _spans(text: str) -> list[tuple[bool, str]]:
     """``text`` cut into (is code, part): a pair of backticks around text without one is a code
     span, whatever wrote it — inside one nothing is markup (no HTML, link, emphasis or mention
@@ -70,10 +75,28 @@ def _spans(text: str) -> list[tuple[bool, str]]:
     pos = 0
     for m in _CODE_SPAN.finditer(text):
         if m.start() > pos:
-            out.append((False, text[pos : m.start()]))
+            out += _urls(text[pos : m.start()])
         out.append((True, m.group(0)))
         pos = m.end()
     if pos < len(text):
+        out += _urls(text[pos:])
+    return out
+
+
+def _urls(text: str) -> list[tuple[bool, str]]:
+    """Plain ``text`` with each bare web address made a code span (never a link).
+
+    >>> _urls("see http://evil.example/x?a=1 now")
+    [(False, 'see '), (True, '`http://evil.example/x?a=1`'), (False, ' now')]
+    """
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _BARE_URL.finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, f"`{m.group(0)}`"))
+        pos = m.end()
+    if pos < len(text) or not out:
         out.append((False, text[pos:]))
     return out
 
