@@ -590,6 +590,10 @@ def incident_report(
         zone=zone_name(zone),
         kill_utc=utc_text(inc.ts),
         kill_local=local_text(inc.ts, zone),
+        kill_minute_only=any(
+            e.kind == "oom_kill" and e.raw.get("ts_inferred") == "minute" and e.ts == inc.ts
+            for e in inc.evidence
+        ),
         cause=inc.cause,
         cause_label=CAUSE_LABELS.get(inc.cause, inc.cause),
         cause_words=cause_phrase(inc.cause, _noun(inc, facts)),

@@ -286,6 +286,8 @@ class IncidentReport:
     zone: str
     kill_utc: str
     kill_local: str
+    #: the kill is known to the minute only (dmesg -e/-H stamps nothing else dated)
+    kill_minute_only: bool
     cause: str
     cause_label: str
     cause_words: str
