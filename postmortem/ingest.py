@@ -190,17 +190,13 @@ def ingest_into(db: str, paths: list[str], options: IngestOptions, *, wait: floa
     with expand_bundles(paths, options) as expanded:
         if not expanded.results:
             known = fileindex.lookup(
-                # a format, a host, a zone or a year named on the command line may not be the
-                # one a file was read with: only the store can say
+                # a format, a host or a year named on the command line may not be the one a
+                # file was read with: only the store can say; a zone, the index knows
                 db,
                 expanded.inputs,
-                lambda inp: (
-                    _forced(inp, options) is None
-                    and options.host is None
-                    and options.year is None
-                    and not options.zone_from_user()
-                ),
+                lambda inp: _forced(inp, options) is None and options.host is None and options.year is None,
                 read_limits(options),
+                zone=zone_name(options.zone) if options.zone_from_user() else None,
             )
             if known is not None and _skipped_roots_known(known):
                 summary = _known_summary(known)

@@ -244,3 +244,21 @@ def test_a_store_named_through_a_symlink(
     assert opened == []
     Store.open(link).close()  # a writer through the link deletes the real store's index
     assert not fileindex.index_path(real).exists()
+
+
+def test_a_tz_naming_the_zone_a_file_was_read_in_is_answered_by_the_index(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Users pass --tz every time: the same zone again needs no store, another zone is the
+    store's to decide (the file is read again in it)."""
+    log = tmp_path / "server.log"
+    log.write_text("[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8, port=30000)\n")
+    db = tmp_path / "pm.duckdb"
+    assert cli("ingest", "--db", db, "--tz", "Europe/Berlin", log).code == 0
+    opened = _spy(monkeypatch)
+    again = cli("ingest", "--db", db, "--tz", "Europe/Berlin", log)
+    assert again.code == 0 and "unchanged" in again.out
+    assert opened == []  # the index answered
+    other = cli("ingest", "--db", db, "--tz", "UTC", log)
+    assert other.code == 0 and "replaced" in other.out
+    assert opened != []

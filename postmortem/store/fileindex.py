@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .db import Store
 
 #: the index's own format (a file of another format is ignored)
-FORMAT = 3  # 3: "damaged" (archives stored up to their damage)
+FORMAT = 4  # 3: "damaged" (archives stored up to their damage); 4: "zones" (each file's zone)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
@@ -133,7 +133,7 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: L
     try:
         store.execute("CHECKPOINT")
         rows = store.fetchall(
-            "SELECT path, source_id, file_size, epoch_us(file_mtime), notes FROM sources "
+            "SELECT path, source_id, file_size, epoch_us(file_mtime), notes, tz FROM sources "
             "WHERE status = 'complete' "
             "QUALIFY row_number() OVER (PARTITION BY path ORDER BY source_id DESC) = 1"
         )
@@ -155,9 +155,11 @@ def write(store: Store, skipped: Iterable[tuple[InputFile, str]] = (), limits: L
             "store": ident,
             # the newest complete source of each path, as ingest looks it up (stdin and merged
             # sources have no file size or mtime: null, never unchanged)
-            "files": {str(p): [int(sid), size, us] for p, sid, size, us, _n in rows},
+            "files": {str(p): [int(sid), size, us] for p, sid, size, us, _n, _tz in rows},
             # a stored archive that ended in damage: "unchanged" says so again
-            "damaged": {str(p): d for p, _s, _z, _u, n in rows if (d := damage_in(n))},
+            "damaged": {str(p): d for p, _s, _z, _u, n, _tz in rows if (d := damage_in(n))},
+            # the zone each was read in: a --tz naming it again changes nothing
+            "zones": {str(p): tz for p, _s, _z, _u, _n, tz in rows if tz},
             "skipped": skips,
             "skipped_under": {"limits": list(limits or ()), "detectors": _detectors() if skips else ""},
         }
@@ -196,6 +198,7 @@ def lookup(
     inputs: Sequence[InputFile],
     may_skip: Callable[[InputFile], bool],
     limits: Limits,
+    zone: str | None = None,
 ) -> Known | None:
     """What the index knows of every one of ``inputs``, or None when it cannot vouch for all.
 
@@ -203,7 +206,8 @@ def lookup(
     mtime to the microsecond. Skipped again: a file skipped for its content with the same path,
     size, mtime, inode and ctime, under the same read ``limits`` and format detectors, and
     ``may_skip(input)`` (no format forced on it now — nor on a stored file: only the store
-    knows the format it was read in)."""
+    knows the format it was read in). ``zone``: the zone named on the command line; a stored
+    file read in another one is not vouched for."""
     path = os.fspath(db)
     if not inputs or path == ":memory:":
         return None
@@ -214,6 +218,9 @@ def lookup(
     damaged = doc.get("damaged")
     if not isinstance(damaged, dict):
         damaged = {}
+    zones = doc.get("zones")
+    if not isinstance(zones, dict):
+        zones = {}
     known = Known()
     skipped_again = _SkippedAgain(doc, may_skip, limits)
     for inp in inputs:
@@ -233,6 +240,10 @@ def lookup(
             return None
         if entry[1] != inp.size or entry[2] != _us(inp.mtime) or not may_skip(inp):
             return None  # a format forced now may not be the one it was read in: the store says
+        if zone is not None and zone != (
+            zones.get(inp.key) if entry is files.get(inp.key) else zones.get(inp.display)
+        ):
+            return None  # read in another zone than the one named now: the store says what to do
         known.unchanged.append((inp, entry[0]))
         damage = damaged.get(inp.key) if entry is files.get(inp.key) else damaged.get(inp.display)
         if isinstance(damage, str):
