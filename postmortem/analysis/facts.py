@@ -289,13 +289,34 @@ def kill_second_end(kill: datetime) -> datetime:
     return kill + timedelta(microseconds=999_999) if kill.microsecond == 0 else kill
 
 
+def kill_bound(incident: Incident, kill: datetime) -> datetime:
+    """The last instant the kill may have been, from every record of it: a kill dated through a
+    boot anchor (half a second on from whole-second stamps) that another source stamps in whole
+    seconds happened somewhere in that second.
+
+    >>> from datetime import UTC
+    >>> from .model import Evidence
+    >>> t = datetime(2026, 9, 24, 20, 34, 23, tzinfo=UTC)
+    >>> inc = Incident(1, "h", t + timedelta(microseconds=500049), "a.service", "host_oom", 0.9)
+    >>> inc.evidence = [Evidence("oom_kill", t, 1, 39, "k", "h"), Evidence("oom_kill", inc.ts, 3, 42, "k", "h")]
+    >>> kill_bound(inc, inc.ts).isoformat()
+    '2026-09-24T20:34:23.999999+00:00'
+    """
+    ends = [
+        kill_second_end(e.ts)
+        for e in incident.evidence
+        if e.kind == "oom_kill" and e.ts is not None and abs((e.ts - kill).total_seconds()) < 1
+    ]
+    return max([kill_second_end(kill), *ends])
+
+
 def _last_batch(store: Store, incident: Incident, kill: datetime) -> dict[str, Any] | None:
     """The killed run's last statistics line up to the kill."""
     run_start = incident.killed_load.start_ts if incident.killed_load is not None else None
     p = {
         "unit": incident.unit,
         "source": incident.server_source,
-        "before": kill_second_end(kill),
+        "before": kill_bound(incident, kill),
         "host": incident.host,
         "since": run_start,
     }
