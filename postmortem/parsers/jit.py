@@ -114,6 +114,18 @@ def digits(buf: U8, pos: int, count: int) -> int:
 
 
 @kernel
+def word_at(buf: U8, pos: int, end: int, word: U8) -> bool:
+    """Whether the bytes ``word`` stand at ``pos`` (and end by ``end``)."""
+    n = len(word)
+    if end - pos < n:
+        return False
+    for k in range(n):  # noqa: SIM110 - compiled: a plain loop
+        if buf[U(pos + k)] != word[U(k)]:
+            return False
+    return True
+
+
+@kernel
 def gather_spans(buf: U8, starts: I64, ends: I64, cut_at: int, cut_len: int) -> tuple[I64, U8]:
     """The byte spans ``buf[starts[i]:ends[i]]`` as one contiguous buffer with Arrow
     ``large_string`` offsets; with ``cut_at >= 0`` each span leaves out its ``cut_len`` bytes

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...parsers.jit import I64, U8, U, digits, kernel, wall_clock
+from ...parsers.jit import I64, U8, U, digits, kernel, wall_clock, word_at
 
 OTHER, DECODE, PREFILL, ACCESS = 0, 1, 2, 3
 INT, FLOAT, BOOL = 0, 1, 2
@@ -47,17 +47,6 @@ def key_table(keys: dict[str, int], kinds: list[int]) -> tuple[U8, I64, I64, I64
     offs = np.cumsum([0, *(len(k.encode()) for k in names)]).astype(np.int64)
     cols = np.array([keys[k] for k in names], dtype=np.int64)
     return data, offs, cols, np.array(kinds, dtype=np.int64)
-
-
-@kernel
-def _at(buf: U8, pos: int, end: int, word: U8) -> bool:
-    n = len(word)
-    if end - pos < n:
-        return False
-    for k in range(n):  # noqa: SIM110 - compiled: a plain loop
-        if buf[U(pos + k)] != word[U(k)]:
-            return False
-    return True
 
 
 @kernel
@@ -220,10 +209,10 @@ def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool: 
         if buf[U(x)] < 65 or buf[U(x)] > 90:
             return False
     a, b = bounds[U(6)], bounds[U(7)]
-    if _at(buf, a, b, _HEALTH):
+    if word_at(buf, a, b, _HEALTH):
         return False
     a, b = bounds[U(8)], bounds[U(9)]  # HTTP/1.1"
-    if b - a < 7 or not _at(buf, a, b, _HTTP) or buf[U(b - 1)] != 34:
+    if b - a < 7 or not word_at(buf, a, b, _HTTP) or buf[U(b - 1)] != 34:
         return False
     for x in range(a + 5, b - 1):
         if not (48 <= buf[U(x)] <= 57 or buf[U(x)] == 46):
@@ -397,13 +386,13 @@ def scan(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
             continue
         at = s + close + 2
         k = 0
-        if _at(buf, at, e, decode):
+        if word_at(buf, at, e, decode):
             hlen = 12
             k = 1
-        elif _at(buf, at, e, prefill):
+        elif word_at(buf, at, e, prefill):
             hlen = 13
             k = 2
-        elif _at(buf, at, e, info):
+        elif word_at(buf, at, e, info):
             k = 3
         else:
             continue

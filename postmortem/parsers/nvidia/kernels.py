@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date
+from ..jit import I64, U8, U, days_from_civil, digits, kernel, valid_date, word_at
 
 # what a stored cell holds, after the per-line converter of its field
 INT, MIB, NUM, TEXT, BUS, DRIVER = 1, 2, 3, 4, 5, 6
@@ -43,17 +43,6 @@ _NVML = np.frombuffer(b"NVML", dtype=np.uint8)
 _WORDS = [b"ERR!", b"Unknown Error", b"Not Found", b"Not Supported"]
 _WORD_BYTES = np.frombuffer(b"".join(_WORDS), dtype=np.uint8)
 _WORD_OFFS = np.cumsum([0, *(len(w) for w in _WORDS)]).astype(np.int64)
-
-
-@kernel
-def _at(buf: U8, pos: int, end: int, word: U8) -> bool:
-    n = len(word)
-    if end - pos < n:
-        return False
-    for k in range(n):  # noqa: SIM110 - compiled: a plain loop
-        if buf[U(pos + k)] != word[U(k)]:
-            return False
-    return True
 
 
 @kernel
@@ -88,7 +77,7 @@ def _null_token(buf: U8, s: int, e: int) -> bool:
         return True
     if e - s == 1 and buf[U(s)] == 45:
         return True
-    if e - s == 3 and _at(buf, s, e, _NA):
+    if e - s == 3 and word_at(buf, s, e, _NA):
         return True
     return bool(buf[U(s)] == 91 and buf[U(e - 1)] == 93)
 
@@ -108,11 +97,11 @@ def _int_cell(buf: U8, s: int, e: int, longest: int) -> tuple[int, int]:
 def _mib_cell(buf: U8, s: int, e: int) -> tuple[int, int]:
     """``mib``: ``123``, ``123 MiB``, ``123MiB``, ``123 MB`` → 123; anything else → None."""
     s, e = _strip(buf, s, e)
-    if e - 3 >= s and _at(buf, e - 3, e, _MIB):
+    if e - 3 >= s and word_at(buf, e - 3, e, _MIB):
         e -= 3
         while e > s and buf[U(e - 1)] == 32:
             e -= 1
-    elif e - 3 >= s and _at(buf, e - 3, e, _MB):
+    elif e - 3 >= s and word_at(buf, e - 3, e, _MB):
         e -= 3
     if not _all_digits(buf, s, e):
         return NULL, 0
@@ -226,7 +215,7 @@ def _driver_cell(buf: U8, s: int, e: int) -> tuple[int, int, int]:
 @kernel
 def _has(buf: U8, s: int, e: int, word: U8) -> bool:
     for p in range(s, e - len(word) + 1):  # noqa: SIM110 - compiled: a plain loop
-        if _at(buf, p, e, word):
+        if word_at(buf, p, e, word):
             return True
     return False
 
@@ -270,8 +259,8 @@ def _line(buf: U8, s: int, cs: I64, ce: I64) -> tuple[int, bool]:
         if (
             b < 32
             or b > 126
-            or (b == 69 and _at(buf, p, end, _ERR))
-            or (b == 91 and _at(buf, p, end, _UNKNOWN))
+            or (b == 69 and word_at(buf, p, end, _ERR))
+            or (b == 91 and word_at(buf, p, end, _UNKNOWN))
         ):
             return p, False
         if b == 44 and p + 1 < end and buf[U(p + 1)] == 32:
@@ -294,7 +283,7 @@ def _last_ok(buf: U8, s: int, e: int, unit: U8) -> bool:
     without a unit is complete whenever it is not empty, which the row's bytes ensure)."""
     if len(unit) == 0:
         return True
-    if e - len(unit) >= s and _at(buf, e - len(unit), e, unit):
+    if e - len(unit) >= s and word_at(buf, e - len(unit), e, unit):
         return True
     s, e = _strip(buf, s, e)
     return _null_token(buf, s, e)
