@@ -12,17 +12,27 @@
 -- an old kernel) takes such lines only when a single unit logged them in that span.
 -- Minutes no such line dates stay as they are ('minute'). No parameters; idempotent.
 
+-- the minutes that hold a kill, and how much room each leaves (its first and last row's offset)
+CREATE OR REPLACE TEMP TABLE anchor_minute_kills AS
+SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
+FROM oom_kills
+WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND coalesce(unit, '') NOT LIKE '%.slice';
+
+CREATE OR REPLACE TEMP TABLE anchor_minute_room AS
+SELECT source_id, host, date_trunc('minute', ts) AS minute,
+       epoch_us(min(ts)) - epoch_us(date_trunc('minute', ts)) AS first_us,
+       epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
+FROM kernel_messages
+WHERE ts_inferred = 'minute'
+GROUP BY source_id, host, date_trunc('minute', ts);
+
+-- each minute's move and what its rows become: 'witness' (systemd's second) or still 'minute'
 CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
-WITH kills AS (
-    SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
-    FROM oom_kills
-    WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND coalesce(unit, '') NOT LIKE '%.slice'
-),
-pairs AS (
+WITH witnessed AS (
     SELECT k.source_id, k.host, k.minute,
            min(epoch_us(e.ts) - epoch_us(k.ts)) AS shift_us,
            count(DISTINCT e.unit) AS units
-    FROM kills AS k
+    FROM anchor_minute_kills AS k
     JOIN unit_events AS e
       ON e.ts IS NOT NULL
      AND e.ts >= k.minute AND e.ts <= k.minute + INTERVAL 62 SECOND
@@ -30,52 +40,12 @@ pairs AS (
      AND (e.unit = k.unit OR k.unit IS NULL)
      AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
     GROUP BY k.source_id, k.host, k.minute
+    HAVING count(DISTINCT e.unit) = 1
 ),
-room AS (
-    SELECT source_id, host, date_trunc('minute', ts) AS minute,
-           epoch_us(min(ts)) - epoch_us(date_trunc('minute', ts)) AS first_us,
-           epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
-    FROM kernel_messages
-    WHERE ts_inferred = 'minute'
-    GROUP BY source_id, host, date_trunc('minute', ts)
-)
--- (a minute moved up to its server's last line before may move back, never out of its minute)
-SELECT p.source_id, p.host, p.minute,
-       greatest(-coalesce(r.first_us, 0), least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
-FROM pairs AS p
-LEFT JOIN room AS r
-  ON r.source_id = p.source_id AND r.host IS NOT DISTINCT FROM p.host AND r.minute = p.minute
-WHERE p.units = 1;
-
-UPDATE kernel_messages AS k
-SET ts = k.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
-FROM anchor_minute_shifts AS a
-WHERE k.ts_inferred = 'minute' AND k.source_id = a.source_id AND k.host IS NOT DISTINCT FROM a.host
-  AND date_trunc('minute', k.ts) = a.minute;
-
-UPDATE oom_kills AS o
-SET ts = o.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
-FROM anchor_minute_shifts AS a
-WHERE o.ts_inferred = 'minute' AND o.source_id = a.source_id AND o.host IS NOT DISTINCT FROM a.host
-  AND date_trunc('minute', o.ts) = a.minute;
-
-UPDATE gpu_xids AS x
-SET ts = x.ts + to_microseconds(a.shift_us), ts_inferred = 'witness'
-FROM anchor_minute_shifts AS a
-WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host
-  AND date_trunc('minute', x.ts) = a.minute;
-
 -- A minute no systemd line dates: the killed unit's server was still alive at its last line in
 -- that minute after the kill's row (before any start of the unit again), so the kill was no
--- earlier: the minute's rows move up to
--- that line (a lower bound; they stay 'minute', and once moved no line is after the kill, so a
--- second run changes nothing).
-CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
-WITH kills AS (
-    SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
-    FROM oom_kills
-    WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND unit IS NOT NULL
-),
+-- earlier: the minute's rows move up to that line (a lower bound; they stay 'minute', and once
+-- moved no line is after the kill, so a second run changes nothing).
 alive AS (
     SELECT unit, host, ts FROM server_stats WHERE unit IS NOT NULL AND ts IS NOT NULL
     UNION ALL
@@ -87,9 +57,9 @@ restarts AS (
     SELECT unit, host, ts FROM unit_events
     WHERE unit IS NOT NULL AND ts IS NOT NULL AND action IN ('starting', 'started')
 ),
-pairs AS (
+bounded AS (
     SELECT k.source_id, k.host, k.minute, max(epoch_us(l.ts) - epoch_us(k.ts)) AS shift_us
-    FROM kills AS k
+    FROM anchor_minute_kills AS k
     JOIN alive AS l
       ON l.unit = k.unit AND l.ts > k.ts AND l.ts < k.minute + INTERVAL 60 SECOND
      AND (k.host IS NULL OR l.host IS NULL OR k.host = l.host)
@@ -99,40 +69,46 @@ pairs AS (
         WHERE r.unit = k.unit AND (k.host IS NULL OR r.host IS NULL OR r.host = k.host)
           AND r.ts > k.ts AND r.ts <= l.ts
     )
+      AND NOT EXISTS (
+        SELECT 1 FROM witnessed AS w
+        WHERE w.source_id = k.source_id AND w.host IS NOT DISTINCT FROM k.host AND w.minute = k.minute
+    )
     GROUP BY k.source_id, k.host, k.minute
-),
-room AS (
-    SELECT source_id, host, date_trunc('minute', ts) AS minute,
-           epoch_us(max(ts)) - epoch_us(date_trunc('minute', ts)) AS used_us
-    FROM kernel_messages
-    WHERE ts_inferred = 'minute'
-    GROUP BY source_id, host, date_trunc('minute', ts)
 )
-SELECT p.source_id, p.host, p.minute,
-       greatest(0, least(p.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
-FROM pairs AS p
-LEFT JOIN room AS r
-  ON r.source_id = p.source_id AND r.host IS NOT DISTINCT FROM p.host AND r.minute = p.minute;
+-- (a minute moved up to its server's last line before may move back, never out of its minute)
+SELECT w.source_id, w.host, w.minute, 'witness' AS mark,
+       greatest(-coalesce(r.first_us, 0), least(w.shift_us, 59999999 - coalesce(r.used_us, 0))) AS shift_us
+FROM witnessed AS w
+LEFT JOIN anchor_minute_room AS r
+  ON r.source_id = w.source_id AND r.host IS NOT DISTINCT FROM w.host AND r.minute = w.minute
+UNION ALL
+SELECT b.source_id, b.host, b.minute, 'minute',
+       greatest(0, least(b.shift_us, 59999999 - coalesce(r.used_us, 0)))
+FROM bounded AS b
+LEFT JOIN anchor_minute_room AS r
+  ON r.source_id = b.source_id AND r.host IS NOT DISTINCT FROM b.host AND r.minute = b.minute;
 
 UPDATE kernel_messages AS k
-SET ts = k.ts + to_microseconds(a.shift_us)
+SET ts = k.ts + to_microseconds(a.shift_us), ts_inferred = a.mark
 FROM anchor_minute_shifts AS a
 WHERE k.ts_inferred = 'minute' AND k.source_id = a.source_id AND k.host IS NOT DISTINCT FROM a.host
   AND date_trunc('minute', k.ts) = a.minute;
 
 UPDATE oom_kills AS o
-SET ts = o.ts + to_microseconds(a.shift_us)
+SET ts = o.ts + to_microseconds(a.shift_us), ts_inferred = a.mark
 FROM anchor_minute_shifts AS a
 WHERE o.ts_inferred = 'minute' AND o.source_id = a.source_id AND o.host IS NOT DISTINCT FROM a.host
   AND date_trunc('minute', o.ts) = a.minute;
 
 UPDATE gpu_xids AS x
-SET ts = x.ts + to_microseconds(a.shift_us)
+SET ts = x.ts + to_microseconds(a.shift_us), ts_inferred = a.mark
 FROM anchor_minute_shifts AS a
 WHERE x.ts_inferred = 'minute' AND x.source_id = a.source_id AND x.host IS NOT DISTINCT FROM a.host
   AND date_trunc('minute', x.ts) = a.minute;
 
 DROP TABLE anchor_minute_shifts;
+DROP TABLE anchor_minute_room;
+DROP TABLE anchor_minute_kills;
 
 -- the spans of the sources dated so
 UPDATE sources AS s
