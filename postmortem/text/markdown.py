@@ -62,9 +62,14 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-# a bare web address: GitHub and GitLab link one (GFM's extended autolinks) even with every
-# Markdown character escaped; inside a code span nothing is linked, so it is shown as one
-_BARE_URL = re.compile(r"(?i)(?<![\w.-])(?:https?://|www\.)[^\s<>&\"'`|\\\[\]]+")
+# a bare web address or e-mail address: GitHub and GitLab link one (GFM's extended autolinks:
+# ``www.``, ``http(s)://``, and ``name@host.domain``, which a systemd template unit such as
+# ``sglang@k26.service`` is too) even with every Markdown character escaped; inside a code span
+# nothing is linked, so it is shown as one (GFM links an address after ``_``, ``*``, ``~``, ``(``)
+_BARE_URL = re.compile(
+    r"(?i)(?<![^\W_]|[.-])(?:https?://|www\.)[^\s<>&\"'`|\\\[\]]+"
+    r"|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
 
 
 def _spans(text: str) -> list[tuple[bool, str]]:
@@ -88,6 +93,8 @@ def _urls(text: str) -> list[tuple[bool, str]]:
 
     >>> _urls("see http://evil.example/x?a=1 now")
     [(False, 'see '), (True, '`http://evil.example/x?a=1`'), (False, ' now')]
+    >>> _urls("mail ops+oom@corp.example, unit sglang@k26.service, not root@host")
+    [(False, 'mail '), (True, '`ops+oom@corp.example`'), (False, ', unit '), (True, '`sglang@k26.service`'), (False, ', not root@host')]
     """
     out: list[tuple[bool, str]] = []
     pos = 0

@@ -4,6 +4,8 @@ not put there."""
 
 from __future__ import annotations
 
+import re
+from html import unescape
 from pathlib import Path
 
 from hostile import build, elements, incident_report, journal, one_error_line, run, to_html, write_logs
@@ -72,3 +74,35 @@ def test_markdown_punctuation_alone_makes_no_element_either(text: str) -> None:
     extra = [(tag, attrs) for tag, attrs in elements(to_html(markdown)) if tag not in ALLOWED or attrs]
     assert extra == [], (text, markdown)
     assert "\x1b" not in markdown and "\u202e" not in markdown
+
+
+# GFM's extended autolinks, as its spec states them, looked for in the text a renderer shows
+# outside code: ``www.`` or ``http(s)://`` and a domain character at a word start, and ``local@domain.tld`` (local part
+# of alphanumerics and ``.+-_``; domain parts of alphanumerics, ``-`` and ``_``, at least one
+# period). Escapes split GFM's text nodes, which only ever prevents a link, so looking at the
+# joined text over-reports and never misses one.
+_GFM_AUTOLINK = re.compile(
+    r"(?i)(?:^|(?<=[\s*_~(]))(?:www\.|https?://)[A-Za-z0-9_-]"
+    r"|[A-Za-z0-9.+_-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+"
+)
+
+
+def _outside_code(html: str) -> str:
+    """The text of ``html`` outside ``<code>`` elements, entities decoded."""
+    return unescape(re.sub(r"<code>.*?</code>", " ", html, flags=re.S).replace("<", " <"))
+
+
+_ADDRESS_PARTS = [
+    *("ops", "sglang", "k26", "www", "http", "https", "://", "@", ".", "-", "_", "+", " ", "\n"),
+    *("x", "a.b", "|", "`", "\\", "(", "*", "service", "io", "é"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_ADDRESS_PARTS), min_size=1, max_size=14).map("".join))
+def test_no_text_becomes_an_autolink_where_github_renders_the_report(text: str) -> None:
+    """GitHub and GitLab link bare addresses and e-mail-like words (``sglang@k26.service``)
+    even with every Markdown character escaped: each filter leaves them only inside code."""
+    for markdown in (md_cell(text), md_inline(text)):
+        shown = _outside_code(to_html(markdown))
+        assert not _GFM_AUTOLINK.search(shown), (text, markdown, shown)
