@@ -19,13 +19,24 @@ $(BIN)/.dev-installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(BIN)/.installed $@
 
-venv: $(BIN)/.installed
-dev: $(BIN)/.dev-installed
+# the parsing kernels compiled ahead of time (postmortem/parsers/aot.py): large ingests start
+# without loading numba; rebuilt when a kernel changes, and a note, not a failure, without a C
+# compiler (numba then compiles them on first use, as before)
+AOT_SOURCES := postmortem/parsers/jit.py postmortem/parsers/aot.py postmortem/parsers/journal/kernels.py \
+	postmortem/engines/sglang/kernels.py postmortem/parsers/nvidia/kernels.py
+AOT := postmortem/parsers/.aot-built
+
+$(AOT): $(BIN)/.installed $(AOT_SOURCES)
+	$(BIN)/python -m postmortem.parsers.aot
+	touch $@
+
+venv: $(BIN)/.installed $(AOT)
+dev: $(BIN)/.dev-installed $(AOT)
 
 ## demo: set up and write the sample incident's report under reports/
 ## (the sample host's clock is UTC: --tz UTC reads its zone-less logs and --since the same way
 ## whatever this machine's zone is)
-demo: $(BIN)/.installed
+demo: $(BIN)/.installed $(AOT)
 	rm -f reports/demo.duckdb reports/demo.duckdb.wal reports/demo.duckdb.files.json
 	$(BIN)/postmortem build --since '$(SINCE)' --tz UTC --logs sample_logs --db reports/demo.duckdb --out reports
 	@echo
@@ -55,7 +66,7 @@ collector:
 	$(PYTHON) scripts/build_collector.py dist/postmortem-collect.pyz
 
 ## test: ruff, mypy (strict) and pytest
-test: $(BIN)/.dev-installed
+test: $(BIN)/.dev-installed $(AOT)
 	$(BIN)/ruff check postmortem tests scripts bench
 	$(BIN)/ruff format --check postmortem tests scripts bench
 	$(BIN)/mypy
@@ -68,11 +79,11 @@ lint: $(BIN)/.dev-installed
 typecheck: $(BIN)/.dev-installed
 	$(BIN)/mypy
 
-pytest: $(BIN)/.dev-installed
+pytest: $(BIN)/.dev-installed $(AOT)
 	$(BIN)/pytest -q
 
 ## bench: generate large inputs, ingest, build; compare with lnav
-bench: $(BIN)/.dev-installed
+bench: $(BIN)/.dev-installed $(AOT)
 	BENCH_SCALE=$(BENCH_SCALE) $(BIN)/python bench/run.py $(BENCH_ARGS)
 
 ## bench-floor: DuckDB's appends alone (no parsing) for a 1M-line journal's rows
@@ -80,7 +91,7 @@ bench-floor: $(BIN)/.dev-installed
 	$(BIN)/python bench/insert_floor.py $(BENCH_ARGS)
 
 ## bench-compare: this tree's ingest against REV's, interleaved (after make bench made the inputs)
-bench-compare: $(BIN)/.dev-installed
+bench-compare: $(BIN)/.dev-installed $(AOT)
 	$(BIN)/python bench/compare.py --rev $(REV) $(BENCH_ARGS)
 
 ## fuzz: the long property-test budget
@@ -89,7 +100,7 @@ fuzz: $(BIN)/.dev-installed
 
 ## scenarios: the generated-nights test with more nights or another seed (docs/dev/scenarios.md);
 ## N nights from SEED, e.g. make scenarios N=1000 SEED=7
-scenarios: $(BIN)/.dev-installed
+scenarios: $(BIN)/.dev-installed $(AOT)
 	SCENARIOS_N=$(or $(N),200) SCENARIOS_SEED=$(or $(SEED),20251205) $(BIN)/pytest -q tests/scenarios
 
 ## samples: regenerate sample_logs/ (deterministic)
@@ -102,4 +113,4 @@ docs: $(BIN)/.installed
 	$(BIN)/python scripts/build_schema_doc.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json
+	rm -rf $(VENV) $(AOT) postmortem/parsers/_aot*.so .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json

@@ -42,6 +42,14 @@ def worktree(rev: str, work: Path) -> tuple[str, Path]:
     path = work / f"rev-{sha}"
     if not path.exists():
         subprocess.run(["git", "worktree", "add", "--detach", str(path), sha], cwd=REPO, check=True)
+    if (path / "postmortem" / "parsers" / "aot.py").exists():
+        # that revision's kernels compiled ahead of time too, as make builds them for this tree
+        subprocess.run(
+            [sys.executable, "-m", "postmortem.parsers.aot"],
+            cwd=path,
+            env={**os.environ, "PYTHONPATH": str(path)},
+            check=True,
+        )
     return sha, path
 
 

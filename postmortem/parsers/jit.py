@@ -11,7 +11,9 @@ Kernels only ever *claim* lines they read exactly; everything else is left to th
 Python path, which stays the reference.
 
 This module is imported only when a large block needs a kernel: small files never import
-numba.
+numba. Nor do large ones when the kernels are also compiled ahead of time (:mod:`.aot`, built
+by ``make dev``): then a kernel called from Python runs that module's code, and numba is only
+loaded for a call the module cannot take.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-import numba
 import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,22 +34,91 @@ I64 = np.ndarray[Any, np.dtype[np.int64]]
 U = np.uint64
 
 
-_KERNELS: list[Any] = []
+_KERNELS: list[Any] = []  # every kernel defined, in order (proxies, then numba dispatchers)
 #: set once the on-disk cache failed: the kernels compile in memory from then on
 cache_off = False
+#: set once numba has made a dispatcher of every kernel (see :func:`_with_numba`)
+_NUMBA: list[Any] = []
+
+
+class Kernel:
+    """A kernel before numba is loaded: calls go to the ahead-of-time compiled module when one
+    is built for these sources (:mod:`.aot`: no numba import, no cache to load), else to the
+    numba dispatcher, made for every kernel at once on the first call that needs one."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.py_func = fn
+        self.target: Callable[..., Any] | None = None
+        self.fast: Callable[..., Any] | None = None  # the compiled module's function
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args: Any) -> Any:
+        target = self.target or self._resolve()
+        if target is self.fast:
+            from . import aot
+
+            if not aot.accepts(self.__module__, self.__name__, args):
+                # a dtype or layout the compiled signature does not take (a new caller):
+                # numba compiles for it, as it always did
+                aot.FALLBACKS.append(self.__name__)
+                return self.dispatcher()(*args)
+        return target(*args)
+
+    def _resolve(self) -> Callable[..., Any]:
+        from . import aot
+
+        self.fast = aot.compiled(self.__module__, self.__name__)
+        self.target = self.fast or self.dispatcher()
+        return self.target
+
+    def dispatcher(self) -> Any:
+        """This kernel's numba dispatcher (loading numba and making every kernel's)."""
+        return _with_numba()[self]
+
+
+def _with_numba() -> dict[Kernel, Any]:
+    """Load numba and make a dispatcher of every kernel defined so far; each module's names
+    that stood for a kernel then name its dispatcher (numba compiles a kernel's calls to
+    others through them). Kernels defined later are dispatchers from the start."""
+    if _NUMBA:
+        made: dict[Kernel, Any] = _NUMBA[0]
+        return made
+    import sys
+
+    made = {}
+    for i, k in enumerate(_KERNELS):
+        if isinstance(k, Kernel):
+            made[k] = _KERNELS[i] = _njit(k.py_func)
+    for module in {k.__module__ for k in made}:
+        names = vars(sys.modules[module])
+        for name, value in list(names.items()):
+            if isinstance(value, Kernel) and value in made:
+                names[name] = made[value]
+    _NUMBA.append(made)
+    return made
+
+
+def _njit(fn: Callable[..., Any]) -> Any:
+    import numba
+
+    return numba.njit(cache=not cache_off, nogil=True, boundscheck=False)(fn)
 
 
 def kernel(fn: F) -> F:
-    """``numba.njit`` with the on-disk cache, no GIL and no bounds checks (typed for mypy).
+    """A compiled kernel: ``numba.njit`` with the on-disk cache, no GIL and no bounds checks,
+    or the ahead-of-time compiled code of the same source (see :class:`Kernel`; typed for mypy).
 
     Kernels take no default arguments: numba dispatches a call that leaves one out through
     its slow path, about 150 µs a call against 9 µs (measured), which the many small calls
     per block of a large ingest add up to seconds."""
     if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
         raise TypeError(f"kernel {fn.__name__} must not have default arguments")
-    compiled = numba.njit(cache=not cache_off, nogil=True, boundscheck=False)(fn)
-    _KERNELS.append(compiled)
-    return cast(F, compiled)
+    made: Any = _njit(fn) if _NUMBA else Kernel(fn)
+    _KERNELS.append(made)
+    return cast(F, made)
 
 
 def cache_broke(exc: BaseException) -> bool:
@@ -71,6 +141,8 @@ def without_cache() -> None:
     global cache_off  # one switch for the process
     cache_off = True
     for compiled in _KERNELS:
+        if isinstance(compiled, Kernel):
+            continue  # no dispatcher yet: it will be made without the cache
         compiled._cache = NullCache()
         # a failed compile is remembered and raised again for the same types: forget it
         getattr(getattr(compiled, "_compiler", None), "_failed_cache", {}).clear()

@@ -89,6 +89,8 @@ def _part_options(schema: pa.Schema) -> dict[str, Any]:
         "write_statistics": [n for n in names if n not in _FREE_TEXT],
         "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA if n in names},
     }
+
+
 #: a table's blocks are inserted once this many rows wait (one row group: larger inserts let
 #: DuckDB append on both cores, but the parsing thread needs a core too; measured on 2M-line
 #: inputs, one row group is as fast in wall time, ~0.5 CPU s dearer, and 130–180 MB leaner) …
