@@ -885,7 +885,7 @@ def _parse_lines(
 
     def chunks() -> Iterator[LineChunk]:
         nonlocal lines
-        for item in iter_lines(blocks, read.first_line):
+        for item in iter_lines(blocks, read.first_line, entries=parser.entry_cut):
             if isinstance(item, OverlongLine):
                 lines += 1
                 writer.add_issue(

@@ -539,13 +539,20 @@ class OverlongLine:
 
 
 def iter_lines(
-    blocks: Iterator[bytes], first_line_no: int = 1, max_line: int = MAX_LINE_BYTES
+    blocks: Iterator[bytes], first_line_no: int = 1, max_line: int = MAX_LINE_BYTES, *, entries: bool = False
 ) -> Iterator[LineChunk | OverlongLine]:
     """Split byte blocks into :class:`LineChunk` objects at newlines.
 
     Invalid UTF-8 becomes U+FFFD; ``\\r\\n`` becomes ``\\n``; a final line without a newline
     counts as a line. A line longer than ``max_line`` bytes is not kept: it is reported as an
     :class:`OverlongLine` (the caller records a parse issue) and skipped in bounded memory.
+    With ``entries``, a block is cut where possible before a line that is neither indented nor
+    blank, and such chunks say so (``entry_end``): a parser of multi-line entries then need
+    not carry a chunk's last entry into the next one (no copy of the block).
+
+    >>> blocks = [b"a\\n  a2\\nb\\n  b2\\n", b"  b3\\nc\\n"]
+    >>> [(c.text, c.entry_end) for c in iter_lines(iter(blocks), entries=True)]
+    [('a\\n  a2', True), ('b\\n  b2\\n  b3', True), ('c', False)]
     """
     line_no = first_line_no
     buf = b""
@@ -573,9 +580,15 @@ def iter_lines(
                 skip_size = len(buf)
                 buf = b""
             continue
+        at_entry = entries and _entry_cut(data, cut, min(ENTRY_LOOKBACK, max_line // 2))
+        if at_entry:
+            cut = at_entry
         complete, buf = data[:cut], data[cut + 1 :]
         count = complete.count(b"\n") + 1
-        yield from _chunk(complete, line_no, max_line, count)
+        for out in _chunk(complete, line_no, max_line, count):
+            if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == line_no + count:
+                out.entry_end = True
+            yield out
         line_no += count
         if len(buf) > max_line:
             skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
@@ -583,10 +596,35 @@ def iter_lines(
             buf = b""
     if skipping is not None:
         yield OverlongLine(skipping.line_no, skip_size, skipping.head)
-    elif buf:
+        return
+    if buf.endswith(b"\n"):  # complete lines left by an entry cut (never a blank one)
+        buf = buf[:-1]
+    if buf:
         if buf.endswith(b"\r"):
             buf = buf[:-1]
         yield from _chunk(buf, line_no, max_line)
+
+
+#: how far back from a block's end :func:`iter_lines` looks for the start of an entry
+ENTRY_LOOKBACK = 64 << 10
+
+
+def _entry_cut(data: bytes, cut: int, lookback: int) -> int:
+    """The last newline before ``cut`` (``data``'s last) whose next line starts an entry
+    (neither indented nor blank), within ``lookback`` bytes of the end (what is left after it
+    waits for the next block: it stays short of an overlong line); 0 when there is none (0
+    never is one: a cut there would leave an empty chunk).
+
+    >>> _entry_cut(b"a\\nb\\n  c\\nd", 7, 99), _entry_cut(b"a\\n  b\\n", 5, 99), _entry_cut(b"a\\nb\\n", 3, 99)
+    (1, 0, 1)
+    """
+    stop = max(0, len(data) - lookback)
+    pos = data.rfind(b"\n", stop, cut)  # the line after ``cut`` may be cut short: not it
+    while pos > 0:
+        if data[pos + 1 : pos + 2] not in (b" ", b"\t", b"\n"):
+            return pos
+        pos = data.rfind(b"\n", stop, pos)
+    return 0
 
 
 def _chunk(

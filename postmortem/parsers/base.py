@@ -107,7 +107,7 @@ class LineChunk:
     (2, ['x', 'y', 'z'])
     """
 
-    __slots__ = ("_arrow", "_buffer", "_data", "_len", "_lines", "_text", "first_line_no")
+    __slots__ = ("_arrow", "_buffer", "_data", "_len", "_lines", "_text", "entry_end", "first_line_no")
 
     def __init__(
         self,
@@ -129,6 +129,9 @@ class LineChunk:
         self._lines = lines
         self._arrow: pa.Array | None = None  # type: ignore[type-arg]
         self._buffer: tuple[Any, Any, Any] | None = None
+        #: the reader cut the file here because the next line starts an entry (it is neither
+        #: indented nor blank; see ``iter_lines(entries=True)``)
+        self.entry_end = False
 
     @classmethod
     def from_lines(cls, first_line_no: int, lines: Sequence[str]) -> LineChunk:
@@ -349,6 +352,9 @@ class Parser(abc.ABC):
     #: formats whose lines need the ones before them (a CSV's header, a multi-line kernel OOM
     #: record, an export entry, a table snapshot): a grown file of those is parsed again whole
     appendable: ClassVar[bool] = False
+    #: the reader cuts blocks before a line that starts an entry (not indented, not blank)
+    #: where it can, and marks such chunks ``entry_end`` (parsers of multi-line entries)
+    entry_cut: ClassVar[bool] = False
 
     @abc.abstractmethod
     def sniff(self, head: Head) -> int:

@@ -494,6 +494,8 @@ class JournalShortParser(Parser):
     short-monotonic/delta, and rsyslog/syslog files (RFC 3164 / RFC 3339). See the module
     docstring for the stamps and the inference flags."""
 
+    entry_cut = True  # see :func:`entry_groups`
+
     name = "journal-short"
     description = "journalctl -o short* text and classic syslog files (/var/log/messages, syslog)"
     tables: ClassVar[tuple[str, ...]] = JOURNAL_TABLES
@@ -573,6 +575,9 @@ def entry_groups(chunks: Iterable[LineChunk]) -> Iterator[LineChunk]:
     carry_first = 0
     carry_lines = 0
     for chunk in chunks:
+        if carry is None and chunk.entry_end:
+            yield chunk  # the reader cut it before an entry: nothing of it continues
+            continue
         data = chunk.data
         first = chunk.first_line_no
         lines = len(chunk)
