@@ -554,55 +554,87 @@ def iter_lines(
     >>> [(c.text, c.entry_end) for c in iter_lines(iter(blocks), entries=True)]
     [('a\\n  a2', True), ('b\\n  b2\\n  b3', True), ('c', False)]
     """
-    line_no = first_line_no
-    buf = b""
-    skipping: OverlongLine | None = None
-    skip_size = 0
+    reader = _LineReader(first_line_no, max_line, entries)
     first = first_line_no == 1
     for block in blocks:
         if first:
             block, first = without_bom(block), False
-        if skipping is not None:
+        yield from reader.feed(block)
+    yield from reader.finish()
+
+
+class _LineReader:
+    """The state of :func:`iter_lines`: the next line's number, the line the last block left
+    open (``buf``), and the overlong line being skipped."""
+
+    def __init__(self, line_no: int, max_line: int, entries: bool) -> None:
+        self.line_no = line_no
+        self.max_line = max_line
+        self.lookback = min(ENTRY_LOOKBACK, max_line // 2) if entries else 0
+        self.buf = b""
+        self.skipping: OverlongLine | None = None
+        self.skip_size = 0
+
+    def feed(self, block: bytes) -> Iterator[LineChunk | OverlongLine]:
+        if self.skipping is not None:
             nl = block.find(b"\n")
             if nl < 0:
-                skip_size += len(block)
-                continue
-            yield OverlongLine(skipping.line_no, skip_size + nl, skipping.head)
-            line_no += 1
-            skipping = None
+                self.skip_size += len(block)
+                return
+            yield OverlongLine(self.skipping.line_no, self.skip_size + nl, self.skipping.head)
+            self.line_no += 1
+            self.skipping = None
             block = block[nl + 1 :]
-        data = buf + block if buf else block
-        cut = data.rfind(b"\n")
+        cut = block.rfind(b"\n")
         if cut < 0:
-            buf = data
-            if len(buf) > max_line:
-                skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
-                skip_size = len(buf)
-                buf = b""
-            continue
-        at_entry = entries and _entry_cut(data, cut, min(ENTRY_LOOKBACK, max_line // 2))
+            yield from self._grow(block)
+            return
+        at_entry = bool(self.lookback) and _entry_cut(block, cut, self.lookback)
         if at_entry:
             cut = at_entry
-        complete, buf = data[:cut], data[cut + 1 :]
+        # one copy of the block's complete lines (after the line the last block left open)
+        buf = self.buf
+        complete = b"".join((buf, memoryview(block)[:cut])) if buf else block[:cut]
+        self.buf = block[cut + 1 :]
         count = complete.count(b"\n") + 1
-        for out in _chunk(complete, line_no, max_line, count):
-            if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == line_no + count:
+        end = self.line_no + count
+        for out in _chunk(complete, self.line_no, self.max_line, count):
+            if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == end:
                 out.entry_end = True
             yield out
-        line_no += count
-        if len(buf) > max_line:
-            skipping = OverlongLine(line_no, 0, buf[:200].decode("utf-8", "replace"))
-            skip_size = len(buf)
-            buf = b""
-    if skipping is not None:
-        yield OverlongLine(skipping.line_no, skip_size, skipping.head)
-        return
-    if buf.endswith(b"\n"):  # complete lines left by an entry cut (never a blank one)
-        buf = buf[:-1]
-    if buf:
-        if buf.endswith(b"\r"):
+        self.line_no = end
+        self._check_open()
+
+    def _grow(self, block: bytes) -> Iterator[LineChunk | OverlongLine]:
+        """A block without a newline: the open line grows (complete lines an entry cut left
+        go out first: they are no part of it)."""
+        done = self.buf.rfind(b"\n")
+        if done >= 0:
+            lines = self.buf.count(b"\n", 0, done) + 1
+            yield from _chunk(self.buf[:done], self.line_no, self.max_line, lines)
+            self.line_no += lines
+            self.buf = self.buf[done + 1 :]
+        self.buf += block
+        self._check_open()
+
+    def _check_open(self) -> None:
+        """An open line past ``max_line`` is skipped from here on."""
+        if len(self.buf) > self.max_line:
+            self.skipping = OverlongLine(self.line_no, 0, self.buf[:200].decode("utf-8", "replace"))
+            self.skip_size = len(self.buf)
+            self.buf = b""
+
+    def finish(self) -> Iterator[LineChunk | OverlongLine]:
+        if self.skipping is not None:
+            yield OverlongLine(self.skipping.line_no, self.skip_size, self.skipping.head)
+            return
+        buf = self.buf
+        if buf.endswith(b"\n"):  # complete lines left by an entry cut (never a blank one)
             buf = buf[:-1]
-        yield from _chunk(buf, line_no, max_line)
+        if buf:
+            if buf.endswith(b"\r"):
+                buf = buf[:-1]
+            yield from _chunk(buf, self.line_no, self.max_line)
 
 
 #: how far back from a block's end :func:`iter_lines` looks for the start of an entry

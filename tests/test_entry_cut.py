@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from postmortem.io import OverlongLine, iter_lines
@@ -50,6 +50,9 @@ def _read(
     st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=5),
     st.sampled_from([8, 50, 1 << 20]),
 )
+# complete lines left by an entry cut, then a block without a newline: they are not part of
+# a line that grows past max_line
+@example(["May 25 20:00:01 h sglang[1]: x", "  c", "  c", "-- Boot 1 --", "x" * 40], False, [17], 50)
 def test_the_entry_cut_reads_what_the_plain_cut_reads(
     lines: list[str], final_newline: bool, sizes: list[int], max_line: int
 ) -> None:
