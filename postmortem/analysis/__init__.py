@@ -224,12 +224,12 @@ def host_zones(store: Store) -> dict[str, tzinfo]:
     return zones
 
 
-def _anchor_boots(store: Store) -> None:
+def _anchor_boots(store: Store, *, journals: bool = True) -> None:
     """Rows in seconds since boot take their wall-clock time: a journal without one from the
     server lines it carries (first: its kernel lines then date a dmesg of the same boot), then
     kernel rows from a boot anchor (scripts of several statements; rows in Parquet parts are
     made native first, as the scripts update them)."""
-    pending = [int(r[0]) for r in store.fetchall(named_sql("anchor_journal_pending"))]
+    pending = [int(r[0]) for r in store.fetchall(named_sql("anchor_journal_pending"))] if journals else []
     if pending:
         materialize(store, pending, tables=("journal_entries", "kernel_messages"))
         store.execute(named_sql("anchor_journal"))
@@ -285,6 +285,9 @@ def rebuild(
         host = sole_host(store)
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
         derive_service_loads(store, host)
+        # every server run has the unit the evidence names now: a systemd kill line of a server
+        # unit may date a kill no cgroup names (anchor_monotonic.sql)
+        _anchor_boots(store, journals=False)
         earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608

@@ -163,6 +163,53 @@ FROM (
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
   AND NOT anchor_predates_capture(a.source_id, m.boot_ts);
 
+-- A source still without a boot whose one OOM kill names no cgroup (kernels before 4.19 print
+-- none for a host-wide OOM, EL7's 3.10): systemd's line about a server unit's main process
+-- killed by SIGKILL (or "killed by the OOM killer") witnesses it when it is the only such line
+-- of the host, the unit's server logged up to 2 minutes before it (it was serving, not
+-- starting), and systemd was not stopping the unit, nor a unit it names by its Description
+-- only (a stop timeout's SIGKILL is no OOM kill).
+-- Server lines have their unit once a log named after its unit has taken it: this rule finds
+-- its witness on the pass after that (analysis runs this script again then). The capture
+-- cannot predate its own records.
+UPDATE anchor_source_boots AS a
+SET boot_ts = m.boot_ts
+FROM (
+    WITH kills AS (
+        SELECT source_id, host, any_value(monotonic_s) AS monotonic_s
+        FROM oom_kills
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL
+        GROUP BY source_id, host
+        HAVING count(*) = 1 AND bool_and(unit IS NULL)
+    ),
+    witness AS (
+        SELECT e.host, e.ts
+        FROM unit_events AS e
+        WHERE e.ts IS NOT NULL
+          AND (e.action = 'oom_killed'
+               OR (e.action = 'main_exited' AND e.code = 'killed' AND e.status LIKE '9/%'))
+          AND (EXISTS (SELECT 1 FROM server_stats AS v WHERE v.unit = e.unit
+                       AND v.ts BETWEEN e.ts - INTERVAL 120 SECOND AND e.ts)
+               OR EXISTS (SELECT 1 FROM http_requests AS v WHERE v.unit = e.unit
+                          AND v.ts BETWEEN e.ts - INTERVAL 120 SECOND AND e.ts))
+          -- (systemd < 240 names a unit stopping by its Description, which may be this unit's)
+          AND NOT EXISTS (SELECT 1 FROM unit_events AS x
+                          WHERE (x.unit = e.unit OR x.unit = x.description)
+                            AND (x.host IS NULL OR e.host IS NULL OR x.host = e.host)
+                            AND x.action = 'stopping'
+                            AND x.ts BETWEEN e.ts - INTERVAL 10 MINUTE AND e.ts)
+    )
+    SELECT k.source_id, k.host,
+           make_timestamptz(epoch_us(any_value(w.ts)) - CAST(round(any_value(k.monotonic_s) * 1000000) AS BIGINT))
+               AS boot_ts
+    FROM kills AS k
+    JOIN witness AS w ON (k.host IS NULL OR w.host IS NULL OR k.host = w.host)
+    GROUP BY k.source_id, k.host
+    HAVING count(DISTINCT epoch_us(w.ts) // 2000000) = 1
+) AS m
+WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
+  AND NOT anchor_predates_capture(a.source_id, m.boot_ts);
+
 UPDATE kernel_messages AS k
 SET ts = b.boot_ts + to_microseconds(CAST(round(k.monotonic_s * 1000000) AS BIGINT)),
     ts_inferred = 'boot'

@@ -666,11 +666,11 @@ def _truth(
     wall_journal = s.journal_mode in WALL_MODES
     mono_dmesg = "dmesg" in s.kernel_in and s.dmesg_format in ("raw", "prio", "decode", "kmsg")
     # SGLang 0.5.10+ names the pid of a scheduler the kernel killed alone, with its own time
+    # (in its file whatever the envelope: each keeps a line's time)
     pid_said = (
         s.cause in ("cgroup_oom", "host_oom")
         and not s.oom_group
         and s.sglang_version not in ("0.4.6.post1", "0.5.2")
-        and (s.sglang_in == "journal" or s.envelope == "plain")
     )
     datable = (
         wall_journal
