@@ -39,6 +39,9 @@ START_BEFORE = timedelta(seconds=120)
 END_AFTER = timedelta(seconds=120)
 #: a stamp this far the other way still counts (whole-second stamps, two clocks)
 SLACK = timedelta(seconds=2)
+#: the longest gap between two files of a split journal over which a server's lines of one
+#: name the unit of the same pid's lines in the other
+SPLIT_GAP = timedelta(minutes=10)
 #: evidence weights: a pid is the unit's own; a start or an end only coincides in time
 WEIGHT = {"pid": 4, "name": 3, "start": 2, "end": 2, "server": 2, "start~": 1, "end~": 1}
 #: unit kinds that run no server
@@ -127,13 +130,14 @@ def _vote_pids(store: Store, runs: list[Run], timed: bool = True) -> None:
                 or r["unit"].endswith(_NOT_SERVERS)
             ):
                 continue
-            # a pid is reused, in time: the unit's must be seen while the run lives (or its kill)
+            # a pid is reused, in time: the unit's must be seen while the run lives (or its kill);
+            # a server's lines in another file up to SPLIT_GAP before this run's first line are
+            # the same process's (a journal split in two files), and need the clocks compared
             ts = r["ts"]
-            if (
-                timed
-                and ts is not None
-                and not (run.first_ts - START_BEFORE <= ts <= run.last_ts + END_AFTER)
-            ):
+            before = SPLIT_GAP if r["how"] == "server lines" else START_BEFORE
+            if r["how"] == "server lines" and (not timed or ts is None):
+                continue
+            if timed and ts is not None and not (run.first_ts - before <= ts <= run.last_ts + END_AFTER):
                 continue
             run.vote(str(r["unit"]), "pid", f"pid {r['pid']} is {r['unit']}'s ({r['how']})")
 

@@ -1,7 +1,9 @@
 -- pid_units: the unit other sources put a process in, for the pids a server's log names
 -- (postmortem/analysis/server_units.py): a memory cgroup OOM record lists the cgroup's own
 -- tasks; any OOM kill names its victim's cgroup; a structured journal names the unit of each
--- process that wrote to it.
+-- process that wrote to it; a server's own lines in another source (a journal split in two
+-- files: the part that saw the unit start) name the unit of the process that wrote them, as
+-- of the last of them.
 -- Parameters: $pids.
 SELECT k.host, t.pid, k.unit, 'task table' AS how, k.ts
 FROM oom_tasks t JOIN oom_kills k ON t.source_id = k.source_id AND t.oom_id = k.oom_id
@@ -14,4 +16,12 @@ UNION ALL
 SELECT host, pid, unit, 'journal', min(ts)
 FROM journal_entries
 WHERE unit IS NOT NULL AND list_contains($pids, pid)
+GROUP BY host, pid, unit
+UNION ALL
+SELECT host, pid, unit, 'server lines', max(ts)
+FROM (
+    SELECT host, pid, unit, ts FROM server_events WHERE unit IS NOT NULL AND list_contains($pids, pid)
+    UNION ALL
+    SELECT host, pid, unit, ts FROM server_stats WHERE unit IS NOT NULL AND list_contains($pids, pid)
+)
 GROUP BY host, pid, unit
