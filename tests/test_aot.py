@@ -152,3 +152,44 @@ def test_compiled_kernels_give_numba_s_rows_without_loading_numba(inputs: list[P
     for t, (a, b) in tables.items():
         assert len(a) > 1000 or t == "kernel_messages", (t, len(a))
         assert sorted(map(repr, a)) == sorted(map(repr, b)), t
+
+
+def test_arguments_the_compiled_types_would_misread_go_to_numba() -> None:
+    """The compiled signature types its arrays as aligned and its scalars as int64: an int64
+    array seen at an odd byte offset, or a scalar past int64's range (numba types it uint64;
+    the compiled code raised OverflowError), is not taken."""
+    buf = np.frombuffer(b"hello world", np.uint8)
+    starts, ends = np.array([0, 6]), np.array([5, 11])
+    raw = np.zeros(17, np.uint8)
+    odd = np.frombuffer(raw.data, np.int64, count=2, offset=1)
+    assert not odd.flags.aligned and odd.flags.c_contiguous
+    name = ("postmortem.parsers.jit", "gather_spans")
+    assert aot.accepts(*name, (buf, starts, ends, -1, 0))
+    assert not aot.accepts(*name, (buf, odd, ends, -1, 0))
+    for big in (1 << 63, np.uint64(1 << 63), -(1 << 63) - 1):
+        assert not aot.accepts(*name, (buf, starts, ends, big, 0)), big
+    assert aot.accepts(*name, (buf, starts, ends, np.int32(-1), np.uint64(0)))
+    assert bytes(jit.gather_spans(buf, starts, ends, np.uint64(2), 1)[1]) == b"helowold"
+
+
+def _numba_type(spec: str, readonly: bool) -> object:
+    from numba import types
+
+    names = {"u1": types.uint8, "i1": types.int8, "i4": types.int32, "i8": types.int64}
+    names |= {"f8": types.float64, "b1": types.boolean, "Tuple": types.Tuple, "UniTuple": types.UniTuple}
+    made = eval(spec.replace("!", ""), names)  # the module's own signatures
+    if isinstance(made, types.Array) and readonly and not spec.endswith("!"):
+        return made.copy(readonly=True)
+    return made
+
+
+def test_the_compiled_code_writes_only_to_arrays_marked_as_outputs() -> None:
+    """accepts() lets read-only arrays (np.frombuffer of a block's bytes) through for every
+    argument not marked ``!``: the compiled code, which checks nothing, would write into them.
+    numba types such arguments as read-only and refuses any kernel that writes to one."""
+    import importlib
+
+    jit._with_numba()
+    for (module_name, name), (_result, args) in aot.ENTRY_POINTS.items():
+        dispatcher = getattr(importlib.import_module(module_name), name)
+        dispatcher.compile(tuple(_numba_type(a, readonly=True) for a in args))

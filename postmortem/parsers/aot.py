@@ -115,6 +115,8 @@ def _check(spec: str) -> Check:
     (True, False)
     >>> _check("u1[::1]!")(np.frombuffer(b"ab", np.uint8)), _check("b1")(True), _check("i8")(2.0)
     (False, True, False)
+    >>> _check("i8")(np.int32(7)), _check("i8")(1 << 63)
+    (True, False)
     >>> _check("UniTuple(i8[:, ::1]!, 2)")((np.zeros((2, 2), np.int64),) * 2)
     True
     """
@@ -130,7 +132,7 @@ def _check(spec: str) -> Check:
     if "[" not in base:
         if base == "b1":
             return lambda v: isinstance(v, bool | np.bool_)
-        return lambda v: isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+        return _int64
     dtype = np.dtype(_DTYPES[base[: base.index("[")]])
     ndim = base.count(",") + 1
 
@@ -140,10 +142,21 @@ def _check(spec: str) -> Check:
             and v.dtype == dtype
             and v.ndim == ndim
             and v.flags.c_contiguous
+            and v.flags.aligned  # the compiled code's loads assume it
             and (v.flags.writeable or not write)
         )
 
     return array
+
+
+def _int64(v: Any) -> bool:
+    """An integer that converts to int64 (numba would type a larger one as uint64; the
+    compiled code raises OverflowError)."""
+    import numpy as np
+
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+        return False
+    return bool(-(1 << 63) <= int(v) < 1 << 63)
 
 
 def _tuple_check(checks: list[Check]) -> Check:
