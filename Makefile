@@ -113,4 +113,4 @@ docs: $(BIN)/.installed
 	$(BIN)/python scripts/build_schema_doc.py
 
 clean:
-	rm -rf $(VENV) $(AOT) postmortem/parsers/_aot*.so .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json
+	rm -rf $(VENV) $(AOT) postmortem/parsers/_aot*.so postmortem/parsers/_aot.sha256 .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json

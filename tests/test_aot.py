@@ -193,3 +193,42 @@ def test_the_compiled_code_writes_only_to_arrays_marked_as_outputs() -> None:
     for (module_name, name), (_result, args) in aot.ENTRY_POINTS.items():
         dispatcher = getattr(importlib.import_module(module_name), name)
         dispatcher.compile(tuple(_numba_type(a, readonly=True) for a in args))
+
+
+_LOAD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from postmortem.parsers import aot
+aot.MODULE = "_aot"
+print(aot.module() is not None)
+"""
+
+
+def test_a_truncated_module_is_not_loaded(tmp_path: Path) -> None:
+    """A build cut short, or one another build is still writing, leaves a truncated ``_aot*.so``;
+    loading it killed the process with SIGBUS (found by truncating it), beyond any except.
+    The build writes the module's digest beside it; a module that does not match is not loaded."""
+    if not _built():
+        pytest.skip("the ahead-of-time kernels are not built here")
+    so = next(PKG.glob("parsers/_aot*.so"))
+    shutil.copy(so, tmp_path / so.name)
+    shutil.copy(PKG / "parsers" / aot.DIGEST, tmp_path / aot.DIGEST)
+
+    def load() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _LOAD, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
+
+    assert load().stdout.split() == ["True"]
+    data = so.read_bytes()
+    for damaged in (data[:5000], data[: len(data) // 2], b"\0" * len(data)):
+        (tmp_path / so.name).write_bytes(damaged)
+        ran = load()
+        assert (ran.returncode, ran.stdout.split()) == (0, ["False"]), ran.stderr[-500:]
+    (tmp_path / so.name).write_bytes(data)
+    (tmp_path / aot.DIGEST).unlink()
+    assert load().stdout.split() == ["False"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from typing import Any
 
 #: the extension module's import name
 MODULE = "postmortem.parsers._aot"
+#: the file beside the module that holds its SHA-256 and file name (see :func:`intact`)
+DIGEST = "_aot.sha256"
 
 _ROOT = Path(__file__).resolve().parent.parent
 #: every source the compiled code depends on: the kernels, the helpers they call, and this
@@ -218,10 +221,24 @@ def _load() -> Any:
     if os.environ.get("POSTMORTEM_AOT", "1") == "0":
         return None
     try:
+        spec = importlib.util.find_spec(MODULE)
+        if spec is None or spec.origin is None or not intact(Path(spec.origin)):
+            return None
         mod = importlib.import_module(MODULE)
         return mod if mod.fingerprint() == fingerprint() else None
     except Exception:  # not built, built for another Python, unreadable: numba it is
         return None
+
+
+def intact(path: Path) -> bool:
+    """Whether ``path`` holds the bytes the build wrote (:data:`DIGEST`): loading a truncated
+    extension module — a build cut short, or one another build is still writing — kills the
+    process (SIGBUS), which no ``except`` catches."""
+    try:
+        want = (path.parent / DIGEST).read_text().split()
+        return want == [hashlib.sha256(path.read_bytes()).hexdigest(), path.name]
+    except OSError:
+        return False
 
 
 def compiled(module_name: str, name: str) -> Callable[..., Any] | None:
@@ -237,6 +254,8 @@ def compiled(module_name: str, name: str) -> Callable[..., Any] | None:
 def build(directory: Path | None = None) -> Path:
     """Compile :data:`ENTRY_POINTS` into the extension module in ``directory`` (beside this
     file by default); returns its path."""
+    import shutil
+    import tempfile
     import warnings
 
     from numba.core.errors import NumbaPendingDeprecationWarning
@@ -253,7 +272,6 @@ def build(directory: Path | None = None) -> Path:
     jit._with_numba()  # the kernels' calls to each other go through numba's dispatchers
     out = directory or Path(__file__).resolve().parent
     cc = CC(MODULE.rsplit(".", 1)[1])
-    cc.output_dir = str(out)
     cc.verbose = False
     for module_name, name in ENTRY_POINTS:
         kernel = getattr(importlib.import_module(module_name), name)
@@ -264,10 +282,21 @@ def build(directory: Path | None = None) -> Path:
         return stamp
 
     cc.export("fingerprint", "i8()")(fingerprint_of_build)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cc.compile()
-    return Path(out / str(cc.output_file))
+    # linked beside the module, then renamed over it with its digest: a process loading the
+    # module meanwhile (or a build cut short) never sees a part of a file
+    tmp = Path(tempfile.mkdtemp(prefix=".aot-", dir=out))
+    try:
+        cc.output_dir = str(tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cc.compile()
+        built = tmp / str(cc.output_file)
+        (tmp / DIGEST).write_text(f"{hashlib.sha256(built.read_bytes()).hexdigest()} {built.name}\n")
+        os.replace(built, out / built.name)
+        os.replace(tmp / DIGEST, out / DIGEST)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / built.name
 
 
 def main(argv: list[str]) -> int:
