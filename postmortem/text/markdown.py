@@ -63,11 +63,13 @@ def _html(text: str) -> str:
 
 
 # a bare web address or e-mail address: GitHub and GitLab link one (GFM's extended autolinks:
-# ``www.``, ``http(s)://``, and ``name@host.domain``, which a systemd template unit such as
-# ``sglang@k26.service`` is too) even with every Markdown character escaped; inside a code span
-# nothing is linked, so it is shown as one (GFM links an address after ``_``, ``*``, ``~``, ``(``)
+# ``www.``, ``http(s)://`` and ``ftp://``, and ``name@host.domain``, which a systemd template
+# unit such as ``sglang@k26.service`` is too) even with every Markdown character escaped; inside
+# a code span nothing is linked, so it is shown as one. cmark-gfm takes the ASCII letters before
+# ``://`` as the scheme: ``xhttp://`` is none, but ``1https://``, ``éhttps://`` and ``_http://``
+# are links (and ``www.`` after ``_``, ``*``, ``~``, ``(``)
 _BARE_URL = re.compile(
-    r"(?i)(?<![^\W_]|[.-])(?:https?://|www\.)[^\s<>&\"'`|\\\[\]]+"
+    r"(?i)(?<![a-z])(?:(?:https?|ftp)://|www\.)[^\s<>&\"'`|\\\[\]]+"
     r"|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )
 
@@ -93,6 +95,8 @@ def _urls(text: str) -> list[tuple[bool, str]]:
 
     >>> _urls("see http://evil.example/x?a=1 now")
     [(False, 'see '), (True, '`http://evil.example/x?a=1`'), (False, ' now')]
+    >>> _urls("v1ftp://a.b xhttp://a.b")
+    [(False, 'v1'), (True, '`ftp://a.b`'), (False, ' xhttp://a.b')]
     >>> _urls("mail ops+oom@corp.example, unit sglang@k26.service, not root@host")
     [(False, 'mail '), (True, '`ops+oom@corp.example`'), (False, ', unit '), (True, '`sglang@k26.service`'), (False, ', not root@host')]
     """
