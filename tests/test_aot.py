@@ -232,3 +232,26 @@ def test_a_truncated_module_is_not_loaded(tmp_path: Path) -> None:
     (tmp_path / so.name).write_bytes(data)
     (tmp_path / aot.DIGEST).unlink()
     assert load().stdout.split() == ["False"]
+
+
+def test_check_says_why_the_module_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--check`` said "not built or stale" when it was turned off, or damaged; each says so."""
+    monkeypatch.setattr(aot, "_LOADED", [])
+    monkeypatch.setenv("POSTMORTEM_AOT", "0")
+    assert aot.main(["--check"]) == 1
+    assert "turned off (POSTMORTEM_AOT=0)" in capsys.readouterr().out
+    monkeypatch.setenv("POSTMORTEM_AOT", "1")
+    monkeypatch.setattr(aot, "MODULE", "postmortem.parsers._no_such_module")
+    assert aot.main(["--check"]) == 1
+    assert "not built" in capsys.readouterr().out
+    if _built():
+        monkeypatch.setattr(aot, "MODULE", "postmortem.parsers._aot")
+        monkeypatch.setattr(aot, "DIGEST", "no-such-digest")
+        assert aot.main(["--check"]) == 1
+        assert "damaged" in capsys.readouterr().out
+        monkeypatch.setattr(aot, "DIGEST", "_aot.sha256")
+        monkeypatch.setattr(aot, "fingerprint", lambda: 12345)
+        assert aot.main(["--check"]) == 1
+        assert "stale" in capsys.readouterr().out

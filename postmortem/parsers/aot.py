@@ -299,12 +299,28 @@ def build(directory: Path | None = None) -> Path:
     return out / built.name
 
 
+def state() -> str:
+    """Whether :func:`module` finds the compiled module, and if not, why (for ``--check``)."""
+    if os.environ.get("POSTMORTEM_AOT", "1") == "0":
+        return "turned off (POSTMORTEM_AOT=0); numba compiles"
+    try:
+        spec = importlib.util.find_spec(MODULE)
+    except ImportError:
+        spec = None
+    if spec is None or spec.origin is None:
+        return "not built (numba compiles); python -m postmortem.parsers.aot builds it"
+    if not intact(Path(spec.origin)):
+        return "damaged or cut short (numba compiles); python -m postmortem.parsers.aot builds it again"
+    if module() is None:
+        return "stale: built for other sources (numba compiles); make or python -m postmortem.parsers.aot rebuilds it"
+    return "built for these sources"
+
+
 def main(argv: list[str]) -> int:
     """``python -m postmortem.parsers.aot [--check]``: build the module, or say whether the
     one there is used. Exit 0 either way when it is a note rather than a failure."""
     if "--check" in argv:
-        state = "built for these sources" if module() is not None else "not built or stale (numba compiles)"
-        print(f"postmortem kernels compiled ahead of time: {state}")
+        print(f"postmortem kernels compiled ahead of time: {state()}")
         return 0 if module() is not None else 1
     try:
         path = build()
