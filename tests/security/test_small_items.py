@@ -84,10 +84,13 @@ def test_markdown_punctuation_alone_makes_no_element_either(text: str) -> None:
 # ``local@domain.tld`` (local part of alphanumerics and ``.+-_``; domain parts of
 # alphanumerics, ``-`` and ``_``, at least one period). Escapes split GFM's text nodes, which
 # only ever prevents a link, so looking at the joined text over-reports and never misses one.
+# GitLab also links any lowercase ``scheme://`` and what follows it, anywhere in a text node
+# (its AutolinkFilter: ``ssh://``, ``smb://``, ``tcp://``).
 _GFM_AUTOLINK = re.compile(
     r"(?i)(?:^|(?<=[\s*_~(]))www\.[A-Za-z0-9_-]"
     r"|(?<![A-Za-z])(?:https?|ftp)://[^\s!-/:-@\[-`{-~]"
     r"|[A-Za-z0-9.+_-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+"
+    r"|[a-z][a-z0-9+.-]+://[^\s>]"
 )
 
 
@@ -98,7 +101,7 @@ def _outside_code(html: str) -> str:
 
 _ADDRESS_PARTS = [
     *("ops", "sglang", "k26", "www", "http", "https", "://", "@", ".", "-", "_", "+", " ", "\n"),
-    *("x", "a.b", "|", "`", "\\", "(", "*", "service", "io", "é", "ftp", "1", "HTTPS"),
+    *("x", "a.b", "|", "`", "\\", "(", "*", "service", "io", "é", "ftp", "1", "HTTPS", "ssh", "[", "&"),
 ]
 
 
@@ -110,6 +113,9 @@ _ADDRESS_PARTS = [
 @example("v.https://x.io and -http://x.io")
 @example("see ftp://x.io/a")
 @example("FTP://x.io")
+# GitLab: any scheme, and one followed by Markdown punctuation
+@example("dist-init-addr tcp://10.0.0.1:5000, share smb://evil.example/s")
+@example("ssh://`x` and git+ssh://|y")
 def test_no_text_becomes_an_autolink_where_github_renders_the_report(text: str) -> None:
     """GitHub and GitLab link bare addresses and e-mail-like words (``sglang@k26.service``)
     even with every Markdown character escaped: each filter leaves them only inside code."""
