@@ -21,14 +21,15 @@ $(BIN)/.dev-installed: pyproject.toml
 
 # the parsing kernels compiled ahead of time (postmortem/parsers/aot.py): large ingests start
 # without loading numba; rebuilt when a kernel changes, and a note, not a failure, without a C
-# compiler (numba then compiles them on first use, as before)
+# compiler (numba then compiles them on first use, as before). The stamp is only set once the
+# module is built, so the next make tries again (after installing a compiler, say).
 AOT_SOURCES := postmortem/parsers/jit.py postmortem/parsers/aot.py postmortem/parsers/journal/kernels.py \
 	postmortem/engines/sglang/kernels.py postmortem/parsers/nvidia/kernels.py
 AOT := postmortem/parsers/.aot-built
 
 $(AOT): $(BIN)/.installed $(AOT_SOURCES)
 	$(BIN)/python -m postmortem.parsers.aot
-	touch $@
+	@POSTMORTEM_AOT=1 $(BIN)/python -m postmortem.parsers.aot --check >/dev/null && touch $@ || true
 
 venv: $(BIN)/.installed $(AOT)
 dev: $(BIN)/.dev-installed $(AOT)
@@ -113,4 +114,4 @@ docs: $(BIN)/.installed
 	$(BIN)/python scripts/build_schema_doc.py
 
 clean:
-	rm -rf $(VENV) $(AOT) postmortem/parsers/_aot*.so .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json
+	rm -rf $(VENV) $(AOT) postmortem/parsers/_aot*.so postmortem/parsers/_aot.sha256 .mypy_cache .ruff_cache .pytest_cache .hypothesis reports/*.md reports/*.png reports/*.duckdb reports/*.duckdb.files.json

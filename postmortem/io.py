@@ -649,11 +649,14 @@ def _entry_cut(data: bytes, cut: int, lookback: int) -> int:
 
     >>> _entry_cut(b"a\\nb\\n  c\\nd", 7, 99), _entry_cut(b"a\\n  b\\n", 5, 99), _entry_cut(b"a\\nb\\n", 3, 99)
     (1, 0, 1)
+    >>> _entry_cut(b"a\\r\\n\\r\\n  b\\r\\n", 8, 99)
+    0
     """
     stop = max(0, len(data) - lookback)
     pos = data.rfind(b"\n", stop, cut)  # the line after ``cut`` may be cut short: not it
     while pos > 0:
-        if data[pos + 1 : pos + 2] not in (b" ", b"\t", b"\n"):
+        # ``\r``: a CRLF file's blank line (a line that only starts with one is never cut before)
+        if data[pos + 1 : pos + 2] not in (b" ", b"\t", b"\n", b"\r"):
             return pos
         pos = data.rfind(b"\n", stop, pos)
     return 0

@@ -152,3 +152,106 @@ def test_compiled_kernels_give_numba_s_rows_without_loading_numba(inputs: list[P
     for t, (a, b) in tables.items():
         assert len(a) > 1000 or t == "kernel_messages", (t, len(a))
         assert sorted(map(repr, a)) == sorted(map(repr, b)), t
+
+
+def test_arguments_the_compiled_types_would_misread_go_to_numba() -> None:
+    """The compiled signature types its arrays as aligned and its scalars as int64: an int64
+    array seen at an odd byte offset, or a scalar past int64's range (numba types it uint64;
+    the compiled code raised OverflowError), is not taken."""
+    buf = np.frombuffer(b"hello world", np.uint8)
+    starts, ends = np.array([0, 6]), np.array([5, 11])
+    raw = np.zeros(17, np.uint8)
+    odd = np.frombuffer(raw.data, np.int64, count=2, offset=1)
+    assert not odd.flags.aligned and odd.flags.c_contiguous
+    name = ("postmortem.parsers.jit", "gather_spans")
+    assert aot.accepts(*name, (buf, starts, ends, -1, 0))
+    assert not aot.accepts(*name, (buf, odd, ends, -1, 0))
+    for big in (1 << 63, np.uint64(1 << 63), -(1 << 63) - 1):
+        assert not aot.accepts(*name, (buf, starts, ends, big, 0)), big
+    assert aot.accepts(*name, (buf, starts, ends, np.int32(-1), np.uint64(0)))
+    assert bytes(jit.gather_spans(buf, starts, ends, np.uint64(2), 1)[1]) == b"helowold"
+
+
+def _numba_type(spec: str, readonly: bool) -> object:
+    from numba import types
+
+    names = {"u1": types.uint8, "i1": types.int8, "i4": types.int32, "i8": types.int64}
+    names |= {"f8": types.float64, "b1": types.boolean, "Tuple": types.Tuple, "UniTuple": types.UniTuple}
+    made = eval(spec.replace("!", ""), names)  # the module's own signatures
+    if isinstance(made, types.Array) and readonly and not spec.endswith("!"):
+        return made.copy(readonly=True)
+    return made
+
+
+def test_the_compiled_code_writes_only_to_arrays_marked_as_outputs() -> None:
+    """accepts() lets read-only arrays (np.frombuffer of a block's bytes) through for every
+    argument not marked ``!``: the compiled code, which checks nothing, would write into them.
+    numba types such arguments as read-only and refuses any kernel that writes to one."""
+    import importlib
+
+    jit._with_numba()
+    for (module_name, name), (_result, args) in aot.ENTRY_POINTS.items():
+        dispatcher = getattr(importlib.import_module(module_name), name)
+        dispatcher.compile(tuple(_numba_type(a, readonly=True) for a in args))
+
+
+_LOAD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from postmortem.parsers import aot
+aot.MODULE = "_aot"
+print(aot.module() is not None)
+"""
+
+
+def test_a_truncated_module_is_not_loaded(tmp_path: Path) -> None:
+    """A build cut short, or one another build is still writing, leaves a truncated ``_aot*.so``;
+    loading it killed the process with SIGBUS (found by truncating it), beyond any except.
+    The build writes the module's digest beside it; a module that does not match is not loaded."""
+    if not _built():
+        pytest.skip("the ahead-of-time kernels are not built here")
+    so = next(PKG.glob("parsers/_aot*.so"))
+    shutil.copy(so, tmp_path / so.name)
+    shutil.copy(PKG / "parsers" / aot.DIGEST, tmp_path / aot.DIGEST)
+
+    def load() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _LOAD, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
+
+    assert load().stdout.split() == ["True"]
+    data = so.read_bytes()
+    for damaged in (data[:5000], data[: len(data) // 2], b"\0" * len(data)):
+        (tmp_path / so.name).write_bytes(damaged)
+        ran = load()
+        assert (ran.returncode, ran.stdout.split()) == (0, ["False"]), ran.stderr[-500:]
+    (tmp_path / so.name).write_bytes(data)
+    (tmp_path / aot.DIGEST).unlink()
+    assert load().stdout.split() == ["False"]
+
+
+def test_check_says_why_the_module_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--check`` said "not built or stale" when it was turned off, or damaged; each says so."""
+    monkeypatch.setattr(aot, "_LOADED", [])
+    monkeypatch.setenv("POSTMORTEM_AOT", "0")
+    assert aot.main(["--check"]) == 1
+    assert "turned off (POSTMORTEM_AOT=0)" in capsys.readouterr().out
+    monkeypatch.setenv("POSTMORTEM_AOT", "1")
+    monkeypatch.setattr(aot, "MODULE", "postmortem.parsers._no_such_module")
+    assert aot.main(["--check"]) == 1
+    assert "not built" in capsys.readouterr().out
+    if _built():
+        monkeypatch.setattr(aot, "MODULE", "postmortem.parsers._aot")
+        monkeypatch.setattr(aot, "DIGEST", "no-such-digest")
+        assert aot.main(["--check"]) == 1
+        assert "damaged" in capsys.readouterr().out
+        monkeypatch.setattr(aot, "DIGEST", "_aot.sha256")
+        monkeypatch.setattr(aot, "fingerprint", lambda: 12345)
+        assert aot.main(["--check"]) == 1
+        assert "stale" in capsys.readouterr().out

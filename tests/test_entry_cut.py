@@ -14,7 +14,18 @@ from postmortem.parsers.base import LineChunk
 from postmortem.parsers.journal.short import entry_groups
 
 _LINE = st.sampled_from(
-    ["May 25 20:00:01 h sglang[1]: x", "  continued", "\tmore", "", "x" * 40, "é∂", "a\r", "-- Boot 1 --"]
+    [
+        "May 25 20:00:01 h sglang[1]: x",
+        "  continued",
+        "\tmore",
+        "",
+        "x" * 40,
+        "é∂",
+        "a\r",
+        "\r",
+        "  c\r",
+        "-- Boot 1 --",
+    ]
 )
 
 
@@ -53,6 +64,8 @@ def _read(
 # complete lines left by an entry cut, then a block without a newline: they are not part of
 # a line that grows past max_line
 @example(["May 25 20:00:01 h sglang[1]: x", "  c", "  c", "-- Boot 1 --", "x" * 40], False, [17], 50)
+# a blank line of a CRLF file (``\r\n``) is blank, not the start of an entry
+@example(["May 25 20:00:01 h sglang[1]: x", "\r", "  tail", "x" * 40], True, [36], 1 << 20)
 def test_the_entry_cut_reads_what_the_plain_cut_reads(
     lines: list[str], final_newline: bool, sizes: list[int], max_line: int
 ) -> None:
@@ -75,3 +88,14 @@ def test_the_entry_cut_reads_what_the_plain_cut_reads(
         first = group.lines[0]
         if group.first_line_no == before.first_line_no + len(before):
             assert first and first[0] not in " \t", (before.text, group.text)
+
+
+def test_a_blank_crlf_line_is_no_entry_start() -> None:
+    """A CRLF journal's blank line inside an entry (``\\r\\n``) was taken for an entry start:
+    the block was cut before it, and the entry's later continuation lines became "continuation
+    line before any entry" (found comparing ingests with and without the entry cut)."""
+    data = b"May 25 20:00:01 h sglang[1]: x\r\n\r\n  tail\r\nMay 25 20:00:02 h sglang[1]: y\r\n"
+    cut = data.index(b"  tail") + 3
+    _, _, chunks = _read([data[:cut], data[cut:]], True, 1 << 20)
+    groups = [g.text for g in entry_groups(chunks)]
+    assert groups == ["May 25 20:00:01 h sglang[1]: x\n\n  tail", "May 25 20:00:02 h sglang[1]: y"]

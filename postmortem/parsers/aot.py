@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from typing import Any
 
 #: the extension module's import name
 MODULE = "postmortem.parsers._aot"
+#: the file beside the module that holds its SHA-256 and file name (see :func:`intact`)
+DIGEST = "_aot.sha256"
 
 _ROOT = Path(__file__).resolve().parent.parent
 #: every source the compiled code depends on: the kernels, the helpers they call, and this
@@ -115,6 +118,8 @@ def _check(spec: str) -> Check:
     (True, False)
     >>> _check("u1[::1]!")(np.frombuffer(b"ab", np.uint8)), _check("b1")(True), _check("i8")(2.0)
     (False, True, False)
+    >>> _check("i8")(np.int32(7)), _check("i8")(1 << 63)
+    (True, False)
     >>> _check("UniTuple(i8[:, ::1]!, 2)")((np.zeros((2, 2), np.int64),) * 2)
     True
     """
@@ -130,7 +135,7 @@ def _check(spec: str) -> Check:
     if "[" not in base:
         if base == "b1":
             return lambda v: isinstance(v, bool | np.bool_)
-        return lambda v: isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+        return _int64
     dtype = np.dtype(_DTYPES[base[: base.index("[")]])
     ndim = base.count(",") + 1
 
@@ -140,10 +145,21 @@ def _check(spec: str) -> Check:
             and v.dtype == dtype
             and v.ndim == ndim
             and v.flags.c_contiguous
+            and v.flags.aligned  # the compiled code's loads assume it
             and (v.flags.writeable or not write)
         )
 
     return array
+
+
+def _int64(v: Any) -> bool:
+    """An integer that converts to int64 (numba would type a larger one as uint64; the
+    compiled code raises OverflowError)."""
+    import numpy as np
+
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+        return False
+    return bool(-(1 << 63) <= int(v) < 1 << 63)
 
 
 def _tuple_check(checks: list[Check]) -> Check:
@@ -205,10 +221,24 @@ def _load() -> Any:
     if os.environ.get("POSTMORTEM_AOT", "1") == "0":
         return None
     try:
+        spec = importlib.util.find_spec(MODULE)
+        if spec is None or spec.origin is None or not intact(Path(spec.origin)):
+            return None
         mod = importlib.import_module(MODULE)
         return mod if mod.fingerprint() == fingerprint() else None
     except Exception:  # not built, built for another Python, unreadable: numba it is
         return None
+
+
+def intact(path: Path) -> bool:
+    """Whether ``path`` holds the bytes the build wrote (:data:`DIGEST`): loading a truncated
+    extension module — a build cut short, or one another build is still writing — kills the
+    process (SIGBUS), which no ``except`` catches."""
+    try:
+        want = (path.parent / DIGEST).read_text().split()
+        return want == [hashlib.sha256(path.read_bytes()).hexdigest(), path.name]
+    except OSError:
+        return False
 
 
 def compiled(module_name: str, name: str) -> Callable[..., Any] | None:
@@ -224,6 +254,8 @@ def compiled(module_name: str, name: str) -> Callable[..., Any] | None:
 def build(directory: Path | None = None) -> Path:
     """Compile :data:`ENTRY_POINTS` into the extension module in ``directory`` (beside this
     file by default); returns its path."""
+    import shutil
+    import tempfile
     import warnings
 
     from numba.core.errors import NumbaPendingDeprecationWarning
@@ -240,7 +272,6 @@ def build(directory: Path | None = None) -> Path:
     jit._with_numba()  # the kernels' calls to each other go through numba's dispatchers
     out = directory or Path(__file__).resolve().parent
     cc = CC(MODULE.rsplit(".", 1)[1])
-    cc.output_dir = str(out)
     cc.verbose = False
     for module_name, name in ENTRY_POINTS:
         kernel = getattr(importlib.import_module(module_name), name)
@@ -251,18 +282,45 @@ def build(directory: Path | None = None) -> Path:
         return stamp
 
     cc.export("fingerprint", "i8()")(fingerprint_of_build)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cc.compile()
-    return Path(out / str(cc.output_file))
+    # linked beside the module, then renamed over it with its digest: a process loading the
+    # module meanwhile (or a build cut short) never sees a part of a file
+    tmp = Path(tempfile.mkdtemp(prefix=".aot-", dir=out))
+    try:
+        cc.output_dir = str(tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cc.compile()
+        built = tmp / str(cc.output_file)
+        (tmp / DIGEST).write_text(f"{hashlib.sha256(built.read_bytes()).hexdigest()} {built.name}\n")
+        os.replace(built, out / built.name)
+        os.replace(tmp / DIGEST, out / DIGEST)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / built.name
+
+
+def state() -> str:
+    """Whether :func:`module` finds the compiled module, and if not, why (for ``--check``)."""
+    if os.environ.get("POSTMORTEM_AOT", "1") == "0":
+        return "turned off (POSTMORTEM_AOT=0); numba compiles"
+    try:
+        spec = importlib.util.find_spec(MODULE)
+    except ImportError:
+        spec = None
+    if spec is None or spec.origin is None:
+        return "not built (numba compiles); python -m postmortem.parsers.aot builds it"
+    if not intact(Path(spec.origin)):
+        return "damaged or cut short (numba compiles); python -m postmortem.parsers.aot builds it again"
+    if module() is None:
+        return "stale: built for other sources (numba compiles); make or python -m postmortem.parsers.aot rebuilds it"
+    return "built for these sources"
 
 
 def main(argv: list[str]) -> int:
     """``python -m postmortem.parsers.aot [--check]``: build the module, or say whether the
     one there is used. Exit 0 either way when it is a note rather than a failure."""
     if "--check" in argv:
-        state = "built for these sources" if module() is not None else "not built or stale (numba compiles)"
-        print(f"postmortem kernels compiled ahead of time: {state}")
+        print(f"postmortem kernels compiled ahead of time: {state()}")
         return 0 if module() is not None else 1
     try:
         path = build()

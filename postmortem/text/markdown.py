@@ -63,11 +63,15 @@ def _html(text: str) -> str:
 
 
 # a bare web address or e-mail address: GitHub and GitLab link one (GFM's extended autolinks:
-# ``www.``, ``http(s)://``, and ``name@host.domain``, which a systemd template unit such as
-# ``sglang@k26.service`` is too) even with every Markdown character escaped; inside a code span
-# nothing is linked, so it is shown as one (GFM links an address after ``_``, ``*``, ``~``, ``(``)
+# ``www.``, ``http(s)://`` and ``ftp://``, and ``name@host.domain``, which a systemd template
+# unit such as ``sglang@k26.service`` is too) even with every Markdown character escaped; inside
+# a code span nothing is linked, so it is shown as one. cmark-gfm takes the ASCII letters before
+# ``://`` as the scheme: ``xhttp://`` is none, but ``1https://``, ``éhttps://`` and ``_http://``
+# are links (and ``www.`` after ``_``, ``*``, ``~``, ``(``). GitLab links any lowercase
+# ``scheme://`` (``ssh://``, ``smb://``, ``tcp://``) and whatever follows it but a space, in
+# any text: every scheme goes in the span, even with nothing after it the span can hold.
 _BARE_URL = re.compile(
-    r"(?i)(?<![^\W_]|[.-])(?:https?://|www\.)[^\s<>&\"'`|\\\[\]]+"
+    r"(?i)(?:[a-z][a-z0-9+.-]*://|(?<![a-z])www\.(?=[^\s<>&\"'`|\\\[\]]))[^\s<>&\"'`|\\\[\]]*"
     r"|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )
 
@@ -93,6 +97,8 @@ def _urls(text: str) -> list[tuple[bool, str]]:
 
     >>> _urls("see http://evil.example/x?a=1 now")
     [(False, 'see '), (True, '`http://evil.example/x?a=1`'), (False, ' now')]
+    >>> _urls("1ftp://a.b to smb://evil/s|x")
+    [(False, '1'), (True, '`ftp://a.b`'), (False, ' to '), (True, '`smb://evil/s`'), (False, '|x')]
     >>> _urls("mail ops+oom@corp.example, unit sglang@k26.service, not root@host")
     [(False, 'mail '), (True, '`ops+oom@corp.example`'), (False, ', unit '), (True, '`sglang@k26.service`'), (False, ', not root@host')]
     """

@@ -9,7 +9,7 @@ from html import unescape
 from pathlib import Path
 
 from hostile import build, elements, incident_report, journal, one_error_line, run, to_html, write_logs
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from postmortem.report.redact import Redactor
@@ -76,14 +76,21 @@ def test_markdown_punctuation_alone_makes_no_element_either(text: str) -> None:
     assert "\x1b" not in markdown and "\u202e" not in markdown
 
 
-# GFM's extended autolinks, as its spec states them, looked for in the text a renderer shows
-# outside code: ``www.`` or ``http(s)://`` and a domain character at a word start, and ``local@domain.tld`` (local part
-# of alphanumerics and ``.+-_``; domain parts of alphanumerics, ``-`` and ``_``, at least one
-# period). Escapes split GFM's text nodes, which only ever prevents a link, so looking at the
-# joined text over-reports and never misses one.
+# GFM's extended autolinks as cmark-gfm (GitHub's renderer) finds them, looked for in the text
+# a renderer shows outside code: ``www.`` at a word start (the line's, a space's, or after
+# ``*_~(``); ``http://``, ``https://`` or ``ftp://`` (case aside) and a host character, after
+# anything but an ASCII letter — cmark-gfm takes the letters before ``://`` as the scheme, so
+# ``1https://`` or ``éhttps://`` is linked, where the spec says a word start; and
+# ``local@domain.tld`` (local part of alphanumerics and ``.+-_``; domain parts of
+# alphanumerics, ``-`` and ``_``, at least one period). Escapes split GFM's text nodes, which
+# only ever prevents a link, so looking at the joined text over-reports and never misses one.
+# GitLab also links any lowercase ``scheme://`` and what follows it, anywhere in a text node
+# (its AutolinkFilter: ``ssh://``, ``smb://``, ``tcp://``).
 _GFM_AUTOLINK = re.compile(
-    r"(?i)(?:^|(?<=[\s*_~(]))(?:www\.|https?://)[A-Za-z0-9_-]"
+    r"(?i)(?:^|(?<=[\s*_~(]))www\.[A-Za-z0-9_-]"
+    r"|(?<![A-Za-z])(?:https?|ftp)://[^\s!-/:-@\[-`{-~]"
     r"|[A-Za-z0-9.+_-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+"
+    r"|[a-z][a-z0-9+.-]+://[^\s>]"
 )
 
 
@@ -94,12 +101,21 @@ def _outside_code(html: str) -> str:
 
 _ADDRESS_PARTS = [
     *("ops", "sglang", "k26", "www", "http", "https", "://", "@", ".", "-", "_", "+", " ", "\n"),
-    *("x", "a.b", "|", "`", "\\", "(", "*", "service", "io", "é"),
+    *("x", "a.b", "|", "`", "\\", "(", "*", "service", "io", "é", "ftp", "1", "HTTPS", "ssh", "[", "&"),
 ]
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_ADDRESS_PARTS), min_size=1, max_size=14).map("".join))
+# cmark-gfm links a scheme after a digit, a non-ASCII letter, ``.`` or ``-``, and ``ftp://``
+@example("1https://x.io")
+@example("éhttp://x.io")
+@example("v.https://x.io and -http://x.io")
+@example("see ftp://x.io/a")
+@example("FTP://x.io")
+# GitLab: any scheme, and one followed by Markdown punctuation
+@example("dist-init-addr tcp://10.0.0.1:5000, share smb://evil.example/s")
+@example("ssh://`x` and git+ssh://|y")
 def test_no_text_becomes_an_autolink_where_github_renders_the_report(text: str) -> None:
     """GitHub and GitLab link bare addresses and e-mail-like words (``sglang@k26.service``)
     even with every Markdown character escaped: each filter leaves them only inside code."""
