@@ -2,8 +2,9 @@
 and split/, edited here): systemd's SIGKILL line of a server unit dating a kill no cgroup names
 (anchor_monotonic.sql) and a split journal's server lines naming the unit of the same pid's run
 in the other file (pid_units.sql). The wrong answers they gave (a kill of postgres dated as the
-server's OOM kill, a stop timeout's SIGKILL taken for an OOM kill, a pid the new boot reused
-taken for the unit's process) and the attacks they already withstood."""
+server's OOM kill, a stop timeout's SIGKILL taken for an OOM kill, a later boot's dmesg dated
+by the old boot's line, a pid the new boot reused taken for the unit's process) and the attacks
+they already withstood."""
 
 from __future__ import annotations
 
@@ -85,6 +86,30 @@ def test_a_capture_older_than_the_witness_is_not_dated_by_it(cli: Any, tmp_path:
     logs = _el7(tmp_path)
     stamp = datetime(2024, 4, 6, 6, 50, tzinfo=UTC).timestamp()
     os.utime(logs / "dmesg.log", (stamp, stamp))
+    causes, out = _el7_causes(cli, tmp_path, logs)
+    assert UNDATED in out
+    assert causes == ["signal"]
+
+
+REBOOT = (
+    "-- Reboot --\n"
+    "Apr 06 00:10:05 gh200-r2n4 kernel: Linux version 3.10.0-1160.119.1.el7.x86_64 "
+    "(mockbuild@kbuilder.bsys.centos.org) (gcc version 4.8.5 20150623 (Red Hat 4.8.5-44) (GCC) ) "
+    "#1 SMP Tue Jun 4 14:43:51 UTC 2024\n"
+    "Apr 06 00:30:02 gh200-r2n4 sshd[2093]: Accepted publickey for ops from 10.20.0.15 port 51900 ssh2\n"
+)
+
+
+def test_a_capture_of_a_later_boot_is_not_dated_by_the_old_boot_s_line(cli: Any, tmp_path: Path) -> None:
+    """The host rebooted at 00:10 and the dmesg, written at 00:40, holds the new boot's ring: a
+    notebook's python3 killed 1500 s after that boot, not the server's SIGKILL at 23:54:17."""
+    logs = _el7(tmp_path, dmesg=("6077 (sglang::schedul)", "7311 (python3)"))
+    dmesg = logs / "dmesg.log"
+    dmesg.write_text(dmesg.read_text().replace("[254584.", "[ 1500."))
+    journal = logs / "journal.txt"
+    journal.write_text(journal.read_text() + REBOOT)
+    stamp = datetime(2024, 4, 6, 7, 40, tzinfo=UTC).timestamp()
+    os.utime(dmesg, (stamp, stamp))
     causes, out = _el7_causes(cli, tmp_path, logs)
     assert UNDATED in out
     assert causes == ["signal"]

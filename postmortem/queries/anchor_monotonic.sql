@@ -172,7 +172,7 @@ WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT
 -- process.
 -- Server lines have their unit once a log named after its unit has taken it: this rule finds
 -- its witness on the pass after that (analysis runs this script again then). The capture
--- cannot predate its own records.
+-- cannot predate its own records, nor hold a kill from before a boot it followed.
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
@@ -217,6 +217,15 @@ FROM (
                AS boot_ts
     FROM kills AS k
     JOIN witness AS w ON (k.host IS NULL OR w.host IS NULL OR k.host = w.host)
+      -- the host booted after the line and before the capture was written (or at a capture
+      -- time not known): the capture holds a later boot's kernel ring, not the line's
+      AND NOT EXISTS (
+          SELECT 1 FROM sources AS s,
+              (SELECT host, ts FROM kernel_messages WHERE message LIKE 'Linux version %'
+               UNION ALL SELECT host, boot_ts FROM boots) AS b
+          WHERE s.source_id = k.source_id AND b.ts > w.ts
+            AND (s.file_mtime IS NULL OR b.ts <= s.file_mtime)
+            AND (b.host IS NULL OR w.host IS NULL OR b.host = w.host))
     GROUP BY k.source_id, k.host
     HAVING count(DISTINCT epoch_us(w.ts) // 2000000) = 1
 ) AS m
