@@ -3,7 +3,7 @@ and split/, edited here): systemd's SIGKILL line of a server unit dating a kill 
 (anchor_monotonic.sql) and a split journal's server lines naming the unit of the same pid's run
 in the other file (pid_units.sql). The wrong answers they gave (a kill of postgres dated as the
 server's OOM kill, a stop timeout's SIGKILL taken for an OOM kill, a later boot's dmesg dated
-by the old boot's line, a pid the new boot reused taken for the unit's process) and the attacks
+by the old boot's line or by another host's, a pid the new boot reused taken for the unit's process) and the attacks
 they already withstood."""
 
 from __future__ import annotations
@@ -89,6 +89,22 @@ def test_a_capture_older_than_the_witness_is_not_dated_by_it(cli: Any, tmp_path:
     causes, out = _el7_causes(cli, tmp_path, logs)
     assert UNDATED in out
     assert causes == ["signal"]
+
+
+def test_another_host_s_line_does_not_date_a_capture_naming_no_host(cli: Any, tmp_path: Path) -> None:
+    """Two hosts: the SIGKILL line is gh200-r2n5's journal's; the raw dmesg and the server's log
+    name no host, so the line cannot tell which host's kill it saw."""
+    logs = _el7(tmp_path)
+    journal = logs / "journal.txt"
+    journal.write_text(journal.read_text().replace(KILL, ""))
+    (logs / "journal-r2n5.txt").write_text(
+        "-- Logs begin at Fri 2024-04-05 23:50:00 PDT, end at Fri 2024-04-05 23:54:17 PDT. --\n"
+        "Apr 05 23:50:00 gh200-r2n5 systemd[1]: Started Session 7 of User ops.\n"
+        + KILL.replace("gh200-r2n4", "gh200-r2n5")
+    )
+    causes, out = _el7_causes(cli, tmp_path, logs)
+    assert UNDATED in out
+    assert "host_oom" not in causes
 
 
 REBOOT = (

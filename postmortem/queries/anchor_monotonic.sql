@@ -216,7 +216,11 @@ FROM (
            make_timestamptz(epoch_us(any_value(w.ts)) - CAST(round(any_value(k.monotonic_s) * 1000000) AS BIGINT))
                AS boot_ts
     FROM kills AS k
-    JOIN witness AS w ON (k.host IS NULL OR w.host IS NULL OR k.host = w.host)
+    JOIN witness AS w ON (k.host = w.host
+          -- a capture or line naming no host matches any only in a store of one host: with two,
+          -- another host's line would date a raw dmesg of either
+          OR ((k.host IS NULL OR w.host IS NULL)
+              AND (SELECT count(DISTINCT host) FROM unit_events WHERE host IS NOT NULL) <= 1))
       -- the host booted after the line and before the capture was written (or at a capture
       -- time not known): the capture holds a later boot's kernel ring, not the line's
       AND NOT EXISTS (
