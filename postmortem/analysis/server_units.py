@@ -137,6 +137,8 @@ def _vote_pids(store: Store, runs: list[Run], timed: bool = True) -> None:
             before = SPLIT_GAP if r["how"] == "server lines" else START_BEFORE
             if r["how"] == "server lines" and (not timed or ts is None):
                 continue
+            if r["booted"] is not None and r["booted"] <= run.last_ts:
+                continue  # the host booted after those lines and before this run ended
             if timed and ts is not None and not (run.first_ts - before <= ts <= run.last_ts + END_AFTER):
                 continue
             run.vote(str(r["unit"]), "pid", f"pid {r['pid']} is {r['unit']}'s ({r['how']})")

@@ -168,10 +168,11 @@ WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT
 -- killed by SIGKILL (or "killed by the OOM killer") witnesses it when it is the only such line
 -- of the host, the unit's server logged up to 2 minutes before it (it was serving, not
 -- starting), and systemd was not stopping the unit, nor a unit it names by its Description
--- only (a stop timeout's SIGKILL is no OOM kill).
+-- only (a stop timeout's SIGKILL is no OOM kill), and the kernel's victim is a server's
+-- process.
 -- Server lines have their unit once a log named after its unit has taken it: this rule finds
 -- its witness on the pass after that (analysis runs this script again then). The capture
--- cannot predate its own records.
+-- cannot predate its own records, nor hold a kill from before a boot it followed.
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
 FROM (
@@ -181,6 +182,10 @@ FROM (
         WHERE ts IS NULL AND monotonic_s IS NOT NULL
         GROUP BY source_id, host
         HAVING count(*) = 1 AND bool_and(unit IS NULL)
+           -- the victim is a server's process (an engine's 'name::role' title, python, torch's
+           -- main thread): a postgres or sshd the kernel chose says nothing of a unit's SIGKILL
+           AND bool_and(regexp_matches(lower(coalesce(victim_comm, '')),
+                        '::|^(vllm|python|pt_main_thread|tritonserver|text-generation)'))
     ),
     witness AS (
         SELECT e.host, e.ts
@@ -192,18 +197,39 @@ FROM (
                        AND v.ts BETWEEN e.ts - INTERVAL 120 SECOND AND e.ts)
                OR EXISTS (SELECT 1 FROM http_requests AS v WHERE v.unit = e.unit
                           AND v.ts BETWEEN e.ts - INTERVAL 120 SECOND AND e.ts))
-          -- (systemd < 240 names a unit stopping by its Description, which may be this unit's)
+          -- (systemd < 240 names a unit stopping by its Description, which may be this unit's);
+          -- a stop still pending at the kill, however long before (TimeoutStopSec=15min): no
+          -- 'Stopped', start or failure of that name between them
           AND NOT EXISTS (SELECT 1 FROM unit_events AS x
                           WHERE (x.unit = e.unit OR x.unit = x.description)
                             AND (x.host IS NULL OR e.host IS NULL OR x.host = e.host)
                             AND x.action = 'stopping'
-                            AND x.ts BETWEEN e.ts - INTERVAL 10 MINUTE AND e.ts)
+                            AND x.ts BETWEEN e.ts - INTERVAL 6 HOUR AND e.ts
+                            AND NOT EXISTS (
+                                SELECT 1 FROM unit_events AS y
+                                WHERE y.unit = x.unit AND y.ts > x.ts AND y.ts < e.ts
+                                  AND (y.host IS NULL OR e.host IS NULL OR y.host = e.host)
+                                  AND y.action IN ('stopped', 'starting', 'started', 'failed',
+                                                   'start_failed')))
     )
     SELECT k.source_id, k.host,
            make_timestamptz(epoch_us(any_value(w.ts)) - CAST(round(any_value(k.monotonic_s) * 1000000) AS BIGINT))
                AS boot_ts
     FROM kills AS k
-    JOIN witness AS w ON (k.host IS NULL OR w.host IS NULL OR k.host = w.host)
+    JOIN witness AS w ON (k.host = w.host
+          -- a capture or line naming no host matches any only in a store of one host: with two,
+          -- another host's line would date a raw dmesg of either
+          OR ((k.host IS NULL OR w.host IS NULL)
+              AND (SELECT count(DISTINCT host) FROM unit_events WHERE host IS NOT NULL) <= 1))
+      -- the host booted after the line and before the capture was written (or at a capture
+      -- time not known): the capture holds a later boot's kernel ring, not the line's
+      AND NOT EXISTS (
+          SELECT 1 FROM sources AS s,
+              (SELECT host, ts FROM kernel_messages WHERE message LIKE 'Linux version %'
+               UNION ALL SELECT host, boot_ts FROM boots) AS b
+          WHERE s.source_id = k.source_id AND b.ts > w.ts
+            AND (s.file_mtime IS NULL OR b.ts <= s.file_mtime)
+            AND (b.host IS NULL OR w.host IS NULL OR b.host = w.host))
     GROUP BY k.source_id, k.host
     HAVING count(DISTINCT epoch_us(w.ts) // 2000000) = 1
 ) AS m
