@@ -218,16 +218,28 @@ def module() -> Any:
 
 
 def _load() -> Any:
-    if os.environ.get("POSTMORTEM_AOT", "1") == "0":
+    if _unusable() is not None:
         return None
     try:
-        spec = importlib.util.find_spec(MODULE)
-        if spec is None or spec.origin is None or not intact(Path(spec.origin)):
-            return None
         mod = importlib.import_module(MODULE)
         return mod if mod.fingerprint() == fingerprint() else None
-    except Exception:  # not built, built for another Python, unreadable: numba it is
+    except Exception:  # built for another Python, unreadable: numba it is
         return None
+
+
+def _unusable() -> str | None:
+    """Why the compiled module cannot be loaded at all (for ``--check``), or None."""
+    if os.environ.get("POSTMORTEM_AOT", "1") == "0":
+        return "turned off (POSTMORTEM_AOT=0); numba compiles"
+    try:
+        spec = importlib.util.find_spec(MODULE)
+    except Exception:  # (a broken package path: as if not built)
+        spec = None
+    if spec is None or spec.origin is None:
+        return "not built (numba compiles); python -m postmortem.parsers.aot builds it"
+    if not intact(Path(spec.origin)):
+        return "damaged or cut short (numba compiles); python -m postmortem.parsers.aot builds it again"
+    return None
 
 
 def intact(path: Path) -> bool:
@@ -301,16 +313,9 @@ def build(directory: Path | None = None) -> Path:
 
 def state() -> str:
     """Whether :func:`module` finds the compiled module, and if not, why (for ``--check``)."""
-    if os.environ.get("POSTMORTEM_AOT", "1") == "0":
-        return "turned off (POSTMORTEM_AOT=0); numba compiles"
-    try:
-        spec = importlib.util.find_spec(MODULE)
-    except ImportError:
-        spec = None
-    if spec is None or spec.origin is None:
-        return "not built (numba compiles); python -m postmortem.parsers.aot builds it"
-    if not intact(Path(spec.origin)):
-        return "damaged or cut short (numba compiles); python -m postmortem.parsers.aot builds it again"
+    why = _unusable()
+    if why is not None:
+        return why
     if module() is None:
         return "stale: built for other sources (numba compiles); make or python -m postmortem.parsers.aot rebuilds it"
     return "built for these sources"
