@@ -213,8 +213,8 @@ FROM (
                                                    'start_failed')))
     )
     SELECT k.source_id, k.host,
-           make_timestamptz(epoch_us(any_value(w.ts)) - CAST(round(any_value(k.monotonic_s) * 1000000) AS BIGINT))
-               AS boot_ts
+           -- (the earliest line of the one 2 s bucket: systemd's line follows the kill)
+           make_timestamptz(min(epoch_us(w.ts) - CAST(round(k.monotonic_s * 1000000) AS BIGINT))) AS boot_ts
     FROM kills AS k
     JOIN witness AS w ON (k.host = w.host
           -- a capture or line naming no host matches any only in a store of one host: with two,
