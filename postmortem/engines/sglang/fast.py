@@ -171,18 +171,15 @@ def fast_messages(
     given: Given,
     *,
     rows: Mask | None = None,
-    maybe_cr: bool = True,
     maybe_hit: bool = True,
-    maybe_nl: bool = True,
 ) -> FastRows | None:
     """The vectorised pass over SGLang messages captured by a journal (``None`` when nothing
     qualifies). ``rows``: the messages to look at (all when None; the others are not SGLang
     messages of a stream). ``maybe_hit``: whether any message may hold the words
-    `` hit an exception`` (False skips that search). ``maybe_cr`` / ``maybe_nl`` are accepted
-    for callers that know more; the pass always checks for carriage returns and newlines."""
+    `` hit an exception`` (False skips that search). The pass always checks each message for
+    carriage returns and newlines itself."""
     from ...parsers.jit import string_buffers
 
-    del maybe_cr, maybe_nl
     buf, starts, ends = string_buffers(messages)
     return _Scan(
         buf,

@@ -614,11 +614,7 @@ class _Router:
                 self.tokens,
                 self.cols,
                 self.patches,
-                (
-                    chunk.contains("\r"),
-                    chunk.contains(" hit an exception"),
-                    self.cols.message is not self.cols.raw_msgs,  # #012 became a newline somewhere
-                ),
+                chunk.contains(" hit an exception"),
                 lambda pos: self.route([_Todo(0, pos, self.row(pos))], settled=True),
             )
             if self.fast is not None:
@@ -1023,7 +1019,7 @@ class _FastEngine:
         tokens: _Tokens,
         cols: _Cols,
         patches: dict[int, str],
-        hints: tuple[bool, bool, bool],
+        maybe_hit: bool,
         slow: Any,
     ) -> _FastEngine | None:
         import numpy as np
@@ -1078,15 +1074,7 @@ class _FastEngine:
             unit=pa.nulls(m, pa.string()),  # set when the tables are handed over
             pid=pa.nulls(m, pa.int32()),
         )
-        maybe_cr, maybe_hit, maybe_nl = hints
-        fr = fast.fast_messages(
-            cols.message,
-            given,
-            rows=offered,
-            maybe_cr=maybe_cr or maybe_nl,
-            maybe_hit=maybe_hit,
-            maybe_nl=maybe_nl,
-        )
+        fr = fast.fast_messages(cols.message, given, rows=offered, maybe_hit=maybe_hit)
         if fr is None:
             return None
         return cls(engine.name, sink, fr, tix_all, tokens, existing, candidates, cols.ts, slow)
