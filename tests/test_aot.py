@@ -255,3 +255,18 @@ def test_check_says_why_the_module_is_not_used(
         monkeypatch.setattr(aot, "fingerprint", lambda: 12345)
         assert aot.main(["--check"]) == 1
         assert "stale" in capsys.readouterr().out
+
+
+def test_only_the_kernels_python_calls_count_references() -> None:
+    """The kernels other kernels call run without numba's reference counting (an atomic call
+    per array argument, on entry and on return); those Python calls keep it (they allocate)."""
+    import importlib
+
+    for module_name, _name in aot.ENTRY_POINTS:
+        importlib.import_module(module_name)
+    made = jit._with_numba()
+    helpers = [k for k in made if (k.__module__, k.__name__) not in aot.ENTRY_POINTS]
+    assert len(helpers) > 20
+    for kernel, dispatcher in made.items():
+        entry = (kernel.__module__, kernel.__name__) in aot.ENTRY_POINTS
+        assert dispatcher.targetoptions.get("_nrt", True) is entry, kernel.__name__

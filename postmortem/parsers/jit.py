@@ -104,7 +104,26 @@ def _with_numba() -> dict[Kernel, Any]:
 def _njit(fn: Callable[..., Any]) -> Any:
     import numba
 
-    return numba.njit(cache=not cache_off, nogil=True, boundscheck=False)(fn)
+    njit: Any = numba.njit  # (its stubs do not know numba's private ``_nrt`` option)
+    return njit(cache=not cache_off, nogil=True, boundscheck=False, **_refcounting(fn))(fn)
+
+
+def _refcounting(fn: Callable[..., Any]) -> dict[str, bool]:
+    """numba's options for ``fn``'s reference counting (NRT).
+
+    With it on, every call of one kernel from another counts a reference to each array it
+    passes on entry and drops it on return, each an atomic add through a function call: the
+    SGLang pass's ``_pairs`` made 18 such calls a line, about 30 % of the pass (perf, numba
+    0.68). Only the kernels Python calls (:data:`.aot.ENTRY_POINTS`) allocate arrays, which
+    needs it; the kernels they call are compiled without it. Such a kernel that allocates does
+    not compile, so a test run finds it."""
+    from numba.core import cpu
+
+    from . import aot
+
+    if (fn.__module__, fn.__name__) in aot.ENTRY_POINTS or not hasattr(cpu.CPUTargetOptions, "_nrt"):
+        return {}
+    return {"_nrt": False}
 
 
 def kernel(fn: F) -> F:

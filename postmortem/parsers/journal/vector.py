@@ -597,7 +597,7 @@ class _Router:
         self.plain_rows: list[int] = []  # kernel lines stored as a block (see _PLAIN)
         self.unit_patches: dict[int, str] = {}  # position → the unit a systemd message names
         self._ts_np: Any = None  # the times as microseconds (pyarrow's tz-aware to_pylist is slow)
-        self._hosts: list[Any] | None = None
+        self._hosts: dict[int, Any] | None = None  # position → host, for the plain kernel lines
 
     def run(self, chunk: LineChunk) -> None:
         import numpy as np
@@ -651,9 +651,11 @@ class _Router:
         for mask, marker in ((light, _LIGHT), (plain, _PLAIN)):
             if mask is not None and mask.any():
                 materialise &= ~mask
-                lanes.append((routed[mask], marker))
-                if marker is _PLAIN:
-                    self._hosts = cols.host.to_pylist()  # a kernel line goes to its host's stream
+                positions = routed[mask]
+                lanes.append((positions, marker))
+                if marker is _PLAIN:  # a kernel line goes to its host's stream
+                    hosts = pc.take(cols.host, pa.array(positions)).to_pylist()
+                    self._hosts = dict(zip(positions.tolist(), hosts, strict=True))
         lanes.extend((positions, _HELD) for positions in held.values())
         todo = self.rows(routed[materialise])
         if lanes:
