@@ -281,6 +281,9 @@ def build(directory: Path | None = None) -> Path:
 
     for module_name in {m for m, _ in ENTRY_POINTS}:
         importlib.import_module(module_name)
+    # compiled afresh, not from numba's on-disk cache: its entries are keyed by source and
+    # signature but not by the options they were compiled with (see jit._refcounting)
+    jit.cache_off = True
     jit._with_numba()  # the kernels' calls to each other go through numba's dispatchers
     out = directory or Path(__file__).resolve().parent
     cc = CC(MODULE.rsplit(".", 1)[1])
