@@ -596,9 +596,14 @@ class _LineReader:
         buf = self.buf
         complete = b"".join((buf, memoryview(block)[:cut])) if buf else block[:cut]
         self.buf = block[cut + 1 :]
-        count = complete.count(b"\n") + 1
+        import numpy as np
+
+        # the newlines found once: their count numbers the lines, their offsets go to the
+        # chunk for the compiled parsers (LineChunk.buffer)
+        newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
+        count = len(newlines) + 1
         end = self.line_no + count
-        for out in _chunk(complete, self.line_no, self.max_line, count):
+        for out in _chunk(complete, self.line_no, self.max_line, count, newlines):
             if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == end:
                 out.entry_end = True
             yield out
@@ -663,7 +668,7 @@ def _entry_cut(data: bytes, cut: int, lookback: int) -> int:
 
 
 def _chunk(
-    data: bytes, line_no: int, max_line: int, count: int | None = None
+    data: bytes, line_no: int, max_line: int, count: int | None = None, newlines: Any = None
 ) -> Iterator[LineChunk | OverlongLine]:
     """One block of complete lines; long lines inside a block are cut out as overlong."""
     if len(data) > max_line:
@@ -684,7 +689,8 @@ def _chunk(
             yield LineChunk.from_lines(first, pending)
         return
     clean, text = _clean(data)
-    yield LineChunk(line_no, text, data=clean, count=count)
+    # (the offsets found in the bytes read hold only if cleaning changed nothing)
+    yield LineChunk(line_no, text, data=clean, count=count, newlines=newlines if clean is data else None)
 
 
 def _clean(data: bytes) -> tuple[bytes, str | None]:

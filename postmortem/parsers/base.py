@@ -141,7 +141,9 @@ class LineChunk:
     (2, ['x', 'y', 'z'])
     """
 
-    __slots__ = ("_arrow", "_buffer", "_data", "_len", "_lines", "_text", "entry_end", "first_line_no")
+    __slots__ = (
+        "_arrow", "_buffer", "_data", "_len", "_lines", "_newlines", "_text", "entry_end", "first_line_no"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -151,9 +153,11 @@ class LineChunk:
         *,
         data: bytes | None = None,
         count: int | None = None,
+        newlines: Any = None,
     ) -> None:
         """``text``, or ``data``: valid UTF-8 (the reader replaced what was not); ``count``:
-        the number of lines, when the caller knows it."""
+        the number of lines, when the caller knows it; ``newlines``: the offsets of ``data``'s
+        newlines (numpy ``int64``), when the caller found them (:meth:`buffer` needs them)."""
         if text is None and data is None:
             raise ValueError("a LineChunk needs text or data")
         self.first_line_no = first_line_no
@@ -163,6 +167,7 @@ class LineChunk:
         self._lines = lines
         self._arrow: pa.Array | None = None  # type: ignore[type-arg]
         self._buffer: tuple[Any, Any, Any] | None = None
+        self._newlines = newlines
         #: the reader cut the file here because the next line starts an entry (it is neither
         #: indented nor blank; see ``iter_lines(entries=True)``)
         self.entry_end = False
@@ -212,7 +217,8 @@ class LineChunk:
             import numpy as np
 
             data = np.frombuffer(self.data, dtype=np.uint8)
-            breaks = np.flatnonzero(data == 10)
+            breaks = np.flatnonzero(data == 10) if self._newlines is None else self._newlines
+            self._newlines = None
             starts = np.empty(len(breaks) + 1, dtype=np.int64)
             starts[0] = 0
             starts[1:] = breaks + 1
