@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import sys
 
+#: allocations of container objects between two young-generation collections (Python's
+#: default: 700). An ingest makes millions of short-lived tuples, lists and rows; at 700 the
+#: collector ran often enough to cost 3 % of a 2M-line journal's CPU (perf: gc_collect_main),
+#: at 50,000 it costs little, with the same peak memory (journal: 4.39 -> 4.24 user CPU s)
+YOUNG_COLLECTION = 50_000
+
 
 def main() -> None:
+    import gc
+
     from .drawing import start, stop, wants_drawing
+
+    gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
 
     if wants_drawing(sys.argv[1:]):
         start()
