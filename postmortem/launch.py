@@ -18,7 +18,7 @@ def main() -> None:
 
     # numpy's OpenBLAS starts a worker thread per core that spins a while after start-up;
     # postmortem does no linear algebra (perf: 2-5 % of an ingest's CPU samples in them; 2.64 ->
-    # 2.53 CPU s on a 2M-line SGLang log). Set before numpy loads; a user's own setting wins.
+    # 2.53 CPU s on the bench's 2M-line server log). Set before numpy loads; a user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .drawing import start, stop, wants_drawing
 
