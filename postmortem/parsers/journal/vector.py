@@ -794,12 +794,16 @@ def _past_budget(np: Any, routed: Any, tix_all: Any, limits: list[int]) -> tuple
     it (each line's rank among its token's lines, in line order)."""
     tix = tix_all[routed]
     lim_of = np.array(limits, dtype=np.int64)
-    order = np.argsort(tix, kind="stable")
-    sorted_tix = tix[order]
+    # only the lines of tokens with a budget are ranked (most routed lines are a stream's)
+    budgeted = np.flatnonzero(lim_of[tix] > 0)
+    sub = tix[budgeted]
+    order = np.argsort(sub, kind="stable")
+    sorted_tix = sub[order]
     starts_at = np.searchsorted(sorted_tix, sorted_tix, side="left")
-    rank = np.empty(len(tix), dtype=np.int64)
-    rank[order] = np.arange(len(tix)) - starts_at
-    beyond = (lim_of[tix] > 0) & (rank >= lim_of[tix])
+    rank = np.empty(len(sub), dtype=np.int64)
+    rank[order] = np.arange(len(sub)) - starts_at
+    beyond = np.zeros(len(tix), dtype=bool)
+    beyond[budgeted[rank >= lim_of[sub]]] = True
     held: dict[int, Any] = {}
     if beyond.any():
         for t in np.unique(tix[beyond]).tolist():
