@@ -1,4 +1,5 @@
-"""``holds``: the anchored substring search behind ``LineChunk.contains`` equals ``in``."""
+"""Fast substring tests equal the plain ones: ``holds`` (behind ``LineChunk.contains``) and
+the journal router's ``any_of`` regular expression."""
 
 from __future__ import annotations
 
@@ -39,3 +40,23 @@ def test_chunk_contains_text_and_bytes_agree(lines: list[str]) -> None:
     as_text = LineChunk(1, text=text)
     for word in (" hit an exception", "\r", "0x1f"):
         assert as_bytes.contains(word) == as_text.contains(word) == (word in text)
+
+
+_META = st.text(alphabet="ab[]().*+?|\\^$ {}\r\n\t=é", max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(_META.filter(bool), min_size=1, max_size=5),
+    messages=st.lists(st.one_of(st.none(), _META), max_size=20),
+)
+def test_any_of_matches_where_a_word_occurs(words: list[str], messages: list[str | None]) -> None:
+    """The journal router's one regular expression for the start markers (RE2, through
+    Arrow) finds exactly the messages holding one of the words, metacharacters and all."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from postmortem.parsers.journal.vector import any_of
+
+    got = pc.match_substring_regex(pa.array(messages, pa.string()), any_of(tuple(words))).to_pylist()
+    assert got == [None if m is None else any(w in m for w in words) for m in messages]

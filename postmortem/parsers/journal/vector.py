@@ -24,6 +24,7 @@ per-line path's (property tests check it, with server output, kernel, systemd an
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -945,11 +946,23 @@ def _cannot_start(
         return None
     q = np.flatnonzero(rows)
     msgs = pc.take(message, pa.array(positions[q]))
-    maybe = pc.match_substring(msgs, markers[0])
-    for marker in markers[1:]:
-        maybe = pc.or_(maybe, pc.match_substring(msgs, marker))
+    maybe = pc.match_substring_regex(msgs, any_of(markers))
     rows[q[pc.fill_null(maybe, True).to_numpy(zero_copy_only=False)]] = False
     return rows
+
+
+@functools.lru_cache(maxsize=8)
+def any_of(words: tuple[str, ...]) -> str:
+    """A regular expression (RE2's syntax, as Arrow's ``match_substring_regex`` reads it) that
+    matches where any of ``words`` occurs: one search of the messages instead of one per word
+    and their ORs (17 Arrow calls a chunk for the nine start markers, 1.2 ms).
+
+    >>> print(any_of(("[", "a.b", "INFO ")))
+    \\x{5B}|a\\x{2E}b|INFO\\x{20}
+    """
+    return "|".join(
+        "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):X}}}" for c in w) for w in words
+    )
 
 
 class _FastEngine:
