@@ -72,7 +72,7 @@ def holds(data: bytes, word: bytes) -> bool:
     """``word in data``, faster for a word that holds a rare byte and is absent.
 
     CPython's substring search steps about a byte at a time past text full of the word's own
-    common letters: ``" hit an exception"`` costs 2.1–2.3 ms over a 4 MB block of SGLang lines
+    common letters: ``" hit an exception"`` costs 2.1–2.3 ms over a 4 MB block of server log lines
     or journal text. Here the word's rarest byte (:data:`_RARE`) is found with ``memchr`` and
     each place it occurs is checked: 0.3–0.5 ms. After :data:`_ANCHOR_TRIES` such places the
     plain search takes the rest, so text full of that byte (a hex dump) costs at most about

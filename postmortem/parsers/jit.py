@@ -113,7 +113,7 @@ def _refcounting(fn: Callable[..., Any]) -> dict[str, bool]:
 
     With it on, every call of one kernel from another counts a reference to each array it
     passes on entry and drops it on return, each an atomic add through a function call: the
-    SGLang pass's ``_pairs`` made 18 such calls a line, about 30 % of the pass (perf, numba
+    batch-line pass's ``_pairs`` made 18 such calls a line, about 30 % of the pass (perf, numba
     0.68). Only the kernels Python calls (:data:`.aot.ENTRY_POINTS`) allocate arrays, which
     needs it; the kernels they call are compiled without it. Such a kernel that allocates does
     not compile, so a test run finds it."""
