@@ -596,12 +596,7 @@ class _LineReader:
         buf = self.buf
         complete = b"".join((buf, memoryview(block)[:cut])) if buf else block[:cut]
         self.buf = block[cut + 1 :]
-        import numpy as np
-
-        # the newlines found once: their count numbers the lines, their offsets go to the
-        # chunk for the compiled parsers (LineChunk.buffer)
-        newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
-        count = len(newlines) + 1
+        count, newlines = _newlines(complete)
         end = self.line_no + count
         for out in _chunk(complete, self.line_no, self.max_line, count, newlines):
             if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == end:
@@ -644,6 +639,24 @@ class _LineReader:
 
 #: how far back from a block's end :func:`iter_lines` looks for the start of an entry
 ENTRY_LOOKBACK = 64 << 10
+
+
+def _newlines(data: bytes) -> tuple[int, Any]:
+    """The number of lines in ``data`` (its newlines + 1), and the offsets of its newlines
+    (numpy ``int64``), found once for the compiled parsers (:meth:`LineChunk.buffer`) — or
+    None when they would take more memory than ``data`` itself (lines of a few bytes, such as
+    blank-line padding: 8 bytes an offset), which a parser that never asks for them would hold
+    for the chunk's life; the chunk then finds them itself if asked.
+
+    >>> count, at = _newlines(b"one line\\nand another\\n")
+    >>> count, at.tolist(), _newlines(b"\\n\\n")
+    (3, [8, 20], (3, None))
+    """
+    import numpy as np
+
+    is_newline = np.frombuffer(data, dtype=np.uint8) == 10
+    breaks = int(np.count_nonzero(is_newline))
+    return breaks + 1, np.flatnonzero(is_newline) if breaks * 8 <= len(data) else None
 
 
 def _entry_cut(data: bytes, cut: int, lookback: int) -> int:

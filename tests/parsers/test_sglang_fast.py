@@ -138,3 +138,41 @@ def test_odd_log_vectorised_equals_python(zone: str, start: datetime, seed: int)
     # the fast path did much of the work (wall-clock times in a DST gap stay per-line)
     fast_batch_rows = sum(o.data.num_rows for o in fast_out if getattr(o, "table", None) == "server_stats")
     assert fast_batch_rows > len(slow_rows["server_stats"]) // 4
+
+
+def _both_paths(lines: list[str], zone: str) -> list[tuple[dict[str, list[tuple[Any, ...]]], int, int]]:
+    """The rows and counts of both paths over one chunk of ``lines`` (long enough for the
+    fast path)."""
+    parser = get_parser("sglang")
+    assert parser is not None
+    results = []
+    for fast in ("1", "0"):
+        ctx = ParseContext(zone=get_zone(zone), zone_given=True, options={"sglang_fast": fast})
+        out = list(parser.parse([LineChunk.from_lines(1, lines)], ctx))
+        check_accounting(ctx, out, len(lines))
+        results.append((_rows(out), ctx.parsed_lines, ctx.ignored_lines))
+    return results
+
+
+@pytest.mark.parametrize(
+    ("zone", "stamp"),
+    [
+        ("Asia/Tokyo", "0001-01-01 00:00:01"),  # UTC: year 0
+        ("Asia/Tokyo", "0001-01-01 05:10:00.5"),
+        ("America/New_York", "9999-12-31 23:59:59"),  # UTC: year 10000
+        ("America/New_York", "9999-12-31 22:10:00"),
+    ],
+)
+def test_stamp_whose_utc_time_is_out_of_range(zone: str, stamp: str) -> None:
+    # the Python path raised OverflowError (an ingest's "internal error"); the fast path
+    # stored a time no datetime holds, which the loader then failed on
+    line = (
+        "[{} TP0] Decode batch, #running-req: 1, #token: {}, token usage: 0.50, cuda graph: True, "
+        "gen throughput (token/s): 12.00, #queue-req: 0"
+    )
+    lines = [line.format(f"2025-01-01 10:{i // 60 % 60:02d}:{i % 60:02d}", i) for i in range(2200)]
+    lines[1000] = line.format(stamp, 1000)
+    (fast, *fast_counts), (slow, *slow_counts) = _both_paths(lines, zone)
+    assert fast == slow and fast_counts == slow_counts
+    assert [r[:2] for r in slow["parse_issues"]] == [(1001, "stamp is not a real date and time; ts is NULL")]
+    assert next(r for r in slow["server_stats"] if r[0] == 1001)[1] is None

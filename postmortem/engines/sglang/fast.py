@@ -177,17 +177,26 @@ def localise(naive_us: I64, zone_key: str | None) -> tuple[I64, Mask | None]:
 def _hour_offset(zone: Any, hour: int) -> int | None:
     """The zone's UTC offset (µs) throughout wall-clock hour ``hour`` (hours since 1970-01-01),
     or None when it is not one offset there: it changes within the hour, or a time there is
-    in a gap or repeated (PEP 495: ``fold`` 0 and 1 then give different offsets)."""
+    in a gap or repeated (PEP 495: ``fold`` 0 and 1 then give different offsets), or the
+    hour's times in UTC are beyond datetime's years (1-9999: the Python path reads no time
+    there, and the loader could not read back one stored).
+
+    >>> from zoneinfo import ZoneInfo
+    >>> tokyo = ZoneInfo("Asia/Tokyo")
+    >>> _hour_offset(tokyo, 0) // HOUR_US, _hour_offset(tokyo, -719162 * 24)  # 1970; 0001-01-01
+    (9, None)
+    """
     try:
         start = _NAIVE_EPOCH + timedelta(hours=hour)
         ends = (start, start + timedelta(microseconds=HOUR_US - 1))
         offsets = {d.replace(tzinfo=zone, fold=f).utcoffset() for d in ends for f in (0, 1)}
+        offset = offsets.pop() if len(offsets) == 1 else None
+        if offset is None:
+            return None
+        _utc = [d - offset for d in ends]  # (raises OverflowError beyond year 9999 or before 1)
     except (OverflowError, ValueError):  # beyond datetime's years
         return None
-    if len(offsets) != 1:
-        return None
-    offset = offsets.pop()
-    return None if offset is None else offset // timedelta(microseconds=1)
+    return offset // timedelta(microseconds=1)
 
 
 def fast_rows(

@@ -519,7 +519,7 @@ class SglangStream:
                     year, month, dom, int(text[6:8]), int(text[9:11]), int(text[12:14])
                 )
                 return self._localize(naive), Inferred.YEAR
-        except ValueError:
+        except (ValueError, OverflowError):  # (Overflow: its UTC time is before year 1 or after 9999)
             return None, None
         return None, None
 
