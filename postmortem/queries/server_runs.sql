@@ -9,7 +9,15 @@
 -- Per run: its first and last line, and the pids it names (its own, uvicorn's main pid, a
 -- subprocess it reports dead).
 -- Parameters: $linked.
-WITH r AS (
+-- The bulk tables are grouped by UTC minute as whole microseconds since the epoch (floored):
+-- the same groups as date_trunc('minute', ts) in the session's UTC, which costs seven times as
+-- much (its calendar arithmetic: 150 against 23 ms over 1.6M rows).
+WITH stats AS MATERIALIZED (
+    SELECT source_id, any_value(host) AS host, pid, min(ts) AS lo, max(ts) AS hi, any_value(unit) AS unit
+    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
+    GROUP BY source_id, pid, epoch_us(ts) - (epoch_us(ts) % 60000000 + 60000000) % 60000000
+),
+r AS (
     SELECT source_id, host, pid, ts, true AS config, CAST(NULL AS BIGINT) AS named, unit
     FROM server_configs WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
     UNION ALL
@@ -19,14 +27,13 @@ WITH r AS (
     FROM server_events WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
     UNION ALL
     -- (the bulk tables: a run's first and last line are all they add)
-    SELECT source_id, any_value(host), pid, min(ts), false, NULL, any_value(unit)
-    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
+    SELECT source_id, host, pid, lo, false, NULL, unit FROM stats
+    UNION ALL
+    SELECT source_id, host, pid, hi, false, NULL, unit FROM stats
     UNION ALL
     SELECT source_id, any_value(host), pid, max(ts), false, NULL, any_value(unit)
-    FROM server_stats WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
-    UNION ALL
-    SELECT source_id, any_value(host), pid, max(ts), false, NULL, any_value(unit)
-    FROM http_requests WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL GROUP BY source_id, pid, date_trunc('minute', ts)
+    FROM http_requests WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
+    GROUP BY source_id, pid, epoch_us(ts) - (epoch_us(ts) % 60000000 + 60000000) % 60000000
 ),
 keyed AS (
     SELECT r.*, CASE WHEN s.format LIKE 'journal-%' THEN coalesce(r.pid, -1) ELSE -1 END AS stream,

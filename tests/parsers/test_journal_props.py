@@ -133,6 +133,7 @@ _MSG = [
     "a.service: Failed with result 'oom-kill'.",
     "Started a.service - A.",
     "a#012b#011c",
+    "ticket #013, not an escape; nor is #01",
     "",
     "ünïcode ✓",
     "[2025-03-14 09:00:20 TP0] Load weight begin. avail mem=138.62 GB",
