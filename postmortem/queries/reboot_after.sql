@@ -11,7 +11,7 @@ WITH before AS (
       AND ($host IS NULL OR host IS NULL OR host = $host)
     GROUP BY source_id
 ), after AS (
-    SELECT j.source_id, j.line_no, j.ts, j.boot_id, j.message, b.old_boot
+    SELECT j.source_id, j.line_no, j.ts, j.boot_id, b.old_boot
     FROM journal_entries AS j
     JOIN before AS b USING (source_id)
     WHERE j.ts > $kill AND j.ts <= $to AND ($host IS NULL OR j.host IS NULL OR j.host = $host)
@@ -19,17 +19,21 @@ WITH before AS (
     SELECT source_id,
            arg_min(ts, (ts, line_no)) AS first_ts,
            arg_min(line_no, (ts, line_no)) AS line_no,
-           arg_min(boot_id, (ts, line_no)) AS boot_id,
-           arg_min(message, (ts, line_no)) AS message
+           arg_min(boot_id, (ts, line_no)) AS boot_id
     FROM after
     WHERE boot_id IS DISTINCT FROM old_boot
     GROUP BY source_id
 ), candidates AS (
-    SELECT f.source_id, f.line_no, f.first_ts, f.boot_id, f.message, 'journal' AS method,
+    -- (the message of the first line only, joined on its line: reading every message of the
+    -- window cost more than the rest of the query)
+    SELECT f.source_id, f.line_no, f.first_ts, f.boot_id, m.message,
+           'journal' AS method,
            (SELECT max(a.ts) FROM after AS a
             WHERE a.source_id = f.source_id AND a.boot_id IS NOT DISTINCT FROM a.old_boot
               AND a.ts < f.first_ts) AS last_old_ts
     FROM firsts AS f
+    LEFT JOIN journal_entries AS m
+      ON m.source_id = f.source_id AND m.line_no = f.line_no AND m.ts = f.first_ts
     UNION ALL
     SELECT source_id, line_no, ts, boot_id, message, 'kernel', NULL
     FROM kernel_messages
