@@ -648,17 +648,17 @@ _DERIVED_COLUMNS = {
     ),
 }
 
-#: rows per INSERT statement (each statement costs DuckDB 1-2 ms, whatever its rows)
-_ROWS_PER_INSERT = 500
-
 
 def _insert(store: Store, table: str, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
-    """Insert ``rows`` with a few multi-row statements (``executemany`` runs one per row)."""
+    """Insert ``rows`` in one statement: each column is one list parameter, unnested side by
+    side (DuckDB casts each to its column's type). A multi-row ``VALUES`` costs DuckDB about
+    20 µs a value to bind (1,019 victims of the bench store: 77 ms; this way about 8 ms), and
+    ``executemany`` runs one statement per row."""
+    if not rows:
+        return
     names = ", ".join(ident(c) for c in columns)
-    marks = "(" + ", ".join("?" for _ in columns) + ")"
-    for i in range(0, len(rows), _ROWS_PER_INSERT):
-        chunk = rows[i : i + _ROWS_PER_INSERT]
-        store.con.execute(
-            f"INSERT INTO {ident(table)} ({names}) VALUES {', '.join([marks] * len(chunk))}",  # noqa: S608
-            [v for row in chunk for v in row],
-        )
+    lists = ", ".join(f"unnest(${i})" for i in range(1, len(columns) + 1))
+    store.con.execute(
+        f"INSERT INTO {ident(table)} ({names}) SELECT {lists}",
+        [list(col) for col in zip(*rows, strict=True)],
+    )
