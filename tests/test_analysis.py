@@ -572,20 +572,29 @@ def test_incidents_analysed_by_threads_are_those_analysed_in_turn(
     assert threaded_rows == in_turn_rows and all(threaded_rows)
 
 
-def test_derived_rows_are_inserted_whole_across_statements() -> None:
-    """``_persist`` inserts a few hundred rows per statement: every row arrives, in order."""
-    from postmortem.analysis import _insert
-
+def test_derived_rows_are_inserted_whole_and_typed() -> None:
+    """``Store.insert_rows`` (one list per column, unnested side by side): every row arrives in
+    order, each value cast to its column's type — a column of None only, ints where the column
+    is DOUBLE, texts with quotes — and no rows is no statement."""
     store = Store.memory()
     cols = ("incident_id", "source_id", "line_no", "ts", "kind", "detail")
     rows: list[list[object]] = [
-        [i, i % 3 or None, i * 10, T + timedelta(seconds=i), "k", None if i % 2 else f"d{i}"]
+        [i, i % 3 or None, i * 10, T + timedelta(seconds=i), "k", None if i % 2 else f"d'{i}"]
         for i in range(1201)
     ]
-    _insert(store, "incident_evidence", cols, rows)
+    store.insert_rows("incident_evidence", cols, rows)
+    store.insert_rows("incident_evidence", cols, [])
+    offsets = [[1, None, 3, "m", 0, None], [2, None, 2.5, "m", 4, "n"]]
+    store.insert_rows(
+        "clock_offsets", ("source_id", "reference_source_id", "offset_s", "method", "pairs", "note"), offsets
+    )
     got = store.fetchall("SELECT * FROM incident_evidence ORDER BY incident_id")
+    shifts = store.fetchall(
+        "SELECT source_id, reference_source_id, offset_s, pairs FROM clock_offsets ORDER BY 1"
+    )
     store.close()
     assert [list(r) for r in got] == rows
+    assert shifts == [(1, None, 3.0, 0), (2, None, 2.5, 4)]
 
 
 @pytest.mark.parametrize("where", ["in a thread", "in the caller"])

@@ -594,11 +594,11 @@ def _persist(store: Store, result: Analysis) -> None:
             for r in result.recommendations.get(inc.incident_id, [])
         )
         recommendations.extend([inc.incident_id, *row] for row in result.carried.get(inc.incident_id, []))
-    _insert(store, "clock_offsets", _DERIVED_COLUMNS["clock_offsets"], offsets)
-    _insert(store, "incidents", _DERIVED_COLUMNS["incidents"], incidents)
-    _insert(store, "incident_victims", _DERIVED_COLUMNS["incident_victims"], victims)
-    _insert(store, "incident_evidence", _DERIVED_COLUMNS["incident_evidence"], evidence)
-    _insert(store, "recommendations", _DERIVED_COLUMNS["recommendations"], recommendations)
+    store.insert_rows("clock_offsets", _DERIVED_COLUMNS["clock_offsets"], offsets)
+    store.insert_rows("incidents", _DERIVED_COLUMNS["incidents"], incidents)
+    store.insert_rows("incident_victims", _DERIVED_COLUMNS["incident_victims"], victims)
+    store.insert_rows("incident_evidence", _DERIVED_COLUMNS["incident_evidence"], evidence)
+    store.insert_rows("recommendations", _DERIVED_COLUMNS["recommendations"], recommendations)
 
 
 #: the columns of the derived tables, in the order :func:`_persist` gives the values
@@ -647,18 +647,3 @@ _DERIVED_COLUMNS = {
         "action_type",
     ),
 }
-
-
-def _insert(store: Store, table: str, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
-    """Insert ``rows`` in one statement: each column is one list parameter, unnested side by
-    side (DuckDB casts each to its column's type). A multi-row ``VALUES`` costs DuckDB about
-    20 µs a value to bind (1,019 victims of the bench store: 77 ms; this way about 8 ms), and
-    ``executemany`` runs one statement per row."""
-    if not rows:
-        return
-    names = ", ".join(ident(c) for c in columns)
-    lists = ", ".join(f"unnest(${i})" for i in range(1, len(columns) + 1))
-    store.con.execute(
-        f"INSERT INTO {ident(table)} ({names}) SELECT {lists}",
-        [list(col) for col in zip(*rows, strict=True)],
-    )

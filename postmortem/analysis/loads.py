@@ -700,13 +700,6 @@ def derive_service_loads(store: Store, host: str | None = None) -> int:
     link_server_units(store, host)
     loads = derive_loads(with_host(run_named_dicts(store, "service_loads"), host))
     store.con.execute("DELETE FROM service_loads")
-    if loads:
-        # a few rows per start: plain parameters (an Arrow table would make pyarrow import
-        # pandas, most of a second)
-        cols = ", ".join(COLUMNS)
-        marks = ", ".join("?" for _ in COLUMNS)
-        store.con.executemany(
-            f"INSERT INTO service_loads ({cols}) VALUES ({marks})",  # noqa: S608 - fixed names
-            [[load.get(c) for c in COLUMNS] for load in loads],
-        )
+    # (plain parameters: an Arrow table would make pyarrow import pandas, most of a second)
+    store.insert_rows("service_loads", COLUMNS, [[load.get(c) for c in COLUMNS] for load in loads])
     return len(loads)

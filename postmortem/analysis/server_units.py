@@ -380,9 +380,9 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
         )
     if not links:
         return links
-    store.con.executemany(
-        "INSERT INTO unit_links (source_id, stream_pid, host, first_ts, last_ts, unit, how, evidence) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    store.insert_rows(
+        "unit_links",
+        ("source_id", "stream_pid", "host", "first_ts", "last_ts", "unit", "how", "evidence"),
         [
             [x.source_id, x.stream_pid, x.host, x.first_ts, x.last_ts, x.unit, x.how, x.evidence]
             for x in links

@@ -277,6 +277,21 @@ class Store:
     ) -> list[tuple[Any, ...]]:
         return list(self.execute(sql, params).fetchall())
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` (values in the order of ``columns``) in one statement: each column is
+        one list parameter, unnested side by side, and DuckDB casts each to its column's type. A
+        multi-row ``VALUES`` costs DuckDB about 20 µs a value to bind (the bench store's 1,019
+        incident victims: 77 ms; this way 7 ms), and ``executemany`` runs one statement per row
+        (1-2 ms each)."""
+        if not rows:
+            return
+        names = ", ".join(ident(c) for c in columns)
+        lists = ", ".join(f"unnest(${i})" for i in range(1, len(columns) + 1))
+        self.con.execute(
+            f"INSERT INTO {ident(table)} ({names}) SELECT {lists}",
+            [list(col) for col in zip(*rows, strict=True)],
+        )
+
     def interrupted(self) -> list[str]:
         """Paths whose load was interrupted (a crash left their rows; the next writer removes them)."""
         if "sources" not in self.table_names():
