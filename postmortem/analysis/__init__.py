@@ -262,6 +262,10 @@ def rebuild(
     soon as its facts are gathered (``build`` starts drawing its figures then, while the next
     incidents are analysed). ``templates``: the user's template directories (a rule's words,
     stored with its recommendation, come from them first)."""
+    # rows no host is known for are the store's only host's, when it names one (a per-host
+    # store), as its export files them: the same incidents and loads as in a fleet store (what
+    # follows moves times and names units, never a host: looked up once)
+    host = sole_host(store)
     with store.transaction():
         _anchor_boots(store)
         # a container's cgroup scope (its start, its OOM kill) is the container its lines name
@@ -269,7 +273,7 @@ def rebuild(
         # … and a pod's container known by its cgroup alone takes its Kubernetes name
         store.execute(named_sql("k8s_units"))
         # a server's log named after its unit takes it (its clock is compared with the unit's)
-        link_server_units(store, sole_host(store), timed=False)
+        link_server_units(store, host, timed=False)
         _anchor_minutes(store)
         offsets = _offsets(store)
         # a source read in the wrong zone or year is put on the journal's clock in the store, so
@@ -280,9 +284,6 @@ def rebuild(
             _anchor_minutes(store)  # a dmesg put in the journal's year meets systemd's lines now
             offsets = _offsets(store)
     with store.transaction():
-        # rows no host is known for are the store's only host's, when it names one (a per-host
-        # store), as its export files them: the same incidents and loads as in a fleet store
-        host = sole_host(store)
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
         derive_service_loads(store, host)
         # every server run has the unit the evidence names now: a systemd kill line of a server
