@@ -302,6 +302,10 @@ def _growth(facts: IncidentFacts) -> dict[str, Any] | None:
     }
 
 
+#: later kills of the same incident the summary names one by one (the rest it counts)
+LATER_NAMED = 3
+
+
 def _victims(inc: Incident) -> dict[str, Any] | None:
     v = inc.victim
     if v is None:
@@ -311,12 +315,17 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
         for lk in inc.later_kills
         if lk.ts is not None and v.ts is not None
     ]
+    # a restart loop killed again and again: the first kills by name, then how many more and
+    # when the last one came (the summary stays a paragraph)
+    more = later[LATER_NAMED:]
     return {
         "comm": v.comm,
         "pid": v.pid,
         "rss_kb": v.anon_rss_kb,
         "others": len(inc.killed_with),
-        "later": later,
+        "later": later[:LATER_NAMED],
+        "later_more": len(more),
+        "later_last_s": more[-1]["after_s"] if more else None,
     }
 
 

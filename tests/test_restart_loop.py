@@ -1,0 +1,62 @@
+"""A server in a restart loop killed by its cgroup's OOM killer dozens of times, never ready
+between: one incident, and a report a person can read — the summary names the first kills and
+counts the rest, the killed-process table shows the first and last rows and how many between,
+while the JSON report and the Appendix keep every one."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+T0 = datetime(2026, 3, 18, 13, 50, tzinfo=UTC)
+UNIT = "llm.service"
+KILLS = 40
+EVERY = timedelta(seconds=37)
+
+
+def _journal() -> str:
+    lines = [(T0, f"systemd[1]: Started {UNIT} - LLM server.")]
+    for k in range(KILLS):
+        at = T0 + timedelta(minutes=2) + EVERY * k
+        pid = 6000 + k
+        lines += [
+            (at, "kernel: python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"),
+            (at, f"kernel: memory: usage 671088640kB, limit 671088640kB, failcnt {k + 1}"),
+            (at, f"kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/{UNIT},task_memcg=/system.slice/{UNIT},task=python3,pid={pid},uid=998"),
+            (at, f"kernel: Memory cgroup out of memory: Killed process {pid} (python3) total-vm:285017324kB, anon-rss:79572404kB, file-rss:757768kB, shmem-rss:1048576kB, UID:998 pgtables:167968kB oom_score_adj:0"),
+            (at, f"systemd[1]: {UNIT}: A process of this unit has been killed by the OOM killer."),
+            (at, f"systemd[1]: {UNIT}: Main process exited, code=killed, status=9/KILL"),
+            (at, f"systemd[1]: {UNIT}: Failed with result 'oom-kill'."),
+            (at + timedelta(seconds=5), f"systemd[1]: Started {UNIT} - LLM server."),
+        ]  # fmt: skip
+    return "".join(f"{ts:%Y-%m-%dT%H:%M:%S+0000} gpu1 {text}\n" for ts, text in lines)
+
+
+def test_a_restart_loops_report_counts_the_kills_it_does_not_list(cli: Any, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(_journal())
+    out = tmp_path / "reports"
+    db = tmp_path / "pm.duckdb"
+    for fmt in ("markdown", "json"):
+        r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC", "--format", fmt)
+        assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    summary = text.split("\n\n## ", 2)[1]
+    assert summary.count("later it killed") == 3
+    last = (EVERY * (KILLS - 1)).total_seconds()
+    assert f"then {KILLS - 4} more processes of the unit, each in a record of its own, the last" in summary
+    assert f"{int(last // 60)} min" in summary.split("the last ")[1][:20]
+    count, table = text.split("Killed processes (")[1].split("\n\n")[:2]
+    assert count == f"{KILLS}):"
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ") and not ln.startswith("| PID")]
+    assert len(rows) == 13  # the first ten, the count, the last two
+    assert f"{KILLS - 12} more processes" in rows[10]
+    assert rows[-1].startswith(f"| {6000 + KILLS - 1} |")
+    # the data keeps every kill
+    (data,) = [p for p in out.glob("*.json") if p.name != "index.json"]
+    assert len(json.loads(data.read_text())["victims"]) == KILLS
+    assert len(text) < 40_000
