@@ -4,12 +4,22 @@
 -- banner dated in another source (a syslog kern.log). Each candidate with the last entry of
 -- the old boot after the kill, the boot's start where a journal gave it (boots), and the first
 -- start of $unit in the new boot. Parameters: $host, $kill, $to, $unit.
-WITH before AS (
-    SELECT source_id, arg_max(boot_id, (ts, line_no)) AS old_boot
+WITH last_known AS (
+    -- (the time of each journal's last entry with a boot id; then only the entries of that
+    -- second are read again: an arg_max over the six hours' (ts, line_no) pairs cost most of
+    -- the query)
+    SELECT source_id, max(ts) FILTER (WHERE boot_id IS NOT NULL) AS last_ts
     FROM journal_entries
     WHERE ts <= $kill AND ts >= $kill - INTERVAL 6 HOUR
       AND ($host IS NULL OR host IS NULL OR host = $host)
     GROUP BY source_id
+), before AS (
+    SELECT l.source_id, arg_max(j.boot_id, j.line_no) AS old_boot
+    FROM last_known AS l
+    LEFT JOIN journal_entries AS j
+      ON j.source_id = l.source_id AND j.ts = l.last_ts AND j.boot_id IS NOT NULL
+     AND ($host IS NULL OR j.host IS NULL OR j.host = $host)
+    GROUP BY l.source_id
 ), after AS (
     SELECT j.source_id, j.line_no, j.ts, j.boot_id, b.old_boot
     FROM journal_entries AS j

@@ -1,7 +1,10 @@
-"""``server_runs.sql`` groups the bulk tables by UTC minute with integer arithmetic instead of
+"""Named queries rewritten for speed give what they gave before.
+
+``server_runs.sql`` groups the bulk tables by UTC minute with integer arithmetic instead of
 ``date_trunc`` (seven times cheaper over the bench store): the runs it gives must be those the
 ``date_trunc`` grouping gives, whatever the times — either side of a minute, of 1970, of a run's
-start."""
+start. ``reboot_after.sql`` finds each journal's last boot before the kill from the last second
+holding a boot id instead of an ``arg_max`` over six hours of entries."""
 
 from __future__ import annotations
 
@@ -94,5 +97,69 @@ def test_a_minute_before_1970_is_its_own() -> None:
         )
         runs = store.con.execute(named_sql("server_runs"), {"linked": False}).fetchall()
         assert [r[7] - midnight for r in runs] == [timedelta(seconds=-40), timedelta(seconds=10)]
+    finally:
+        store.close()
+
+
+#: reboot_after.sql's first step before it read one second again (the reference the test
+#: compares the rewrite with: the last entry with a boot id, by (ts, line_no))
+_OLD_BEFORE = """WITH before AS (
+    SELECT source_id, arg_max(boot_id, (ts, line_no)) AS old_boot
+    FROM journal_entries
+    WHERE ts <= $kill AND ts >= $kill - INTERVAL 6 HOUR
+      AND ($host IS NULL OR host IS NULL OR host = $host)
+    GROUP BY source_id
+"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reboot_after_finds_the_boot_the_old_query_found(seed: int) -> None:
+    """Journals of a few boots, entries sharing seconds, boot ids missing on some lines, two
+    hosts: for kills all over them, the candidates of the rewritten first step are the old
+    one's."""
+    rnd = random.Random(seed)
+    store = Store.memory()
+    base = datetime(2025, 5, 25, 20, 0, tzinfo=UTC)
+    try:
+        for sid in (1, 2, 3):
+            store.execute(
+                "INSERT INTO sources (source_id, path, format, sha256, bytes, lines, records, parse_issues, "
+                "parsed_lines, ignored_lines, ingested_at) VALUES (?, ?, 'journal-export', ?, 0, 0, 0, 0, 0, 0, ?)",
+                [sid, f"/j{sid}", f"{sid:064d}", base],
+            )
+            t, boot = base, f"b{sid}-0"
+            for line in range(1, 300):
+                t += timedelta(seconds=rnd.choice([0, 0, 1, 30, 200]))
+                if rnd.random() < 0.02:
+                    boot = f"b{sid}-{line}"
+                store.execute(
+                    "INSERT INTO journal_entries (source_id, line_no, ts, host, boot_id, message) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        sid,
+                        line,
+                        t,
+                        rnd.choice(["h1", "h1", "h2", None]),
+                        None if rnd.random() < 0.3 else boot,
+                        f"m{line}",
+                    ],
+                )
+        sql = named_sql("reboot_after")
+        head = sql[sql.index("WITH last_known AS (") : sql.index("), after AS (")]
+        reference = sql.replace(head, _OLD_BEFORE)
+        assert reference != sql
+        found = 0
+        for _ in range(25):
+            kill = base + timedelta(seconds=rnd.randrange(0, 6 * 3600))
+            params = {
+                "host": rnd.choice(["h1", None]),
+                "kill": kill,
+                "to": kill + timedelta(hours=1),
+                "unit": "u",
+            }
+            got = store.con.execute(sql, params).fetchall()
+            want = store.con.execute(reference, params).fetchall()
+            assert got == want
+            found += bool(got)
+        assert found  # (some kills are followed by another boot)
     finally:
         store.close()
