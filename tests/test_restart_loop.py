@@ -56,7 +56,46 @@ def test_a_restart_loops_report_counts_the_kills_it_does_not_list(cli: Any, tmp_
     assert len(rows) == 13  # the first ten, the count, the last two
     assert f"{KILLS - 12} more processes (every one in the JSON report)" in rows[10]
     assert rows[-1].startswith(f"| {6000 + KILLS - 1} |")
+    # the short timeline: the first three kills, one row counting the rest, the last one
+    body = text.split("\n## Timeline\n")[1].split("\n---\n")[0]
+    kills = [ln for ln in body.splitlines() if "Killed process" in ln]
+    assert len(kills) == 4
+    (count,) = [ln for ln in body.splitlines() if "more OOM kills" in ln]
+    appendix = text.split("## E. Full timeline")[1].split("## F.")[0]
+    shown = [ln for ln in appendix.splitlines() if "Killed process" in ln]
+    assert f"| {len(shown) - 4} more OOM kills, each with systemd's lines about it, the last at" in count
+    assert "more OOM kills" not in appendix
     # the data keeps every kill
     (data,) = [p for p in out.glob("*.json") if p.name != "index.json"]
     assert len(json.loads(data.read_text())["victims"]) == KILLS
     assert len(text) < 40_000
+
+
+def _rows(times: list[int]) -> tuple[list[Any], list[Any]]:
+    from postmortem.report.context.timeline import _Meta
+    from postmortem.report.context.types import TimelineRow
+
+    rows, metas = [], []
+    for k, sec in enumerate(times):
+        ts = T0 + timedelta(seconds=sec)
+        for origin, kind in (("kernel", "oom_kill"), ("systemd", "failed")):
+            rows.append(TimelineRow(f"{ts:%Y-%m-%d %H:%M:%S}", "", origin, f"{kind} {k}", f"j:{k}"))
+            metas.append(_Meta(ts, origin, kind, UNIT, ""))
+    return rows, metas
+
+
+def test_one_group_kill_is_not_a_loop() -> None:
+    """Eight processes killed in one record (memory.oom.group) are one kill, in the same second:
+    nothing is folded; six kills at six times are a loop."""
+    from postmortem.report.context.timeline import _fold_loop
+
+    rows, metas = _rows([0] * 8)
+    assert _fold_loop(list(rows), metas) == rows
+    rows, metas = _rows([0, 37, 74, 111, 148, 185])
+    folded = _fold_loop(list(rows), metas)
+    assert [r.event for r in folded if r.key] == [
+        "oom_kill 0", "failed 0", "oom_kill 1", "failed 1", "oom_kill 2", "failed 2",
+        "2 more OOM kills, each with systemd's lines about it, the last at 13:52:28 (every one in the full timeline)",
+        "oom_kill 5", "failed 5",
+    ]  # fmt: skip
+    assert [r.event for r in folded if r.full] == [r.event for r in rows]

@@ -202,6 +202,40 @@ _IMPACT_KINDS = (
 )
 
 
+#: a restart loop's kills the short timeline shows before it counts the rest (and the last)
+LOOP_SHOWN = 3
+#: the rows of one kill in a restart loop: the kernel's, and systemd's about the unit
+_LOOP_KINDS = frozenset({"oom_kill", "oom_killed", "main_exited", "failed", "restart_scheduled", "starting"})
+
+
+def _fold_loop(rows: list[TimelineRow], metas: list[_Meta]) -> list[TimelineRow]:
+    """A unit killed again and again (a restart loop) fills the short timeline with the same
+    rows: after the first :data:`LOOP_SHOWN` kills, the kills up to the last one and systemd's
+    rows about them are left to the full timeline, and one row counts them."""
+    kills: list[int] = []  # the first row of each kill (a group kill's rows share a second)
+    for i, (r, m) in enumerate(zip(rows, metas, strict=True)):
+        if r.key and m.kind == "oom_kill" and (not kills or rows[kills[-1]].utc != r.utc):
+            kills.append(i)
+    if len(kills) <= LOOP_SHOWN + 2:
+        return rows
+    start, end = kills[LOOP_SHOWN], kills[-1]
+    for i in range(start, end):
+        if rows[i].key and not rows[i].mark and metas[i].kind in _LOOP_KINDS:
+            rows[i] = dataclasses.replace(rows[i], key=False)
+    folded = len(kills) - LOOP_SHOWN - 1
+    last = rows[kills[-2]]
+    count = TimelineRow(
+        rows[start].utc,
+        rows[start].local,
+        "kernel",
+        f"{folded} more OOM kills, each with systemd's lines about it, the last at {last.utc[11:]} "
+        "(every one in the full timeline)",
+        "",
+        full=False,
+    )
+    return [*rows[:start], count, *rows[start:]]
+
+
 def _first(metas: list[_Meta], pred: Callable[[_Meta], bool]) -> int | None:
     return next((i for i, m in enumerate(metas) if pred(m)), None)
 
@@ -289,10 +323,11 @@ class _Timeline:
                 continue
             out.append((r, meta))
         marks = _marks(self.inc, out)
-        return [
+        rows = [
             dataclasses.replace(r, mark=marks.get(i, ""), key=i in marks or _is_key(meta, self.inc))
             for i, (r, meta) in enumerate(out)
         ]
+        return _fold_loop(rows, [meta for _, meta in out])
 
     # ------------------------------------------------------------------ the window's events
 

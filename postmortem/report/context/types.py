@@ -18,6 +18,9 @@ class TimelineRow:
     mark: str = ""
     #: the row belongs in the report's short timeline (else only in the appendix's full one)
     key: bool = True
+    #: the row belongs in the appendix's full timeline (False: a short timeline's row that
+    #: counts the rows it stands for, which the full timeline lists)
+    full: bool = True
 
 
 @dataclass
