@@ -82,3 +82,42 @@ def test_an_unsafe_cache_directory_is_not_used(fresh: Path, monkeypatch: pytest.
     fresh.write_text("not a directory")
     assert templates._bytecode_cache(False) is None
     assert isinstance(templates.environment(), jinja2.Environment)
+
+
+def test_a_link_in_the_cache_directory_s_place_changes_nothing(fresh: Path, tmp_path: Path) -> None:
+    """Whoever can write the temporary directory can put a link where the cache directory goes:
+    it is no cache, and the directory it points to (the user's own) keeps its mode (Jinja's own
+    check changed the mode of the link's target to 0700 before refusing the link)."""
+    target = tmp_path / "shared"
+    target.mkdir()
+    target.chmod(0o755)
+    fresh.symlink_to(target)
+    assert templates._bytecode_cache(False) is None
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    assert isinstance(templates.environment(), jinja2.Environment)
+
+
+def test_a_cache_directory_others_could_write_is_not_used(fresh: Path) -> None:
+    """An entry is code: a directory of the user's that others could have written to is no
+    cache (making it 0700 would keep what they put there)."""
+    fresh.mkdir(mode=0o700)
+    fresh.chmod(0o777)
+    assert templates._bytecode_cache(False) is None
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o777
+
+
+@pytest.mark.parametrize("tail", [b"", b"\x80\x04", b"\xffnot a pickle"])
+def test_a_corrupt_entry_is_compiled_again(fresh: Path, tmp_path: Path, tail: bytes) -> None:
+    """An entry cut short or damaged (a full disk under another writer, a crash) is compiled
+    again and rewritten: Jinja reads its checksum with pickle, whose errors it lets through,
+    and every build would fail until the file were removed."""
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "t.md.j2").write_text("v{{ x }}")
+    assert _render(d, prose=False) == "v3"
+    (entry,) = fresh.iterdir()
+    entry.write_bytes(jinja2.bccache.bc_magic + tail)
+    templates.cached_environment.cache_clear()
+    assert _render(d, prose=False) == "v3"
+    assert entry.stat().st_size > len(jinja2.bccache.bc_magic) + len(tail)
+    assert _render(d, prose=False) == "v3"  # from the rewritten entry

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -67,11 +68,18 @@ def environment(user_dirs: Sequence[str | Path] = (), *, prose: bool = False) ->
 
 
 class _Compiled(jinja2.FileSystemBytecodeCache):
-    """Jinja's cache of compiled templates, in its per-user directory (``_jinja2-cache-<uid>``
-    in the temporary directory, made 0700 and refused unless the user owns it: code is loaded
-    from it). A template is compiled again when its text changes (each entry holds its
-    source's checksum). A cache that cannot be written is no cache: the template is compiled
+    """Jinja's cache of compiled templates, in its per-user directory (:func:`_cache_dir`). A
+    template is compiled again when its text changes (each entry holds its source's
+    checksum). A cache that cannot be written or read is no cache: the template is compiled
     as without one."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        # an entry cut short or damaged: Jinja lets its checksum's unpickling errors through
+        # (every build would fail until the file were removed); compiled again, it is rewritten
+        try:
+            super().load_bytecode(bucket)
+        except Exception:
+            bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         with contextlib.suppress(OSError):
@@ -86,10 +94,32 @@ def _bytecode_cache(prose: bool) -> jinja2.BytecodeCache | None:
     with and without ``trim_blocks``)."""
     if os.environ.get("POSTMORTEM_TEMPLATE_CACHE", "1") == "0":
         return None
-    try:
-        return _Compiled(pattern=f"postmortem-{'prose' if prose else 'trim'}-%s.cache")
-    except (OSError, RuntimeError):  # no safe directory (another user's, a read-only /tmp)
+    directory = _cache_dir()
+    if directory is None:
         return None
+    return _Compiled(directory, pattern=f"postmortem-{'prose' if prose else 'trim'}-%s.cache")
+
+
+def _cache_dir() -> str | None:
+    """Jinja's per-user directory, ``_jinja2-cache-<uid>`` in the temporary directory, made
+    0700; ``None`` unless it is a directory of the user's that only the user can use. Checked
+    here, without following a link: Jinja's own check changes the mode of whatever a link in
+    its place points to before refusing the link, and makes a directory that others could
+    write to 0700, keeping what they put there (code is loaded from it)."""
+    path = os.path.join(tempfile.gettempdir(), f"_jinja2-cache-{os.getuid()}")
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # a link, a file, a read-only temporary directory
+        return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return path
 
 
 @lru_cache(maxsize=8)
