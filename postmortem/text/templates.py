@@ -97,7 +97,10 @@ def _bytecode_cache(prose: bool) -> jinja2.BytecodeCache | None:
     directory = _cache_dir()
     if directory is None:
         return None
-    return _Compiled(directory, pattern=f"postmortem-{'prose' if prose else 'trim'}-%s.cache")
+    # (Jinja's header names its bytecode format and Python's version, not Jinja's: code one
+    # Jinja compiled is not handed to another)
+    kind = "prose" if prose else "trim"
+    return _Compiled(directory, pattern=f"postmortem-jinja{jinja2.__version__}-{kind}-%s.cache")
 
 
 def _cache_dir() -> str | None:
