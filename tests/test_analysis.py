@@ -2030,3 +2030,24 @@ def test_a_faulted_gpu_that_nvidia_smi_stopped_listing_is_named(tmp_path: Path) 
         in rules["gpu_fault"].detail
     )
     store.close()
+
+
+def test_the_threads_setting_comes_back_after_the_gathering(tmp_path: Path) -> None:
+    """The gathering runs DuckDB on a share of the CPUs per thread; the store's setting is what
+    it was afterwards, also when the block fails."""
+    store = Store.memory()
+    try:
+        store.execute("SET threads = 3")
+        with store.threads(1):
+            assert store.fetchall("SELECT current_setting('threads')") == [(1,)]
+
+        def fail() -> None:
+            with store.threads(0):
+                assert store.fetchall("SELECT current_setting('threads')") == [(1,)]
+                raise ZeroDivisionError
+
+        with pytest.raises(ZeroDivisionError):
+            fail()
+        assert store.fetchall("SELECT current_setting('threads')") == [(3,)]
+    finally:
+        store.close()

@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -268,6 +268,19 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+
+    @contextmanager
+    def threads(self, count: int) -> Iterator[None]:
+        """DuckDB's worker threads set to ``count`` meanwhile (a setting of the database: every
+        connection to it), then what they were — unless the connection cannot take a statement
+        any more (an error aborted its transaction): that error is the one to see."""
+        before = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        self.con.execute("SET threads = ?", [max(1, int(count))])
+        try:
+            yield
+        finally:
+            with suppress(duckdb.Error):
+                self.con.execute("SET threads = ?", [before])
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
         return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
