@@ -5,6 +5,7 @@ while the JSON report keeps every one."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,7 +64,10 @@ def test_a_restart_loops_report_counts_the_kills_it_does_not_list(cli: Any, tmp_
     (count,) = [ln for ln in body.splitlines() if "more OOM kills" in ln]
     appendix = text.split("## E. Full timeline")[1].split("## F.")[0]
     shown = [ln for ln in appendix.splitlines() if "Killed process" in ln]
-    assert f"| {len(shown) - 4} more OOM kills, each with systemd's lines about it, the last at" in count
+    assert (
+        f"| {len(shown) - 4} more OOM kills of {UNIT}, each with systemd's lines about it, the last at"
+        in count
+    )
     assert "more OOM kills" not in appendix
     # the data keeps every kill
     (data,) = [p for p in out.glob("*.json") if p.name != "index.json"]
@@ -90,12 +94,43 @@ def test_one_group_kill_is_not_a_loop() -> None:
     from postmortem.report.context.timeline import _fold_loop
 
     rows, metas = _rows([0] * 8)
-    assert _fold_loop(list(rows), metas) == rows
+    assert _fold_loop(list(rows), metas, UNIT, "2026-03-18") == rows
     rows, metas = _rows([0, 37, 74, 111, 148, 185])
-    folded = _fold_loop(list(rows), metas)
+    folded = _fold_loop(list(rows), metas, UNIT, "2026-03-18")
     assert [r.event for r in folded if r.key] == [
         "oom_kill 0", "failed 0", "oom_kill 1", "failed 1", "oom_kill 2", "failed 2",
-        "2 more OOM kills, each with systemd's lines about it, the last at 13:52:28 (every one in the full timeline)",
+        f"2 more OOM kills of {UNIT}, each with systemd's lines about it, the last at 13:52:28 (every one in the full timeline)",
         "oom_kill 5", "failed 5",
     ]  # fmt: skip
     assert [r.event for r in folded if r.full] == [r.event for r in rows]
+
+
+def test_a_loop_past_midnight_dates_its_last_folded_kill() -> None:
+    """The short timeline's times leave out the kill's date; the count row's 'the last at'
+    kill on the next day gives its date, or it reads as earlier than the first kill."""
+    from postmortem.report.context.timeline import _fold_loop
+
+    rows, metas = _rows([0, 37, 74, 111, 148, 185])  # the first kill at 13:50:00 on 03-18
+    day = "2026-03-17"  # as if the incident's kill were the day before
+    (count,) = [r.event for r in _fold_loop(list(rows), metas, UNIT, day) if not r.full]
+    assert "the last at 2026-03-18 13:52:28 (every one" in count
+
+
+def test_another_units_kills_are_neither_counted_nor_folded() -> None:
+    """Two units killed in turn: the loop's count is its own unit's kills, and the other
+    unit's kills (and systemd's rows about them) stay in the short timeline."""
+    from postmortem.report.context.timeline import _fold_loop
+
+    rows, metas = _rows([0, 37, 74, 111, 148, 185])
+    for i in range(len(metas)):
+        if i // 2 % 2:  # every other kill is embed.service's
+            metas[i] = dataclasses.replace(metas[i], unit="embed.service")
+    assert _fold_loop(list(rows), metas, UNIT, "2026-03-18") == rows  # three kills each
+    rows, metas = _rows([0, 37, 74, 111, 148, 185, 222, 259, 296])
+    metas[8] = dataclasses.replace(metas[8], unit="embed.service")  # kill 4's systemd row
+    metas[9] = dataclasses.replace(metas[9], unit="embed.service")
+    folded = _fold_loop(list(rows), metas, UNIT, "2026-03-18")
+    shown = [r.event for r in folded if r.key]
+    assert "oom_kill 4" in shown and "failed 4" in shown
+    (count,) = [r for r in shown if "more OOM kills" in r]
+    assert count.startswith(f"4 more OOM kills of {UNIT},")

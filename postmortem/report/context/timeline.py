@@ -208,28 +208,30 @@ LOOP_SHOWN = 3
 _LOOP_KINDS = frozenset({"oom_kill", "oom_killed", "main_exited", "failed", "restart_scheduled", "starting"})
 
 
-def _fold_loop(rows: list[TimelineRow], metas: list[_Meta]) -> list[TimelineRow]:
+def _fold_loop(rows: list[TimelineRow], metas: list[_Meta], unit: str | None, day: str) -> list[TimelineRow]:
     """A unit killed again and again (a restart loop) fills the short timeline with the same
     rows: after the first :data:`LOOP_SHOWN` kills, the kills up to the last one and systemd's
-    rows about them are left to the full timeline, and one row counts them."""
+    rows about them are left to the full timeline, and one row counts them. Only the rows of
+    the incident's *unit* are folded and counted: another unit's kills in between stay shown.
+    *day* is the kill's date, which the time of the last folded kill leaves out."""
     kills: list[int] = []  # the first row of each kill (a group kill's rows share a second)
     for i, (r, m) in enumerate(zip(rows, metas, strict=True)):
-        if r.key and m.kind == "oom_kill" and (not kills or rows[kills[-1]].utc != r.utc):
+        if r.key and m.kind == "oom_kill" and m.unit == unit and (not kills or rows[kills[-1]].utc != r.utc):
             kills.append(i)
     if len(kills) <= LOOP_SHOWN + 2:
         return rows
     start, end = kills[LOOP_SHOWN], kills[-1]
     for i in range(start, end):
-        if rows[i].key and not rows[i].mark and metas[i].kind in _LOOP_KINDS:
+        if rows[i].key and not rows[i].mark and metas[i].kind in _LOOP_KINDS and metas[i].unit == unit:
             rows[i] = dataclasses.replace(rows[i], key=False)
     folded = len(kills) - LOOP_SHOWN - 1
-    last = rows[kills[-2]]
+    last = rows[kills[-2]].utc
     count = TimelineRow(
         rows[start].utc,
         rows[start].local,
         "kernel",
-        f"{folded} more OOM kills, each with systemd's lines about it, the last at {last.utc[11:]} "
-        "(every one in the full timeline)",
+        f"{folded} more OOM kills of {unit}, each with systemd's lines about it, the last at "
+        f"{last[11:] if last[:10] == day else last} (every one in the full timeline)",
         "",
         full=False,
     )
@@ -327,7 +329,7 @@ class _Timeline:
             dataclasses.replace(r, mark=marks.get(i, ""), key=i in marks or _is_key(meta, self.inc))
             for i, (r, meta) in enumerate(out)
         ]
-        return _fold_loop(rows, [meta for _, meta in out])
+        return _fold_loop(rows, [meta for _, meta in out], self.inc.unit, utc_text(self.inc.ts)[:10])
 
     # ------------------------------------------------------------------ the window's events
 
