@@ -17,9 +17,9 @@ KILLS = 40
 EVERY = timedelta(seconds=37)
 
 
-def _journal() -> str:
+def _journal(kills: int = KILLS) -> str:
     lines = [(T0, f"systemd[1]: Started {UNIT} - LLM server.")]
-    for k in range(KILLS):
+    for k in range(kills):
         at = T0 + timedelta(minutes=2) + EVERY * k
         pid = 6000 + k
         lines += [
@@ -134,3 +134,22 @@ def test_another_units_kills_are_neither_counted_nor_folded() -> None:
     assert "oom_kill 4" in shown and "failed 4" in shown
     (count,) = [r for r in shown if "more OOM kills" in r]
     assert count.startswith(f"4 more OOM kills of {UNIT},")
+
+
+def test_one_kill_beyond_the_named_or_the_listed_is_shown_not_counted(cli: Any, tmp_path: Path) -> None:
+    """Counting a single kill takes the words (or the table row) that naming it would: five
+    kills name all four later ones in the summary; thirteen victims fill thirteen table rows."""
+    for kills in (5, 13):
+        logs, out = tmp_path / f"logs{kills}", tmp_path / f"reports{kills}"
+        logs.mkdir()
+        (logs / "journal.txt").write_text(_journal(kills))
+        r = cli("build", "--logs", logs, "--db", tmp_path / f"{kills}.duckdb", "--out", out, "--tz", "UTC")
+        assert r.code == 0, r
+        (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+        text = report.read_text()
+        assert " 1 more process" not in text
+        summary = text.split("\n\n## ", 2)[1]
+        assert summary.count("later it killed") == (4 if kills == 5 else 3)
+        table = text.split("Killed processes (")[1].split("\n\n")[1]
+        rows = [ln for ln in table.splitlines() if ln.startswith("| ") and not ln.startswith("| PID")]
+        assert [int(ln.split(" | ")[0][2:]) for ln in rows] == [6000 + k for k in range(kills)]

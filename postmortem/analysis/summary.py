@@ -316,14 +316,15 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
         if lk.ts is not None and v.ts is not None
     ]
     # a restart loop killed again and again: the first kills by name, then how many more and
-    # when the last one came (the summary stays a paragraph)
-    more = later[LATER_NAMED:]
+    # when the last one came (the summary stays a paragraph); one more is named, not counted
+    named = later if len(later) <= LATER_NAMED + 1 else later[:LATER_NAMED]
+    more = later[len(named) :]
     return {
         "comm": v.comm,
         "pid": v.pid,
         "rss_kb": v.anon_rss_kb,
         "others": len(inc.killed_with),
-        "later": later[:LATER_NAMED],
+        "later": named,
         "later_more": len(more),
         "later_last_s": more[-1]["after_s"] if more else None,
     }
