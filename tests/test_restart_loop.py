@@ -153,3 +153,31 @@ def test_one_kill_beyond_the_named_or_the_listed_is_shown_not_counted(cli: Any, 
         table = text.split("Killed processes (")[1].split("\n\n")[1]
         rows = [ln for ln in table.splitlines() if ln.startswith("| ") and not ln.startswith("| PID")]
         assert [int(ln.split(" | ")[0][2:]) for ln in rows] == [6000 + k for k in range(kills)]
+
+
+def test_a_start_limit_an_operator_reset_mid_loop_is_not_where_systemd_gave_up(
+    cli: Any, tmp_path: Path
+) -> None:
+    """systemd hit the start limit after the fourth kill, an operator reset it and the loop went
+    on: the summary, which tells the last kill minutes later, must not say systemd gave up then;
+    a start limit after the last kill is where it gave up."""
+    at = T0 + timedelta(minutes=2) + EVERY * 3 + timedelta(seconds=6)
+    mid = [
+        (at, f"systemd[1]: {UNIT}: Start request repeated too quickly."),
+        (at, f"systemd[1]: {UNIT}: Failed with result 'start-limit-hit'."),
+        (at, f"systemd[1]: Failed to start {UNIT} - LLM server."),
+        (at + timedelta(seconds=3), "sudo[4242]:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; "
+         f"COMMAND=/usr/bin/systemctl reset-failed {UNIT}"),
+    ]  # fmt: skip
+    end = T0 + timedelta(minutes=2) + EVERY * 7 + timedelta(seconds=6)
+    for name, extra in (("mid", mid), ("end", [(t + (end - at), x) for t, x in mid[:3]])):
+        logs, out = tmp_path / f"logs-{name}", tmp_path / f"reports-{name}"
+        logs.mkdir()
+        text = "".join(f"{ts:%Y-%m-%dT%H:%M:%S+0000} gpu1 {x}\n" for ts, x in extra)
+        lines = sorted((_journal(8) + text).splitlines(keepends=True), key=lambda ln: ln[:24])
+        (logs / "journal.txt").write_text("".join(lines))
+        r = cli("build", "--logs", logs, "--db", tmp_path / f"{name}.duckdb", "--out", out, "--tz", "UTC")
+        assert r.code == 0, r
+        (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+        summary = report.read_text().split("\n\n## ", 2)[1]
+        assert ("systemd gave up restarting it" in summary) is (name == "end"), summary

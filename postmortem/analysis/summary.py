@@ -400,12 +400,17 @@ def _short_command(command: str) -> str:
 
 
 def _gave_up(facts: IncidentFacts) -> datetime | None:
+    """When systemd stopped restarting the unit: its start limit after the incident's last kill
+    (a limit an operator reset, after which the unit ran and was killed again, was not the end)."""
     inc = facts.incident
+    if inc.ts is None:
+        return None
+    last = max([inc.ts, *(lk.ts for lk in inc.later_kills if lk.ts is not None)])
     ev = next(
         (
             ev
             for ev in facts.timeline.events
-            if ev.kind == "start_limit_hit" and ev.unit == inc.unit and inc.ts is not None and ev.ts >= inc.ts
+            if ev.kind == "start_limit_hit" and ev.unit == inc.unit and ev.ts >= last
         ),
         None,
     )
