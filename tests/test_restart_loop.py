@@ -181,3 +181,15 @@ def test_a_start_limit_an_operator_reset_mid_loop_is_not_where_systemd_gave_up(
         (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
         summary = report.read_text().split("\n\n## ", 2)[1]
         assert ("systemd gave up restarting it" in summary) is (name == "end"), summary
+
+
+def test_a_pods_loop_is_not_told_with_systemds_lines() -> None:
+    """A pod or a container killed again and again has no systemd unit: the count row must not
+    say systemd's lines went with each kill."""
+    from postmortem.report.context.timeline import _fold_loop
+
+    pod = "k8s:inference/vllm-llama-0/vllm"
+    rows, metas = _rows([0, 30, 60, 90, 120, 150, 180])
+    rows, metas = rows[::2], [dataclasses.replace(m, unit=pod) for m in metas[::2]]  # kernel rows only
+    (count,) = [r.event for r in _fold_loop(list(rows), metas, pod, "2026-03-18") if not r.full]
+    assert count == f"3 more OOM kills of {pod}, the last at 13:52:30 (every one in the full timeline)"

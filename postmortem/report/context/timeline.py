@@ -221,16 +221,19 @@ def _fold_loop(rows: list[TimelineRow], metas: list[_Meta], unit: str | None, da
     if len(kills) <= LOOP_SHOWN + 2:
         return rows
     start, end = kills[LOOP_SHOWN], kills[-1]
+    told = False  # systemd told of the folded kills (a container's or a pod's kills: no systemd)
     for i in range(start, end):
         if rows[i].key and not rows[i].mark and metas[i].kind in _LOOP_KINDS and metas[i].unit == unit:
             rows[i] = dataclasses.replace(rows[i], key=False)
+            told = told or metas[i].origin == "systemd"
     folded = len(kills) - LOOP_SHOWN - 1
     last = rows[kills[-2]].utc
+    with_systemd = ", each with systemd's lines about it"
     count = TimelineRow(
         rows[start].utc,
         rows[start].local,
         "kernel",
-        f"{folded} more OOM kills of {unit}, each with systemd's lines about it, the last at "
+        f"{folded} more OOM kills of {unit}{with_systemd if told else ''}, the last at "
         f"{last[11:] if last[:10] == day else last} (every one in the full timeline)",
         "",
         full=False,
