@@ -641,6 +641,32 @@ def test_an_error_while_analysing_leaves_the_store_as_it_was(
     store.close()
 
 
+def test_duckdbs_threads_come_back_after_an_error_that_aborted_the_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gathering sets DuckDB's threads to a share of the CPUs; a failed query of the
+    analysis's own connection (while an incident's report is drawn) aborts the transaction,
+    which then cannot set them back: they stayed at the share for every later query, and a later
+    analysis took the share for what to restore."""
+    import duckdb
+
+    import postmortem.analysis as analysis
+
+    store = _many_incidents(tmp_path)
+    monkeypatch.setattr(analysis, "usable_cpus", lambda: 4)
+    store.execute("SET threads = 3")
+
+    def failing_query(*_: object) -> None:
+        store.execute("SELECT * FROM no_such_table")
+
+    with pytest.raises(duckdb.CatalogException):
+        rebuild(store, on_facts=failing_query)
+    assert store.fetchall("SELECT current_setting('threads')") == [(3,)]
+    rebuild(store)
+    assert store.fetchall("SELECT current_setting('threads')") == [(3,)]
+    store.close()
+
+
 def test_a_reader_connection_reads_in_utc(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "pm.duckdb")
     store.execute("SET GLOBAL TimeZone = 'America/New_York'")  # what a reader would inherit

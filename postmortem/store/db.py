@@ -272,15 +272,23 @@ class Store:
     @contextmanager
     def threads(self, count: int) -> Iterator[None]:
         """DuckDB's worker threads set to ``count`` meanwhile (a setting of the database: every
-        connection to it), then what they were — unless the connection cannot take a statement
-        any more (an error aborted its transaction): that error is the one to see."""
+        connection to it), then what they were. When this connection cannot take a statement any
+        more (an error aborted its transaction), another connection to the database sets them
+        back; when none can (the store is closed) the error that got here is the one to see."""
         before = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         self.con.execute("SET threads = ?", [max(1, int(count))])
         try:
             yield
         finally:
-            with suppress(duckdb.Error):
+            try:
                 self.con.execute("SET threads = ?", [before])
+            except duckdb.Error:
+                with suppress(duckdb.Error):
+                    other = self.con.cursor()
+                    try:
+                        other.execute("SET threads = ?", [before])
+                    finally:
+                        other.close()
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
         return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
