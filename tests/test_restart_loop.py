@@ -193,3 +193,22 @@ def test_a_pods_loop_is_not_told_with_systemds_lines() -> None:
     rows, metas = rows[::2], [dataclasses.replace(m, unit=pod) for m in metas[::2]]  # kernel rows only
     (count,) = [r.event for r in _fold_loop(list(rows), metas, pod, "2026-03-18") if not r.full]
     assert count == f"3 more OOM kills of {pod}, the last at 13:52:30 (every one in the full timeline)"
+
+
+def test_the_named_later_kills_are_timed_one_after_the_other(cli: Any, tmp_path: Path) -> None:
+    """'37 s later it killed ...; 1 min 14 s later it killed ...' reads as 1 min 51 s after the
+    first: each named kill is timed from the one before it, the counted ones' last from the
+    first."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text(_journal(8))
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    summary = report.read_text().split("\n\n## ", 2)[1]
+    assert summary.count("; 37 s later it killed python3") == 3
+    assert (
+        f"the last {int(EVERY.total_seconds() * 7 // 60)} min {int(EVERY.total_seconds() * 7 % 60)} s after the first"
+        in summary
+    )

@@ -310,11 +310,23 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
     v = inc.victim
     if v is None:
         return None
-    later = [
-        {"after_s": (lk.ts - v.ts).total_seconds(), "comm": lk.comm, "pid": lk.pid}
-        for lk in inc.later_kills
-        if lk.ts is not None and v.ts is not None
-    ]
+    # each later kill's time after the kill before it ("37 s later ...; 37 s later ..." reads as
+    # one after the other), and after the first (for the last of those counted)
+    later: list[dict[str, Any]] = []
+    prev = v.ts
+    for lk in inc.later_kills:
+        if lk.ts is None or v.ts is None or prev is None:
+            continue
+        since = (lk.ts - v.ts).total_seconds()
+        later.append(
+            {
+                "after_s": (lk.ts - prev).total_seconds(),
+                "since_first_s": since,
+                "comm": lk.comm,
+                "pid": lk.pid,
+            }
+        )
+        prev = lk.ts
     # a restart loop killed again and again: the first kills by name, then how many more and
     # when the last one came (the summary stays a paragraph); one more is named, not counted
     named = later if len(later) <= LATER_NAMED + 1 else later[:LATER_NAMED]
@@ -326,7 +338,7 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
         "others": len(inc.killed_with),
         "later": named,
         "later_more": len(more),
-        "later_last_s": more[-1]["after_s"] if more else None,
+        "later_last_s": more[-1]["since_first_s"] if more else None,
     }
 
 
