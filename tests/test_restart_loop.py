@@ -212,3 +212,35 @@ def test_the_named_later_kills_are_timed_one_after_the_other(cli: Any, tmp_path:
         f"the last {int(EVERY.total_seconds() * 7 // 60)} min {int(EVERY.total_seconds() * 7 % 60)} s after the first"
         in summary
     )
+
+
+def test_a_loop_of_group_kills_counts_every_process_it_killed(cli: Any, tmp_path: Path) -> None:
+    """Each record of the loop killed three processes (memory.oom.group): the named kills say
+    so, and the counted ones are 3 x 4 processes in 4 records, not '4 more processes'."""
+    lines = []
+    for ln in _journal(8).splitlines(keepends=True):
+        lines.append(ln)
+        if "Killed process" in ln:
+            pid = int(ln.split("Killed process ")[1].split()[0])
+            stamp = ln[: ln.index(" kernel:")]
+            lines.append(
+                f"{stamp} kernel: Tasks in /system.slice/{UNIT} are going to be killed due to memory.oom.group set\n"
+            )
+            for extra in (pid + 1000, pid + 2000):
+                lines.append(
+                    ln.replace(f"process {pid} ", f"process {extra} ").replace(
+                        "anon-rss:79572404kB", "anon-rss:1048576kB"
+                    )
+                )
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text("".join(lines))
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    assert "Killed processes (24):" in text
+    summary = text.split("\n\n## ", 2)[1]
+    assert summary.count("(pid 6001) and 2 more processes of the same unit again") == 1
+    assert "; then 12 more processes of the unit in 4 more records, the last " in summary

@@ -324,6 +324,10 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
                 "since_first_s": since,
                 "comm": lk.comm,
                 "pid": lk.pid,
+                # the processes killed with it in its record (memory.oom.group)
+                "others": sum(
+                    1 for o in inc.victims if o is not lk and o.oom_id is not None and o.oom_id == lk.oom_id
+                ),
             }
         )
         prev = lk.ts
@@ -338,6 +342,8 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
         "others": len(inc.killed_with),
         "later": named,
         "later_more": len(more),
+        # the processes those records killed (more than one each: group kills)
+        "later_more_killed": len(more) + sum(lk["others"] for lk in more),
         "later_last_s": more[-1]["since_first_s"] if more else None,
     }
 
