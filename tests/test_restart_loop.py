@@ -244,3 +244,26 @@ def test_a_loop_of_group_kills_counts_every_process_it_killed(cli: Any, tmp_path
     summary = text.split("\n\n## ", 2)[1]
     assert summary.count("(pid 6001) and 2 more processes of the same unit again") == 1
     assert "; then 12 more processes of the unit in 4 more records, the last " in summary
+
+
+def test_a_containers_loop_without_systemd_keeps_its_later_kills_in_the_timeline(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A Docker container killed nine times (kernel records only: Docker restarts it, no systemd
+    line), never back: the timeline ended a minute after the first kill, so the body and the
+    appendix had two of the nine kills and no count."""
+    scope = "docker-3f2a9c0d1e4b05a2deee17089f494157a377a8c942734b7a3910db273d7faf0c.scope"
+    kernel = [ln.replace(UNIT, scope) for ln in _journal(9).splitlines(keepends=True) if " kernel: " in ln]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "journal.txt").write_text("".join(kernel))
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    body = text.split("\n## Timeline\n")[1].split("\n---\n")[0]
+    assert len([ln for ln in body.splitlines() if "Killed process" in ln]) == 4
+    assert "| 5 more OOM kills of " in body
+    appendix = text.split("## E. Full timeline")[1].split("## F.")[0]
+    assert len([ln for ln in appendix.splitlines() if "Killed process" in ln]) == 9

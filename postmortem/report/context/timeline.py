@@ -366,7 +366,8 @@ class _Timeline:
 
     def _end(self) -> datetime:
         """Events shown up to a minute past the recovery; when it did not come back, the unit's
-        later attempts and how they ended (a restart loop, the start limit), up to half an hour."""
+        later attempts and how they ended (a restart loop, the start limit) and its later kills,
+        up to half an hour."""
         tl, inc = self.tl, self.inc
         end = (inc.recovered_ts or tl.kill_ts) + timedelta(seconds=60)
         if inc.recovered_ts is not None:
@@ -378,6 +379,12 @@ class _Timeline:
             and ev.origin == "systemd"
             and ev.kind in _UNIT_ENDINGS
             and tl.kill_ts < ev.ts <= tl.kill_ts + timedelta(minutes=30)
+        ]
+        # the incident's later kills (a container's or a pod's restart loop: no systemd lines)
+        later += [
+            v.ts
+            for v in inc.later_kills
+            if v.ts is not None and tl.kill_ts < v.ts <= tl.kill_ts + timedelta(minutes=30)
         ]
         return max([end, *(t + timedelta(seconds=1) for t in later)])
 
