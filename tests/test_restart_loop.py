@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from postmortem.analysis.model import Victim
+
 T0 = datetime(2026, 3, 18, 13, 50, tzinfo=UTC)
 UNIT = "llm.service"
 KILLS = 40
@@ -267,3 +269,22 @@ def test_a_containers_loop_without_systemd_keeps_its_later_kills_in_the_timeline
     assert "| 5 more OOM kills of " in body
     appendix = text.split("## E. Full timeline")[1].split("## F.")[0]
     assert len([ln for ln in appendix.splitlines() if "Killed process" in ln]) == 9
+
+
+def test_a_containers_loop_is_told_as_a_containers() -> None:
+    """A Docker or Kubernetes container killed again and again is not 'the same unit'."""
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.summary import _victims
+
+    for unit, kin in (
+        ("k8s:inference/vllm-llama-0/vllm", "container"),
+        ("docker:llm", "container"),
+        (UNIT, "unit"),
+    ):
+        victims = [
+            Victim(6000 + k, "python3", T0 + EVERY * k, 1 << 20, 1, k + 1, chosen=True, oom_id=k)
+            for k in range(6)
+        ]
+        inc = Incident(1, "gpu1", T0, unit, "cgroup_oom", 0.9, victims=victims)
+        said = _victims(inc)
+        assert said is not None and said["kin"] == kin and said["later_more"] == 2

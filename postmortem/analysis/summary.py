@@ -340,6 +340,8 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
         "pid": v.pid,
         "rss_kb": v.anon_rss_kb,
         "others": len(inc.killed_with),
+        # what was killed again: a systemd unit, or a Docker or Kubernetes container
+        "kin": "container" if inc.container is not None or is_container(inc.unit) else "unit",
         "later": named,
         "later_more": len(more),
         # the processes those records killed (more than one each: group kills)
