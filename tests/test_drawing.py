@@ -248,7 +248,8 @@ def test_no_matplotlib_directory_is_left_when_home_is_not_writable(tmp_path: Pat
     res = _python(cmd, HOME="/proc/no-home", TMPDIR=str(scratch), **cleared)
     assert res.returncode == 0, res.stderr
     _pngs(out)
-    assert list(scratch.iterdir()) == []
+    # (the compiled templates' cache is meant to stay: docs/security.md)
+    assert [p.name for p in scratch.iterdir()] in ([], [f"_jinja2-cache-{os.getuid()}"])
 
 
 # jobs that are awkward for the drawing process: warnings, two submits, one that cannot be sent
