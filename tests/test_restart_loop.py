@@ -37,17 +37,24 @@ def _journal(kills: int = KILLS) -> str:
     return "".join(f"{ts:%Y-%m-%dT%H:%M:%S+0000} gpu1 {text}\n" for ts, text in lines)
 
 
-def test_a_restart_loops_report_counts_the_kills_it_does_not_list(cli: Any, tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "journal.txt").write_text(_journal())
-    out = tmp_path / "reports"
-    db = tmp_path / "pm.duckdb"
-    for fmt in ("markdown", "json"):
-        r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC", "--format", fmt)
+def _report(cli: Any, where: Path, journal: str, *formats: str) -> str:
+    """Build over ``journal`` (in its own directory under ``where``) and return the incident's
+    Markdown report; ``formats``: more builds of the same store, each in another format."""
+    logs, out = where / "logs", where / "reports"
+    logs.mkdir(parents=True)
+    (logs / "journal.txt").write_text(journal)
+    for fmt in ("markdown", *formats):
+        r = cli(
+            "build", "--logs", logs, "--db", where / "pm.duckdb", "--out", out, "--tz", "UTC", "--format", fmt
+        )
         assert r.code == 0, r
     (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    text = report.read_text()
+    return report.read_text()
+
+
+def test_a_restart_loops_report_counts_the_kills_it_does_not_list(cli: Any, tmp_path: Path) -> None:
+    text = _report(cli, tmp_path, _journal(), "json")
+    out = tmp_path / "reports"
     summary = text.split("\n\n## ", 2)[1]
     assert summary.count("later it killed") == 3
     last = (EVERY * (KILLS - 1)).total_seconds()
@@ -142,13 +149,7 @@ def test_one_kill_beyond_the_named_or_the_listed_is_shown_not_counted(cli: Any, 
     """Counting a single kill takes the words (or the table row) that naming it would: five
     kills name all four later ones in the summary; thirteen victims fill thirteen table rows."""
     for kills in (5, 13):
-        logs, out = tmp_path / f"logs{kills}", tmp_path / f"reports{kills}"
-        logs.mkdir()
-        (logs / "journal.txt").write_text(_journal(kills))
-        r = cli("build", "--logs", logs, "--db", tmp_path / f"{kills}.duckdb", "--out", out, "--tz", "UTC")
-        assert r.code == 0, r
-        (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-        text = report.read_text()
+        text = _report(cli, tmp_path / str(kills), _journal(kills))
         assert " 1 more process" not in text
         summary = text.split("\n\n## ", 2)[1]
         assert summary.count("later it killed") == (4 if kills == 5 else 3)
@@ -173,15 +174,9 @@ def test_a_start_limit_an_operator_reset_mid_loop_is_not_where_systemd_gave_up(
     ]  # fmt: skip
     end = T0 + timedelta(minutes=2) + EVERY * 7 + timedelta(seconds=6)
     for name, extra in (("mid", mid), ("end", [(t + (end - at), x) for t, x in mid[:3]])):
-        logs, out = tmp_path / f"logs-{name}", tmp_path / f"reports-{name}"
-        logs.mkdir()
         text = "".join(f"{ts:%Y-%m-%dT%H:%M:%S+0000} gpu1 {x}\n" for ts, x in extra)
         lines = sorted((_journal(8) + text).splitlines(keepends=True), key=lambda ln: ln[:24])
-        (logs / "journal.txt").write_text("".join(lines))
-        r = cli("build", "--logs", logs, "--db", tmp_path / f"{name}.duckdb", "--out", out, "--tz", "UTC")
-        assert r.code == 0, r
-        (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-        summary = report.read_text().split("\n\n## ", 2)[1]
+        summary = _report(cli, tmp_path / name, "".join(lines)).split("\n\n## ", 2)[1]
         assert ("systemd gave up restarting it" in summary) is (name == "end"), summary
 
 
@@ -201,14 +196,7 @@ def test_the_named_later_kills_are_timed_one_after_the_other(cli: Any, tmp_path:
     """'37 s later it killed ...; 1 min 14 s later it killed ...' reads as 1 min 51 s after the
     first: each named kill is timed from the one before it, the counted ones' last from the
     first."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "journal.txt").write_text(_journal(8))
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    summary = report.read_text().split("\n\n## ", 2)[1]
+    summary = _report(cli, tmp_path, _journal(8)).split("\n\n## ", 2)[1]
     assert summary.count("; 37 s later it killed python3") == 3
     assert (
         f"the last {int(EVERY.total_seconds() * 7 // 60)} min {int(EVERY.total_seconds() * 7 % 60)} s after the first"
@@ -234,14 +222,7 @@ def test_a_loop_of_group_kills_counts_every_process_it_killed(cli: Any, tmp_path
                         "anon-rss:79572404kB", "anon-rss:1048576kB"
                     )
                 )
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "journal.txt").write_text("".join(lines))
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    text = report.read_text()
+    text = _report(cli, tmp_path, "".join(lines))
     assert "Killed processes (24):" in text
     summary = text.split("\n\n## ", 2)[1]
     assert summary.count("(pid 6001) and 2 more processes of the same unit again") == 1
@@ -256,14 +237,7 @@ def test_a_containers_loop_without_systemd_keeps_its_later_kills_in_the_timeline
     appendix had two of the nine kills and no count."""
     scope = "docker-3f2a9c0d1e4b05a2deee17089f494157a377a8c942734b7a3910db273d7faf0c.scope"
     kernel = [ln.replace(UNIT, scope) for ln in _journal(9).splitlines(keepends=True) if " kernel: " in ln]
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "journal.txt").write_text("".join(kernel))
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", logs, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    text = report.read_text()
+    text = _report(cli, tmp_path, "".join(kernel))
     body = text.split("\n## Timeline\n")[1].split("\n---\n")[0]
     assert len([ln for ln in body.splitlines() if "Killed process" in ln]) == 4
     assert "| 5 more OOM kills of " in body

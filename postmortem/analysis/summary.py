@@ -12,6 +12,7 @@ killed first) until there are five.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -314,6 +315,9 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
     # one after the other), and after the first (for the last of those counted)
     later: list[dict[str, Any]] = []
     prev = v.ts
+    # processes per record (memory.oom.group), counted once: a loop of 1,000 kills would
+    # otherwise scan every victim for each
+    per_record = Counter(o.oom_id for o in inc.victims if o.oom_id is not None)
     for lk in inc.later_kills:
         if lk.ts is None or v.ts is None or prev is None:
             continue
@@ -325,9 +329,7 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
                 "comm": lk.comm,
                 "pid": lk.pid,
                 # the processes killed with it in its record (memory.oom.group)
-                "others": sum(
-                    1 for o in inc.victims if o is not lk and o.oom_id is not None and o.oom_id == lk.oom_id
-                ),
+                "others": per_record[lk.oom_id] - 1 if lk.oom_id is not None else 0,
             }
         )
         prev = lk.ts
