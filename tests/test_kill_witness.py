@@ -51,3 +51,30 @@ def test_two_candidate_lines_date_nothing(cli: Any, tmp_path: Path) -> None:
     incs, out = _build(cli, tmp_path, KILL + again)
     assert "1 OOM kill(s) with no time" in out
     assert all(i["cause"] != "host_oom" for i in incs)
+
+
+def test_a_stop_done_in_its_own_second_leaves_the_witness(cli: Any, tmp_path: Path) -> None:
+    """systemd 219 names a unit it stops by its Description; "Stopping" and "Stopped" of a
+    neighbour in the same whole second (line order says which came first) is a stop that
+    ended, not one still pending at the kill (scenario seed 101, nights 28 and 138)."""
+    neighbour = (
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Stopping NVIDIA DCGM exporter...\n"
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Stopped NVIDIA DCGM exporter.\n"
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Starting NVIDIA DCGM exporter...\n"
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Started NVIDIA DCGM exporter.\n"
+    )
+    incs, out = _build(cli, tmp_path, neighbour + KILL)
+    assert "with no time" not in out
+    assert [(i["unit"], i["cause"]) for i in incs] == [("sglang@k26.service", "host_oom")]
+
+
+def test_a_stop_after_the_kill_in_its_second_is_no_stop_pending(cli: Any, tmp_path: Path) -> None:
+    """The same, the other way round: "Stopped" logged in the stop's second but on an earlier
+    line than "Stopping" cannot end it (the stop stays pending: no witness)."""
+    pending = (
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Stopped SGLang server for k26.\n"
+        "Apr 05 23:50:02 gh200-r2n4 systemd[1]: Stopping SGLang server for k26...\n"
+    )
+    incs, out = _build(cli, tmp_path, pending + KILL)
+    assert "1 OOM kill(s) with no time" in out
+    assert all(i["cause"] != "host_oom" for i in incs)

@@ -207,7 +207,14 @@ FROM (
                             AND x.ts BETWEEN e.ts - INTERVAL 6 HOUR AND e.ts
                             AND NOT EXISTS (
                                 SELECT 1 FROM unit_events AS y
-                                WHERE y.unit = x.unit AND y.ts > x.ts AND y.ts < e.ts
+                                WHERE y.unit = x.unit
+                                  -- after the stop, before the kill: in a journal stamped in
+                                  -- whole seconds, "Stopped" shares the stop's second (then
+                                  -- the line order of one file says which came first)
+                                  AND (y.ts > x.ts OR (y.ts = x.ts AND y.source_id = x.source_id
+                                                       AND y.line_no > x.line_no))
+                                  AND (y.ts < e.ts OR (y.ts = e.ts AND y.source_id = e.source_id
+                                                       AND y.line_no < e.line_no))
                                   AND (y.host IS NULL OR e.host IS NULL OR y.host = e.host)
                                   AND y.action IN ('stopped', 'starting', 'started', 'failed',
                                                    'start_failed')))
