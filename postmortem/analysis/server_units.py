@@ -10,8 +10,8 @@ it, and this module links each such run of a server to the unit they name:
 - **start**: the unit started at most :data:`START_BEFORE` before the run's first line;
 - **end**: the unit died (killed, failed, stopped, OOM-killed) at most :data:`END_AFTER` after
   the run's last line;
-- **name**: the file is named after a unit (``llm-a.log`` → ``llm-a.service``) that systemd or
-  the kernel name on the host.
+- **name**: the file is named after a unit (``llm-a.log`` → ``llm-a.service``) that systemd,
+  the kernel or an operator's systemctl command (sudo's journal line) name on the host.
 
 A run's unit is the one with the most evidence (pid counts most), when no other ties with it.
 A start named by a Description (text journals before systemd 249) and an end naming a unit on
@@ -151,6 +151,33 @@ def _after(e: dict[str, Any], m: dict[str, Any]) -> bool:
     return bool(e["source_id"] == m["source_id"] and e["line_no"] > m["line_no"])
 
 
+def _job_began(unit: str, start: dict[str, Any], marks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The "Starting" line of the job whose "Started" line is ``start`` (a oneshot's "Started"
+    comes after it ended, before systemd 246); ``start`` itself otherwise."""
+    if start["action"] != "started":
+        return start
+    began = start
+    for x in marks:
+        if (
+            x["unit"] == unit
+            and x["mark"] == "start"
+            and _after(start, x)
+            and (began is start or _after(x, began))
+        ):
+            began = x  # the latest start line before it
+    return began if began["action"] == "starting" else start
+
+
+def _ended_before(unit: str, start: dict[str, Any], marks: list[dict[str, Any]], until: datetime) -> bool:
+    """Whether ``unit`` ended after its ``start`` (the job's first line) and before ``until``:
+    before the run began, or while the server went on writing (a oneshot started a second
+    before the server's first line, done a second after it, ran something else)."""
+    began = _job_began(unit, start, marks)
+    return any(
+        e["unit"] == unit and e["mark"] == "end" and _after(e, began) and e["ts"] < until for e in marks
+    )
+
+
 def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
@@ -162,17 +189,16 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
         mine = [
             m for m in marks if not str(m["unit"]).endswith(_NOT_SERVERS) and _same_host(m["host"], run.host)
         ]
-        began = {str(m["unit"]) for m in mine if m["mark"] == "start" and m["ts"] > run.first_ts + SLACK}
+        began = [m for m in mine if m["mark"] == "start" and m["ts"] > run.first_ts + SLACK]
         for m in mine:
             unit, ts = str(m["unit"]), m["ts"]
             if m["mark"] == "start" and run.first_ts - START_BEFORE <= ts <= run.first_ts + SLACK:
-                if not any(
-                    e["unit"] == unit and e["mark"] == "end" and _after(e, m) and e["ts"] < run.first_ts
-                    for e in mine
-                ):
-                    starts.append(((run.first_ts - ts).total_seconds(), unit))  # (not ended before it began)
+                if not _ended_before(unit, m, mine, max(run.first_ts, run.last_ts - SLACK)):
+                    starts.append(((run.first_ts - ts).total_seconds(), unit))
             elif m["mark"] == "end" and run.last_ts - SLACK <= ts <= run.last_ts + END_AFTER:
-                if unit not in began or ts > run.last_ts + SLACK:  # (not started while it ran)
+                # (not started while it ran: a start after the server began and before this end;
+                # a start after the end is the unit's next run)
+                if ts > run.last_ts + SLACK or not any(b["unit"] == unit and _after(m, b) for b in began):
                     ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
             elif m["mark"] == "end" and run.first_ts + SLACK < ts < run.last_ts - SLACK:
                 inside.add(unit)
@@ -203,8 +229,8 @@ def _oneshots_named(store: Store, marks: list[dict[str, Any]]) -> list[dict[str,
 
 
 def _vote_names(known: set[tuple[str | None, str]], runs: list[Run]) -> None:
-    """A file named after a unit systemd or the kernel name on the host: ``fallback-a.log`` and
-    ``fallback-a.service``, ``llm-k26.log`` and ``llm-k26.service``."""
+    """A file named after a unit systemd, the kernel or an operator's systemctl command name on
+    the host: ``fallback-a.log`` and ``fallback-a.service``, ``llm-k26.log`` and ``llm-k26.service``."""
     for run in runs:
         if run.journal:
             continue
@@ -212,7 +238,7 @@ def _vote_names(known: set[tuple[str | None, str]], runs: list[Run]) -> None:
         guess = unit_from_name(run.path)
         for host, unit in known:
             if _same_host(host, run.host) and (unit == guess or unit.removesuffix(".service") == stem):
-                run.vote(unit, "name", f"the file is named after {unit}, which systemd or the kernel name")
+                run.vote(unit, "name", f"the file is named after {unit}, which the host's logs name")
 
 
 def _vote_servers(store: Store, runs: list[Run], chosen: set[str]) -> None:

@@ -6,7 +6,8 @@
 -- beside anything (finding F05). A server line inside it (an engine's own prefix) carries its own
 -- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
 -- server lines (stamps in whole seconds are truncated: half a second on); without server
--- lines, systemd's lines about an OOM kill the kernel dated (below). Each boot of the source
+-- lines, systemd's lines about an OOM kill the kernel dated, or the same boot's lines in another
+-- file of the journal (below). Each boot of the source
 -- (monotonic_s falls back by more than 5 s at a reboot; less is two files' lines merged) is
 -- anchored by its own lines. Every entry of an anchored boot takes ts = boot + monotonic_s
 -- (ts_inferred = 'boot'), and the rows read from
@@ -67,6 +68,36 @@ buckets AS (
 SELECT source_id, boot_seq, arg_max(boot_us, lines * 1e12 - boot_us / 1e6) AS boot_us
 FROM buckets
 GROUP BY source_id, boot_seq;
+
+-- A boot still without a time whose lines go on, in another file of the host's journal, from
+-- where an anchored boot's lines stop (a capture rotated or split: journal.txt.1, journal.txt),
+-- or stop where its lines begin: the same boot, as the monotonic clock says (a reboot would
+-- start it again near 0; a later boot's clock landing within the hour of where the other
+-- file's stopped would be a coincidence). Of several such boots, only one boot time is taken.
+INSERT INTO anchor_journal_boots
+WITH spans AS (
+    SELECT e.source_id, e.boot_seq, any_value(j.host) AS host,
+           min(e.monotonic_s) AS lo, max(e.monotonic_s) AS hi
+    FROM anchor_journal_entries AS e
+    JOIN journal_entries AS j ON j.source_id = e.source_id AND j.line_no = e.line_no
+    GROUP BY e.source_id, e.boot_seq
+),
+follows AS (
+    SELECT u.source_id, u.boot_seq, b.boot_us
+    FROM spans AS u
+    JOIN spans AS a ON a.source_id <> u.source_id
+     AND (a.host = u.host
+          OR ((a.host IS NULL OR u.host IS NULL)
+              AND (SELECT count(DISTINCT host) FROM spans WHERE host IS NOT NULL) <= 1))
+     AND (u.lo BETWEEN a.hi - 5 AND a.hi + 3600 OR a.lo BETWEEN u.hi - 5 AND u.hi + 3600)
+    JOIN anchor_journal_boots AS b ON b.source_id = a.source_id AND b.boot_seq = a.boot_seq
+    WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS x
+                      WHERE x.source_id = u.source_id AND x.boot_seq = u.boot_seq)
+)
+SELECT source_id, boot_seq, min(boot_us) AS boot_us
+FROM follows
+GROUP BY source_id, boot_seq
+HAVING max(boot_us) - min(boot_us) <= 2000000;
 
 CREATE OR REPLACE TEMP TABLE anchor_journal_times AS
 SELECT e.source_id, e.line_no,

@@ -1,6 +1,12 @@
--- unit_known: the units systemd, the kernel or a structured journal name on a host (a log
--- file's name is taken for its unit only when one of them knows that unit).
+-- unit_known: the units systemd, the kernel, a structured journal or an operator's systemctl
+-- command (sudo's journal line) name on a host (a log file's name is taken for its unit only
+-- when one of them knows that unit).
 -- No parameters.
 SELECT DISTINCT host, unit FROM unit_events WHERE unit IS NOT NULL
 UNION
 SELECT DISTINCT host, unit FROM oom_kills WHERE unit IS NOT NULL
+UNION
+SELECT DISTINCT host, unnest(regexp_extract_all(
+    regexp_extract(message, 'COMMAND=\S*systemctl\s(.*)$', 1), '[A-Za-z0-9@_.:\\-]+\.service\b')) AS unit
+FROM journal_entries
+WHERE ident = 'sudo' AND message LIKE '%COMMAND=%systemctl%'

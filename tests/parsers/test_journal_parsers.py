@@ -115,6 +115,20 @@ def test_short_year_from_the_journal_header_beats_the_mtime() -> None:
     assert [r["ts"] for r in rows(out)] == [utc(2024, 12, 31, 23), utc(2025, 1, 1, 1)]
 
 
+def test_short_header_year_is_read_before_the_vectorised_stamps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vectorised pass reads a chunk's stamps before its other lines: the header that opens
+    the file must give the year first, or a copied file's mtime does (scenario seed 2027, night
+    114: a 2024 journal read as 2026)."""
+    from postmortem.parsers.journal import vector
+
+    monkeypatch.setattr(vector, "MIN_LINES", 0)
+    header = "-- Logs begin at Mon 2024-01-01 08:29:01 JST, end at Mon 2024-01-01 09:36:51 JST. --\n"
+    lines = "".join(f"Jan 01 08:{m:02d}:01 h app[1]: tick {m}\n" for m in range(30, 60))
+    out, ctx = run("journal-short", header + lines, mtime="2026-12-06T00:00:00+00:00")
+    assert {r["ts"].year for r in rows(out)} == {2024}
+    assert "from the file's modification time" not in " ".join(ctx.notes)
+
+
 @pytest.mark.parametrize(
     ("first", "dated", "years"),
     [

@@ -653,7 +653,9 @@ def _truth(
     s, k = night.s, night.s.kill_utc
     fam = FAMILY[s.kernel]
     kernel_path = bool(s.kernel_in) and (fam in ("rhel8", "v5", "v68") or s.cause == "cgroup_oom")
-    unit_named = s.journal_mode is not None or kernel_path
+    # a log file named ``<unit>.log`` (``StandardOutput=append:…/%n.log``) names its unit too
+    named_file = s.sglang_in == "file" and s.server.log_name == f"{s.server.unit}.log"
+    unit_named = s.journal_mode is not None or kernel_path or named_file
     phases: dict[str, float] = {}
     if recovery is not None and recovery.ready is not None:
         m = recovery.marks

@@ -125,6 +125,7 @@ class StampParser:
         if self.looked_for_dates:
             return
         self.looked_for_dates = True
+        self._find_header(chunk)
         for m in _EMBEDDED_DATE.finditer(chunk.data[: 1 << 20]):
             month = month_number(m.group(1).decode())
             y, mm, dd = int(m.group(3)), int(m.group(4)), int(m.group(5))
@@ -132,6 +133,15 @@ class StampParser:
                 line_no = chunk.first_line_no + chunk.data.count(b"\n", 0, m.start())
                 self.embedded_date = (y, mm, dd, line_no)
                 return
+
+    def _find_header(self, chunk: LineChunk) -> None:
+        """The year of a ``-- Logs begin at …`` header that opens the file, read before any
+        stamp is (the vector pass reads a chunk's stamps before its other lines)."""
+        head = chunk.data[:512]
+        if head.startswith((b"-- Logs begin at ", b"-- Journal begins at ")):
+            m = _HEADER_DATE.search(head.split(b"\n", 1)[0].decode("utf-8", "replace"))
+            if m:
+                self.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
     # ------------------------------------------------------------------ dispatch
 
