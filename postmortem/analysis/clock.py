@@ -185,6 +185,10 @@ def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffs
 
 #: a dated source's span and a year-guessed one's overlap when they come this close
 YEAR_SLACK = timedelta(hours=2)
+#: how many years a copied file's modification time may be later than its lines (logs of an
+#: old night copied off a host, or out of an archive, today), and one year earlier (a night
+#: over New Year's): the moves :func:`year_offsets` tries, the nearest first on a tie
+YEAR_MOVES = (-1, 1, *range(-2, -11, -1))
 
 
 def _years_later(ts: datetime, years: int) -> datetime:
@@ -209,6 +213,12 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
     ...      "year_from_mtime": False, "path": "s"}]
     >>> [(o.source_id, round(o.offset_s / 86400), o.method) for o in year_offsets(rows, set())]
     [(1, 365, 'the year of the dated sources')]
+
+    A night copied two years later (a 2024 night read in 2026):
+
+    >>> rows[0]["first_ts"] = rows[0]["last_ts"] = t.replace(year=2027)
+    >>> [round(o.offset_s / 86400) for o in year_offsets(rows, set())]
+    [730]
     """
     dated = [r for r in rows if not r["yearless"]]
     out: list[ClockOffset] = []
@@ -227,7 +237,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
 
         if not mine or meets(0):
             continue
-        best = max((-1, 1), key=lambda k: len(meets(k)))
+        best = max(YEAR_MOVES, key=lambda k: len(meets(k)))  # (max keeps the first of a tie)
         witnesses = meets(best)
         if not witnesses:
             continue
@@ -241,7 +251,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
                 method="the year of the dated sources",
                 pairs=len(witnesses),
                 note=f"its year-less stamps took the year of the file's modification time; the dated "
-                f"sources of the same night put it {abs(best)} year {'earlier' if best < 0 else 'later'}",
+                f"sources of the same night put it {abs(best)} year{'s' if abs(best) > 1 else ''} {'earlier' if best < 0 else 'later'}",
             )
         )
     return out
