@@ -11,7 +11,8 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   (``queries/unit_marks.sql``).
 - monotonic-split (seed 101, night 185): a ``-o short-monotonic`` journal rotated into two files;
   the kill in the first dates its boot, the fallback's start is in the second, whose monotonic
-  clock goes on from the first's (``queries/anchor_journal.sql``).
+  clock goes on from the first's (``queries/anchor_journal.sql``); the operator's command names
+  the unit of the fallback's Description (``queries/operator_descriptions.sql``).
 - restart-after-end (seed 2027, night 65): a CUDA OOM, and the operator starts the unit again
   14 minutes later; that later start does not make the unit's death "started while the server
   ran" (``_vote_marks``).
@@ -66,9 +67,10 @@ def test_a_login_session_is_no_server_s_start(cli: Any, tmp_path: Path) -> None:
 
 def test_a_rotated_monotonic_journal_keeps_its_boot(cli: Any, tmp_path: Path) -> None:
     (inc,) = _build(cli, tmp_path, "monotonic-split", "Europe/Berlin")
-    # (EL7's journal names the fallback's start by its Description only; its log, gptoss.log,
-    # names no unit)
-    assert (inc["unit"], inc["recovery_unit"]) == ("serve-gptoss.service", "Fallback for gptoss")
+    # (EL7's journal names the fallback's start by its Description only, and its log,
+    # gptoss.log, names no unit: the operator's `sudo systemctl start` a second before
+    # "Starting Fallback for gptoss..." teaches that Description's unit)
+    assert (inc["unit"], inc["recovery_unit"]) == ("serve-gptoss.service", "serve-gptoss-fallback.service")
     assert inc["downtime_s"] == pytest.approx(1364.8, abs=1)  # the truth: 1364.79 s
 
 

@@ -304,6 +304,18 @@ def _learn_from_linked(
             learned[desc] = unit
 
 
+def _learn_from_operators(store: Store, described: set[str], learned: dict[str, str]) -> None:
+    """Descriptions taught by an operator's ``sudo systemctl start <unit>`` followed at once by
+    "Starting <Description>..." (``operator_descriptions.sql``), where the servers taught none
+    and no other Description is that unit's."""
+    taken = set(learned.values())
+    for r in run_named_dicts(store, "operator_descriptions"):
+        desc, unit = str(r["description"]), str(r["unit"])
+        if desc in described and desc not in learned and unit not in taken:
+            learned[desc] = unit
+            taken.add(unit)
+
+
 def _groups(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:
     """The runs of one server: a file's (a file is one server's log), a journal process's (in
     every file of a split journal)."""
@@ -393,6 +405,7 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
     _vote_names(known, runs)
     described = _descriptions(marks)
     learned = _learn_descriptions(runs, described)
+    _learn_from_operators(store, described, learned)
     if timed:
         _learn_from_linked(store, host, marks, described, learned)
     for run in runs:
