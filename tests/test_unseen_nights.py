@@ -107,3 +107,11 @@ def test_a_journal_copied_years_later_takes_the_servers_year(cli: Any, tmp_path:
     assert r.code == 0, r
     (inc,) = json.loads(cli("query", "SELECT * FROM incidents", "--db", db, "--format", "json").out)
     assert (inc["ts"][:19], inc["recovery_unit"]) == ("2024-01-01T00:31:04", "sglang@qwen3-fallback.service")
+
+
+def test_an_operator_s_command_in_a_cat_journal_names_the_fallback(cli: Any, tmp_path: Path) -> None:
+    """``journalctl -o cat`` (seed 7, night 178): no times and no identifiers, so sudo's line
+    is known by its own layout only; the unit its ``systemctl start`` names is the one the
+    fallback's log file is named after."""
+    (inc,) = _build(cli, tmp_path, "cat-operator", "Asia/Tokyo")
+    assert (inc["unit"], inc["recovery_unit"]) == ("inference.service", "fallback-glm46.service")
