@@ -19,6 +19,7 @@ filter               733 s / 671088640 kB      used for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -204,6 +205,21 @@ def fold(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def article(text: str) -> str:
+    """``text`` after "a" or "an", as the number it starts with is said: "an 8 min load", "an
+    11 GiB limit", "a 1 h 5 min load".
+
+    >>> [article(t) for t in ("8 min 18 s", "11 GiB", "18,000 MiB", "1 h", "110 s", "80 GiB", "2 s")]
+    ['an 8 min 18 s', 'an 11 GiB', 'an 18,000 MiB', 'a 1 h', 'a 110 s', 'an 80 GiB', 'a 2 s']
+    """
+    text = str(text)
+    lead = re.match(r"\d[\d,]*", text)
+    if lead is None:
+        return f"{'an' if text[:1].lower() in ('a', 'e', 'i', 'o') else 'a'} {text}"
+    group = lead.group(0).split(",")[0]  # "18,000": eighteen thousand
+    return f"{'an' if group.startswith('8') or group in ('11', '18') else 'a'} {text}"
+
+
 #: the Jinja filters (also registered by :func:`postmortem.text.templates.environment`)
 FILTERS: dict[str, Callable[..., str]] = {
     "human": human,
@@ -220,4 +236,5 @@ FILTERS: dict[str, Callable[..., str]] = {
     "percent": percent,
     "retraction_words": retraction_words,
     "fold": fold,
+    "a": article,
 }

@@ -15,7 +15,7 @@ from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_
 from ...engines import get_engine, is_engine
 from ...parsers.journal.systemd import left_process
 from ...parsers.kubernetes.node import readable
-from ...text.formats import human, retraction_words
+from ...text.formats import article, human, retraction_words
 from ..redact import Redactor
 from .common import Sources, local_text, utc_text
 from .types import TimelineRow
@@ -594,7 +594,7 @@ class _Timeline:
         self.add(
             rec.ready_ts,
             rec.engine or self.srv,
-            f"{rec.unit} ready after a {human(rec.load_s)} load — service restored",
+            f"{rec.unit} ready after {article(human(rec.load_s))} load — service restored",
             self.sources.cite(rec.source_id, rec.ready_line_no),
             kind="restored",
             unit=rec.unit,
