@@ -241,7 +241,13 @@ def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
     if s.systemd >= 240:
         return set()  # its own lines bracket the oneshot's end: queries/oneshot_descriptions.sql
     first = t.recovered_utc - timedelta(seconds=t.recovery_load_s)
-    if any(first - timedelta(seconds=125) <= ts <= first + timedelta(seconds=3) for _, ts in t.other_starts):
+    near = [
+        u
+        for u, ts in t.other_starts
+        if first - timedelta(seconds=125) <= ts <= first + timedelta(seconds=3)
+        and not u.endswith(".scope")  # (a login session's scope starts no server: unit_marks.sql)
+    ]
+    if near:
         return set(RECOVERY) | {"recovery_load"}
     return set()
 
