@@ -74,3 +74,30 @@ def test_kernels_refuse_default_arguments() -> None:
 
     with pytest.raises(TypeError, match="default arguments"):
         kernel(with_default)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(st.text(alphabet="#0123ab", max_size=12).map(str.encode), min_size=1, max_size=8),
+    gap=st.binary(max_size=3),
+)
+def test_gather_messages_finds_rsyslog_escapes_as_python_does(messages: list[bytes], gap: bytes) -> None:
+    """The journal's message copy (a copy, then a branch-free or over 4-byte windows) against
+    plain Python: the same bytes, and "#011"/"#012" found only inside a message (never across
+    the gap between two, nor cut short at a message's end)."""
+    from postmortem.parsers.journal.kernels import gather_messages
+
+    data, starts, ends = b"", [], []
+    for m in messages:
+        starts.append(len(data))
+        data += m
+        ends.append(len(data))
+        data += gap
+    escaped = np.zeros(len(messages), dtype=np.bool_)
+    offsets, out, count = gather_messages(
+        _buf(data), np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), escaped
+    )
+    want = [b"#011" in m or b"#012" in m for m in messages]
+    assert [bytes(out[offsets[i] : offsets[i + 1]]) for i in range(len(messages))] == messages
+    assert escaped.tolist() == want
+    assert count == sum(want)

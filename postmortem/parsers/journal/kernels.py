@@ -168,15 +168,15 @@ def gather_messages(buf: U8, starts: I64, ends: I64, escaped: Any) -> tuple[I64,
         s = starts[r]
         size = ends[r] - s
         o = offsets[r]
-        hit = False
         for x in range(size):
-            c = buf[U(s + x)]
-            out[U(o + x)] = c
-            if c == 35 and x + 3 < size and buf[U(s + x + 1)] == 48 and buf[U(s + x + 2)] == 49:
-                d = buf[U(s + x + 3)]
-                if d == 49 or d == 50:
-                    hit = True
+            out[U(o + x)] = buf[U(s + x)]
+        # (a copy, then an or over every 4-byte window without a branch: LLVM vectorises both
+        # loops even for the generic x86-64 target; the loop that tested as it copied did not)
+        hit = False
+        for x in range(size - 3):
+            p = U(o + x)
+            d = out[p + U(3)]
+            hit |= (out[p] == 35) & (out[p + U(1)] == 48) & (out[p + U(2)] == 49) & ((d == 49) | (d == 50))
         escaped[r] = hit
-        if hit:
-            count += 1
+        count += hit
     return offsets, out, count
