@@ -81,13 +81,17 @@ def read_loads(store: Store) -> list[Load]:
 
 
 def _offsets(store: Store) -> dict[int, ClockOffset]:
+    sources = run_named_dicts(store, "source_formats")
     formats = reference_formats(
-        {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")},
+        {int(r["source_id"]): str(r["format"]) for r in sources},
         run_named_dicts(store, "source_exactness"),
     )
     exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
     zones = start_pair_offsets(
-        run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
+        run_named_dicts(store, "unit_start_pairs"),
+        formats,
+        {o.source_id for o in exact},
+        {int(r["source_id"]): r["tz"] for r in sources},
     )
     offsets = merge_offsets(exact, zones)
     years = year_offsets(run_named_dicts(store, "year_spans"), set(offsets))

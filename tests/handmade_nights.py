@@ -1,0 +1,194 @@
+"""Nights written by hand, each with its ground truth, for what the scenario generator does not
+vary (QA brief 3).
+
+- :func:`two_hosts`: one build of two hosts read with ``--tz America/Chicago``. ``gh200-a``: a
+  journal rendered ``short-precise`` (no zone, no year) in the host's zone, and an SGLang log
+  stamped in UTC (zone-less, five hours ahead); ``sglang-gh.service`` is killed at its cgroup
+  limit at 14:00:00 UTC, systemd restarts it and it is fired up at 14:04:40.6 UTC. ``rhel8-b``:
+  RHEL 8's ``/var/log/messages`` (kernel 4.18 wording, rsyslog ``#012``) with vLLM 0.6.3's lines
+  in it, whose unit only a start under its Description and the OOM kill of its pid name;
+  ``vllm-old.service`` is killed host-wide at 14:20:00 UTC with 200 requests running and 12
+  queued, the operator restarts it and it is ready at 14:28:08 UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+CHICAGO = ZoneInfo("America/Chicago")
+D = timedelta
+
+
+def T(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+#: the truth of :func:`two_hosts`
+GH200_KILL = T("2026-06-10 14:00:00")
+GH200_READY = T("2026-06-10 14:04:40.600")
+RHEL_KILL = T("2026-06-10 14:20:00")
+RHEL_READY = T("2026-06-10 14:28:08")
+
+
+def _short(ts: datetime) -> str:
+    local = ts.astimezone(CHICAGO)
+    return f"{local:%b} {local.day:2d} {local:%H:%M:%S}.{local.microsecond:06d}"
+
+
+def _syslog(ts: datetime) -> str:
+    local = ts.astimezone(CHICAGO)
+    return f"{local:%b} {local.day:2d} {local:%H:%M:%S}"
+
+
+def _write(path: Path, lines: list[tuple[datetime, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(text + "\n" for _, text in sorted(lines, key=lambda x: x[0])))
+
+
+def _gh200(root: Path) -> None:
+    host, unit = "gh200-a", "sglang-gh.service"
+    start, kill = T("2026-06-10 13:00:00"), GH200_KILL
+    journal: list[tuple[datetime, str]] = []
+    server: list[tuple[datetime, str]] = []
+
+    def j(ts: datetime, ident: str, msg: str) -> None:
+        journal.append((ts, f"{_short(ts)} {host} {ident}: {msg}"))
+
+    def sg(ts: datetime, msg: str, tp: bool = True) -> None:
+        server.append((ts, f"[{ts:%Y-%m-%d %H:%M:%S}{' TP0' if tp else ''}] {msg}"))
+
+    def run(t0: datetime) -> datetime:
+        sg(t0, "server_args=ServerArgs(model_path='/models/Llama-3.1-70B-FP8', tp_size=1, "
+               "mem_fraction_static=0.85, max_running_requests=128, port=30000, host='0.0.0.0')", tp=False)  # fmt: skip
+        sg(t0 + D(seconds=4), "Load weight begin. avail mem=94.50 GB")
+        sg(t0 + D(seconds=190), "Load weight end. elapsed=186.00 s, type=LlamaForCausalLM, quant=fp8, "
+                                "avail mem=26.10 GB, mem usage=68.40 GB.")  # fmt: skip
+        sg(t0 + D(seconds=192), "KV Cache is allocated. #tokens: 201248, KV size: 12.74 GB")
+        sg(
+            t0 + D(seconds=193),
+            "Capture cuda graph begin. This can take up to several minutes. avail mem=12.93 GB",
+        )
+        sg(
+            t0 + D(seconds=255),
+            "Capture cuda graph end. Time elapsed: 62.00 s. mem usage=1.31 GB. avail mem=11.62 GB.",
+        )
+        up = t0 + D(seconds=257)
+        sg(up, "INFO:     Application startup complete.", tp=False)
+        sg(up, "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", tp=False)
+        sg(up + D(seconds=15), "The server is fired up and ready to roll!", tp=False)
+        return up
+
+    j(start - D(seconds=0.01), "systemd[1]", f"Starting {unit} - SGLang GH200...")
+    j(start, "systemd[1]", f"Started {unit} - SGLang GH200.")
+    t, i = run(start + D(seconds=3)) + D(seconds=60), 0
+    while t < kill:
+        sg(t, f"Decode batch, #running-req: {min(128, 20 + i)}, #token: {50000 + 300 * i}, token usage: "
+              f"{min(0.99, 0.2 + 0.002 * i):.2f}, cuda graph: True, gen throughput (token/s): 900.00, "
+              f"#queue-req: {max(0, i - 100)}")  # fmt: skip
+        t, i = t + D(seconds=10), i + 1
+    record = [
+        "sglang::schedul invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        "CPU: 40 PID: 7100 Comm: sglang::schedul Not tainted 6.8.0-1013-nvidia-64k #14-Ubuntu",
+        "memory: usage 419430400kB, limit 419430400kB, failcnt 3311",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+        "[   7000]   998  7000   155648   102400   101000     1400        0     9961472        0             0 python3",
+        "[   7100]   998  7100  6553600  6001000  6000000     1000        0   104857600        0             0 sglang::schedul",
+        f"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/{unit},"
+        f"task_memcg=/system.slice/{unit},task=sglang::schedul,pid=7100,uid=998",
+        "Memory cgroup out of memory: Killed process 7100 (sglang::schedul) total-vm:419430400kB, "
+        "anon-rss:384000000kB, file-rss:64000kB, shmem-rss:0kB, UID:998 pgtables:102400kB oom_score_adj:0",
+    ]  # fmt: skip
+    for n, line in enumerate(record):
+        j(kill + D(microseconds=n), "kernel", line)
+    j(
+        kill + D(seconds=0.1),
+        "systemd[1]",
+        f"{unit}: A process of this unit has been killed by the OOM killer.",
+    )
+    j(kill + D(seconds=0.4), "systemd[1]", f"{unit}: Main process exited, code=killed, status=9/KILL")
+    j(kill + D(seconds=0.41), "systemd[1]", f"{unit}: Failed with result 'oom-kill'.")
+    j(kill + D(seconds=5.5), "systemd[1]", f"{unit}: Scheduled restart job, restart counter is at 1.")
+    j(kill + D(seconds=5.51), "systemd[1]", f"Stopped {unit} - SGLang GH200.")
+    j(kill + D(seconds=5.59), "systemd[1]", f"Starting {unit} - SGLang GH200...")
+    j(kill + D(seconds=5.6), "systemd[1]", f"Started {unit} - SGLang GH200.")
+    run(kill + D(seconds=8.6))
+    _write(root / "gh200-a" / "journal.txt", journal)
+    _write(root / "gh200-a" / "sglang-gh.log", server)
+
+
+def _rhel8(root: Path) -> None:
+    host, unit = "rhel8-b", "vllm-old.service"
+    start, kill = T("2026-06-10 13:30:00"), RHEL_KILL
+    lines: list[tuple[datetime, str]] = []
+
+    def m(ts: datetime, ident: str, msg: str) -> None:
+        lines.append((ts, f"{_syslog(ts)} {host} {ident}: {msg}"))
+
+    def v(ts: datetime, pid: int, src: str, msg: str) -> None:
+        m(ts, f"vllm[{pid}]", f"INFO {ts.astimezone(CHICAGO):%m-%d %H:%M:%S} {src}] {msg}")
+
+    def run(t0: datetime, pid: int) -> datetime:
+        v(t0, pid, "api_server.py:528", "vLLM API server version 0.6.3.post1")
+        v(t0, pid, "api_server.py:529", "args: Namespace(host=None, port=8000, model='/models/mixtral-8x7b', "
+                                        "tensor_parallel_size=2, gpu_memory_utilization=0.9, max_num_seqs=256)")  # fmt: skip
+        v(t0 + D(seconds=9), pid, "llm_engine.py:237", "Initializing an LLM engine (v0.6.3.post1) with config: "
+                                                       "model='/models/mixtral-8x7b', tensor_parallel_size=2")  # fmt: skip
+        v(t0 + D(seconds=120), pid, "model_runner.py:1067", "Loading model weights took 43.5000 GB")
+        v(
+            t0 + D(seconds=135),
+            pid,
+            "distributed_gpu_executor.py:57",
+            "# GPU blocks: 11000, # CPU blocks: 4096",
+        )
+        v(t0 + D(seconds=180), pid, "model_runner.py:1523", "Graph capturing finished in 40 secs.")
+        up = t0 + D(seconds=185)
+        m(up, f"vllm[{pid}]", "INFO:     Application startup complete.")
+        return up
+
+    def stats(t: datetime, until: datetime, pid: int, running: int, pending: int) -> None:
+        while t < until:
+            v(t, pid, "metrics.py:351", f"Avg prompt throughput: 500.0 tokens/s, Avg generation throughput: "
+                                        f"1500.0 tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: "
+                                        f"{pending} reqs, GPU KV cache usage: 97.5%, CPU KV cache usage: 0.0%.")  # fmt: skip
+            t += D(seconds=10)
+
+    m(start, "systemd[1]", "Started vLLM Mixtral (old).")
+    stats(run(start + D(seconds=2), 2100) + D(seconds=30), kill, 2100, 200, 12)
+    record = [
+        "python3 invoked oom-killer: gfp_mask=0x6200ca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0",
+        "CPU: 5 PID: 2100 Comm: python3 Kdump: loaded Not tainted 4.18.0-553.8.1.el8_10.x86_64 #1",
+        "Mem-Info:",
+        "active_anon:53632000 inactive_anon:1327714 isolated_anon:0#012 active_file:43 inactive_file:127 isolated_file:40",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name",
+        "[    806]     0   806    18651      230   188416        0         -1000 sshd",
+        "[   2100]   991  2100 60000000 52428800 422183936        0             0 python3",
+        "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+        f"task_memcg=/system.slice/{unit},task=python3,pid=2100,uid=991",
+        "Out of memory: Killed process 2100 (python3) total-vm:240000000kB, anon-rss:209600000kB, "
+        "file-rss:115200kB, shmem-rss:0kB, UID:991 pgtables:412289kB oom_score_adj:0",
+    ]  # fmt: skip
+    for line in record:
+        m(kill, "kernel", line)
+    m(kill + D(seconds=1), "systemd[1]", f"{unit}: Main process exited, code=killed, status=9/KILL")
+    m(kill + D(seconds=1), "systemd[1]", f"{unit}: Failed with result 'signal'.")
+    op = T("2026-06-10 14:25:00")
+    m(
+        op,
+        "sudo[9001]",
+        f"   admin : TTY=pts/0 ; PWD=/root ; USER=root ; COMMAND=/bin/systemctl restart {unit}",
+    )
+    m(op + D(seconds=1), "systemd[1]", "Started vLLM Mixtral (old).")
+    up = run(op + D(seconds=3), 9100)
+    stats(up + D(seconds=30), up + D(minutes=5), 9100, 50, 0)
+    _write(root / "rhel8-b" / "messages", lines)
+
+
+def two_hosts(root: Path) -> Path:
+    """Write :func:`two_hosts`' night under ``root``; returns ``root``."""
+    _gh200(root)
+    _rhel8(root)
+    return root

@@ -1,0 +1,54 @@
+"""Hand-made nights (``handmade_nights``) built end to end, their facts checked against the
+truth each was written with (QA brief 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import handmade_nights as nights
+import pytest
+
+from postmortem.store.db import Store
+
+
+def _incidents(db: Path) -> dict[str, dict[str, Any]]:
+    store = Store.open_readonly(db)
+    try:
+        cur = store.con.execute("SELECT * FROM incidents")
+        names = [d[0] for d in cur.description]
+        return {str(r[names.index("host")]): dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+    finally:
+        store.close()
+
+
+def _build(cli: Any, logs: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    db = tmp_path / "pm.duckdb"
+    res = cli(
+        "build",
+        "--logs",
+        logs,
+        "--tz",
+        "America/Chicago",
+        "--year",
+        "2026",
+        "--db",
+        db,
+        "--out",
+        tmp_path / "out",
+    )
+    assert res.code == 0, res.err
+    return _incidents(db)
+
+
+def test_a_utc_server_log_beside_a_zone_less_journal_is_put_on_the_journals_clock(
+    cli: Any, tmp_path: Path
+) -> None:
+    """Both read in the zone --tz names; the server's configuration line comes five hours after
+    systemd started its unit: the log was written in UTC, not the journal's zone, and the
+    downtime is minutes, not hours."""
+    logs = nights.two_hosts(tmp_path / "logs") / "gh200-a"
+    inc = _build(cli, logs, tmp_path)["gh200-a"]
+    assert inc["ts"] == pytest.approx(nights.GH200_KILL, abs=nights.D(seconds=1))
+    assert inc["recovered_ts"] == pytest.approx(nights.GH200_READY, abs=nights.D(seconds=1))
+    assert inc["running_at_kill"] == 128
