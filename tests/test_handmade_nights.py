@@ -52,3 +52,19 @@ def test_a_utc_server_log_beside_a_zone_less_journal_is_put_on_the_journals_cloc
     assert inc["ts"] == pytest.approx(nights.GH200_KILL, abs=nights.D(seconds=1))
     assert inc["recovered_ts"] == pytest.approx(nights.GH200_READY, abs=nights.D(seconds=1))
     assert inc["running_at_kill"] == 128
+
+
+def test_a_run_linked_in_the_analysis_is_seen_by_every_gathering_thread(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hosts' incidents gathered by two threads on the first build: the vLLM lines of the
+    RHEL host's syslog, linked to their unit by the analysis itself, give the requests at the
+    kill (the threads' connections see only what is committed)."""
+    import postmortem.analysis as analysis
+
+    monkeypatch.setattr(analysis, "usable_cpus", lambda: 4)
+    incs = _build(cli, nights.two_hosts(tmp_path / "logs"), tmp_path)
+    inc = incs["rhel8-b"]
+    assert inc["recovered_ts"] == pytest.approx(nights.RHEL_READY, abs=nights.D(seconds=1))
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (200, 12)
+    assert "mixtral" in inc["summary"]

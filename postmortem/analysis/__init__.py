@@ -287,12 +287,15 @@ def rebuild(
             apply_shifts(store, shifts)
             _anchor_minutes(store)  # a dmesg put in the journal's year meets systemd's lines now
             offsets = _offsets(store)
+        # every server run takes the unit the evidence names (the clocks compared now), and a
+        # systemd kill line of a server unit may date a kill no cgroup names
+        # (anchor_monotonic.sql): committed here, for the gathering threads' connections see
+        # only what is committed (their queries read the runs' units and the kills' times)
+        link_server_units(store, host)
+        _anchor_boots(store, journals=False)
     with store.transaction():
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
         derive_service_loads(store, host)
-        # every server run has the unit the evidence names now: a systemd kill line of a server
-        # unit may date a kill no cgroup names (anchor_monotonic.sql)
-        _anchor_boots(store, journals=False)
         earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
@@ -416,9 +419,9 @@ def _gather_all(
 ) -> Generator[IncidentFacts, None, None]:
     """Each incident's facts, in order, as soon as they are gathered: by threads reading the
     store through connections of their own when there are several incidents and CPUs. Those
-    connections see what is committed: the ingested tables, and the clock shifts (committed
-    before); not this transaction's ``service_loads`` and derived tables, which no query of
-    :func:`gather` reads (its loads come in ``stats``)."""
+    connections see what is committed: the ingested tables, the clock shifts and the server runs'
+    units (committed before); not this transaction's ``service_loads`` and derived tables, which
+    no query of :func:`gather` reads (its loads come in ``stats``)."""
     workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
     if workers < 2:
         for inc in incidents:
