@@ -13,6 +13,7 @@ vary (QA brief 3).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -191,4 +192,77 @@ def two_hosts(root: Path) -> Path:
     """Write :func:`two_hosts`' night under ``root``; returns ``root``."""
     _gh200(root)
     _rhel8(root)
+    return root
+
+
+#: the truth of :func:`node_oom_neighbour`: the victim and what it held (kB)
+NEIGHBOUR_KILL = T("2026-05-10 03:10:00")
+NEIGHBOUR_RSS_KB = 251_600_000  # anon-rss of the killed python (the etl container's only process)
+
+
+def node_oom_neighbour(root: Path) -> Path:
+    """A Kubernetes node runs out of RAM at 03:10:00 UTC (a global OOM: ``CONSTRAINT_NONE``)
+    and the kernel kills a neighbour's process, ``python`` of the BestEffort pod
+    ``batch/etl-28571234-x7k2p`` (240 GiB), not the vLLM pod's engine core beside it (200 GiB),
+    which goes on serving. The task table is the whole node's: the vLLM pod's processes are in
+    it. Writes ``journal.txt`` (kernel, containerd, kubelet) and ``kubernetes/events.json`` (the
+    node's ``SystemOOM``) under ``root``."""
+    host = "gpu-node-9"
+    vuid, vcid = "11111111-2222-4333-8444-555555555555", "c0" * 32
+    euid, ecid = "99999999-8888-4777-8666-555555555555", "e1" * 32
+    kill = NEIGHBOUR_KILL
+    lines: list[tuple[datetime, str]] = []
+
+    def j(ts: datetime, ident: str, msg: str) -> None:
+        lines.append((ts, f"{ts:%Y-%m-%dT%H:%M:%S}.{ts.microsecond // 1000:03d}+0000 {host} {ident}: {msg}"))
+
+    def ctd(ts: datetime, msg: str) -> None:
+        j(ts, "containerd[900]", f'time="{ts:%Y-%m-%dT%H:%M:%S.%f}123Z" level=info msg="{msg}"')
+
+    def sandbox(ts: datetime, ns: str, pod: str, uid: str, name: str, cid: str, sid: str) -> None:
+        ctd(ts, f'RunPodSandbox for &PodSandboxMetadata{{Name:{pod},Uid:{uid},Namespace:{ns},Attempt:0,}} '
+                f'returns sandbox id \\"{sid}\\"')  # fmt: skip
+        ctd(ts + D(seconds=1), f'CreateContainer within sandbox \\"{sid}\\" for container '
+                               f'&ContainerMetadata{{Name:{name},Attempt:0,}} returns container id \\"{cid}\\"')  # fmt: skip
+
+    sandbox(T("2026-05-10 00:00:00"), "inference", "vllm-0", vuid, "vllm", vcid, "5b" * 32)
+    sandbox(T("2026-05-10 03:00:00"), "batch", "etl-28571234-x7k2p", euid, "etl", ecid, "6c" * 32)
+    ecg = (
+        f"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{euid.replace('-', '_')}.slice/"
+        f"cri-containerd-{ecid}.scope"
+    )
+    record = [
+        "python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=1000",
+        "CPU: 7 PID: 301777 Comm: python Not tainted 6.8.0-60-generic #63-Ubuntu",
+        "Mem-Info:",
+        "active_anon:500012345 inactive_anon:12000 isolated_anon:0",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+        "[ 201101]     0 201101  9961472  1310720  1300000    10720        0    10485760        0           937 python3",
+        "[ 201190]     0 201190 61943040 52428800 52400000    28800        0   425829120        0           937 VLLM::EngineCor",
+        "[ 301777]  1000 301777 70000000 62914560 62900000    14560        0   505829120        0          1000 python",
+        f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=cri-containerd-{ecid}.scope,mems_allowed=0-1,"
+        f"global_oom,task_memcg={ecg},task=python,pid=301777,uid=1000",
+        "Out of memory: Killed process 301777 (python) total-vm:280000000kB, anon-rss:251600000kB, "
+        "file-rss:58240kB, shmem-rss:0kB, UID:1000 pgtables:493974kB oom_score_adj:1000",
+    ]  # fmt: skip
+    for n, line in enumerate(record):
+        j(kill + D(microseconds=n), "kernel", line)
+    ctd(kill + D(seconds=0.2), f'TaskExit event container_id:\\"{ecid}\\" id:\\"{ecid}\\" pid:301777 '
+                               "exit_status:137 exited_at:{seconds:1778382600 nanos:200000000}")  # fmt: skip
+    j(kill + D(seconds=1), "kubelet[1500]", f'I0510 03:10:01.000000    1500 kubelet.go:2465] "SyncLoop (PLEG): event '
+                                            f'for pod" pod="batch/etl-28571234-x7k2p" event={{"ID":"{euid}",'
+                                            f'"Type":"ContainerDied","Data":"{ecid}"}}')  # fmt: skip
+    _write(root / "journal.txt", lines)
+    event = {
+        "apiVersion": "v1", "kind": "Event", "count": 1, "type": "Warning", "reason": "SystemOOM",
+        "message": "System OOM encountered, victim process: python, pid: 301777",
+        "firstTimestamp": "2026-05-10T03:10:00Z", "lastTimestamp": "2026-05-10T03:10:00Z",
+        "involvedObject": {"kind": "Node", "name": host, "uid": host},
+        "source": {"component": "kubelet", "host": host}, "metadata": {"name": f"{host}.1", "namespace": "default"},
+    }  # fmt: skip
+    (root / "kubernetes").mkdir(parents=True, exist_ok=True)
+    (root / "kubernetes" / "events.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [event]})
+    )
     return root

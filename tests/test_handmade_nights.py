@@ -68,3 +68,23 @@ def test_a_run_linked_in_the_analysis_is_seen_by_every_gathering_thread(
     assert inc["recovered_ts"] == pytest.approx(nights.RHEL_READY, abs=nights.D(seconds=1))
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (200, 12)
     assert "mixtral" in inc["summary"]
+
+
+def test_a_node_ooms_neighbour_is_sized_from_its_own_memory_not_the_nodes(cli: Any, tmp_path: Path) -> None:
+    """A node-wide OOM's task table lists every pod's processes: the limit suggested for the
+    killed container comes from what its own process held (240 GiB → 288Gi), not from the
+    whole table (445 GiB, the vLLM pod's engine core included)."""
+    logs = nights.node_oom_neighbour(tmp_path / "logs")
+    db = tmp_path / "pm.duckdb"
+    assert cli("build", "--logs", logs, "--tz", "UTC", "--db", db, "--out", tmp_path / "out").code == 0
+    inc = _incidents(db)["gpu-node-9"]
+    assert (inc["cause"], inc["victim_pid"]) == ("host_oom", 301777)
+    store = Store.open_readonly(db)
+    try:
+        (detail,) = store.con.execute(
+            "SELECT detail FROM recommendations WHERE rule = 'k8s_memory_limit'"
+        ).fetchone()
+    finally:
+        store.close()
+    gib = nights.NEIGHBOUR_RSS_KB / 1024 / 1024
+    assert f"its processes held {gib:.0f} GiB: at least {-(-gib * 1.2 // 1):.0f}Gi" in detail, detail

@@ -901,7 +901,7 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
             else None
         )
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
-    pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(_unit_tasks(facts)))
+    pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(unit_task_pids(facts)))
     load = inc.killed_load
     if not pids and load is not None and load.start_ts is not None:
         # no kernel record names the server's processes (a CUDA OOM, a signal, a timeout): the
@@ -982,7 +982,7 @@ def _late_release(store: Store, facts: IncidentFacts, held: list[dict[str, Any]]
     return LateRelease(ts, at, labels, command)
 
 
-def _unit_tasks(facts: IncidentFacts) -> list[int]:
+def unit_task_pids(facts: IncidentFacts) -> list[int]:
     """Pids of the kernel's task table when it lists only the killed unit's processes: a
     memory-cgroup OOM of the unit's own cgroup. A global OOM's table lists every process of the
     host, most of them alive and not the unit's."""
