@@ -266,3 +266,86 @@ def node_oom_neighbour(root: Path) -> Path:
         json.dumps({"apiVersion": "v1", "kind": "List", "items": [event]})
     )
     return root
+
+
+#: the truth of :func:`stuck_worker`
+STUCK_KILL = T("2026-06-02 02:00:00")
+STUCK_PID = 5300
+
+
+def stuck_worker(root: Path, holder: int = STUCK_PID) -> Path:
+    """``vllm-b.service`` (vLLM 0.10.2, journal ``short-iso``) is killed host-wide at 02:00:00
+    UTC. Its API server exits; the stop's SIGTERM times out, systemd SIGKILLs the worker (pid
+    5300), which outlives it (``Processes still around after final SIGKILL``): stuck in the
+    driver, it holds GPU 0's memory to the end of the data (02:30), as nvidia-smi's
+    ``--query-compute-apps`` loop lists it; GPUs 1–3 are freed at 02:01:40, after the SIGKILL.
+    Nothing restarts the unit. ``holder``: the pid nvidia-smi lists (the kernel's victim, 5200,
+    for a kill whose process the driver keeps)."""
+    host, unit = "gpu-g4", "vllm-b.service"
+    start, kill = T("2026-06-02 01:00:00"), STUCK_KILL
+    lines: list[tuple[datetime, str]] = []
+
+    def j(ts: datetime, ident: str, msg: str) -> None:
+        lines.append((ts, f"{ts:%Y-%m-%dT%H:%M:%S}.{ts.microsecond // 1000:03d}+0000 {host} {ident}: {msg}"))
+
+    def v(ts: datetime, proc: str, pid: int, msg: str) -> None:
+        j(ts, "vllm[5100]", f"({proc} pid={pid}) INFO {ts:%m-%d %H:%M:%S} [x.py:1] {msg}")
+
+    j(start, "systemd[1]", f"Started {unit} - vLLM B.")
+    v(start + D(seconds=2), "APIServer", 5100, "vLLM API server version 0.10.2")
+    v(start + D(seconds=2), "APIServer", 5100, "non-default args: {'model': '/models/qwen2.5-72b', "
+                                               "'tensor_parallel_size': 4}")  # fmt: skip
+    v(
+        start + D(seconds=150),
+        "Worker_TP0",
+        STUCK_PID,
+        "Model loading took 34.1000 GiB and 138.000000 seconds",
+    )
+    j(start + D(seconds=200), "vllm[5100]", "(APIServer pid=5100) INFO:     Application startup complete.")
+    t = start + D(seconds=230)
+    while t < kill:
+        v(t, "APIServer", 5100, "Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: "
+                                "2000.0 tokens/s, Running: 100 reqs, Waiting: 0 reqs, GPU KV cache usage: 60.0%")  # fmt: skip
+        t += D(seconds=10)
+    record = [
+        "VLLM::EngineCor invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0",
+        "Mem-Info:",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+        "[   5100]   998  5100  9961472  1310720  1300000    10720        0    10485760        0             0 python3",
+        "[   5200]   998  5200 61943040 120000000 119990000    10000        0   925829120        0             0 VLLM::EngineCor",
+        f"[   {STUCK_PID}]   998  {STUCK_PID} 20971520   262144   260000     2144        0     4194304        0             0 VLLM::Worker_TP",
+        f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,"
+        f"task_memcg=/system.slice/{unit},task=VLLM::EngineCor,pid=5200,uid=998",
+        "Out of memory: Killed process 5200 (VLLM::EngineCor) total-vm:247772160kB, anon-rss:479960000kB, "
+        "file-rss:40000kB, shmem-rss:0kB, UID:998 pgtables:904130kB oom_score_adj:0",
+    ]  # fmt: skip
+    for n, line in enumerate(record):
+        j(kill + D(microseconds=n), "kernel", line)
+    sd = "systemd[1]"
+    j(kill + D(seconds=0.1), sd, f"{unit}: A process of this unit has been killed by the OOM killer.")
+    j(kill + D(seconds=0.8), "vllm[5100]", f"(APIServer pid=5100) ERROR {kill:%m-%d %H:%M:%S} [core_client.py:564] "
+                                           "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.")  # fmt: skip
+    j(kill + D(seconds=3), sd, f"{unit}: Main process exited, code=exited, status=1/FAILURE")
+    j(kill + D(seconds=93), sd, f"{unit}: State 'stop-sigterm' timed out. Killing.")
+    j(
+        kill + D(seconds=93.001),
+        sd,
+        f"{unit}: Killing process {STUCK_PID} (VLLM::Worker_TP) with signal SIGKILL.",
+    )
+    j(kill + D(seconds=183), sd, f"{unit}: Processes still around after final SIGKILL. Entering failed mode.")
+    j(kill + D(seconds=183.001), sd, f"{unit}: Failed with result 'oom-kill'.")
+    _write(root / "journal.txt", lines)
+    gpus = ["timestamp, index, memory.total [MiB], memory.used [MiB], utilization.gpu [%]"]
+    apps = ["timestamp, gpu_uuid, pid, process_name, used_gpu_memory [MiB]"]
+    ts = kill - D(minutes=10)
+    while ts <= kill + D(minutes=30):
+        for g in range(4):
+            used = 74210 if ts < kill + D(seconds=95) or g == 0 else 500
+            gpus.append(f"{ts:%Y/%m/%d %H:%M:%S}.000, {g}, 81559 MiB, {used} MiB, 0 %")
+        if ts >= kill:
+            apps.append(f"{ts:%Y/%m/%d %H:%M:%S}.000, GPU-0000, {holder}, VLLM::Worker_TP, 73700 MiB")
+        ts += D(seconds=10)
+    (root / "nvidia-smi-gpu.csv").write_text("\n".join(gpus) + "\n")
+    (root / "nvidia-smi-apps.csv").write_text("\n".join(apps) + "\n")
+    return root

@@ -88,3 +88,19 @@ def test_a_node_ooms_neighbour_is_sized_from_its_own_memory_not_the_nodes(cli: A
         store.close()
     gib = nights.NEIGHBOUR_RSS_KB / 1024 / 1024
     assert f"its processes held {gib:.0f} GiB: at least {-(-gib * 1.2 // 1):.0f}Gi" in detail, detail
+
+
+def test_a_killed_process_nvidia_smi_still_lists_is_reported_without_failing(
+    cli: Any, tmp_path: Path
+) -> None:
+    """The kernel's victim still listed on the GPU half an hour on: the lessons say so (their
+    words for a listed process read a variable only the other case has: exit 70)."""
+    logs = nights.stuck_worker(tmp_path / "logs", holder=5200)
+    res = cli(
+        "build", "--logs", logs, "--tz", "UTC", "--db", tmp_path / "pm.duckdb", "--out", tmp_path / "out"
+    )
+    assert res.code == 0, res.err
+    (report,) = (tmp_path / "out").glob("gpu-g4-*.md")
+    assert "GPU memory stayed held after the kill by 1 process of the unit, still 30 min after it." in (
+        report.read_text()
+    )
