@@ -90,6 +90,32 @@ def test_a_node_ooms_neighbour_is_sized_from_its_own_memory_not_the_nodes(cli: A
     assert f"its processes held {gib:.0f} GiB: at least {-(-gib * 1.2 // 1):.0f}Gi" in detail, detail
 
 
+def test_a_worker_that_outlived_the_final_sigkill_is_named_as_holding_the_gpu(
+    cli: Any, tmp_path: Path
+) -> None:
+    """systemd's ``Processes still around after final SIGKILL`` names no process: the ones it
+    SIGKILLed in that stop are they. nvidia-smi lists that pid on the GPU to the end of the
+    data, so the report names it as left behind, instead of saying that all four GPUs stayed
+    up (three of them were freed once the others died) — and writes it without failing (the
+    lessons' words of a listed process)."""
+    logs = nights.stuck_worker(tmp_path / "logs")
+    db = tmp_path / "pm.duckdb"
+    assert cli("build", "--logs", logs, "--tz", "UTC", "--db", db, "--out", tmp_path / "out").code == 0
+    store = Store.open_readonly(db)
+    try:
+        (title, detail) = store.con.execute(
+            "SELECT title, detail FROM recommendations WHERE rule = 'verify_gpu_freed'"
+        ).fetchone()
+    finally:
+        store.close()
+    assert title == "GPU memory was left behind by dead processes", detail
+    assert f"pids {nights.STUCK_PID}" in detail and "(30 min) after the kill" in detail, detail
+    (report,) = (tmp_path / "out").glob("gpu-g4-*.md")
+    assert "GPU memory stayed held after the kill by 1 process of the unit, still 30 min after it." in (
+        report.read_text()
+    )
+
+
 def test_a_killed_process_nvidia_smi_still_lists_is_reported_without_failing(
     cli: Any, tmp_path: Path
 ) -> None:
