@@ -349,3 +349,104 @@ def stuck_worker(root: Path, holder: int = STUCK_PID) -> Path:
     (root / "nvidia-smi-gpu.csv").write_text("\n".join(gpus) + "\n")
     (root / "nvidia-smi-apps.csv").write_text("\n".join(apps) + "\n")
     return root
+
+
+#: the truth of :func:`docker_logs`
+DOCKER_CID = "8c1d4e7f90ab12cd34ef5678901a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c"
+DOCKER_KILL = T("2026-04-02 02:30:00")
+DOCKER_RESTART = T("2026-04-02 02:30:02.600")
+DOCKER_READY = T("2026-04-02 02:33:25.100")
+
+
+def _vllm_start(t0: datetime, api: int, core: int, worker: int) -> list[tuple[datetime, str]]:
+    """A vLLM 0.10.2 start (V1), ready 201 s after ``t0``."""
+    out: list[tuple[datetime, str]] = []
+
+    def add(dt: float, proc: str, pid: int, src: str, msg: str) -> None:
+        ts = t0 + D(seconds=dt)
+        out.append((ts, f"({proc} pid={pid}) INFO {ts:%m-%d %H:%M:%S} [{src}] {msg}"))
+
+    add(0, "APIServer", api, "api_server.py:1805", "vLLM API server version 0.10.2")
+    add(0.1, "APIServer", api, "utils.py:328", "non-default args: {'model': '/models/qwen2.5-72b', "
+                                              "'tensor_parallel_size': 4, 'max_num_seqs': 256}")  # fmt: skip
+    add(7, "EngineCore_DP0", core, "core.py:654", "Initializing a V1 LLM engine (v0.10.2) with config: "
+                                                 "model='/models/qwen2.5-72b', tensor_parallel_size=4")  # fmt: skip
+    add(11, "Worker_TP0", worker, "gpu_model_runner.py:2338", "Starting to load model /models/qwen2.5-72b...")
+    add(
+        163,
+        "Worker_TP0",
+        worker,
+        "gpu_model_runner.py:2392",
+        "Model loading took 34.1000 GiB and 152.000000 seconds",
+    )
+    add(183, "EngineCore_DP0", core, "kv_cache_utils.py:864", "GPU KV cache size: 1,104,832 tokens")
+    add(
+        198,
+        "Worker_TP0",
+        worker,
+        "gpu_model_runner.py:3118",
+        "Graph capturing finished in 15 secs, took 1.10 GiB",
+    )
+    add(201, "APIServer", api, "api_server.py:1876", "Starting vLLM API server 0 on http://0.0.0.0:8000")
+    out.append((t0 + D(seconds=201), f"(APIServer pid={api}) INFO:     Application startup complete."))
+    return out
+
+
+def docker_logs(root: Path) -> Path:
+    """vLLM in a Docker container (default json-file log driver), saved with ``docker logs -t``
+    (``vllm-qwen.log``), beside the host's journal as ``short-iso`` text, which carries no
+    container fields: the container is known by its scope, ``docker-<id>.scope``, alone. At
+    02:30:00 UTC the kernel kills the engine core at the container's 200 GiB limit (``docker run
+    --memory``) with 256 requests running; Docker's restart policy starts the same container
+    again at 02:30:02.6 and it is ready at 02:33:25.1."""
+    host, cid, kill = "gpu-d1", DOCKER_CID, DOCKER_KILL
+    start = T("2026-04-02 01:00:00.500")
+    server = _vllm_start(start + D(seconds=1.5), 1, 180, 250)
+    t, i = server[-1][0] + D(seconds=60), 0
+    while t < kill:
+        server.append((t, f"(APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
+                          f"throughput: 900.0 tokens/s, Avg generation throughput: 2000.0 tokens/s, Running: "
+                          f"{min(256, 60 + i)} reqs, Waiting: 0 reqs, GPU KV cache usage: 60.0%"))  # fmt: skip
+        t, i = t + D(seconds=10), i + 1
+    server.append((kill + D(seconds=0.8), f"(APIServer pid=1) ERROR {kill:%m-%d %H:%M:%S} [core_client.py:564] "
+                                          "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."))  # fmt: skip
+    server.append((kill + D(seconds=1.2), "(APIServer pid=1) INFO:     Shutting down"))
+    server += _vllm_start(DOCKER_RESTART + D(seconds=1.5), 1, 180, 250)
+    path = root / "vllm-qwen.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(f"{ts:%Y-%m-%dT%H:%M:%S.%f}123Z {text}\n" for ts, text in sorted(server, key=lambda x: x[0]))
+    )
+    lines: list[tuple[datetime, str]] = []
+
+    def j(ts: datetime, ident: str, msg: str) -> None:
+        lines.append((ts, f"{ts:%Y-%m-%dT%H:%M:%S}.{ts.microsecond // 1000:03d}+0000 {host} {ident}: {msg}"))
+
+    scope = f"docker-{cid}.scope"
+    j(start, "systemd[1]", f"Started {scope} - libcontainer container {cid}.")
+    record = [
+        "VLLM::EngineCor invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        "memory: usage 209715200kB, limit 209715200kB, failcnt 5121",
+        "Tasks state (memory values in pages):",
+        "[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name",
+        "[  91000]     0 91000  9961472  1048576  1040000     8576        0    18350080        0             0 python3",
+        "[  91180]     0 91180 52428800 50331648 50300000    31648        0   405306368        0             0 VLLM::EngineCor",
+        f"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset={scope},mems_allowed=0-1,"
+        f"oom_memcg=/system.slice/{scope},task_memcg=/system.slice/{scope},task=VLLM::EngineCor,pid=91180,uid=0",
+        "Memory cgroup out of memory: Killed process 91180 (VLLM::EngineCor) total-vm:209715200kB, "
+        "anon-rss:201200000kB, file-rss:126592kB, shmem-rss:0kB, UID:0 pgtables:395806kB oom_score_adj:0",
+    ]  # fmt: skip
+    for n, line in enumerate(record):
+        j(kill + D(microseconds=n), "kernel", line)
+    j(
+        kill + D(seconds=0.05),
+        "systemd[1]",
+        f"{scope}: A process of this unit has been killed by the OOM killer.",
+    )
+    j(kill + D(seconds=1.9), "dockerd[1302]", f'time="2026-04-02T02:30:01.901234567Z" level=info msg="ignoring event" '
+                                              f'container={cid} module=libcontainerd namespace=moby '
+                                              'topic=/tasks/delete type="*events.TaskDelete"')  # fmt: skip
+    j(kill + D(seconds=2.0), "systemd[1]", f"{scope}: Deactivated successfully.")
+    j(DOCKER_RESTART, "systemd[1]", f"Started {scope} - libcontainer container {cid}.")
+    _write(root / "journal.txt", lines)
+    return root

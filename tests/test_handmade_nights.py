@@ -130,3 +130,25 @@ def test_a_killed_process_nvidia_smi_still_lists_is_reported_without_failing(
     assert "GPU memory stayed held after the kill by 1 process of the unit, still 30 min after it." in (
         report.read_text()
     )
+
+
+def test_a_container_known_by_its_scope_alone_is_a_container_that_docker_restarts(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A text journal names the container by its scope only, and ``docker logs -t`` saved its
+    server's lines: the scope is the container (``docker:<short id>``), its log is linked to it
+    by its starts, the restart by Docker is the recovery, and no line says ``None`` or that
+    nothing starts it again."""
+    logs = nights.docker_logs(tmp_path / "logs")
+    db = tmp_path / "pm.duckdb"
+    assert cli("build", "--logs", logs, "--tz", "UTC", "--db", db, "--out", tmp_path / "out").code == 0
+    inc = _incidents(db)["gpu-d1"]
+    unit = "docker:" + nights.DOCKER_CID[:12]
+    assert (inc["unit"], inc["recovery_unit"], inc["cause"]) == (unit, unit, "cgroup_oom")
+    assert inc["recovered_ts"] == pytest.approx(nights.DOCKER_READY, abs=nights.D(seconds=1))
+    assert inc["running_at_kill"] == 256
+    (report,) = (tmp_path / "out").glob("gpu-d1-*.md")
+    text = report.read_text()
+    assert "None" not in text and "systemd does not start it again" not in text
+    assert "Docker started it again by its restart policy 3 s after the kill" in text
+    assert "MemoryMax" not in text.split("# Appendix")[0]

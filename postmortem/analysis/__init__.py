@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -354,11 +355,12 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
         same = [
             r for r in rows if r["unit"] == inc.unit and (inc.host is None or r["host"] in (None, inc.host))
         ]
-        if not same:
-            continue
         cgroups = [
             str(e.raw["oom_memcg"]) for e in inc.evidence if e.kind == "oom_kill" and e.raw.get("oom_memcg")
         ]
+        if not same:
+            inc.container = _unnamed_container(str(inc.unit), cgroups)
+            continue
         named = [r for r in same if any(r["container_id"] in c for c in cgroups)]
         before = [r for r in same if inc.ts is None or r["ts"] is None or r["ts"] <= inc.ts]
         r = (named or before or same)[-1]
@@ -370,6 +372,23 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
             ns_pod = str(inc.unit)[4:].rsplit("/", 1)[0]
             image = next((x["image"] for x in same if x["image"]), None)
             inc.container = replace(inc.container, runtime="kubernetes", image=image, pod=ns_pod)
+
+
+def _unnamed_container(unit: str, cgroups: list[str]) -> ContainerInfo | None:
+    """A container no line names (``docker:<short id>``, from its scope alone), as the kernel's
+    record of its cgroup gives its full id.
+
+    >>> cid = "8c1d" + "0" * 60
+    >>> _unnamed_container("docker:8c1d00000000", [f"/system.slice/docker-{cid}.scope"]).container_id == cid
+    True
+    """
+    runtime, _, short = unit.partition(":")
+    scope = "libpod" if runtime == "podman" else "docker"
+    for cgroup in cgroups:
+        m = re.search(rf"{scope}-({re.escape(short)}[0-9a-f]{{52}})\.scope", cgroup)
+        if m:
+            return ContainerInfo(runtime, short, m.group(1), None, cgroup)
+    return None
 
 
 def _k8s_ready(store: Store, incidents: list[Incident]) -> None:
