@@ -110,6 +110,7 @@ def test_a_worker_that_outlived_the_final_sigkill_is_named_as_holding_the_gpu(
         store.close()
     assert title == "GPU memory was left behind by dead processes", detail
     assert f"pids {nights.STUCK_PID}" in detail and "(30 min) after the kill" in detail, detail
+    assert "only a GPU reset or a reboot frees their memory" in detail and "kill them" not in detail, detail
     (report,) = (tmp_path / "out").glob("gpu-g4-*.md")
     assert "GPU memory stayed held after the kill by 1 process of the unit, still 30 min after it." in (
         report.read_text()
