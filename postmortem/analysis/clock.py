@@ -157,18 +157,22 @@ def start_pair_offsets(
 
 def _reference_for(ref: int, sid: int, formats: dict[int, str], zones: dict[int, str | None]) -> bool:
     """Whether source ``ref`` is the clock source ``sid`` is measured against: an exact journal,
-    or a journal whose stamps were read in the same zone as ``sid``'s.
+    or — for a server's own log, not another journal — a journal whose stamps were read in the
+    same zone as ``sid``'s. (Two files of one split journal are one clock: a start in one and
+    the server's line in the other, an hour on, is a later start's, not a zone.)
 
-    >>> _reference_for(1, 5, {1: "journal-short~inferred"}, {1: "Europe/Paris", 5: "Europe/Paris"})
-    True
-    >>> _reference_for(1, 5, {1: "journal-short~inferred"}, {1: "Europe/Paris", 5: "UTC"})
-    False
+    >>> zones = {1: "Europe/Paris", 5: "Europe/Paris", 6: "UTC"}
+    >>> formats = {1: "journal-short~inferred", 5: "sglang", 6: "vllm", 7: "journal-short~inferred"}
+    >>> [_reference_for(1, sid, formats, {**zones, 7: "Europe/Paris"}) for sid in (5, 6, 7)]
+    [True, False, False]
     """
     fmt = formats.get(ref)
     if is_reference(fmt):
         return True
-    zone = zones.get(ref)
-    return bool(fmt) and str(fmt).startswith("journal") and zone is not None and zone == zones.get(sid)
+    zone, own = zones.get(ref), formats.get(sid)
+    if not fmt or not own or not str(fmt).startswith("journal") or str(own).startswith("journal"):
+        return False
+    return zone is not None and zone == zones.get(sid)
 
 
 def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffset]) -> list[ClockOffset]:
