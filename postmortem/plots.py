@@ -130,7 +130,9 @@ def memory_figure(data: MemoryData, path: Path) -> Path:
         ax.grid(alpha=0.25)
         _legend_outside(ax, twins)
         twins.clear()
-    axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=9))  # type: ignore[no-untyped-call]
+    # at least 3 ticks: with matplotlib's 5, spans of 4–5 min or 4–5 h have no interval it
+    # likes, and it warns on the terminal
+    axs[-1].xaxis.set_major_locator(mdates.AutoDateLocator(minticks=3, maxticks=9))  # type: ignore[no-untyped-call]
     axs[-1].xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     axs[-1].set_xlabel(f"time ({data.zone_name})")
     # fixed margins: tight_layout would draw the whole figure once more just to measure it; the

@@ -250,3 +250,31 @@ def test_the_memory_figure_draws_one_line_per_gpu_behaviour_and_running_beside_h
         assert box.x0 >= plot.x1, "the legend overlaps its panel"
     labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert "running requests" in labels and "GPUs 0–6" in labels
+
+
+@pytest.mark.parametrize("down", [timedelta(minutes=3, seconds=45), timedelta(hours=3, minutes=45)])
+def test_the_memory_figure_of_any_outage_length_draws_without_a_warning(
+    monkeypatch: pytest.MonkeyPatch, down: timedelta
+) -> None:
+    """A window of 4–5 min or 4–5 h (an outage of hours, after the 30 minutes before the kill)
+    left matplotlib's date locator without an interval it likes: its UserWarning was printed
+    on the terminal during ``build``."""
+    import warnings
+
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Timeline
+    from postmortem.figdata import memory_data
+
+    _drawn(monkeypatch)
+    kill = datetime(2026, 6, 10, 14, 0, tzinfo=UTC)
+    ready = kill + down
+    inc = Incident(1, "h", kill, "a.service", "host_oom", 0.9, recovered_ts=ready)
+    start = kill - min(timedelta(minutes=30), down / 8)
+    tl = Timeline(kill_ts=kill, start=start, end=ready, bucket_s=30)
+    tl.host_points = [(start, 100 * 2**30, 200 * 2**30), (ready, 150 * 2**30, 200 * 2**30)]
+    data = memory_data(IncidentFacts(incident=inc, timeline=tl, offsets=[]), UTC)
+    assert data is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.memory_figure(data, Path("unused.png"))

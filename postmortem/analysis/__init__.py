@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -81,13 +82,17 @@ def read_loads(store: Store) -> list[Load]:
 
 
 def _offsets(store: Store) -> dict[int, ClockOffset]:
+    sources = run_named_dicts(store, "source_formats")
     formats = reference_formats(
-        {int(r["source_id"]): str(r["format"]) for r in run_named_dicts(store, "source_formats")},
+        {int(r["source_id"]): str(r["format"]) for r in sources},
         run_named_dicts(store, "source_exactness"),
     )
     exact = message_pair_offsets(run_named_dicts(store, "kernel_message_pairs"), formats)
     zones = start_pair_offsets(
-        run_named_dicts(store, "unit_start_pairs"), formats, {o.source_id for o in exact}
+        run_named_dicts(store, "unit_start_pairs"),
+        formats,
+        {o.source_id for o in exact},
+        {int(r["source_id"]): r["tz"] for r in sources},
     )
     offsets = merge_offsets(exact, zones)
     years = year_offsets(run_named_dicts(store, "year_spans"), set(offsets))
@@ -283,12 +288,15 @@ def rebuild(
             apply_shifts(store, shifts)
             _anchor_minutes(store)  # a dmesg put in the journal's year meets systemd's lines now
             offsets = _offsets(store)
+        # every server run takes the unit the evidence names (the clocks compared now), and a
+        # systemd kill line of a server unit may date a kill no cgroup names
+        # (anchor_monotonic.sql): committed here, for the gathering threads' connections see
+        # only what is committed (their queries read the runs' units and the kills' times)
+        link_server_units(store, host)
+        _anchor_boots(store, journals=False)
     with store.transaction():
         # service_loads is derived (after the shifts) and deduplicated in the same transaction
         derive_service_loads(store, host)
-        # every server run has the unit the evidence names now: a systemd kill line of a server
-        # unit may date a kill no cgroup names (anchor_monotonic.sql)
-        _anchor_boots(store, journals=False)
         earlier = _earlier_facts(store)
         for table in DERIVED_TABLES:
             store.execute(f"DELETE FROM {ident(table)}")  # noqa: S608
@@ -347,11 +355,12 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
         same = [
             r for r in rows if r["unit"] == inc.unit and (inc.host is None or r["host"] in (None, inc.host))
         ]
-        if not same:
-            continue
         cgroups = [
             str(e.raw["oom_memcg"]) for e in inc.evidence if e.kind == "oom_kill" and e.raw.get("oom_memcg")
         ]
+        if not same:
+            inc.container = _unnamed_container(str(inc.unit), cgroups)
+            continue
         named = [r for r in same if any(r["container_id"] in c for c in cgroups)]
         before = [r for r in same if inc.ts is None or r["ts"] is None or r["ts"] <= inc.ts]
         r = (named or before or same)[-1]
@@ -363,6 +372,23 @@ def _containers(store: Store, incidents: list[Incident]) -> None:
             ns_pod = str(inc.unit)[4:].rsplit("/", 1)[0]
             image = next((x["image"] for x in same if x["image"]), None)
             inc.container = replace(inc.container, runtime="kubernetes", image=image, pod=ns_pod)
+
+
+def _unnamed_container(unit: str, cgroups: list[str]) -> ContainerInfo | None:
+    """A container no line names (``docker:<short id>``, from its scope alone), as the kernel's
+    record of its cgroup gives its full id.
+
+    >>> cid = "8c1d" + "0" * 60
+    >>> _unnamed_container("docker:8c1d00000000", [f"/system.slice/docker-{cid}.scope"]).container_id == cid
+    True
+    """
+    runtime, _, short = unit.partition(":")
+    scope = "libpod" if runtime == "podman" else "docker"
+    for cgroup in cgroups:
+        m = re.search(rf"{scope}-({re.escape(short)}[0-9a-f]{{52}})\.scope", cgroup)
+        if m:
+            return ContainerInfo(runtime, short, m.group(1), None, cgroup)
+    return None
 
 
 def _k8s_ready(store: Store, incidents: list[Incident]) -> None:
@@ -412,9 +438,9 @@ def _gather_all(
 ) -> Generator[IncidentFacts, None, None]:
     """Each incident's facts, in order, as soon as they are gathered: by threads reading the
     store through connections of their own when there are several incidents and CPUs. Those
-    connections see what is committed: the ingested tables, and the clock shifts (committed
-    before); not this transaction's ``service_loads`` and derived tables, which no query of
-    :func:`gather` reads (its loads come in ``stats``)."""
+    connections see what is committed: the ingested tables, the clock shifts and the server runs'
+    units (committed before); not this transaction's ``service_loads`` and derived tables, which
+    no query of :func:`gather` reads (its loads come in ``stats``)."""
     workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
     if workers < 2:
         for inc in incidents:

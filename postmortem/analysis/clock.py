@@ -90,9 +90,17 @@ def describe_offset(offset_s: float) -> str | None:
 
 
 def start_pair_offsets(
-    rows: Sequence[dict[str, Any]], formats: dict[int, str], known: set[int]
+    rows: Sequence[dict[str, Any]],
+    formats: dict[int, str],
+    known: set[int],
+    zones: dict[int, str | None] | None = None,
 ) -> list[ClockOffset]:
     """Zone-sized offsets of server log files from (systemd start, configuration line) pairs.
+
+    The journal is the reference; one rendered without a zone (``short``, ``short-precise``)
+    still is for a log read in the same zone (``zones``: each source's): the zone they were
+    both read in cannot be what sets them hours apart, so the log was written in another one
+    (a container's UTC beside the host's local journal).
 
     >>> from datetime import UTC, datetime, timedelta
     >>> t = datetime(2025, 5, 25, 18, 41, 3, tzinfo=UTC)
@@ -107,7 +115,7 @@ def start_pair_offsets(
         sid = int(r["source_id"])
         if sid in known or is_reference(formats.get(sid)):
             continue
-        if not is_reference(formats.get(int(r["reference_source_id"]))):
+        if not _reference_for(int(r["reference_source_id"]), sid, formats, zones or {}):
             continue
         by_source.setdefault(sid, []).append(r)
     out: list[ClockOffset] = []
@@ -145,6 +153,26 @@ def start_pair_offsets(
             )
         )
     return out
+
+
+def _reference_for(ref: int, sid: int, formats: dict[int, str], zones: dict[int, str | None]) -> bool:
+    """Whether source ``ref`` is the clock source ``sid`` is measured against: an exact journal,
+    or — for a server's own log, not another journal — a journal whose stamps were read in the
+    same zone as ``sid``'s. (Two files of one split journal are one clock: a start in one and
+    the server's line in the other, an hour on, is a later start's, not a zone.)
+
+    >>> zones = {1: "Europe/Paris", 5: "Europe/Paris", 6: "UTC"}
+    >>> formats = {1: "journal-short~inferred", 5: "sglang", 6: "vllm", 7: "journal-short~inferred"}
+    >>> [_reference_for(1, sid, formats, {**zones, 7: "Europe/Paris"}) for sid in (5, 6, 7)]
+    [True, False, False]
+    """
+    fmt = formats.get(ref)
+    if is_reference(fmt):
+        return True
+    zone, own = zones.get(ref), formats.get(sid)
+    if not fmt or not own or not str(fmt).startswith("journal") or str(own).startswith("journal"):
+        return False
+    return zone is not None and zone == zones.get(sid)
 
 
 def same_zone_offsets(rows: Iterable[dict[str, Any]], found: dict[int, ClockOffset]) -> list[ClockOffset]:

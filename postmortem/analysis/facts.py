@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..parsers.journal.systemd import left_process
+from ..parsers.journal.systemd import left_process, sigkilled_process
 from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
@@ -551,14 +551,26 @@ def _fault_gpu_gone(store: Store, inc: Incident) -> tuple[datetime, datetime] | 
 
 def left_processes(facts: IncidentFacts) -> list[tuple[str, str, TimelineEvent]]:
     """The unit's processes systemd named after the kill as left running at a stop or left over
-    at a start: ``(pid, name, event)`` for every such line, in time order."""
+    at a start: ``(pid, name, event)`` for every such line, in time order. ``Processes still
+    around after final SIGKILL`` names none: the processes systemd sent SIGKILL in that stop
+    (``Killing process N (name) with signal SIGKILL``) are they."""
     inc = facts.incident
     out = []
+    sigkilled: list[tuple[str, str]] = []
     for ev in facts.timeline.events:
-        if ev.kind in ("left_running", "left_over") and ev.unit == inc.unit and inc.ts and ev.ts >= inc.ts:
-            proc = left_process(ev.message.partition(": ")[2])
+        if ev.unit != inc.unit or not inc.ts or ev.ts < inc.ts:
+            continue
+        body = ev.message.partition(": ")[2]
+        if ev.kind == "killing":
+            sent = sigkilled_process(body)
+            sigkilled += [sent] if sent is not None else []
+        elif ev.kind in ("left_running", "left_over"):
+            proc = left_process(body)
             if proc is not None:
                 out.append((*proc, ev))
+            elif body.startswith("Processes still around after final SIGKILL"):
+                out += [(pid, name, ev) for pid, name in sigkilled]
+                sigkilled = []
     return out
 
 
@@ -901,7 +913,8 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
             else None
         )
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
-    pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(_unit_tasks(facts)))
+    left = {int(pid) for pid, _name, _ev in left_processes(facts)}
+    pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(unit_task_pids(facts)) | left)
     load = inc.killed_load
     if not pids and load is not None and load.start_ts is not None:
         # no kernel record names the server's processes (a CUDA OOM, a signal, a timeout): the
@@ -982,7 +995,7 @@ def _late_release(store: Store, facts: IncidentFacts, held: list[dict[str, Any]]
     return LateRelease(ts, at, labels, command)
 
 
-def _unit_tasks(facts: IncidentFacts) -> list[int]:
+def unit_task_pids(facts: IncidentFacts) -> list[int]:
     """Pids of the kernel's task table when it lists only the killed unit's processes: a
     memory-cgroup OOM of the unit's own cgroup. A global OOM's table lists every process of the
     host, most of them alive and not the unit's."""

@@ -34,3 +34,16 @@ FROM container_scope_units m
 WHERE oom_kills.unit = m.cgroup_unit;
 
 DROP TABLE container_scope_units;
+
+-- A container no line names (a text journal carries no CONTAINER_* fields; its output was saved
+-- by `docker logs`) is still a container, not a scope nobody restarts: its scope's start, end
+-- and OOM kill are the unit docker:<short id> (podman:<short id> for libpod-<id>.scope).
+UPDATE unit_events
+SET unit = CASE WHEN unit LIKE 'libpod-%' THEN 'podman:' ELSE 'docker:' END
+           || substr(regexp_extract(unit, '[0-9a-f]{64}'), 1, 12)
+WHERE regexp_full_match(unit, '(docker|libpod)-[0-9a-f]{64}\.scope');
+
+UPDATE oom_kills
+SET unit = CASE WHEN unit LIKE 'libpod-%' THEN 'podman:' ELSE 'docker:' END
+           || substr(regexp_extract(unit, '[0-9a-f]{64}'), 1, 12)
+WHERE regexp_full_match(unit, '(docker|libpod)-[0-9a-f]{64}\.scope');

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...parsers.kubernetes.names import is_k8s_unit, pod_cgroup, qos_from_adj
-from ..facts import IncidentFacts
+from ..facts import IncidentFacts, unit_task_pids
 from . import Finding, Found, rule, spec
 from .common import ref
 
@@ -47,5 +47,9 @@ def k8s_memory_limit(f: IncidentFacts, found: Found) -> Finding | None:
 
 
 def sum_rss_kb(f: IncidentFacts) -> float | None:
-    """The container's processes' resident memory in the kernel's task table (kB), if listed."""
-    return sum(c.rss_kb for c in f.consumers) or None if f.consumers else None
+    """The container's processes' resident memory (kB): the kernel's task table when it lists
+    the container's cgroup alone; else — a node-wide OOM's table lists every pod's processes —
+    what the processes the kernel killed in it held."""
+    if f.consumers and unit_task_pids(f):
+        return sum(c.rss_kb for c in f.consumers) or None
+    return sum(v.anon_rss_kb or 0 for v in f.incident.victims) or None

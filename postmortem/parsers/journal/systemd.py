@@ -475,6 +475,19 @@ def left_process(body: str) -> tuple[str, str] | None:
     return None if m is None else (m.group(1), m.group(2))
 
 
+def sigkilled_process(body: str) -> tuple[str, str] | None:
+    """``(pid, name)`` of a unit message sending one process SIGKILL in a stop: ``Killing process
+    N (name) with signal SIGKILL.`` — what ``Processes still around after final SIGKILL`` means.
+
+    >>> sigkilled_process("Killing process 5300 (VLLM::Worker_TP) with signal SIGKILL.")
+    ('5300', 'VLLM::Worker_TP')
+    >>> sigkilled_process("Killing process 5300 (python3) with signal SIGTERM.") is None
+    True
+    """
+    m = _KILLING.match(body)
+    return None if m is None or m.group(3) != "SIGKILL" else (m.group(1), m.group(2))
+
+
 @dataclass(frozen=True, slots=True)
 class EarlyoomKill:
     signal: str

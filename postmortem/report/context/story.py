@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...analysis.facts import IncidentFacts
-from ...analysis.model import Recommendation, limit_owner
+from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_container, limit_owner
 from ...query import run_named_dicts
 from ...store.db import Store
 from ..redact import Redactor
@@ -111,7 +111,18 @@ def _detection(facts: IncidentFacts, sources: Sources, clean: Redactor) -> dict[
         "detected_cite": sources.cite(act.source_id, act.line_no) if act else "",
         "restart_utc": utc_text(restart) if restart else "",
         "restart_after_s": (restart - kill).total_seconds() if restart and kill else None,
+        "restarter": _restarter(inc),
     }
+
+
+def _restarter(inc: Incident) -> str:
+    """Who restarts the unit: ``systemd``, or a container's runtime (``Docker``, ``Kubernetes``)."""
+    if inc.container is not None:
+        return inc.container.runtime_name
+    if is_container(inc.unit):
+        runtime = str(inc.unit).partition(":")[0]
+        return RUNTIME_NAMES.get("kubernetes" if runtime == "k8s" else runtime, runtime)
+    return "systemd"
 
 
 def _resolution(facts: IncidentFacts) -> dict[str, Any]:

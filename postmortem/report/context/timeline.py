@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from typing import Any
 
 from ...analysis.facts import IncidentFacts
 from ...analysis.model import Incident, Victim, killed_process
@@ -351,7 +353,7 @@ class _Timeline:
         self.add(
             killed.start_ts,
             "systemd" if (killed.start_source or "").startswith("systemd") else self.srv,
-            f"{killed.unit} {how} (this instance)",
+            f"{self._who(killed)} {how} (this instance)",
             self.sources.cite(killed.start_source_id or killed.source_id, killed.start_line_no),
             kind="before",
         )
@@ -359,7 +361,7 @@ class _Timeline:
             self.add(
                 killed.ready_ts,
                 self.srv,
-                f"{killed.unit} ready after {human(killed.load_s)}",
+                f"{self._who(killed)} ready after {human(killed.load_s)}",
                 self.sources.cite(killed.source_id, killed.ready_line_no),
                 kind="before",
             )
@@ -587,6 +589,13 @@ class _Timeline:
             kind="queue_start",
         )
 
+    def _who(self, load: Any) -> str:
+        """A load's unit, or — a server's log nothing ties to a unit — the server writing its file."""
+        if load.unit:
+            return str(load.unit)
+        name = self.sources.names.get(load.source_id) if load.source_id is not None else None
+        return f"the server writing {os.path.basename(name)}" if name else "a server of no known unit"
+
     def recovery(self) -> None:
         rec = self.inc.recovery_load
         if rec is None or rec.ready_ts is None:
@@ -594,7 +603,7 @@ class _Timeline:
         self.add(
             rec.ready_ts,
             rec.engine or self.srv,
-            f"{rec.unit} ready after {article(human(rec.load_s))} load — service restored",
+            f"{self._who(rec)} ready after {article(human(rec.load_s))} load — service restored",
             self.sources.cite(rec.source_id, rec.ready_line_no),
             kind="restored",
             unit=rec.unit,

@@ -254,6 +254,8 @@ class Story:
     detected_cite: str
     restart_utc: str
     restart_after_s: float | None
+    #: who restarts the unit: ``systemd``, or a container's runtime (``Docker``, ``Kubernetes``)
+    restarter: str
     #: resolution: ``fallback``, ``restart``, ``other`` (another unit), ``reboot``, or empty
     recovery_how: str
     recovery_unit: str
