@@ -153,3 +153,5 @@ def test_a_container_known_by_its_scope_alone_is_a_container_that_docker_restart
     assert "None" not in text and "systemd does not start it again" not in text
     assert "Docker started it again by its restart policy 3 s after the kill" in text
     assert "MemoryMax" not in text.split("# Appendix")[0]
+    # known by its id alone: no "image —" nor its id said twice
+    assert "image `—`" not in text and f"id {nights.DOCKER_CID[:12]}" not in text

@@ -135,8 +135,11 @@ class ContainerInfo:
         return f"container {self.pod}/{self.name}" if self.pod else f"container {self.name}"
 
     def details(self) -> str:
-        """``image registry.example/llm-server:1.4, id 3f2a9c0d1e4b``."""
-        return ", ".join(x for x in (f"image {self.image}" if self.image else "", f"id {self.short_id}") if x)
+        """``image registry.example/llm-server:1.4, id 3f2a9c0d1e4b`` (no id when the container
+        is known by it: its name is the id)."""
+        image = f"image {self.image}" if self.image else ""
+        ident = f"id {self.short_id}" if self.short_id != self.name else ""
+        return ", ".join(x for x in (image, ident) if x)
 
 
 @dataclass

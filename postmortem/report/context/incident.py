@@ -524,7 +524,7 @@ def _container_row(box: ContainerInfo | None, clean: Redactor) -> ContainerRow |
     return ContainerRow(
         box.runtime_name,
         clean(box.name),
-        clean(box.image or "—"),
+        clean(box.image or ""),
         box.container_id,
         box.short_id,
         box.cgroup or "",
