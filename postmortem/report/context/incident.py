@@ -272,18 +272,39 @@ def sources_near(store: Store, kill: datetime | None, window_s: float) -> set[in
 PRIORITY = {"high": "P1", "medium": "P2", "low": "P3", "info": "P3"}
 
 
+def _stand_in(inc: Incident) -> str | None:
+    """Another unit that serves in the killed one's place: the recovery is another unit's
+    server, matched to the killed one by its model or port (not the first server ready on the
+    host, taken for want of both)."""
+    rec = inc.recovery_unit
+    if rec is None or inc.unit is None or rec == inc.unit or inc.recovery_guessed:
+        return None
+    return rec
+
+
 def action_items(inc: Incident, recs: Sequence[Recommendation], clean: Redactor) -> list[ActionItem]:
     """The rules' action items (each once), then the postmortem's own: moving traffic back from
-    a fallback, and confirming the timeline."""
+    a fallback (or another unit standing in), and confirming the timeline.
+
+    >>> from datetime import UTC, datetime
+    >>> inc = Incident(1, "h", datetime(2025, 1, 1, tzinfo=UTC), "vllm-main.service", "host_oom", 0.9)
+    >>> inc.recovery_unit = "vllm-backup.service"
+    >>> [i.action for i in action_items(inc, [], str)][0]
+    'Decide when to move traffic back from vllm-backup.service to vllm-main.service'
+    >>> inc.recovery_unit = "vllm-main.service"
+    >>> len(action_items(inc, [], str))
+    1
+    """
     items = [
         ActionItem(clean(r.action), r.action_type or "mitigate", PRIORITY.get(r.severity, "P3"))
         for r in recs
         if r.action
     ]
-    if inc.fallback_unit:
+    stand_in = inc.fallback_unit or _stand_in(inc)
+    if stand_in:
         items.append(
             ActionItem(
-                clean(f"Decide when to move traffic back from {inc.fallback_unit} to {inc.unit}"),
+                clean(f"Decide when to move traffic back from {stand_in} to {inc.unit}"),
                 "mitigate",
                 "P2",
             )
