@@ -82,8 +82,11 @@ def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
         while not done.wait(0.1):
             pass
     except KeyboardInterrupt:
+        # (again until the work ends: an interrupt that lands between two of its statements
+        # stops neither, and the next may run for an hour)
         con.interrupt()
-        done.wait()
+        while not done.wait(0.1):
+            con.interrupt()
         raise
     if "error" in box:
         if isinstance(box["error"], duckdb.InterruptException):
@@ -190,6 +193,8 @@ def _execute_user(
             store.con.execute("SET allowed_directories = ?", [[f"{where}/"]])
         store.con.execute("SET enable_external_access = false")
         store.con.execute("SET lock_configuration = true")
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
     except duckdb.Error:
         pass
     try:

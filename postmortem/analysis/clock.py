@@ -162,7 +162,7 @@ def _reference_for(ref: int, sid: int, formats: dict[int, str], zones: dict[int,
     the server's line in the other, an hour on, is a later start's, not a zone.)
 
     >>> zones = {1: "Europe/Paris", 5: "Europe/Paris", 6: "UTC"}
-    >>> formats = {1: "journal-short~inferred", 5: "sglang", 6: "vllm", 7: "journal-short~inferred"}
+    >>> formats = {1: "journal-short~inferred", 5: "server-log", 6: "server-log", 7: "journal-short~inferred"}
     >>> [_reference_for(1, sid, formats, {**zones, 7: "Europe/Paris"}) for sid in (5, 6, 7)]
     [True, False, False]
     """

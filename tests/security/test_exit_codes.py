@@ -64,6 +64,28 @@ def test_ctrl_c_during_a_long_query_exits_130(tmp_path: Path) -> None:
     assert one_error_line(ran, code=130) == "Error: interrupted"
 
 
+def test_an_interrupt_before_the_query_began_still_stops_it() -> None:
+    """Ctrl-C that lands before the user's statement starts (in the settings run before it, on
+    a loaded machine) interrupted nothing, and the query then ran on: the interrupt is sent
+    again until the work ends (a fresh clone's `make test`, under load, hung here)."""
+    import _thread
+    import threading
+
+    from postmortem.query import interruptible
+
+    con = duckdb.connect()
+
+    def work() -> object:
+        time.sleep(0.6)  # (the interrupt lands here, before the query)
+        return con.execute("SELECT sum(hash(range)) FROM range(20000000000)").fetchall()
+
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        interruptible(con, work)
+    assert time.monotonic() - started < 10
+
+
 def test_ctrl_c_during_a_long_export_exits_130(tmp_path: Path) -> None:
     """Seen: 130 whenever the SIGINT lands in a table's write (most of an export), only after
     that table is written (pyarrow's write_dataset does not stop)."""
