@@ -18,7 +18,7 @@ time of uvicorn's lines (``INFO:     Application startup complete.``, access lin
 >>> log = VllmLog("0.20.1", "UTC", tp=2)
 >>> log.pids(4241, 4242, [4243, 4244])
 >>> log.stats(datetime(2026, 1, 15, 10, 0, tzinfo=UTC), 5, 2, 41.0)
->>> log.lines[-1].text[:79]
+>>> log.lines[-1].text[:80]
 '(APIServer pid=4241) INFO 01-15 10:00:00 [loggers.py:259] Engine 000: Avg prompt'
 >>> death_message(_v("0.6.6"), "worker", 4243, -9)
 ('api', 'Worker VllmWorkerProcess pid 4243 died, exit code: -9', 'ERROR')
