@@ -35,11 +35,12 @@ CAUSE = {"cause", "report_cause"}
 
 def name_unit(path: str) -> str | None:
     """The unit ``postmortem/ingest.py`` (``_unit_from_name``) makes of a log file's name: a
-    name ending in ``.service`` (before ``.log``), else a name containing ``sglang`` + ``.service``."""
+    name ending in ``.service`` (before ``.log``), else a name containing an engine's name
+    (``sglang``, ``vllm``) + ``.service``."""
     stem = re.sub(r"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+))+$", "", path.rsplit("/", 1)[-1])
     if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
         return stem
-    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
+    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and ("sglang" in stem.lower() or "vllm" in stem.lower()):
         return f"{stem}.service"
     return None
 
@@ -50,9 +51,9 @@ def described(s: Scenario) -> bool:
 
 
 def readable(s: Scenario) -> bool:
-    """The server's lines are read at all (in the journal, or a file in SGLang's own format or a
-    CRI pod log's, which the k8s-cri parser reads through the engine)."""
-    return True  # (SGLang's lines are read in every envelope the generator writes)
+    """The server's lines are read at all (in the journal, or a file in the engine's own format
+    or a CRI pod log's, which the k8s-cri parser reads through the engine)."""
+    return True  # (SGLang's and vLLM's lines are read in every envelope the generator writes)
 
 
 def file_name(s: Scenario, x: Server) -> str:
@@ -114,18 +115,24 @@ def recovery_server(s: Scenario) -> Server | None:
     return None
 
 
+def server_names_victim(s: Scenario) -> bool:
+    """The server's log names the pid the kernel killed, with its own time: SGLang 0.5.10+'s
+    ``Subprocess scheduler_0 (pid=…) crashed with exit code -9`` (a scheduler killed alone), or a
+    V0 vLLM's ``Worker VllmWorkerProcess pid N died, exit code: -9`` (a rank's own process, TP >
+    1: vLLM from 0.8 names a dead process by its name only, and says nothing of its engine core
+    before 0.10.1 nor of the API server's own process)."""
+    if s.cause not in KERNEL_CAUSES or s.oom_group:
+        return False
+    if s.engine == "vllm":
+        return s.vllm_version in ("0.4.3", "0.6.6") and s.server.tp > 1
+    return s.sglang_version not in ("0.4.6.post1", "0.5.2")
+
+
 def kill_dated_by_server(s: Scenario) -> bool:
-    """An undated kernel record gets its time from SGLang's report of the victim's pid
-    (``Subprocess scheduler_0 (pid=…) crashed with exit code -9``, 0.5.10+, only when the kernel
-    killed a scheduler alone), when the server's unit agrees with the record's."""
+    """An undated kernel record gets its time from the server's report of the victim's pid
+    (:func:`server_names_victim`), when the server's unit agrees with the record's."""
     unit = stream_unit(s, s.server)
-    return (
-        s.cause in KERNEL_CAUSES
-        and not s.oom_group
-        and readable(s)
-        and s.sglang_version not in ("0.4.6.post1", "0.5.2")
-        and unit in (None, s.server.unit)
-    )
+    return server_names_victim(s) and readable(s) and unit in (None, s.server.unit)
 
 
 def server_dated(s: Scenario) -> bool:
@@ -185,7 +192,7 @@ def failure_seen_after_kill(s: Scenario, t: Truth) -> bool:
     if server_dated(s):  # the boot is the server's line's time minus the kill's seconds since boot
         said = t.kill_utc + timedelta(seconds=0.6)
         kill = said.replace(microsecond=said.microsecond // 1000 * 1000)
-        if s.sglang_version == "0.5.10":  # whole seconds: the anchor adds half a second
+        if s.sglang_version == "0.5.10" or s.engine == "vllm":  # whole seconds: the anchor adds half a second
             kill = said.replace(microsecond=500_000)
     if s.cause == "gpu_oom" or kernel_undated(s):
         kill = t.death_utc if not whole_seconds(s) else t.death_utc.replace(microsecond=0)
@@ -260,7 +267,8 @@ def gpu_workload(s: Scenario) -> bool:
     """``rules.gpu_workload``: the killed unit is known to use GPUs (its server's configuration or
     loads, victims named like a server, a unit named like one)."""
     victims = (s.cause in KERNEL_CAUSES and not kernel_undated(s)) or s.cause == "earlyoom"
-    return load_unit(s, s.server) == s.server.unit or victims or "sglang" in s.server.unit
+    engine_named = "sglang" in s.server.unit or "vllm" in s.server.unit
+    return load_unit(s, s.server) == s.server.unit or victims or engine_named
 
 
 def denies_samples(s: Scenario) -> bool:

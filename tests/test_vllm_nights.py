@@ -1,0 +1,43 @@
+"""Nights the scenario survey found wrong once it drew vLLM servers (seeds 20251205, 7 and 101,
+2026-12-06), each cut from its generated night (GPU samples left out) in
+tests/data/nights/vllm/<name>/, with the truth the generator wrote down. They pin the
+mechanisms fixed for them:
+
+- dying-words (seed 20251205, night 33): vLLM 0.31.0's engine core is OOM-killed; the API
+  server says so and shuts down (uvicorn's ``Shutting down`` … ``Finished server process``, no
+  time of their own in a file: they take the death line's). A server shutting down is no sign
+  of life: the last activity is the statistics line 3 s before the kill
+  (``queries/last_activity_before.sql``), as is vLLM's ``EngineDeadError`` after a CUDA OOM.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data" / "nights" / "vllm"
+
+
+def _build(cli: Any, tmp_path: Path, night: str, *args: str) -> list[dict[str, Any]]:
+    logs = tmp_path / "logs"
+    shutil.copytree(DATA / night, logs)
+    db = tmp_path / "pm.duckdb"
+    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", *args)
+    assert r.code == 0, r
+    out = cli("query", "SELECT * FROM incidents ORDER BY ts", "--db", db, "--format", "json").out
+    incs: list[dict[str, Any]] = json.loads(out)
+    return incs
+
+
+def _utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def test_a_server_shutting_down_is_no_activity(cli: Any, tmp_path: Path) -> None:
+    (inc,) = _build(cli, tmp_path, "dying-words", "--tz", "UTC", "--since", "2026-11-10 07:31:38")
+    assert (inc["unit"], inc["cause"]) == ("vllm@llama70b.service", "host_oom")
+    truth = datetime(2026, 11, 10, 8, 11, 34, 244212, tzinfo=UTC)  # its last statistics line
+    assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
