@@ -8,6 +8,9 @@ mechanisms fixed for them:
   time of their own in a file: they take the death line's). A server shutting down is no sign
   of life: the last activity is the statistics line 3 s before the kill
   (``queries/last_activity_before.sql``), as is vLLM's ``EngineDeadError`` after a CUDA OOM.
+- supervisor (seed 101, night 85): the server's lines re-logged by a launcher with loguru's
+  stamp (``2024-12-20 01:54:34.682 | INFO     | launcher:pump:61 - …``): a wrapper, as for
+  SGLang's (``engines/vllm/lines.py``, ``LOCAL_STAMP_RE``), so the queue at the kill is read.
 """
 
 from __future__ import annotations
@@ -40,4 +43,13 @@ def test_a_server_shutting_down_is_no_activity(cli: Any, tmp_path: Path) -> None
     (inc,) = _build(cli, tmp_path, "dying-words", "--tz", "UTC", "--since", "2026-11-10 07:31:38")
     assert (inc["unit"], inc["cause"]) == ("vllm@llama70b.service", "host_oom")
     truth = datetime(2026, 11, 10, 8, 11, 34, 244212, tzinfo=UTC)  # its last statistics line
+    assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
+
+
+def test_a_launcher_s_loguru_stamp_is_a_wrapper(cli: Any, tmp_path: Path) -> None:
+    args = ("--tz", "Asia/Kolkata", "--since", "2024-12-20 01:11:04", "--host", "dgx-b7")
+    (inc,) = _build(cli, tmp_path, "supervisor", *args)
+    assert (inc["unit"], inc["cause"]) == ("vllm-glm46.service", "cgroup_oom")
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (116, 108)
+    truth = datetime(2024, 12, 19, 20, 24, 34, 682272, tzinfo=UTC)
     assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
