@@ -261,9 +261,9 @@ class Night:
         log.graph_begin(gb)
         ge = gb + _s(p["graphs"])
         log.graph_end(ge, p["graphs"], run.graph_mib / 1024)
-        log.init_engine(ge + _s(0.2), (ge - le).total_seconds())
-        ready = ge + _s(1.0 + 0.1 * p["post"])
-        log.ready(ready, server.port, 0.6)
+        log.init_engine(ge + _s(0.1), (ge - le).total_seconds())
+        ready = ge + _s(0.4 + 0.05 * p["post"])  # (uvicorn starts as soon as the engine is up)
+        log.ready(ready, server.port, 0.2)
         run.marks.update(kv=kv, graph_begin=gb, graph_end=ge, ready=ready)
         run.ready = ready
         return run
@@ -896,7 +896,8 @@ def _truth(
             s.since_given
             or s.journal_mode in YEAR_MODES
             or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso"))
-            or (s.sglang_in == "file" and s.envelope in ("cri", "docker"))
+            or (s.sglang_in == "file" and s.envelope in ("cri", "docker", "supervisor"))
+            or s.nvidia is not None  # (nvidia-smi's timestamps and `date` lines carry it)
         )
     return Truth(
         host=s.host,
