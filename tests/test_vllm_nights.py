@@ -11,6 +11,11 @@ mechanisms fixed for them:
 - supervisor (seed 101, night 85): the server's lines re-logged by a launcher with loguru's
   stamp (``2024-12-20 01:54:34.682 | INFO     | launcher:pump:61 - …``): a wrapper, as for
   SGLang's (``engines/vllm/lines.py``, ``LOCAL_STAMP_RE``), so the queue at the kill is read.
+- worker-pid (seed 101, night 40): vLLM 0.4.3 with TP 8, a cgroup OOM kills a rank's own
+  process; dmesg counts seconds since boot, no journal. "Worker VllmWorkerProcess pid 7310
+  died, exit code: -9" names the victim the moment it died, as SGLang's "Subprocess
+  scheduler_0 (pid=…) crashed" does: it dates the boot (``queries/anchor_monotonic.sql``, on
+  the event's ``subprocess_pid``).
 """
 
 from __future__ import annotations
@@ -53,3 +58,10 @@ def test_a_launcher_s_loguru_stamp_is_a_wrapper(cli: Any, tmp_path: Path) -> Non
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (116, 108)
     truth = datetime(2024, 12, 19, 20, 24, 34, 682272, tzinfo=UTC)
     assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
+
+
+def test_a_v0_worker_s_pid_dates_an_undated_kill(cli: Any, tmp_path: Path) -> None:
+    (inc,) = _build(cli, tmp_path, "worker-pid", "--tz", "Asia/Kolkata", "--host", "node-31")
+    assert (inc["unit"], inc["cause"], inc["victim_pid"]) == ("vllm-glm46.service", "cgroup_oom", 7310)
+    truth = datetime(2026, 9, 19, 11, 57, 11, 117369, tzinfo=UTC)
+    assert abs((_utc(inc["ts"]) - truth).total_seconds()) <= 2

@@ -107,9 +107,10 @@ FROM (
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
 
 -- A source still without a boot (a previous boot's dmesg, no journal of that boot): an OOM kill
--- in it whose victim the killed server reported by pid — a server's "Subprocess scheduler_0
--- (pid=48305) crashed with exit code -9" (0.5.10 on), logged the moment the child died — gives
--- its boot as that line's time minus the kill's seconds since boot (the median over such kills).
+-- in it whose victim the killed server reported by pid — SGLang's "Subprocess scheduler_0
+-- (pid=48305) crashed with exit code -9" (0.5.10 on), a V0 vLLM's "Worker VllmWorkerProcess pid
+-- 48305 died, exit code: -9", logged the moment the child died — gives its boot as that line's
+-- time minus the kill's seconds since boot (the median over such kills).
 -- The pid, the unit and the host must agree, and the capture cannot predate its own records.
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
@@ -119,8 +120,7 @@ FROM (
     FROM oom_kills AS o
     JOIN server_events AS e
       ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL
-     AND TRY_CAST(regexp_extract(e.message, '\(pid=(\d+)\) crashed with exit code -9', 1) AS INTEGER)
-         = o.victim_pid
+     AND TRY_CAST(json_extract_string(e.detail, '$.subprocess_pid') AS INTEGER) = o.victim_pid
      AND (o.unit IS NULL OR e.unit IS NULL OR o.unit = e.unit)
      AND (o.host IS NULL OR e.host IS NULL OR o.host = e.host)
     WHERE o.ts IS NULL AND o.monotonic_s IS NOT NULL AND o.victim_pid IS NOT NULL

@@ -36,7 +36,7 @@ from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerSt
 from ...timeutil import Inferred, YearInference, parse_iso
 from ..torch_oom import has_oom, parse_oom
 from .config import parse_config, settings
-from .lines import Parts, split_line
+from .lines import Parts, pid_of, split_line
 from .messages import (
     ACCESS_RE,
     ARGS_NEW_RE,
@@ -339,9 +339,11 @@ class VllmStream:
         )
         if kind == "kv_cache_allocated":
             self._phase = "kv_pool"
-        detail = {
+        detail: dict[str, Any] = {
             k: v for k, v in g.items() if v is not None and k in ("conc", "len", "compile", "addr", "model")
         }
+        if kind.startswith("scheduler_") and pid_of(g.get("pid")) is not None:
+            detail["subprocess_pid"] = pid_of(g.get("pid"))  # V0's "Worker … pid N died", "Process … (PID: N)"
         return self._ev(
             line_no,
             p,
