@@ -343,7 +343,9 @@ class VllmStream:
             k: v for k, v in g.items() if v is not None and k in ("conc", "len", "compile", "addr", "model")
         }
         if kind.startswith("scheduler_") and pid_of(g.get("pid")) is not None:
-            detail["subprocess_pid"] = pid_of(g.get("pid"))  # V0's "Worker … pid N died", "Process … (PID: N)"
+            detail["subprocess_pid"] = pid_of(
+                g.get("pid")
+            )  # V0's "Worker … pid N died", "Process … (PID: N)"
         return self._ev(
             line_no,
             p,
