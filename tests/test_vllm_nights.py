@@ -16,6 +16,14 @@ mechanisms fixed for them:
   died, exit code: -9" names the victim the moment it died, as SGLang's "Subprocess
   scheduler_0 (pid=…) crashed" does: it dates the boot (``queries/anchor_monotonic.sql``, on
   the event's ``subprocess_pid``).
+- engine-core-title (seed 20251205, night 62), worker-prefix (seed 101, night 28),
+  minute-witness (seed 7, night 89): V1 names a dead process by name only ("Engine core proc
+  EngineCore_DP0 died unexpectedly", "Worker proc VllmWorker-0 died unexpectedly") and its API
+  server exits 1: systemd says nothing of a kill (cgroup v1). The line dates the kernel's
+  record of the same process — by its title (``VLLM::EngineCor``, 0.10.1 on), or by its pid,
+  which the dead worker's own lines carry (0.8.5, an EL7 host OOM naming no cgroup): a dmesg in
+  seconds since boot (``queries/anchor_monotonic.sql``) or in ``-e`` minutes
+  (``queries/anchor_minutes.sql``).
 """
 
 from __future__ import annotations
@@ -64,4 +72,30 @@ def test_a_v0_worker_s_pid_dates_an_undated_kill(cli: Any, tmp_path: Path) -> No
     (inc,) = _build(cli, tmp_path, "worker-pid", "--tz", "Asia/Kolkata", "--host", "node-31")
     assert (inc["unit"], inc["cause"], inc["victim_pid"]) == ("vllm-glm46.service", "cgroup_oom", 7310)
     truth = datetime(2026, 9, 19, 11, 57, 11, 117369, tzinfo=UTC)
+    assert abs((_utc(inc["ts"]) - truth).total_seconds()) <= 2
+
+
+def test_a_dead_engine_core_s_line_dates_its_undated_kill(cli: Any, tmp_path: Path) -> None:
+    args = ("--tz", "America/Los_Angeles", "--since", "2026-04-09 17:20:26")
+    (inc,) = _build(cli, tmp_path, "engine-core-title", *args)
+    assert (inc["unit"], inc["cause"]) == ("llm-k26.service", "host_oom")
+    truth = datetime(2026, 4, 10, 1, 21, 25, 544763, tzinfo=UTC)
+    assert abs((_utc(inc["ts"]) - truth).total_seconds()) <= 2
+
+
+def test_a_dead_worker_s_line_dates_its_undated_kill_by_the_worker_s_pid(cli: Any, tmp_path: Path) -> None:
+    (inc,) = _build(cli, tmp_path, "worker-prefix", "--tz", "UTC", "--host", "gh200-r2n4")
+    assert (inc["unit"], inc["cause"], inc["recovery_unit"]) == (
+        "llm-llama70b.service",
+        "host_oom",
+        "fallback-llama70b.service",
+    )
+    truth = datetime(2026, 5, 4, 0, 15, 55, 174540, tzinfo=UTC)
+    assert abs((_utc(inc["ts"]) - truth).total_seconds()) <= 2
+
+
+def test_a_dead_engine_core_s_line_gives_a_minute_its_second(cli: Any, tmp_path: Path) -> None:
+    (inc,) = _build(cli, tmp_path, "minute-witness", "--tz", "UTC", "--since", "2023-12-31 23:29:04")
+    assert (inc["unit"], inc["cause"]) == ("vllm-glm46.service", "host_oom")
+    truth = datetime(2024, 1, 1, 0, 32, 40, 736795, tzinfo=UTC)
     assert abs((_utc(inc["ts"]) - truth).total_seconds()) <= 2

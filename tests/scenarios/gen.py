@@ -33,7 +33,7 @@ from .nvidia import Gpus, csv_loop, uuids
 from .sglang import SglangLog, config_error_traceback, cuda_oom_traceback, envelope, server_args
 from .spec import Scenario, Server, Truth, Victim
 from .systemd import MESSAGE_ID, Systemd
-from .vllm import VllmLog
+from .vllm import VllmLog, death_message
 
 IDLE_MIB = 1
 #: the modes whose lines carry a wall-clock time
@@ -870,18 +870,14 @@ def _truth(
         and not s.oom_group
         and s.sglang_version not in ("0.4.6.post1", "0.5.2")
     )
-    if s.engine == "vllm":  # only V0's "Worker VllmWorkerProcess pid N died, exit code: -9" names it
-        vlog = night.vlog(s.server)
-        pid_said = (
-            s.cause in ("cgroup_oom", "host_oom")
-            and not s.oom_group
-            and vllm_role(vlog) == "worker"
-            and vlog.v < (0, 8)
-        )
+    if s.engine == "vllm":
+        pid_said = _vllm_names_victim(s, night.vlog(s.server))
+        wall_journal = wall_journal and _vllm_journal_witness(s, night.vlog(s.server))
     datable = (
         wall_journal
         or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso"))
-        or (mono_dmesg and (s.journal_mode in ("export", "json", "verbose") or pid_said))
+        or (mono_dmesg and s.journal_mode in ("export", "json", "verbose"))
+        or ("dmesg" in s.kernel_in and pid_said)  # (the server's line dates it, to its second)
         or s.cause == "gpu_oom"
     )
     minute_only = (
@@ -935,6 +931,29 @@ def _truth(
         and any(k < x <= k + timedelta(seconds=120) for x in night.gpu_times),
         first_sample_after_s=next(((x - k).total_seconds() for x in night.gpu_times if x > k), None),
     )
+
+
+def _vllm_names_victim(s: Scenario, log: VllmLog) -> bool:
+    """A vLLM server's line tells which process the kernel killed, and when: V0's "Worker
+    VllmWorkerProcess pid N died, exit code: -9" by its pid; V1's dead engine core or worker by
+    name — the kernel's victim, by its process title (``VLLM::EngineCor``, 0.10.1 on) or, before
+    titles, by its pid, which the worker's own lines carry (``(VllmWorker rank=0 pid=N)``). No
+    line at all from a 0.8 engine core, nor when the kernel killed every process
+    (memory.oom.group) or the API server's own process."""
+    role = vllm_role(log)
+    if s.cause not in ("cgroup_oom", "host_oom") or s.oom_group or role == "main":
+        return False
+    return death_message(log.v, role, 0, -9) is not None
+
+
+def _vllm_journal_witness(s: Scenario, log: VllmLog) -> bool:
+    """The journal holds a line of a vLLM server's kill: the kernel's record, systemd's OOM
+    sentence (cgroup v2), systemd-oomd's or earlyoom's, the main process killed by SIGKILL (every
+    process, or the API server itself), the crash's own lines; else only the API server's exit
+    status 1 a second later, which says nothing of a kill."""
+    if s.cause not in ("cgroup_oom", "host_oom") or s.startup is not None:
+        return True
+    return "journal" in s.kernel_in or s.cgroup_v2 or s.oom_group or vllm_role(log) == "main"
 
 
 def _other_starts(night: Night) -> tuple[tuple[str, datetime], ...]:
