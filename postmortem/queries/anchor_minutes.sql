@@ -58,7 +58,9 @@ WITH witnesses AS (
                        WHEN k.comm LIKE 'VLLM::Worker%' THEN NOT contains(e.message, 'Engine core proc')
                        ELSE (k.unit IS NOT NULL AND e.unit = k.unit)
                             OR EXISTS (SELECT 1 FROM server_events AS w
-                                       WHERE w.source_id = e.source_id AND w.pid = k.victim_pid) END))
+                                       WHERE w.source_id = e.source_id
+                                         AND (w.pid = k.victim_pid OR TRY_CAST(json_extract_string(
+                                                  w.detail, '$.process_pid') AS INTEGER) = k.victim_pid)) END))
 ),
 witnessed AS (
     SELECT source_id, host, minute, min(epoch_us(ts) - epoch_us(kill_ts)) AS shift_us

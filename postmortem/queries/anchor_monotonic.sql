@@ -167,7 +167,9 @@ FROM (
               WHEN k.comm LIKE 'VLLM::Worker%' THEN NOT d.engine_core
               ELSE (k.unit IS NOT NULL AND d.unit = k.unit)
                    OR EXISTS (SELECT 1 FROM server_events AS w
-                              WHERE w.source_id = d.source_id AND w.pid = k.victim_pid) END
+                              WHERE w.source_id = d.source_id
+                                AND (w.pid = k.victim_pid OR TRY_CAST(json_extract_string(
+                                         w.detail, '$.process_pid') AS INTEGER) = k.victim_pid)) END
     GROUP BY k.source_id, k.host
     HAVING count(*) = 1
 ) AS m

@@ -101,6 +101,9 @@ class VllmStream:
         self.host = host if host is not None else ctx.host
         self.unit = unit if unit is not None else ctx.unit
         self.pid = pid
+        #: the lines come from one journal stream: its pid (the unit's main process, which
+        #: journald credits with every child's stdout) is their process
+        self._journal = False
         self._out: list[Output] = []
         self._years: YearInference | None = None
         self._ts: datetime | None = None
@@ -130,6 +133,7 @@ class VllmStream:
         self.host = host or self.host
         self.unit = unit or self.unit
         self.pid = pid or self.pid
+        self._journal = self._journal or pid is not None  # (only a journal gives one)
         parts = split_line(message)
         if ts is not None:
             self._ts, self._ts_raw, self._ts_inf = ts, ts_raw, ts_inferred
@@ -212,6 +216,8 @@ class VllmStream:
     # ------------------------------------------------------------------ records
     def _meta(self, p: Parts | None = None) -> tuple[Any, ...]:
         pid = (p.pid if p is not None else None) or self.pid
+        if self._journal and self.pid is not None:
+            pid = self.pid  # (the child's own pid goes in an event's detail: process_pid)
         return self._ts, self._ts_raw, self._ts_inf, self.host, self.unit, pid
 
     def _ev(
@@ -219,6 +225,8 @@ class VllmStream:
     ) -> int:
         ts, raw, inf, host, unit, pid = self._meta(p)
         msg = p.message if len(p.message) <= _MESSAGE_CHARS else p.message[:_MESSAGE_CHARS] + "…"
+        if p.pid is not None and p.pid != pid:
+            detail = {**(detail or {}), "process_pid": p.pid}
         self._out.append(
             ServerEvent(
                 line_no,
