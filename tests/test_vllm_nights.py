@@ -30,11 +30,17 @@ mechanisms fixed for them:
   and the worker's, ending with the load, took logrotate's end 89 s later, so "Fallback for
   gptoss" was learnt as logrotate.service. A journal's lines are its process's; the child's pid
   stays in the event's detail (``process_pid``) for the run's pids.
+- dst-year (seed 7, night 16): New York, 2026-03-10, two days after the clocks went forward;
+  the files copied 16 months later. The hand-started server's ``nohup.out`` (vLLM 0.4.3: no
+  year in its lines) took the copy's year, 2027, when March 10 was still standard time; the
+  dated sources moved it a year back by a fixed 365 days, an hour late. A year's move keeps
+  each row's local wall time (``analysis.apply_shifts``, ``ClockOffset.years``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,3 +119,19 @@ def test_a_journal_credits_vllm_s_children_to_the_main_process(cli: Any, tmp_pat
     # (the text journal names the fallback's start by its Description only, and nothing
     # ties the two: the Description is a right answer, logrotate.service is not)
     assert inc["recovery_unit"] in ("fallback-gptoss.service", "Fallback for gptoss")
+
+
+def test_a_year_moved_keeps_each_line_s_daylight_saving_hour(cli: Any, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(DATA / "dst-year", logs)
+    copied = 1815633953  # (2027-07-15: the night's files copied off the host 16 months later)
+    for f in logs.iterdir():
+        os.utime(f, (copied, copied))
+    db = tmp_path / "pm.duckdb"
+    assert (
+        cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", "America/New_York").code
+        == 0
+    )
+    (inc,) = json.loads(cli("query", "SELECT * FROM incidents", "--db", db, "--format", "json").out)
+    assert (inc["unit"], inc["cause"]) == ("inference.service", "cgroup_oom")
+    assert abs(inc["downtime_s"] - 757.6) <= 5  # (an hour more when 2027's March 10 was standard time)
