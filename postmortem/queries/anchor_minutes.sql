@@ -10,7 +10,7 @@
 -- that minute (or 2 s after it) gives u (kept within the room the minute leaves), and the
 -- minute's rows move by it, ts_inferred = 'witness'. A kill that names no unit (a host OOM on
 -- an old kernel) takes such lines only when a single unit logged them in that span. A server's
--- own report of the death witnesses it as well: the victim's pid (SGLang's "Subprocess
+-- own report of the death witnesses it as well: the victim's pid (a server's "Subprocess
 -- scheduler_0 (pid=…) crashed", a V0 vLLM's "Worker VllmWorkerProcess pid … died"), or V1
 -- vLLM's dead engine core or worker by name (the rule of anchor_monotonic.sql: the victim's
 -- process title, or without one its pid in the line's log or the unit both name).

@@ -107,7 +107,7 @@ FROM (
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host;
 
 -- A source still without a boot (a previous boot's dmesg, no journal of that boot): an OOM kill
--- in it whose victim the killed server reported by pid — SGLang's "Subprocess scheduler_0
+-- in it whose victim the killed server reported by pid — a server's "Subprocess scheduler_0
 -- (pid=48305) crashed with exit code -9" (0.5.10 on), a V0 vLLM's "Worker VllmWorkerProcess pid
 -- 48305 died, exit code: -9", logged the moment the child died — gives its boot as that line's
 -- time minus the kill's seconds since boot (the median over such kills).

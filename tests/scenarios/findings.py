@@ -116,15 +116,19 @@ def recovery_server(s: Scenario) -> Server | None:
 
 
 def server_names_victim(s: Scenario) -> bool:
-    """The server's log names the pid the kernel killed, with its own time: SGLang 0.5.10+'s
-    ``Subprocess scheduler_0 (pid=…) crashed with exit code -9`` (a scheduler killed alone), or a
-    V0 vLLM's ``Worker VllmWorkerProcess pid N died, exit code: -9`` (a rank's own process, TP >
-    1: vLLM from 0.8 names a dead process by its name only, and says nothing of its engine core
-    before 0.10.1 nor of the API server's own process)."""
+    """The server's log names the process the kernel killed, with its own time: SGLang
+    0.5.10+'s ``Subprocess scheduler_0 (pid=…) crashed with exit code -9`` (a scheduler killed
+    alone); a V0 vLLM's ``Worker VllmWorkerProcess pid N died, exit code: -9`` (a rank's own
+    process, TP > 1); V1's dead worker (0.8.5, TP > 1: its pid in its own lines' prefix) or
+    engine core (0.10.1+: its process title) by name (``queries/anchor_monotonic.sql``). Not a
+    0.8 engine core (nothing said), a V0 engine ("already dead", no pid), the API server's own
+    process (0.4 with one rank)."""
     if s.cause not in KERNEL_CAUSES or s.oom_group:
         return False
     if s.engine == "vllm":
-        return s.vllm_version in ("0.4.3", "0.6.6") and s.server.tp > 1
+        if s.vllm_version in ("0.4.3", "0.6.6", "0.8.5"):
+            return s.server.tp > 1
+        return True
     return s.sglang_version not in ("0.4.6.post1", "0.5.2")
 
 
@@ -155,9 +159,19 @@ def kernel_undated(s: Scenario) -> bool:
         return False  # (-e/-H: dated to the minute, its seconds from systemd's lines when there)
     if s.dmesg_format in MONO_DMESG and s.journal_mode in STRUCTURED:
         return False  # the journal's boot id and monotonic clock anchor the boot
-    if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES:
+    if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES and systemd_tells_kill(s):
         return False  # systemd's lines about the unit's OOM kill anchor the boot
     return not (s.dmesg_format in MONO_DMESG and kill_dated_by_server(s))
+
+
+def systemd_tells_kill(s: Scenario) -> bool:
+    """systemd logs a line of the kill: its OOM sentence (cgroup v2), or the main process killed
+    by SIGKILL — always for SGLang (its SIGQUIT handler takes the tree down), for vLLM only when
+    the kernel killed every process (memory.oom.group) or the API server itself (0.4, one rank):
+    else its API server exits 1, which says nothing of a kill."""
+    if s.engine != "vllm" or s.cgroup_v2 or s.oom_group:
+        return True
+    return s.vllm_version == "0.4.3" and s.server.tp == 1
 
 
 WHOLE_SECONDS = {"short", "short-iso", "short-full"}  # and rsyslog's RFC 3164 files

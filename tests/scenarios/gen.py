@@ -939,9 +939,12 @@ def _vllm_names_victim(s: Scenario, log: VllmLog) -> bool:
     name — the kernel's victim, by its process title (``VLLM::EngineCor``, 0.10.1 on) or, before
     titles, by its pid, which the worker's own lines carry (``(VllmWorker rank=0 pid=N)``). No
     line at all from a 0.8 engine core, nor when the kernel killed every process
-    (memory.oom.group) or the API server's own process."""
+    (memory.oom.group) or the API server's own process; a V0 engine's "MQLLMEngine is already
+    dead" comes when the API server next looks, and names a process whose lines carry no pid."""
     role = vllm_role(log)
     if s.cause not in ("cgroup_oom", "host_oom") or s.oom_group or role == "main":
+        return False
+    if role == "engine" and log.v < (0, 8):
         return False
     return death_message(log.v, role, 0, -9) is not None
 
