@@ -1,7 +1,8 @@
 """Write a whole night from a :class:`~scenarios.spec.Scenario` and return its
 :class:`~scenarios.spec.Truth`.
 
-The story: the server unit was started (its load is logged), served with a load that grows
+The story: the server unit (SGLang's or vLLM's, ``tests/scenarios/vllm.py``) was started (its
+load is logged), served with a load that grows
 towards the kill, and died by the scenario's cause; systemd, the kernel, earlyoom or
 systemd-oomd said so in their own words; service came back (or not) by the scenario's recovery;
 nvidia-smi sampled the GPUs throughout. Unrelated units start and fail near the kill; a second

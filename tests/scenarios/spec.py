@@ -5,7 +5,8 @@ without drawing anything that changes a fact (random draws inside the writer onl
 that no check reads, such as throughputs or client ports). :func:`draw` picks one scenario from
 ``(seed, index)``; knobs are drawn independently where the real world lets them vary
 independently, and constrained where it does not (systemd-oomd needs a journal, memory.oom.group
-a 4.19+ kernel, ``StatusUnitFormat=`` systemd 249+).
+a 4.19+ kernel, ``StatusUnitFormat=`` systemd 249+). The engine (SGLang, or vLLM on about 40 % of
+nights) is drawn last, from its own stream, so that a night drawn before it keeps every knob.
 
 >>> s = draw(20251205, 0)
 >>> s == draw(20251205, 0), s.index
