@@ -35,6 +35,12 @@ mechanisms fixed for them:
   year in its lines) took the copy's year, 2027, when March 10 was still standard time; the
   dated sources moved it a year back by a fixed 365 days, an hour late. A year's move keeps
   each row's local wall time (``analysis.apply_shifts``, ``ClockOffset.years``).
+- group-minute (seed 20251205, night 138): memory.oom.group kills ten processes in a ``dmesg
+  -e`` minute; systemd's syslog lines, in whole seconds, date it to 06:05:13. The minute's
+  first kill line now takes the witness's second (``queries/anchor_minutes.sql``: the last one
+  did, leaving the victim 130 µs before it), and the last activity is bounded by every record
+  of the kill (``facts.kill_bound``), as the last statistics line was: the statistics line at
+  06:05:13.072 (the kill was at .795) is the last activity, not the one ten seconds before.
 """
 
 from __future__ import annotations
@@ -135,3 +141,11 @@ def test_a_year_moved_keeps_each_line_s_daylight_saving_hour(cli: Any, tmp_path:
     (inc,) = json.loads(cli("query", "SELECT * FROM incidents", "--db", db, "--format", "json").out)
     assert (inc["unit"], inc["cause"]) == ("inference.service", "cgroup_oom")
     assert abs(inc["downtime_s"] - 757.6) <= 5  # (an hour more when 2027's March 10 was standard time)
+
+
+def test_a_minute_dated_by_a_whole_second_keeps_that_second_s_lines(cli: Any, tmp_path: Path) -> None:
+    (inc,) = _build(cli, tmp_path, "group-minute", "--tz", "UTC")
+    assert (inc["unit"], inc["cause"]) == ("inference.service", "host_oom")
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (247, 165)
+    truth = datetime(2026, 6, 27, 6, 5, 13, 72965, tzinfo=UTC)  # its last statistics line
+    assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5

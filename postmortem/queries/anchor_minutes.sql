@@ -63,7 +63,9 @@ WITH witnesses AS (
                                                   w.detail, '$.process_pid') AS INTEGER) = k.victim_pid)) END))
 ),
 witnessed AS (
-    SELECT source_id, host, minute, min(epoch_us(ts) - epoch_us(kill_ts)) AS shift_us
+    -- (the minute's first kill line to the earliest witness: memory.oom.group's later kill
+    -- lines, microseconds on, stay after it, and a kill so dated keeps the witness's second)
+    SELECT source_id, host, minute, min(epoch_us(ts)) - min(epoch_us(kill_ts)) AS shift_us
     FROM witnesses
     GROUP BY source_id, host, minute
     HAVING count(DISTINCT unit) <= 1
