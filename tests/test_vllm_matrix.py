@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from scenarios.vllm import VERSIONS, death_message, envelope_line, stats_message, uvicorn_line
 
 from postmortem.build import BuildOptions, build
 from postmortem.ingest import IngestOptions
@@ -25,14 +26,8 @@ from postmortem.timeutil import get_zone
 HOST = "gpu-node-9"
 T0 = datetime(2026, 6, 2, 9, 0, 0, tzinfo=UTC)
 
-#: versions whose lines differ where the parser cares (envelope, prefixes, config, stats, death)
-VERSIONS = ("0.4.3", "0.6.6", "0.8.5", "0.10.2", "0.20.1", "0.31.0")
 CAPTURES = ("journal", "file", "docker", "cri")
 CAUSES = ("cgroup_oom", "host_oom", "gpu_oom", "signal")
-
-
-def _v(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 @dataclass(frozen=True)
@@ -49,34 +44,17 @@ class Night:
 
     def __init__(self, version: str, capture: str) -> None:
         self.version, self.capture = version, capture
-        self.v = _v(version)
+        self.v = tuple(int(x) for x in version.split("."))
         self.journal: list[tuple[datetime, str]] = []
         self.server: list[tuple[datetime, str]] = []  # the server's own stream (stdout)
         self.kernel: list[tuple[datetime, str]] = []
 
-    # -- envelopes
-    def prefix(self, who: str, pid: int) -> str:
-        v = self.v
-        if who == "api":
-            name = "APIServer" if v >= (0, 10, 1) else None
-        elif who == "engine":
-            name = "EngineCore" if v >= (0, 18) else ("EngineCore_DP0" if v >= (0, 10, 2) else None)
-        elif v < (0, 6, 5) or (v < (0, 8) and who == "worker"):
-            name = "VllmWorkerProcess"
-        else:
-            name = "Worker_TP0" if v >= (0, 10, 2) else "VllmWorker rank=0"
-        if name is None:
-            return ""
-        text = f"({name} pid={pid}) "
-        return f"\x1b[1;36m{text[:-1]}\x1b[0;0m " if v <= (0, 17, 1) else text
-
+    # -- envelopes (the line writers the generated nights use too: tests/scenarios/vllm.py)
     def vline(self, t: datetime, who: str, pid: int, msg: str, level: str = "INFO") -> None:
-        where = "[core.py:100]" if self.v >= (0, 8) else "llm_engine.py:100]"
-        self.server.append((t, f"{self.prefix(who, pid)}{level} {t:%m-%d %H:%M:%S} {where} {msg}"))
+        self.server.append((t, envelope_line(self.v, t, who, pid, msg, level)))
 
     def uvicorn(self, t: datetime, pid: int, msg: str) -> None:
-        pre = self.prefix("api", pid) if (0, 10, 1) <= self.v < (0, 31) else ""
-        self.server.append((t, f"{pre}INFO:     {msg}"))
+        self.server.append((t, uvicorn_line(self.v, pid, msg)))
 
     def j(self, t: datetime, ident: str, msg: str) -> None:
         self.journal.append((t, f"{t:%Y-%m-%dT%H:%M:%S.%f}"[:-3] + f"+0000 {HOST} {ident}: {msg}"))
@@ -132,42 +110,16 @@ class Night:
         return ready
 
     def stats(self, t: datetime, pid: int, running: int, queued: int, kv: float) -> None:
-        if self.v < (0, 7):
-            msg = (
-                f"Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 1500.0 tokens/s, Running: {running} "
-                f"reqs, Swapped: 0 reqs, Pending: {queued} reqs, GPU KV cache usage: {kv:.1f}%, CPU KV cache usage: 0.0%."
-            )
-        else:
-            msg = (
-                f"Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 1500.0 tokens/s, "
-                f"Running: {running} reqs, Waiting: {queued} reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 9.0%"
-            )
-        self.vline(t, "api", pid, msg)
+        self.vline(t, "api", pid, stats_message(self.v, running, queued, kv))
 
     def death_line(self, t: datetime, pid: int) -> None:
-        v = self.v
-        if v < (0, 8):
-            self.vline(
-                t, "api", pid, f"Worker VllmWorkerProcess pid {pid + 200} died, exit code: -9", "ERROR"
-            )
-        elif v < (0, 10, 1):
-            self.vline(
-                t,
-                "engine",
-                pid + 100,
-                "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
-                "ERROR",
-            )
-        elif v < (0, 20):
-            self.vline(
-                t,
-                "api",
-                pid,
-                "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
-                "ERROR",
-            )
-        else:
-            self.vline(t, "api", pid, "Engine core process EngineCore_DP0 died unexpectedly.", "ERROR")
+        """The kill as the server tells it: a V0 worker's (pid and exit code), V1 0.8's worker
+        proc's, the engine core's since 0.10.1."""
+        role = "worker" if self.v < (0, 10, 1) else "engine"
+        said = death_message(self.v, role, pid + 200, -9)
+        assert said is not None
+        who, msg, level = said
+        self.vline(t, who, {"api": pid, "engine": pid + 100, "worker": pid + 200}[who], msg, level)
 
     def kernel_kill(self, t: datetime, cause: str, pid: int) -> None:
         comm = "VLLM::EngineCor" if self.v >= (0, 10, 1) else "python3"

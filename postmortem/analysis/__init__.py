@@ -138,16 +138,29 @@ def apply_shifts(store: Store, shifts: dict[int, ClockOffset]) -> None:
     for sid, off in shifts.items():
         micros = round(off.offset_s * 1_000_000)
         materialize(store, [sid])  # rows in Parquet parts are never updated in place
+        row = store.execute("SELECT tz FROM sources WHERE source_id = ?", [sid]).fetchone()
+        zone = row[0] if row and off.years and row[0] and "/" in str(row[0]) else None
+        # a year's move keeps each row's local wall time (its own daylight-saving hour), else a
+        # fixed offset
+        moved = (
+            "timezone($zone, timezone($zone, {c}) + to_years($years))"
+            if zone
+            else "{c} - to_microseconds($us)"
+        )
+        args: dict[str, Any] = {
+            "sid": sid,
+            **({"zone": zone, "years": off.years} if zone else {"us": micros}),
+        }
         for table in tables:
             store.execute(
-                f"UPDATE {native(store, table)} SET ts = ts - to_microseconds(?) WHERE source_id = ? AND ts IS NOT NULL",  # noqa: S608
-                [micros, sid],
+                f"UPDATE {native(store, table)} SET ts = {moved.format(c='ts')} WHERE source_id = $sid AND ts IS NOT NULL",  # noqa: S608
+                args,
             )
         note = off.note or describe_offset(off.offset_s) or off.method
         store.execute(
-            "UPDATE sources SET shift_s = coalesce(shift_s, 0) + ?, shift_note = ?, "
-            "first_ts = first_ts - to_microseconds(?), last_ts = last_ts - to_microseconds(?) WHERE source_id = ?",
-            [off.offset_s, f"{off.method}: {note}", micros, micros, sid],
+            f"UPDATE sources SET shift_s = coalesce(shift_s, 0) + $off, shift_note = $note, "  # noqa: S608
+            f"first_ts = {moved.format(c='first_ts')}, last_ts = {moved.format(c='last_ts')} WHERE source_id = $sid",
+            {**args, "off": off.offset_s, "note": f"{off.method}: {note}"},
         )
 
 

@@ -270,7 +270,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
         if not witnesses:
             continue
         offset = (r["first_ts"] - _years_later(r["first_ts"], best)).total_seconds()
-        out += _anchored_with(rows, r, offset, known)
+        out += _anchored_with(rows, r, offset, known, best)
         out.append(
             ClockOffset(
                 source_id=int(r["source_id"]),
@@ -278,6 +278,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
                 offset_s=offset,
                 method="the year of the dated sources",
                 pairs=len(witnesses),
+                years=best,
                 note=f"its year-less stamps took the year of the file's modification time; the dated "
                 f"sources of the same night put it {abs(best)} year{'s' if abs(best) > 1 else ''} {'earlier' if best < 0 else 'later'}",
             )
@@ -286,7 +287,7 @@ def year_offsets(rows: Sequence[dict[str, Any]], known: set[int]) -> list[ClockO
 
 
 def _anchored_with(
-    rows: Sequence[dict[str, Any]], moved: dict[str, Any], offset: float, known: set[int]
+    rows: Sequence[dict[str, Any]], moved: dict[str, Any], offset: float, known: set[int], years: int
 ) -> list[ClockOffset]:
     """Sources whose kernel lines took their boot from ``moved``'s clock (the same lines in a
     dmesg file and in that journal): they move with it."""
@@ -298,6 +299,7 @@ def _anchored_with(
             method="the year of the dated sources",
             pairs=1,
             note=f"its boot was dated by {moved['path']}, which was a year off",
+            years=years,
         )
         for d in rows
         if d.get("anchored")

@@ -405,7 +405,9 @@ def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
     if queued:
         facts.queue_start_ts = queued[0]["ts"]
         facts.queue_start_at = (int(queued[0]["source_id"]), int(queued[0]["line_no"]))
-    incident.last_activity_ts = _last_activity(store, (unit, incident.server_source), kill, host)
+    incident.last_activity_ts = _last_activity(
+        store, (unit, incident.server_source), kill, host, kill_bound(incident, kill)
+    )
     if facts.last_batch:
         incident.running_at_kill = facts.last_batch["running_req"]
         incident.queued_at_kill = facts.last_batch["queue_req"]
@@ -725,16 +727,23 @@ PROCESS_LOOK_S = 3600.0
 
 
 def _last_activity(
-    store: Store, server: tuple[str | None, int | None], kill: datetime, host: str | None = None
+    store: Store,
+    server: tuple[str | None, int | None],
+    kill: datetime,
+    host: str | None = None,
+    bound: datetime | None = None,
 ) -> datetime | None:
     """The server's last line before ``kill`` (``server``: its unit, else the source of its
-    lines): within the last two hours (a scan of those rows only), else however long before."""
+    lines): within the last two hours (a scan of those rows only), else however long before.
+    ``bound``: the last instant the kill may have been (:func:`kill_bound`, as for the last
+    statistics line), by default the end of its second when it is stamped in whole seconds."""
     unit, source = server
+    before = bound or kill_second_end(kill)
     for since in (kill - timedelta(seconds=ACTIVITY_LOOK_S), None):
         rows = run_named_dicts(
             store,
             "last_activity_before",
-            {"unit": unit, "source": source, "before": kill_second_end(kill), "since": since, "host": host},
+            {"unit": unit, "source": source, "before": before, "since": since, "host": host},
         )
         if rows and rows[0]["ts"] is not None:
             ts: datetime = rows[0]["ts"]

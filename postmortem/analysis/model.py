@@ -62,6 +62,10 @@ class ClockOffset:
     method: str
     pairs: int
     note: str | None = None
+    #: a move by whole years of local time (a year-less file read with the wrong year): applied
+    #: to each row's wall time in the source's zone, so that a daylight-saving change that falls
+    #: on other dates that year moves the row by its own hour (0: a fixed offset)
+    years: int = 0
 
 
 @dataclass

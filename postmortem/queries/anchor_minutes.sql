@@ -9,12 +9,17 @@
 -- a source holding an OOM kill of a unit, the earliest such line of the same unit and host in
 -- that minute (or 2 s after it) gives u (kept within the room the minute leaves), and the
 -- minute's rows move by it, ts_inferred = 'witness'. A kill that names no unit (a host OOM on
--- an old kernel) takes such lines only when a single unit logged them in that span.
+-- an old kernel) takes such lines only when a single unit logged them in that span. A server's
+-- own report of the death witnesses it as well: the victim's pid (a server's "Subprocess
+-- scheduler_0 (pid=…) crashed", a V0 vLLM's "Worker VllmWorkerProcess pid … died"), or V1
+-- vLLM's dead engine core or worker by name (the rule of anchor_monotonic.sql: the victim's
+-- process title, or without one its pid in the line's log or the unit both name).
 -- Minutes no such line dates stay as they are ('minute'). No parameters; idempotent.
 
 -- the minutes that hold a kill, and how much room each leaves (its first and last row's offset)
 CREATE OR REPLACE TEMP TABLE anchor_minute_kills AS
-SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute
+SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute, victim_pid,
+       coalesce(victim_comm, '') AS comm
 FROM oom_kills
 WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND coalesce(unit, '') NOT LIKE '%.slice';
 
@@ -28,10 +33,8 @@ GROUP BY source_id, host, date_trunc('minute', ts);
 
 -- each minute's move and what its rows become: 'witness' (systemd's second) or still 'minute'
 CREATE OR REPLACE TEMP TABLE anchor_minute_shifts AS
-WITH witnessed AS (
-    SELECT k.source_id, k.host, k.minute,
-           min(epoch_us(e.ts) - epoch_us(k.ts)) AS shift_us,
-           count(DISTINCT e.unit) AS units
+WITH witnesses AS (
+    SELECT k.source_id, k.host, k.minute, k.ts AS kill_ts, e.ts, e.unit
     FROM anchor_minute_kills AS k
     JOIN unit_events AS e
       ON e.ts IS NOT NULL
@@ -39,8 +42,33 @@ WITH witnessed AS (
      AND (k.host IS NULL OR e.host IS NULL OR k.host = e.host)
      AND (e.unit = k.unit OR k.unit IS NULL)
      AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
-    GROUP BY k.source_id, k.host, k.minute
-    HAVING count(DISTINCT e.unit) = 1
+    UNION ALL
+    SELECT k.source_id, k.host, k.minute, k.ts, e.ts, coalesce(e.unit, k.unit)
+    FROM anchor_minute_kills AS k
+    JOIN server_events AS e
+      ON e.kind IN ('scheduler_killed', 'scheduler_dead') AND e.ts IS NOT NULL
+     AND e.ts >= k.minute AND e.ts <= k.minute + INTERVAL 62 SECOND
+     AND (k.host IS NULL OR e.host IS NULL OR k.host = e.host)
+     AND (k.unit IS NULL OR e.unit IS NULL OR e.unit = k.unit)
+     AND (TRY_CAST(json_extract_string(e.detail, '$.subprocess_pid') AS INTEGER) = k.victim_pid
+          OR (e.engine = 'vllm' AND json_extract_string(e.detail, '$.subprocess_pid') IS NULL
+              AND regexp_matches(e.message, '(Engine core proc(ess)?|Worker proc) \S+ died unexpectedly')
+              AND CASE WHEN k.comm LIKE 'VLLM::EngineCor%' OR k.comm LIKE 'VLLM::DPEngine%'
+                       THEN contains(e.message, 'Engine core proc')
+                       WHEN k.comm LIKE 'VLLM::Worker%' THEN NOT contains(e.message, 'Engine core proc')
+                       ELSE (k.unit IS NOT NULL AND e.unit = k.unit)
+                            OR EXISTS (SELECT 1 FROM server_events AS w
+                                       WHERE w.source_id = e.source_id
+                                         AND (w.pid = k.victim_pid OR TRY_CAST(json_extract_string(
+                                                  w.detail, '$.process_pid') AS INTEGER) = k.victim_pid)) END))
+),
+witnessed AS (
+    -- (the minute's first kill line to the earliest witness: memory.oom.group's later kill
+    -- lines, microseconds on, stay after it, and a kill so dated keeps the witness's second)
+    SELECT source_id, host, minute, min(epoch_us(ts)) - min(epoch_us(kill_ts)) AS shift_us
+    FROM witnesses
+    GROUP BY source_id, host, minute
+    HAVING count(DISTINCT unit) <= 1
 ),
 -- A minute no systemd line dates: the killed unit's server was still alive at its last line in
 -- that minute after the kill's row (before any start of the unit again), so the kill was no

@@ -108,8 +108,9 @@ WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT
 
 -- A source still without a boot (a previous boot's dmesg, no journal of that boot): an OOM kill
 -- in it whose victim the killed server reported by pid — a server's "Subprocess scheduler_0
--- (pid=48305) crashed with exit code -9" (0.5.10 on), logged the moment the child died — gives
--- its boot as that line's time minus the kill's seconds since boot (the median over such kills).
+-- (pid=48305) crashed with exit code -9" (0.5.10 on), a V0 vLLM's "Worker VllmWorkerProcess pid
+-- 48305 died, exit code: -9", logged the moment the child died — gives its boot as that line's
+-- time minus the kill's seconds since boot (the median over such kills).
 -- The pid, the unit and the host must agree, and the capture cannot predate its own records.
 UPDATE anchor_source_boots AS a
 SET boot_ts = m.boot_ts
@@ -119,12 +120,58 @@ FROM (
     FROM oom_kills AS o
     JOIN server_events AS e
       ON e.kind = 'scheduler_killed' AND e.ts IS NOT NULL
-     AND TRY_CAST(regexp_extract(e.message, '\(pid=(\d+)\) crashed with exit code -9', 1) AS INTEGER)
-         = o.victim_pid
+     AND TRY_CAST(json_extract_string(e.detail, '$.subprocess_pid') AS INTEGER) = o.victim_pid
      AND (o.unit IS NULL OR e.unit IS NULL OR o.unit = e.unit)
      AND (o.host IS NULL OR e.host IS NULL OR o.host = e.host)
     WHERE o.ts IS NULL AND o.monotonic_s IS NOT NULL AND o.victim_pid IS NOT NULL
     GROUP BY o.source_id, o.host
+) AS m
+WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
+  AND NOT anchor_predates_capture(a.source_id, m.boot_ts);
+
+-- A source still without a boot: its one OOM kill, of a vLLM process its server reports dead by
+-- name only — V1's "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."
+-- (0.10.1 on; "Engine core process … died unexpectedly." 0.20 on) or "Worker proc VllmWorker-0
+-- died unexpectedly, shutting down executor." (0.8.5 on), logged within a second of the death —
+-- gives its boot as that line's time minus the kill's seconds since boot. The kernel's victim
+-- and the line name the same process: the engine core's process title (VLLM::EngineCore, 0.10.1
+-- on) with an engine core's death, a worker's (VLLM::Worker…) with a worker's; a victim without
+-- a title (python3, before 0.10.1) when the line's own log shows the victim's pid (a worker's
+-- lines carry "(VllmWorker rank=0 pid=N)") or its record's cgroup names the unit whose server
+-- wrote the line. The line must be the only such of the host (a second server dying the same
+-- night leaves the kill undated). The capture cannot predate its own records.
+UPDATE anchor_source_boots AS a
+SET boot_ts = m.boot_ts
+FROM (
+    WITH kills AS (
+        SELECT source_id, host, any_value(monotonic_s) AS monotonic_s,
+               coalesce(any_value(victim_comm), '') AS comm, any_value(unit) AS unit,
+               any_value(victim_pid) AS victim_pid
+        FROM oom_kills
+        WHERE ts IS NULL AND monotonic_s IS NOT NULL
+        GROUP BY source_id, host
+        HAVING count(DISTINCT oom_id) = 1
+    ),
+    deaths AS (
+        SELECT source_id, host, ts, unit, contains(message, 'Engine core proc') AS engine_core
+        FROM server_events
+        WHERE engine = 'vllm' AND kind IN ('scheduler_dead', 'scheduler_killed') AND ts IS NOT NULL
+          AND json_extract_string(detail, '$.subprocess_pid') IS NULL
+          AND regexp_matches(message, '(Engine core proc(ess)?|Worker proc) \S+ died unexpectedly')
+    )
+    SELECT k.source_id, k.host, anchor_boot_of(d.ts, k.monotonic_s) AS boot_ts
+    FROM kills AS k
+    JOIN deaths AS d
+      ON (k.host IS NULL OR d.host IS NULL OR k.host = d.host)
+     AND CASE WHEN k.comm LIKE 'VLLM::EngineCor%' OR k.comm LIKE 'VLLM::DPEngine%' THEN d.engine_core
+              WHEN k.comm LIKE 'VLLM::Worker%' THEN NOT d.engine_core
+              ELSE (k.unit IS NOT NULL AND d.unit = k.unit)
+                   OR EXISTS (SELECT 1 FROM server_events AS w
+                              WHERE w.source_id = d.source_id
+                                AND (w.pid = k.victim_pid OR TRY_CAST(json_extract_string(
+                                         w.detail, '$.process_pid') AS INTEGER) = k.victim_pid)) END
+    GROUP BY k.source_id, k.host
+    HAVING count(*) = 1
 ) AS m
 WHERE a.boot_ts IS NULL AND a.source_id = m.source_id AND a.host IS NOT DISTINCT FROM m.host
   AND NOT anchor_predates_capture(a.source_id, m.boot_ts);

@@ -7,7 +7,8 @@
 -- lines before a file's first configuration line are a run of their own. A journal's runs are
 -- its processes' (one journal holds several servers' streams); a file's are its own.
 -- Per run: its first and last line, and the pids it names (its own, uvicorn's main pid, a
--- subprocess it reports dead).
+-- subprocess it reports dead, a child whose lines a journal credits to the main process:
+-- vLLM's "(EngineCore_DP0 pid=N)").
 -- Parameters: $linked.
 -- The bulk tables are grouped by UTC minute as whole microseconds since the epoch (floored):
 -- the same groups as date_trunc('minute', ts) in the session's UTC, which costs seven times as
@@ -23,7 +24,8 @@ r AS (
     UNION ALL
     SELECT source_id, host, pid, ts, false,
            coalesce(TRY_CAST(json_extract_string(detail, '$.server_pid') AS BIGINT),
-                    TRY_CAST(json_extract_string(detail, '$.subprocess_pid') AS BIGINT)), unit
+                    TRY_CAST(json_extract_string(detail, '$.subprocess_pid') AS BIGINT),
+                    TRY_CAST(json_extract_string(detail, '$.process_pid') AS BIGINT)), unit
     FROM server_events WHERE (CASE WHEN $linked THEN unit IS NOT NULL ELSE unit IS NULL END) AND ts IS NOT NULL
     UNION ALL
     -- (the bulk tables: a run's first and last line are all they add)

@@ -168,6 +168,25 @@ def _utc(x: Any) -> datetime | None:
     return None
 
 
+def in_truth_year(r: Result, ts: datetime | None) -> datetime | None:
+    """``ts`` as the night's truth can judge it: when no source tells the year (vLLM's year-less
+    lines with a year-less journal or dmesg, no --since, a copied file's mtime), the project's
+    year is a guess the checks do not judge — its local wall time is moved to the truth's year."""
+    if ts is None or r.truth.year_evidence:
+        return ts
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(r.scenario.zone)
+    local, year = ts.astimezone(zone), r.truth.kill_utc.astimezone(zone).year
+    if local.year == year:
+        return ts
+    try:
+        moved = local.replace(tzinfo=None, year=year)
+    except ValueError:  # (Feb 29)
+        return ts
+    return moved.replace(tzinfo=zone).astimezone(UTC)
+
+
 def _close(a: datetime | None, b: datetime | None, tol: float) -> bool:
     return a is not None and b is not None and abs((a - b).total_seconds()) <= tol
 
@@ -246,7 +265,7 @@ def compare(r: Result) -> list[Check]:
         add("unit", unit in (None, "", "unknown"), "unknown (nothing names it)", unit)
     else:
         add("unit", unit == t.unit, t.unit, unit)
-    ts = _utc(row["ts"])
+    ts = in_truth_year(r, _utc(row["ts"]))
     if t.datable:
         add("kill_time", _at_kill(t, ts), str(t.kill_utc), str(ts))
     else:
@@ -285,7 +304,7 @@ def compare(r: Result) -> list[Check]:
             (t.running_at_kill, t.queued_at_kill),
             got_rq,
         )
-        la = _utc(row["last_activity_ts"])
+        la = in_truth_year(r, _utc(row["last_activity_ts"]))
         add("last_activity", _close(la, t.last_activity_utc, 1.5), str(t.last_activity_utc), str(la))
     else:
         add("running_queued", None)
@@ -315,7 +334,8 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     title = re.sub(r"\\([\\`*_\[\]|~#@<>])", r"\1", title)  # as rendered
     minute = t.kill_utc.strftime("%Y-%m-%d %H:%M")
     m = re.search(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", title)
-    said = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) if m else None
+    as_said = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) if m else None
+    said = in_truth_year(r, as_said)
     at_kill = _at_kill(t, said) if t.minute_only else _close(said, t.kill_utc.replace(microsecond=0), 2.0)
     killed_at = table_value(md, "Killed at") or ""
     if t.startup_failure:
@@ -332,7 +352,7 @@ def _report_checks(r: Result, md: str) -> list[Check]:
             unit_ok
             and "killed" in title
             and at_kill
-            and killed_at[:16] == (said.strftime("%Y-%m-%d %H:%M") if said else "?")
+            and killed_at[:16] == (as_said.strftime("%Y-%m-%d %H:%M") if as_said else "?")
         )
         out.append(Check("report_headline", ok, f"{t.unit} killed … {minute}", title))
     back = table_value(md, "Brought back by")

@@ -35,11 +35,12 @@ CAUSE = {"cause", "report_cause"}
 
 def name_unit(path: str) -> str | None:
     """The unit ``postmortem/ingest.py`` (``_unit_from_name``) makes of a log file's name: a
-    name ending in ``.service`` (before ``.log``), else a name containing ``sglang`` + ``.service``."""
+    name ending in ``.service`` (before ``.log``), else a name containing an engine's name
+    (``sglang``, ``vllm``) + ``.service``."""
     stem = re.sub(r"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+))+$", "", path.rsplit("/", 1)[-1])
     if re.fullmatch(r"[A-Za-z0-9@_.:-]+\.(service|scope)", stem):
         return stem
-    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and "sglang" in stem.lower():
+    if re.fullmatch(r"[A-Za-z0-9@_:-]+", stem) and ("sglang" in stem.lower() or "vllm" in stem.lower()):
         return f"{stem}.service"
     return None
 
@@ -50,9 +51,9 @@ def described(s: Scenario) -> bool:
 
 
 def readable(s: Scenario) -> bool:
-    """The server's lines are read at all (in the journal, or a file in SGLang's own format or a
-    CRI pod log's, which the k8s-cri parser reads through the engine)."""
-    return True  # (SGLang's lines are read in every envelope the generator writes)
+    """The server's lines are read at all (in the journal, or a file in the engine's own format
+    or a CRI pod log's, which the k8s-cri parser reads through the engine)."""
+    return True  # (SGLang's and vLLM's lines are read in every envelope the generator writes)
 
 
 def file_name(s: Scenario, x: Server) -> str:
@@ -114,18 +115,28 @@ def recovery_server(s: Scenario) -> Server | None:
     return None
 
 
+def server_names_victim(s: Scenario) -> bool:
+    """The server's log names the process the kernel killed, with its own time: SGLang
+    0.5.10+'s ``Subprocess scheduler_0 (pid=…) crashed with exit code -9`` (a scheduler killed
+    alone); a V0 vLLM's ``Worker VllmWorkerProcess pid N died, exit code: -9`` (a rank's own
+    process, TP > 1); V1's dead worker (0.8.5, TP > 1: its pid in its own lines' prefix) or
+    engine core (0.10.1+: its process title) by name (``queries/anchor_monotonic.sql``). Not a
+    0.8 engine core (nothing said), a V0 engine ("already dead", no pid), the API server's own
+    process (0.4 with one rank)."""
+    if s.cause not in KERNEL_CAUSES or s.oom_group:
+        return False
+    if s.engine == "vllm":
+        if s.vllm_version in ("0.4.3", "0.6.6", "0.8.5"):
+            return s.server.tp > 1
+        return True
+    return s.sglang_version not in ("0.4.6.post1", "0.5.2")
+
+
 def kill_dated_by_server(s: Scenario) -> bool:
-    """An undated kernel record gets its time from SGLang's report of the victim's pid
-    (``Subprocess scheduler_0 (pid=…) crashed with exit code -9``, 0.5.10+, only when the kernel
-    killed a scheduler alone), when the server's unit agrees with the record's."""
+    """An undated kernel record gets its time from the server's report of the victim's pid
+    (:func:`server_names_victim`), when the server's unit agrees with the record's."""
     unit = stream_unit(s, s.server)
-    return (
-        s.cause in KERNEL_CAUSES
-        and not s.oom_group
-        and readable(s)
-        and s.sglang_version not in ("0.4.6.post1", "0.5.2")
-        and unit in (None, s.server.unit)
-    )
+    return server_names_victim(s) and readable(s) and unit in (None, s.server.unit)
 
 
 def server_dated(s: Scenario) -> bool:
@@ -148,9 +159,19 @@ def kernel_undated(s: Scenario) -> bool:
         return False  # (-e/-H: dated to the minute, its seconds from systemd's lines when there)
     if s.dmesg_format in MONO_DMESG and s.journal_mode in STRUCTURED:
         return False  # the journal's boot id and monotonic clock anchor the boot
-    if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES:
+    if s.dmesg_format in MONO_DMESG and s.journal_mode in WALL_MODES and systemd_tells_kill(s):
         return False  # systemd's lines about the unit's OOM kill anchor the boot
     return not (s.dmesg_format in MONO_DMESG and kill_dated_by_server(s))
+
+
+def systemd_tells_kill(s: Scenario) -> bool:
+    """systemd logs a line of the kill: its OOM sentence (cgroup v2), or the main process killed
+    by SIGKILL — always for SGLang (its SIGQUIT handler takes the tree down), for vLLM only when
+    the kernel killed every process (memory.oom.group) or the API server itself (0.4, one rank):
+    else its API server exits 1, which says nothing of a kill."""
+    if s.engine != "vllm" or s.cgroup_v2 or s.oom_group:
+        return True
+    return s.vllm_version == "0.4.3" and s.server.tp == 1
 
 
 WHOLE_SECONDS = {"short", "short-iso", "short-full"}  # and rsyslog's RFC 3164 files
@@ -185,7 +206,7 @@ def failure_seen_after_kill(s: Scenario, t: Truth) -> bool:
     if server_dated(s):  # the boot is the server's line's time minus the kill's seconds since boot
         said = t.kill_utc + timedelta(seconds=0.6)
         kill = said.replace(microsecond=said.microsecond // 1000 * 1000)
-        if s.sglang_version == "0.5.10":  # whole seconds: the anchor adds half a second
+        if s.sglang_version == "0.5.10" or s.engine == "vllm":  # whole seconds: the anchor adds half a second
             kill = said.replace(microsecond=500_000)
     if s.cause == "gpu_oom" or kernel_undated(s):
         kill = t.death_utc if not whole_seconds(s) else t.death_utc.replace(microsecond=0)
@@ -213,12 +234,16 @@ def _kill_dated(s: Scenario) -> bool:
 
 def _no_wall(s: Scenario, t: Truth) -> set[str]:
     """A journal without wall-clock times (``-o cat``, or ``short-monotonic`` with no server
-    line in it to date its boot): no unit's start or death can be put beside the server's
-    lines, so the recovery's unit is not named."""
+    line in it nor systemd's line of a dated kill to date its boot): no unit's start or death can
+    be put beside the server's lines, so the recovery's unit is not named."""
     if s.journal_mode not in NO_WALL:
         return set()
-    if s.journal_mode == "short-monotonic" and (s.sglang_in == "journal" or _kill_dated(s)):
-        return set()  # the server's stamps or the dated kill give its boot (queries/anchor_journal.sql)
+    if s.journal_mode == "short-monotonic" and (
+        s.sglang_in == "journal" or (_kill_dated(s) and systemd_tells_kill(s))
+    ):
+        # the server's stamps, or the dated kill beside systemd's line of it, give its boot
+        # (queries/anchor_journal.sql); a vLLM API server's exit 1 is no line of a kill
+        return set()
     rec = recovery_server(s)
     if rec is None or by_hand(rec) or not readable(s):
         return set()
@@ -266,7 +291,8 @@ def gpu_workload(s: Scenario) -> bool:
     """``rules.gpu_workload``: the killed unit is known to use GPUs (its server's configuration or
     loads, victims named like a server, a unit named like one)."""
     victims = (s.cause in KERNEL_CAUSES and not kernel_undated(s)) or s.cause == "earlyoom"
-    return load_unit(s, s.server) == s.server.unit or victims or "sglang" in s.server.unit
+    engine_named = "sglang" in s.server.unit or "vllm" in s.server.unit
+    return load_unit(s, s.server) == s.server.unit or victims or engine_named
 
 
 def denies_samples(s: Scenario) -> bool:

@@ -1,7 +1,8 @@
 """Write a whole night from a :class:`~scenarios.spec.Scenario` and return its
 :class:`~scenarios.spec.Truth`.
 
-The story: the server unit was started (its load is logged), served with a load that grows
+The story: the server unit (SGLang's or vLLM's, ``tests/scenarios/vllm.py``) was started (its
+load is logged), served with a load that grows
 towards the kill, and died by the scenario's cause; systemd, the kernel, earlyoom or
 systemd-oomd said so in their own words; service came back (or not) by the scenario's recovery;
 nvidia-smi sampled the GPUs throughout. Unrelated units start and fail near the kill; a second
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +34,7 @@ from .nvidia import Gpus, csv_loop, uuids
 from .sglang import SglangLog, config_error_traceback, cuda_oom_traceback, envelope, server_args
 from .spec import Scenario, Server, Truth, Victim
 from .systemd import MESSAGE_ID, Systemd
+from .vllm import VllmLog, death_message
 
 IDLE_MIB = 1
 #: the modes whose lines carry a wall-clock time
@@ -78,7 +81,7 @@ class Night:
         self.sd = Systemd(s.systemd, s.status_format)
         self.entries: list[JEntry] = []
         self.krecs: list[KRec] = []
-        self.logs: dict[str, SglangLog] = {}
+        self.logs: dict[str, SglangLog | VllmLog] = {}
         self.runs: list[Run] = []
         self.boot = s.kill_utc - _s(s.boot_before_s)
         self._pid = self.rng.randrange(3000, 60000)
@@ -114,9 +117,23 @@ class Night:
         self.entries.append(JEntry(ts, ident, pid, msg, fields, transport))
 
     def log(self, server: Server) -> SglangLog:
+        log = self.log_any(server)
+        assert isinstance(log, SglangLog)
+        return log
+
+    def vlog(self, server: Server) -> VllmLog:
+        log = self.log_any(server)
+        assert isinstance(log, VllmLog)
+        return log
+
+    def log_any(self, server: Server) -> SglangLog | VllmLog:
         if server.unit not in self.logs:
-            zone = "UTC" if self.s.envelope == "cri" and server.unit else self.s.zone  # (a container)
-            self.logs[server.unit] = SglangLog(self.s.sglang_version, zone, server.tp)
+            container = self.s.envelope in ("cri", "docker") and server.unit
+            zone = "UTC" if container else self.s.zone  # (a container)
+            if self.s.engine == "vllm":
+                self.logs[server.unit] = VllmLog(self.s.vllm_version, zone, server.tp)
+            else:
+                self.logs[server.unit] = SglangLog(self.s.sglang_version, zone, server.tp)
         return self.logs[server.unit]
 
     def operator(self, ts: datetime, command: str) -> None:
@@ -141,6 +158,8 @@ class Night:
         if server.unit:  # (a server started by hand has no unit)
             self.sysd(t, self.sd.starting(server.unit, server.description), server.unit, "starting")
             self.sysd(t + _s(0.038), self.sd.started(server.unit, server.description), server.unit, "started")
+        if s.engine == "vllm":
+            return self._start_vllm(run, t, fail)
         log = self.log(server)
         log.pid = main
         log.add(t + _s(2.1), server_args(server.model, server.tp, server.port, 0.88))
@@ -205,9 +224,79 @@ class Night:
         run.ready = ready
         return run
 
+    def _start_vllm(self, run: Run, t: datetime, fail: str | None) -> Run:
+        """A vLLM server's start-up (§3 of the reference): the same phases as SGLang's, in its
+        own lines; vLLM's API server is up a second or two after the engine's last step."""
+        s, p, server = self.s, self.s.load_s, run.server
+        log = self.vlog(server)
+        v = log.v
+        if v < (0, 6, 2):  # V0, the engine in the API server: ranks 1… in their own processes
+            engine, workers = run.main_pid, run.sched[1:]
+        elif v < (0, 8):
+            engine, workers = run.detok, run.sched[1:]
+        else:  # V1: every rank in its own process when TP > 1, else inside the engine core
+            engine, workers = run.detok, run.sched if server.tp > 1 else []
+        log.pids(run.main_pid, engine, workers)
+        log.version_lines(t + _s(2.1), server.model, server.tp, server.port)
+        run.marks["server_args"] = t + _s(2.1)
+        if fail == "config":
+            dead = t + _s(3.4)
+            log.config_error(dead, server.model)
+            run.end = run.release = dead + _s(0.05)
+            return run
+        log.engine_init(t + _s(p["pre"] * 0.5), server.model, server.tp)
+        lb = t + _s(p["pre"])
+        log.load_begin(lb, server.model)
+        le = lb + _s(p["weights"])
+        log.load_end(le, p["weights"], run.weights_mib / 1024)
+        run.marks.update(load_begin=lb, load_end=le)
+        if fail == "kv_cuda_oom":
+            at = le + _s(1.2)
+            log.startup_cuda_oom(at, self.rng, s.gpu_total_mib / 1024)
+            run.end = at + _s(0.7)
+            run.release = run.end + _s(1.0)
+            return run
+        kv = le + _s(p["kv"])
+        log.kv(kv, int(run.kv_mib * 9.5), run.kv_mib / 1024)
+        gb = kv + _s(0.8)
+        log.graph_begin(gb)
+        ge = gb + _s(p["graphs"])
+        log.graph_end(ge, p["graphs"], run.graph_mib / 1024)
+        log.init_engine(ge + _s(0.1), (ge - le).total_seconds())
+        ready = ge + _s(0.4 + 0.05 * p["post"])  # (uvicorn starts as soon as the engine is up)
+        log.ready(ready, server.port, 0.2)
+        run.marks.update(kv=kv, graph_begin=gb, graph_end=ge, ready=ready)
+        run.ready = ready
+        return run
+
+    def _serve_vllm(self, run: Run, start: datetime, end: datetime, *, ramp: bool) -> Last:
+        """Statistics lines (every 10 s from 0.10.1, 5 s before) and access lines."""
+        log, rng = self.vlog(run.server), self.rng
+        interval = 10.0 if log.v >= (0, 10, 1) else 5.0
+        span = max((end - start).total_seconds(), 1.0)
+        base = rng.uniform(0.2, 0.45)
+        most, queue_most = rng.randint(40, 400), rng.randint(5, 300)
+        last = Last()
+        t = start
+        while t + _s(0.4) < end:
+            frac = (t - start).total_seconds() / span
+            usage = min(0.99, base + (0.98 - base) * frac**1.4) if ramp else base + 0.05 * rng.random()
+            running = int(8 + most * usage)
+            queued = int(queue_most * 2.83 * (frac - 0.5) ** 1.5) if ramp and frac > 0.5 else 0
+            log.access(
+                t + _s(rng.uniform(0.05, 0.3)), f"10.20.4.{rng.randint(10, 250)}:{rng.randint(30000, 65000)}"
+            )
+            log.stats(t + _s(0.35), running, queued, 100 * usage)
+            last.running, last.queued, last.line_ts = running, queued, t + _s(0.35)
+            t += _s(interval)
+        log.lines.sort(key=lambda x: x.ts)
+        return last
+
     def serve(self, run: Run, start: datetime, end: datetime, *, ramp: bool) -> Last:
         """Batch and access lines in ``[start, end)``; with ``ramp`` the load grows towards a full
         KV pool and a queue. Returns the last batch line's numbers and the last line's time."""
+        if self.s.engine == "vllm":
+            return self._serve_vllm(run, start, end, ramp=ramp)
         log, rng = self.log(run.server), self.rng
         log.pid = run.main_pid
         interval = rng.uniform(4, 9)
@@ -239,9 +328,12 @@ class Night:
         return last
 
     def graceful_stop(self, run: Run, t: datetime) -> datetime:
+        self.sysd(t, self.sd.stopping(run.server.unit, run.server.description), run.server.unit, "stopping")
+        if self.s.engine == "vllm":
+            self.vlog(run.server).shutdown(t + _s(0.2))
+            return self._stopped(run, t)
         log = self.log(run.server)
         log.pid = run.main_pid
-        self.sysd(t, self.sd.stopping(run.server.unit, run.server.description), run.server.unit, "stopping")
         log.add(
             t + _s(0.2),
             "SIGTERM received. signum=15 frame=<frame at 0x7f3a2c1d8e40, file '/usr/lib/python3.12/selectors.py', "
@@ -251,6 +343,9 @@ class Night:
             t + _s(2.0),
             "Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
         )
+        return self._stopped(run, t)
+
+    def _stopped(self, run: Run, t: datetime) -> datetime:
         done = t + _s(2.6)
         self.sysd(done, self.sd.success(run.server.unit), run.server.unit, "success")
         self.sysd(
@@ -281,12 +376,36 @@ class Night:
                 uid,
             )
 
+        if self.s.engine == "vllm":
+            return self._vllm_tasks(run, task)
         tasks = [task(run.main_pid, "python3", rng.uniform(4, 9))]
         per = rng.uniform(18, 70)
         for i, pid in enumerate(run.sched):
             tasks.append(task(pid, "sglang::schedul", per + (1.5 if i == 0 else -0.1 * i)))
         tasks.append(task(run.detok, "sglang::detoken", rng.uniform(1, 3)))
         return tasks
+
+    def _vllm_tasks(self, run: Run, task: Callable[[int, str, float], Task]) -> list[Task]:
+        """The unit's processes under vLLM: the API server (``vllm`` when started by ``vllm
+        serve``), the engine's process (0.6.2+; ``VLLM::EngineCore`` from 0.10.1), the ranks'
+        own processes; the one :func:`vllm_victim` names holds the most memory."""
+        log, rng = self.vlog(run.server), self.rng
+        v, victim = log.v, vllm_victim(log, run)
+        per = rng.uniform(18, 70)
+        titled = v >= (0, 10, 1)
+        main = "vllm" if self.s.ident == "vllm" else "python3"
+        procs = [(run.main_pid, main)]
+        if log.engine != run.main_pid:
+            procs.append((log.engine, "VLLM::EngineCor" if titled else "python3"))
+        procs += [(pid, "VLLM::Worker_TP" if titled else "python3") for pid in log.workers]
+        return [
+            task(
+                pid,
+                comm,
+                per + 1.5 if pid == victim else rng.uniform(2, 9) if pid == run.main_pid else per - 2 - i,
+            )
+            for i, (pid, comm) in enumerate(sorted(procs))
+        ]
 
     def kernel_kill(self, run: Run, scope: str) -> tuple[list[Task], Task, int]:
         s = self.s
@@ -346,6 +465,8 @@ class Night:
         """The scenario's death of ``run`` at the kill time; returns victims, the chosen one, its
         anon-rss (kB) and the task table's total rss (KiB)."""
         s, sd, unit, k = self.s, self.sd, run.server.unit, self.s.kill_utc
+        if s.engine == "vllm":
+            return self._kill_vllm(run)
         log = self.log(run.server)
         log.pid = run.main_pid
         newer = log.v >= (0, 5, 10)
@@ -375,47 +496,12 @@ class Night:
         elif s.cause == "oomd":
             tasks = self.unit_tasks(run)
             victims = [Victim(t.pid, t.comm) for t in tasks]
-            self.tool(
-                k,
-                "systemd-oomd",
-                611,
-                f"Killed /system.slice/{unit} due to memory pressure for /system.slice being "
-                f"{self.rng.uniform(55, 90):.2f}% > 50.00% for > 20s with reclaim activity",
-                "systemd-oomd.service",
-                "journal",
-            )
-            self.sysd(k + _s(0.05), sd.oomd_sentence(unit, len(tasks)), unit, None, 5)
-            self.die(run, k + _s(0.3), code="killed", status="9/KILL", result=sd.oom_result(True))
+            self._oomd(run, len(tasks))
         elif s.cause == "earlyoom":
             ch = max(self.unit_tasks(run), key=lambda t: t.rss)
             chosen = Victim(ch.pid, ch.comm)
             victims = [chosen]
-            rss_mib = ch.rss * s.page_kb // 1024
-            self.tool(
-                k - _s(0.4),
-                "earlyoom",
-                1893,
-                "low memory! at or below SIGTERM limits: mem  9.87%, swap 100.00%",
-                "earlyoom.service",
-                "stdout",
-            )
-            self.tool(
-                k,
-                "earlyoom",
-                1893,
-                f'sending SIGTERM to process {ch.pid} uid {ch.uid} "{ch.comm}": oom_score 1134, VmRSS {rss_mib} MiB, '
-                'cmdline "sglang::scheduler_TP0"',
-                "earlyoom.service",
-                "stdout",
-            )
-            self.tool(
-                k + _s(0.41),
-                "earlyoom",
-                1893,
-                f"process {ch.pid} exited after 0.410 seconds",
-                "earlyoom.service",
-                "stdout",
-            )
+            self._earlyoom(ch, "sglang::scheduler_TP0")
             if newer:
                 log.add(
                     k + _s(0.9),
@@ -432,6 +518,117 @@ class Night:
         else:
             raise ValueError(s.cause)
         return victims, chosen, anon_kb, consumers
+
+    def _kill_vllm(self, run: Run) -> tuple[list[Victim], Victim | None, int | None, int | None]:
+        """A vLLM server's death: the kernel or earlyoom kills the process :func:`vllm_victim`
+        names; the server says so as its version does (§7.3: a V0 worker's pid and exit code,
+        V1's worker proc or engine core by name, nothing at all from a 0.8 engine core or from
+        the API server's own process) and its API server exits 1. (A 0.8 engine core's death is
+        really noticed by nobody; here its unit still fails, as ``OOMPolicy=stop`` would make it.)"""
+        s, sd, unit, k = self.s, self.sd, run.server.unit, self.s.kill_utc
+        log = self.vlog(run.server)
+        victims: list[Victim] = []
+        chosen: Victim | None = None
+        anon_kb = consumers = None
+        cgroup_result = sd.oom_result(False) if s.cgroup_v2 else None
+        if s.cause == "oomd":  # the whole cgroup at once: nobody is left to say anything
+            victims = [Victim(t.pid, t.comm) for t in self.unit_tasks(run)]
+            self._oomd(run, len(victims))
+            return victims, chosen, anon_kb, consumers
+        if s.cause == "gpu_oom":
+            log.cuda_oom(k, self.rng, s.gpu_total_mib / 1024)
+            log.shutdown(k + _s(0.3))
+            self.die(run, k + _s(0.6), code="exited", status="1/FAILURE", result="exit-code")
+            return victims, chosen, anon_kb, consumers
+        if s.cause == "earlyoom":
+            ch = max(self.unit_tasks(run), key=lambda t: t.rss)
+            chosen, code = Victim(ch.pid, ch.comm), -15
+            victims = [chosen]
+            self._earlyoom(
+                ch,
+                "VLLM::EngineCore"
+                if ch.comm.startswith("VLLM::")
+                else "python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7) --multiprocessing-fork",
+            )
+            said_at, dead = k + _s(0.9), k + _s(1.3)
+        else:
+            tasks, ch, consumers = self.kernel_kill(run, "memcg" if s.cause == "cgroup_oom" else "global")
+            victims = [Victim(t.pid, t.comm) for t in tasks]
+            chosen, anon_kb, code = Victim(ch.pid, ch.comm), ch.rss_anon * s.page_kb, -9
+            sentence = sd.oom_sentence(unit) if s.cgroup_v2 else None
+            if sentence:
+                self.sysd(k + _s(0.0019), sentence, unit, "oom", 5)
+                self.sysd(k + _s(0.00196), sd.oom_sentence("system.slice"), "system.slice", "oom", 5)
+            said_at, dead = k + _s(0.6), k + _s(1.1)
+            if s.oom_group or ch.pid == run.main_pid:  # every process, or the API server itself
+                self.die(run, k + _s(0.041), code="killed", status="9/KILL", result=cgroup_result or "signal")
+                return victims, chosen, anon_kb, consumers
+        log.death(said_at, vllm_role(log), ch.pid, code)
+        log.shutdown(said_at + _s(0.2))
+        self.die(run, dead, code="exited", status="1/FAILURE", result=cgroup_result or "exit-code")
+        return victims, chosen, anon_kb, consumers
+
+    def _oomd(self, run: Run, n: int) -> None:
+        sd, unit, k = self.sd, run.server.unit, self.s.kill_utc
+        self.tool(
+            k,
+            "systemd-oomd",
+            611,
+            f"Killed /system.slice/{unit} due to memory pressure for /system.slice being "
+            f"{self.rng.uniform(55, 90):.2f}% > 50.00% for > 20s with reclaim activity",
+            "systemd-oomd.service",
+            "journal",
+        )
+        self.sysd(k + _s(0.05), sd.oomd_sentence(unit, n), unit, None, 5)
+        self.die(run, k + _s(0.3), code="killed", status="9/KILL", result=sd.oom_result(True))
+
+    def _earlyoom(self, ch: Task, cmdline: str) -> None:
+        k, rss_mib = self.s.kill_utc, ch.rss * self.s.page_kb // 1024
+        self.tool(
+            k - _s(0.4),
+            "earlyoom",
+            1893,
+            "low memory! at or below SIGTERM limits: mem  9.87%, swap 100.00%",
+            "earlyoom.service",
+            "stdout",
+        )
+        self.tool(
+            k,
+            "earlyoom",
+            1893,
+            f'sending SIGTERM to process {ch.pid} uid {ch.uid} "{ch.comm}": oom_score 1134, VmRSS {rss_mib} MiB, '
+            f'cmdline "{cmdline}"',
+            "earlyoom.service",
+            "stdout",
+        )
+        self.tool(
+            k + _s(0.41),
+            "earlyoom",
+            1893,
+            f"process {ch.pid} exited after 0.410 seconds",
+            "earlyoom.service",
+            "stdout",
+        )
+
+
+def vllm_role(log: VllmLog) -> str:
+    """The process of a vLLM server that holds the most host memory, so the one an OOM killer
+    picks: the engine's (V1 0.10.1+, with its workers' shared buffers; a single-rank V0 0.6
+    engine), a rank's own process (TP > 1 before 0.10.1), or the API server itself (0.4 with one
+    rank: engine and model in one process)."""
+    v = log.v
+    if v >= (0, 10, 1):
+        return "engine"
+    if log.tp > 1:
+        return "worker"
+    return "engine" if v >= (0, 6, 2) else "main"
+
+
+def vllm_victim(log: VllmLog, run: Run) -> int:
+    role = vllm_role(log)
+    if role == "worker":
+        return log.workers[0]
+    return log.engine if role == "engine" else run.main_pid
 
 
 def _since_text(s: Scenario, t: datetime) -> str:
@@ -523,7 +720,7 @@ def write(s: Scenario, out: Path) -> Written:  # noqa: C901 - 18 > 15: listed in
         for i in range(n):
             run = night.start_run(a, t, fail=fail)
             assert run.end is not None
-            if fail == "config":
+            if fail == "config" or s.engine == "vllm":  # (vLLM's API server exits 1 when its engine fails)
                 night.die(run, run.end, code="exited", status="1/FAILURE", result="exit-code")
             else:
                 night.die(run, run.end, code="killed", status="9/KILL", result="signal")
@@ -674,10 +871,14 @@ def _truth(
         and not s.oom_group
         and s.sglang_version not in ("0.4.6.post1", "0.5.2")
     )
+    if s.engine == "vllm":
+        pid_said = _vllm_names_victim(s, night.vlog(s.server))
+        wall_journal = wall_journal and _vllm_journal_witness(s, night.vlog(s.server))
     datable = (
         wall_journal
         or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso"))
-        or (mono_dmesg and (s.journal_mode in ("export", "json", "verbose") or pid_said))
+        or (mono_dmesg and s.journal_mode in ("export", "json", "verbose"))
+        or ("dmesg" in s.kernel_in and pid_said)  # (the server's line dates it, to its second)
         or s.cause == "gpu_oom"
     )
     minute_only = (
@@ -687,6 +888,14 @@ def _truth(
         and s.dmesg_format == "reltime"
     )
     year = True  # every SGLang line carries its date (0.3.4+), whatever the journal's mode
+    if s.engine == "vllm":  # vLLM's lines carry none: the journal's, the kernel's, a wrapper's, --since
+        year = (
+            s.since_given
+            or s.journal_mode in YEAR_MODES
+            or ("dmesg" in s.kernel_in and s.dmesg_format in ("ctime", "iso"))
+            or (s.sglang_in == "file" and s.envelope in ("cri", "docker", "supervisor"))
+            or s.nvidia is not None  # (nvidia-smi's timestamps and `date` lines carry it)
+        )
     return Truth(
         host=s.host,
         cause=s.cause,
@@ -723,6 +932,32 @@ def _truth(
         and any(k < x <= k + timedelta(seconds=120) for x in night.gpu_times),
         first_sample_after_s=next(((x - k).total_seconds() for x in night.gpu_times if x > k), None),
     )
+
+
+def _vllm_names_victim(s: Scenario, log: VllmLog) -> bool:
+    """A vLLM server's line tells which process the kernel killed, and when: V0's "Worker
+    VllmWorkerProcess pid N died, exit code: -9" by its pid; V1's dead engine core or worker by
+    name — the kernel's victim, by its process title (``VLLM::EngineCor``, 0.10.1 on) or, before
+    titles, by its pid, which the worker's own lines carry (``(VllmWorker rank=0 pid=N)``). No
+    line at all from a 0.8 engine core, nor when the kernel killed every process
+    (memory.oom.group) or the API server's own process; a V0 engine's "MQLLMEngine is already
+    dead" comes when the API server next looks, and names a process whose lines carry no pid."""
+    role = vllm_role(log)
+    if s.cause not in ("cgroup_oom", "host_oom") or s.oom_group or role == "main":
+        return False
+    if role == "engine" and log.v < (0, 8):
+        return False
+    return death_message(log.v, role, 0, -9) is not None
+
+
+def _vllm_journal_witness(s: Scenario, log: VllmLog) -> bool:
+    """The journal holds a line of a vLLM server's kill: the kernel's record, systemd's OOM
+    sentence (cgroup v2), systemd-oomd's or earlyoom's, the main process killed by SIGKILL (every
+    process, or the API server itself), the crash's own lines; else only the API server's exit
+    status 1 a second later, which says nothing of a kill."""
+    if s.cause not in ("cgroup_oom", "host_oom") or s.startup is not None:
+        return True
+    return "journal" in s.kernel_in or s.cgroup_v2 or s.oom_group or vllm_role(log) == "main"
 
 
 def _other_starts(night: Night) -> tuple[tuple[str, datetime], ...]:
@@ -764,7 +999,9 @@ def _last_line_before(night: Night, k: datetime) -> datetime | None:
     log = night.logs.get(night.s.server.unit)
     if log is None:
         return None
-    before = [x.ts for x in log.lines if x.ts < k]
+    # a line the file gives no time (vLLM's uvicorn lines, as written) tells no activity's time
+    untimed_ok = night.s.sglang_in == "journal" or night.s.envelope != "plain"
+    before = [x.ts for x in log.lines if x.ts < k and (x.timed or untimed_ok)]
     return max(before) if before else None
 
 
@@ -858,7 +1095,7 @@ def _write_files(night: Night, out: Path, lo: datetime, hi: datetime) -> list[Pa
                             line.text,
                             {
                                 "PRIORITY": "6",
-                                "_COMM": "python3",
+                                "_COMM": "vllm" if s.ident == "vllm" else "python3",
                                 "_SYSTEMD_UNIT": srv.unit,
                                 "_SYSTEMD_CGROUP": f"/system.slice/{srv.unit}",
                                 "_SYSTEMD_SLICE": "system.slice",

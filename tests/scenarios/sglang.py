@@ -39,6 +39,7 @@ class SLine:
     text: str  # as SGLang (or Python) wrote it
     rank: int | None = None  # the scheduler rank that wrote it (None: the main process)
     pid: int = 0  # the server's main pid (journald attributes a unit's stdout to it)
+    timed: bool = True  # the line carries its own time (uvicorn's and tracebacks' under vLLM do not)
 
 
 @dataclass
@@ -213,7 +214,8 @@ _LOGGER = {None: "sglang.srt.entrypoints.http_server", "sched": "sglang.srt.mana
 def envelope(line: SLine, kind: str, zone: str, *, pid: int) -> str:
     """``line`` as it lands in a file through another tool: ``plain`` (as written), ``pylogging``
     (the application's own logging format replaces SGLang's), ``cri`` (a CRI pod log, UTC
-    RFC 3339 with nanoseconds), ``ray`` (an ANSI-coloured actor prefix), ``supervisor`` (a
+    RFC 3339 with nanoseconds), ``docker`` (``docker logs -t``: UTC RFC 3339 with nanoseconds), ``ray`` (an ANSI-coloured actor
+    prefix), ``supervisor`` (a
     launcher re-logging each line with its own loguru-style stamp)."""
     if kind == "plain":
         return line.text
@@ -221,6 +223,9 @@ def envelope(line: SLine, kind: str, zone: str, *, pid: int) -> str:
     if kind == "cri":
         utc = line.ts.astimezone(ZoneInfo("UTC"))
         return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}.{utc.microsecond:06d}000Z stdout F {line.text}"
+    if kind == "docker":  # ``docker logs -t``
+        utc = line.ts.astimezone(ZoneInfo("UTC"))
+        return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}.{utc.microsecond:06d}000Z {line.text}"
     if kind == "ray":
         who = "SchedulerActor" if line.rank is not None else "ServerActor"
         return f"\x1b[36m({who} pid={pid}, ip=10.0.4.17)\x1b[0m {line.text}"

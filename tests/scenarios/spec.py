@@ -5,7 +5,8 @@ without drawing anything that changes a fact (random draws inside the writer onl
 that no check reads, such as throughputs or client ports). :func:`draw` picks one scenario from
 ``(seed, index)``; knobs are drawn independently where the real world lets them vary
 independently, and constrained where it does not (systemd-oomd needs a journal, memory.oom.group
-a 4.19+ kernel, ``StatusUnitFormat=`` systemd 249+).
+a 4.19+ kernel, ``StatusUnitFormat=`` systemd 249+). The engine (SGLang, or vLLM on about 40 % of
+nights) is drawn last, from its own stream, so that a night drawn before it keeps every knob.
 
 >>> s = draw(20251205, 0)
 >>> s == draw(20251205, 0), s.index
@@ -139,6 +140,10 @@ class Scenario:
     mtime_after_s: float = 3 * 3600.0  # the files' mtime: collected this long after the night
     nvidia_interval_s: float = 5.0  # nvidia-smi's loop interval (-l)
     journal_split: bool = False  # the journal in two files (rotated, or exported in two parts)
+    #: the servers' engine: "sglang" or "vllm" (then ``vllm_version``, and ``sglang_in``/``envelope``
+    #: say where the vLLM servers' lines go)
+    engine: str = "sglang"
+    vllm_version: str = ""
 
     @property
     def tag(self) -> str:
@@ -151,7 +156,9 @@ class Scenario:
             f"rec={self.recovery}",
             f"j={self.journal_mode or '-'}",
             f"k={kin}:{self.dmesg_format}",
-            f"sg={self.sglang_in}:{self.sglang_version}:{self.envelope}",
+            f"sg={self.sglang_in}:{self.sglang_version}:{self.envelope}"
+            if self.engine == "sglang"
+            else f"vl={self.sglang_in}:{self.vllm_version}:{self.envelope}",
         ]
         return " ".join(parts)
 
@@ -388,7 +395,53 @@ def draw(seed: int, index: int) -> Scenario:  # noqa: C901 - 20 > 15: listed in 
         release_s=rng.uniform(0.8, 9.0),
         load_s=load_s,
     )
-    return replace(scenario, **_later_knobs(rng, recovery, model, model_arch, port, tp, journal_mode))
+    scenario = replace(scenario, **_later_knobs(rng, recovery, model, model_arch, port, tp, journal_mode))
+    return _engine_knobs(scenario, seed, index)
+
+
+VLLM_VERSIONS = ("0.4.3", "0.6.6", "0.8.5", "0.10.2", "0.20.1", "0.31.0")  # (tests/scenarios/vllm.py)
+#: the envelopes a vLLM server's file comes in besides its own lines
+VLLM_ENVELOPES = ("cri", "docker", "supervisor")
+
+
+def _engine_knobs(s: Scenario, seed: int, index: int) -> Scenario:
+    """The engine, drawn from its own stream so that every knob drawn before it stays as it was:
+    about 40 % of nights run vLLM servers (the killed one, the fallback, the neighbour), renamed
+    after it (``sglang-…`` units, files and Descriptions become ``vllm-…``)."""
+    rng = random.Random(zlib.crc32(f"{seed}:{index}:engine".encode()))
+    if rng.random() >= 0.4:
+        return s
+    version = str(rng.choice(VLLM_VERSIONS))
+    if version == "0.4.3" and s.server.tp == 1 and s.cause == "earlyoom":
+        # earlyoom's SIGTERM would reach 0.4.3's one process, uvicorn: a clean exit, no failure
+        version = str(rng.choice(VLLM_VERSIONS[1:]))
+    envelope = s.envelope if s.envelope == "plain" else str(rng.choice(VLLM_ENVELOPES))
+
+    def renamed(x: Server | None) -> Server | None:
+        if x is None:
+            return None
+        return replace(
+            x,
+            unit=x.unit.replace("sglang", "vllm"),
+            description=x.description.replace("SGLang", "vLLM"),
+            log_name=x.log_name.replace("sglang", "vllm"),
+        )
+
+    server = renamed(s.server)
+    assert server is not None
+    ident = s.ident.replace("sglang", "vllm")
+    if ident in ("python3", "python") and rng.random() < 0.3:
+        ident = "vllm"  # ``ExecStart=/usr/local/bin/vllm serve …``
+    return replace(
+        s,
+        engine="vllm",
+        vllm_version=version,
+        envelope=envelope,
+        ident=ident,
+        server=server,
+        other=renamed(s.other),
+        fallback=renamed(s.fallback),
+    )
 
 
 def _later_knobs(

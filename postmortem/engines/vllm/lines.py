@@ -1,7 +1,8 @@
 """The layers of a vLLM log line, outermost first: a capture wrapper (CRI pod log, ``docker logs
 -t``, journald, compose), ANSI colours, process prefixes (``(APIServer pid=4241)``, nested up
 to 0.17.1), then vLLM's envelope ``LEVEL MM-DD HH:MM:SS [file.py:N] message`` (``file.py:N]``
-up to 0.7.3) or uvicorn's ``INFO:     …`` (no time at all).
+up to 0.7.3) or uvicorn's ``INFO:     …`` (no time at all). A launcher's loguru stamp (or Docker
+Desktop's copy) in front is a wrapper too: a local time, with its year and milliseconds.
 
 Formats: ``/work/shared/reference/vllm.md`` §1 (the repository's ``docs/inputs.md``).
 
@@ -11,6 +12,9 @@ Formats: ``/work/shared/reference/vllm.md`` §1 (the repository's ``docs/inputs.
 >>> p = split_line("\\x1b[1;36m(VllmWorkerProcess pid=4243)\\x1b[0;0m INFO 05-25 20:03:11 model_runner.py:1] y")
 >>> p.proc, p.pid, p.file, p.message
 ('VllmWorkerProcess', 4243, 'model_runner.py', 'y')
+>>> p = split_line("2026-08-09 01:04:17.197 | INFO     | launcher:pump:61 - (APIServer pid=7) INFO 08-09 01:04:17 [a.py:1] z")
+>>> p.wrapper_ts, p.proc, p.message
+('2026-08-09 01:04:17.197', 'APIServer', 'z')
 >>> split_line("(APIServer pid=1) INFO:     10.0.0.7:51234 - \\"GET /health HTTP/1.1\\" 200 OK").uvicorn
 '10.0.0.7:51234 - "GET /health HTTP/1.1" 200 OK'
 """
@@ -33,6 +37,12 @@ J_SHORT_RE = re.compile(
     r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: "
 )
 COMPOSE_RE = re.compile(r"[\w.-]+\s+\| ")
+#: a launcher re-logging each line with loguru's default format
+#: (``2026-08-09 01:04:17.197 | INFO     | launcher:pump:61 - <the server's line>``), or Docker
+#: Desktop's copy (``2026-01-15 10:00:00.587 | <line>``): a local time with its year
+LOCAL_STAMP_RE = re.compile(
+    r"(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) \| (?:[A-Z]+ *\| \S+ - )?"
+)
 PROC_RE = re.compile(r"\((?P<proc>[A-Za-z][\w =-]*?) pid=(?P<pid>\d+)(?:, ip=[\d.:a-f]+)?\) ?")
 ENVELOPE_RE = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mmdd>\d{2}-\d{2}) (?P<clock>\d{2}:\d{2}:\d{2}) "
@@ -102,6 +112,10 @@ def _unwrap(line: str) -> tuple[str, str | None, str | None, int | None, bool]:
                 line = line[m.end() :]
                 continue
         if " | " in line[:64]:
+            m = LOCAL_STAMP_RE.match(line) if line[:1].isdigit() and line[4:5] == "-" else None
+            if m:
+                ts, line = ts or m.group("ts"), line[m.end() :]
+                continue
             m = COMPOSE_RE.match(line)
             if m:
                 line = line[m.end() :]

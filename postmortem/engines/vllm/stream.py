@@ -36,7 +36,7 @@ from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerSt
 from ...timeutil import Inferred, YearInference, parse_iso
 from ..torch_oom import has_oom, parse_oom
 from .config import parse_config, settings
-from .lines import Parts, split_line
+from .lines import Parts, pid_of, split_line
 from .messages import (
     ACCESS_RE,
     ARGS_NEW_RE,
@@ -101,6 +101,9 @@ class VllmStream:
         self.host = host if host is not None else ctx.host
         self.unit = unit if unit is not None else ctx.unit
         self.pid = pid
+        #: the lines come from one journal stream: its pid (the unit's main process, which
+        #: journald credits with every child's stdout) is their process
+        self._journal = False
         self._out: list[Output] = []
         self._years: YearInference | None = None
         self._ts: datetime | None = None
@@ -130,6 +133,7 @@ class VllmStream:
         self.host = host or self.host
         self.unit = unit or self.unit
         self.pid = pid or self.pid
+        self._journal = self._journal or pid is not None  # (only a journal gives one)
         parts = split_line(message)
         if ts is not None:
             self._ts, self._ts_raw, self._ts_inf = ts, ts_raw, ts_inferred
@@ -212,6 +216,8 @@ class VllmStream:
     # ------------------------------------------------------------------ records
     def _meta(self, p: Parts | None = None) -> tuple[Any, ...]:
         pid = (p.pid if p is not None else None) or self.pid
+        if self._journal and self.pid is not None:
+            pid = self.pid  # (the child's own pid goes in an event's detail: process_pid)
         return self._ts, self._ts_raw, self._ts_inf, self.host, self.unit, pid
 
     def _ev(
@@ -219,6 +225,8 @@ class VllmStream:
     ) -> int:
         ts, raw, inf, host, unit, pid = self._meta(p)
         msg = p.message if len(p.message) <= _MESSAGE_CHARS else p.message[:_MESSAGE_CHARS] + "…"
+        if p.pid is not None and p.pid != pid:
+            detail = {**(detail or {}), "process_pid": p.pid}
         self._out.append(
             ServerEvent(
                 line_no,
@@ -339,9 +347,13 @@ class VllmStream:
         )
         if kind == "kv_cache_allocated":
             self._phase = "kv_pool"
-        detail = {
+        detail: dict[str, Any] = {
             k: v for k, v in g.items() if v is not None and k in ("conc", "len", "compile", "addr", "model")
         }
+        if kind.startswith("scheduler_") and pid_of(g.get("pid")) is not None:
+            detail["subprocess_pid"] = pid_of(
+                g.get("pid")
+            )  # V0's "Worker … pid N died", "Process … (PID: N)"
         return self._ev(
             line_no,
             p,
