@@ -149,3 +149,27 @@ def test_a_minute_dated_by_a_whole_second_keeps_that_second_s_lines(cli: Any, tm
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (247, 165)
     truth = datetime(2026, 6, 27, 6, 5, 13, 72965, tzinfo=UTC)  # its last statistics line
     assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
+
+
+def test_a_split_journal_s_server_keeps_its_unit_without_a_start(cli: Any, tmp_path: Path) -> None:
+    """split-journal-stats (seed 2027, night 61): vLLM 0.8.5's stdout in a text journal split
+    into two files. In the second file the server's first lines are V1 statistics ("Engine 000:
+    Avg prompt throughput: …"), which were not known as vLLM's: its stream began only at the
+    CUDA OOM's traceback, 79 s after dcgm-exporter restarted, and took that unit's start. The
+    statistics line is vLLM's (``engines/vllm/lines.py``), so the stream begins at the file's
+    first line and keeps its unit through the pid's lines in the first file."""
+    night = DATA / "split-journal-stats"
+    logs = tmp_path / "logs"
+    shutil.copytree(night, logs)
+    copied = datetime(2024, 1, 1, 4, 23, 46, tzinfo=UTC).timestamp()  # (the files' year: no line says it)
+    for f in logs.iterdir():
+        os.utime(f, (copied, copied))
+    db = tmp_path / "pm.duckdb"
+    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", "Asia/Kolkata")
+    assert r.code == 0, r
+    out = cli("query", "SELECT * FROM incidents ORDER BY ts", "--db", db, "--format", "json").out
+    (inc,) = json.loads(out)
+    assert (inc["unit"], inc["cause"]) == ("llm-k26.service", "gpu_oom")
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (122, 218)
+    truth = datetime(2024, 1, 1, 1, 8, 16, 500446, tzinfo=UTC)  # its last statistics line
+    assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5

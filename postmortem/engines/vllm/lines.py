@@ -194,11 +194,18 @@ def looks_like_vllm(message: str) -> bool:
     True
     >>> looks_like_vllm("[2026-01-15 10:00:00 TP0] Decode batch"), looks_like_vllm("INFO 05-25 20:03:11 x.py:1] hi")
     (False, False)
+    >>> looks_like_vllm("INFO 01-01 06:08:26 [loggers.py:259] Engine 000: Avg prompt throughput: 1.0 tokens/s")
+    True
     """
     p = split_line(message[:4000])
     if p.proc is not None and p.proc.startswith(_PROCS):
         return True
-    return p.level is not None and p.mmdd is not None and p.message.startswith((*_MARKERS, "Initializing"))
+    if p.level is None or p.mmdd is None:
+        return False
+    # (V1's statistics name their engine first: "Engine 000: Avg prompt throughput: …")
+    return p.message.startswith((*_MARKERS, "Initializing")) or (
+        p.message.startswith("Engine ") and "Avg prompt throughput:" in p.message[:40]
+    )
 
 
 _PROCS = (
