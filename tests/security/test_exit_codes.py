@@ -27,10 +27,22 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_when_busy(args: list[object], busy_s: float, timeout_s: float = 120.0) -> Ran:
     """Run ``postmortem ARGS``; once it has used ``busy_s`` of CPU (past its start-up, into the
     work), send it SIGINT as Ctrl-C does; its exit. A process that does not stop is killed."""
-    p = subprocess.Popen(command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        command(*args),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as a terminal's Ctrl-C finds it: a shell starts a background job (`make test &`) with
+        # SIGINT ignored, and Python then never turns it into KeyboardInterrupt
+        preexec_fn=_sigint_default,
+    )
     try:
         deadline = time.monotonic() + timeout_s
         while _cpu_seconds(p.pid) < busy_s:
@@ -79,11 +91,16 @@ def test_an_interrupt_before_the_query_began_still_stops_it() -> None:
         time.sleep(0.6)  # (the interrupt lands here, before the query)
         return con.execute("SELECT sum(hash(range)) FROM range(20000000000)").fetchall()
 
-    threading.Timer(0.2, _thread.interrupt_main).start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        interruptible(con, work)
-    assert time.monotonic() - started < 10
+    # (Ctrl-C's handler, also when the test run was started with SIGINT ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.2, _thread.interrupt_main).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            interruptible(con, work)
+        assert time.monotonic() - started < 10
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_ctrl_c_during_a_long_export_exits_130(tmp_path: Path) -> None:
