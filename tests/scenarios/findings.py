@@ -252,7 +252,12 @@ def _no_wall(s: Scenario, t: Truth) -> set[str]:
     if rec is s.server:
         return set()  # the same file: the killed run's unit, linked by its pid or name
     stem = re.sub(r"(\.(log|txt|out|err|\d+))+$", "", file_name(s, rec))
-    return set() if stem in (rec.unit, rec.unit.removesuffix(".service")) else set(RECOVERY)
+    if stem not in (rec.unit, rec.unit.removesuffix(".service")):
+        return set(RECOVERY)
+    # a file named after its unit names it when a line names that unit: systemd's job lines
+    # (unless they carry Descriptions), or the operator's `systemctl start` of a fallback;
+    # OnFailure= starts it under its Description only
+    return set() if not described(s) or s.recovery == "fallback" else set(RECOVERY)
 
 
 def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
