@@ -42,6 +42,8 @@ class MemoryData:
     host_total_gib: float | None = None
     memcg: tuple[datetime, float] | None = None  # the unit cgroup's usage at the kill, GiB
     memcg_limit_gib: float | None = None
+    #: who the cgroup and its limit are: "unit", "container" or "pod" (the kernel's cgroup)
+    owner: str = "unit"
     #: the unit's memory up to the kill, estimated as host RAM in use less what the rest of the
     #: host used right after the kill (``rest_gib``): drawn against the unit's limit, which the
     #: host-wide line cannot be compared with
@@ -167,6 +169,11 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
     if inc.memcg_usage_kb is not None and inc.ts is not None:
         data.memcg = (local(inc.ts, zone), inc.memcg_usage_kb / 1024 / 1024)
         data.memcg_limit_gib = (inc.memcg_limit_kb or 0) / 1024 / 1024 or None
+        from .analysis.model import limit_owner
+
+        data.owner = limit_owner(
+            inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=inc.container is not None
+        )
         est = unit_estimate(
             [(t, (tot - a) / GIB) for t, a, tot in tl.host_points], inc.ts, inc.memcg_usage_kb / 1024 / 1024
         )

@@ -178,7 +178,7 @@ def _host_memcg(ax: Any, data: MemoryData) -> str:
     if data.unit_est is None and data.host_used is not None:
         # without the unit's own series its limit has nothing on this axis to be
         # compared with: the host-wide line includes the rest of the host
-        return f" — the unit's cgroup held {at_kill:,.0f} GiB{limit} at the kill (kernel)"
+        return f" — the {data.owner}'s cgroup held {at_kill:,.0f} GiB{limit} at the kill (kernel)"
     # the unit's own memory is what its limit is compared with (the host-wide line
     # includes the rest of the host)
     if data.unit_est is not None:
@@ -187,7 +187,7 @@ def _host_memcg(ax: Any, data: MemoryData) -> str:
             *_gapped(times, est),
             color="#c62828",
             linewidth=1.2,
-            label=f"unit memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
+            label=f"{data.owner} memory, estimated (host in use − {data.rest_gib or 0:,.0f} GiB "
             "the rest of the host used after the kill)",
         )
     if data.memcg_limit_gib:
@@ -196,14 +196,14 @@ def _host_memcg(ax: Any, data: MemoryData) -> str:
             color=KILL_COLOR,
             linestyle="--",
             linewidth=1,
-            label=f"unit memory limit {data.memcg_limit_gib:,.0f} GiB",
+            label=f"{data.owner} memory limit {data.memcg_limit_gib:,.0f} GiB",
         )
     ax.scatter(
         _xs([at]),
         [at_kill],
         color=KILL_COLOR,
         zorder=5,
-        label=f"unit cgroup at the kill (kernel): {at_kill:,.0f} GiB",
+        label=f"{data.owner} cgroup at the kill (kernel): {at_kill:,.0f} GiB",
     )
     return ""
 

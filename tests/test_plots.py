@@ -278,3 +278,24 @@ def test_the_memory_figure_of_any_outage_length_draws_without_a_warning(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plots.memory_figure(data, Path("unused.png"))
+
+
+def test_a_containers_limit_is_named_the_containers(tmp_path: Path) -> None:
+    """The host panel's cgroup marks say whose limit it is: a container's (or a pod's), not a
+    unit's (seen on a Docker night: "unit memory limit 200 GiB")."""
+    import matplotlib
+
+    from postmortem.figdata import MemoryData
+    from postmortem.plots import _host_memcg
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kill = datetime(2026, 4, 2, 2, 30, tzinfo=UTC)
+    data = MemoryData("t", "UTC", "docker:8c1d4e7f90ab", ["host"], memcg=(kill, 200.0), memcg_limit_gib=200.0)
+    data.owner = "container"
+    fig, ax = plt.subplots()
+    _host_memcg(ax, data)
+    labels = ax.get_legend_handles_labels()[1]
+    plt.close(fig)
+    assert labels == ["container memory limit 200 GiB", "container cgroup at the kill (kernel): 200 GiB"]
