@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,14 @@ import pytest
 DATA = Path(__file__).parent / "data" / "nights" / "unseen"
 
 
-def _build(cli: Any, tmp_path: Path, night: str, zone: str) -> list[dict[str, Any]]:
+def _build(
+    cli: Any, tmp_path: Path, night: str, zone: str, edit: Callable[[Path], None] | None = None
+) -> list[dict[str, Any]]:
+    """The night's build; ``edit``: a change to its copied logs first."""
     logs = tmp_path / "logs"
     shutil.copytree(DATA / night, logs)
+    if edit is not None:
+        edit(logs)
     db = tmp_path / "pm.duckdb"
     r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", zone)
     assert r.code == 0, r
@@ -96,16 +102,14 @@ def test_a_failed_oneshot_teaches_its_description(cli: Any, tmp_path: Path) -> N
 def test_a_journal_copied_years_later_takes_the_servers_year(cli: Any, tmp_path: Path) -> None:
     """The same night without the journal's header: its year-less stamps take the copy's
     mtime's year (2026), two years late; the servers' dated lines say the year."""
-    logs = tmp_path / "logs"
-    shutil.copytree(DATA / "oneshot-at-start", logs)
-    journal = logs / "journal-1.txt"
-    journal.write_text(journal.read_text().split("\n", 1)[1])  # (the header line gone)
-    copied = datetime(2026, 12, 6, tzinfo=UTC).timestamp()  # (copied off the host in 2026)
-    os.utime(journal, (copied, copied))
-    db = tmp_path / "pm.duckdb"
-    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", "Asia/Tokyo")
-    assert r.code == 0, r
-    (inc,) = json.loads(cli("query", "SELECT * FROM incidents", "--db", db, "--format", "json").out)
+
+    def headless(logs: Path) -> None:
+        journal = logs / "journal-1.txt"
+        journal.write_text(journal.read_text().split("\n", 1)[1])  # (the header line gone)
+        copied = datetime(2026, 12, 6, tzinfo=UTC).timestamp()  # (copied off the host in 2026)
+        os.utime(journal, (copied, copied))
+
+    (inc,) = _build(cli, tmp_path, "oneshot-at-start", "Asia/Tokyo", headless)
     assert (inc["ts"][:19], inc["recovery_unit"]) == ("2024-01-01T00:31:04", "sglang@qwen3-fallback.service")
 
 
