@@ -41,6 +41,11 @@ mechanisms fixed for them:
   did, leaving the victim 130 µs before it), and the last activity is bounded by every record
   of the kill (``facts.kill_bound``), as the last statistics line was: the statistics line at
   06:05:13.072 (the kill was at .795) is the last activity, not the one ten seconds before.
+- oneshot-at-kill (seed 555, night 58): Debian 11 names the server's start by its Description
+  only; vllm-qwen3.service's death ends its run, and sysstat-collect's oneshot, started 2 s
+  after the server's last line and done at once, ended as near: the two tied and the
+  Description was learnt as neither. A job that began after the run's first line (while the
+  server wrote, or after its last line) ended something else (``server_units._began_after``).
 """
 
 from __future__ import annotations
@@ -173,3 +178,16 @@ def test_a_split_journal_s_server_keeps_its_unit_without_a_start(cli: Any, tmp_p
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (122, 218)
     truth = datetime(2024, 1, 1, 1, 8, 16, 500446, tzinfo=UTC)  # its last statistics line
     assert abs((_utc(inc["last_activity_ts"]) - truth).total_seconds()) <= 1.5
+
+
+def test_a_oneshot_run_at_the_kill_did_not_end_the_server(cli: Any, tmp_path: Path) -> None:
+    # seed 555, night 58: Debian 11's journal names the server's start by its Description
+    # only; its end names vllm-qwen3.service, and sysstat-collect's oneshot, started 2 s after
+    # the server's last line, ended within the same 2 s: it tied, and nothing was learnt
+    (inc,) = _build(cli, tmp_path, "oneshot-at-kill", "--tz", "Asia/Tokyo")
+    assert (inc["unit"], inc["cause"], inc["recovery_unit"]) == (
+        "vllm-qwen3.service",
+        "host_oom",
+        "vllm-qwen3-fallback.service",
+    )
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (387, 218)

@@ -178,6 +178,19 @@ def _ended_before(unit: str, start: dict[str, Any], marks: list[dict[str, Any]],
     )
 
 
+def _began_after(
+    unit: str, end: dict[str, Any], began: list[dict[str, Any]], marks: list[dict[str, Any]], after: datetime
+) -> bool:
+    """Whether the job of ``unit`` that ``end`` ends began after ``after`` (the run's first
+    line): one started while the server wrote, or after its last line (a oneshot run at the
+    kill, the unit's next run), ended there, not the server's. ``began``: the starts after
+    ``after``; a "Started" line after it counts from its job's "Starting" line (a unit that
+    reports ready late started with the server). A start after ``end`` is the unit's next run."""
+    return any(
+        b["unit"] == unit and _after(end, b) and _job_began(unit, b, marks)["ts"] > after for b in began
+    )
+
+
 def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
@@ -196,9 +209,7 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
                 if not _ended_before(unit, m, mine, max(run.first_ts, run.last_ts - SLACK)):
                     starts.append(((run.first_ts - ts).total_seconds(), unit))
             elif m["mark"] == "end" and run.last_ts - SLACK <= ts <= run.last_ts + END_AFTER:
-                # (not started while it ran: a start after the server began and before this end;
-                # a start after the end is the unit's next run)
-                if ts > run.last_ts + SLACK or not any(b["unit"] == unit and _after(m, b) for b in began):
+                if not _began_after(unit, m, began, mine, run.first_ts + SLACK):
                     ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
             elif m["mark"] == "end" and run.first_ts + SLACK < ts < run.last_ts - SLACK:
                 inside.add(unit)
