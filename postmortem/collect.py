@@ -46,6 +46,7 @@ from .bundle import BUNDLE_FORMAT, MANIFEST
 from .config import Config
 from .errors import PostmortemError, UsageError
 from .io import atomic_output, compression_of
+from .lazyre import lazy_re
 from .timeutil import check_range, get_zone, parse_when, zone_name
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -548,9 +549,9 @@ def _user() -> dict[str, Any]:
 # --------------------------------------------------------------------------- the collector
 
 
-_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope|socket|timer|target|slice|mount|path)$")
-_STDIO_FILE = re.compile(r"^\s*Standard(Output|Error)\s*=\s*(?:append|file|truncate):(\S.*?)\s*$", re.M)
-_GLOB = re.compile(r"[*?\[]")
+_UNIT_NAME = lazy_re(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope|socket|timer|target|slice|mount|path)$")
+_STDIO_FILE = lazy_re(r"^\s*Standard(Output|Error)\s*=\s*(?:append|file|truncate):(\S.*?)\s*$", re.M)
+_GLOB = lazy_re(r"[*?\[]")
 
 
 def unit_pattern(text: str) -> str:

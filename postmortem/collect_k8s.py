@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .lazyre import lazy_re
+
 if TYPE_CHECKING:
     from .collect import _Collector
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 MAX_PODS = 64
 #: the largest pods.json read back to find the pods' containers
 MAX_LIST_BYTES = 64 << 20
-_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+_NAME = lazy_re(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 NODE_UNITS = ("kubelet.service", "containerd.service", "crio.service", "k3s.service", "k3s-agent.service")
 
 

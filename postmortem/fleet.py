@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import pyarrow.dataset as ds
 
 from .errors import InputError, StoreError
 from .io import write_atomic
+from .lazyre import lazy_re
 from .query import sole_host
 from .records import RECORD_TYPES
 from .store.db import Store, ident
@@ -45,7 +45,7 @@ from .store.parts import materialize, native
 from .store.recovery import discard_source
 
 MANIFEST = "_postmortem.json"
-_TABLE_NAME = re.compile(r"[a-z_]+")
+_TABLE_NAME = lazy_re(r"[a-z_]+")
 #: present while an export is written (and after one that was interrupted): not an export yet
 UNFINISHED = "_postmortem.unfinished"
 BASE_TABLES = ("sources", "parse_issues", *(r.TABLE for r in RECORD_TYPES))

@@ -13,16 +13,16 @@ the template when no drop-in names it any more). Words in ``templates/hook/``; d
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
 from .io import write_atomic
+from .lazyre import lazy_re
 
 #: a unit name systemd accepts: letters, digits, ``:-_.\\@``, with a known suffix
-_UNIT = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,248}\.(service|socket|timer|mount|path|target|scope)$")
+_UNIT = lazy_re(r"^[A-Za-z0-9:_.\\@-]{1,248}\.(service|socket|timer|mount|path|target|scope)$")
 DROPIN = "50-postmortem-capture.conf"
 TEMPLATE = "postmortem-capture@.service"
 DEFAULT_COLLECTOR = "/usr/bin/python3 /usr/local/lib/postmortem/postmortem-collect.pyz"

@@ -8,7 +8,6 @@ lines. Every physical line is accounted for: ``parsed + ignored + unparsed == li
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 import time
 import traceback
@@ -37,6 +36,7 @@ from .io import (
     read_head,
     without_bom,
 )
+from .lazyre import lazy_re
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store import fileindex
@@ -438,7 +438,7 @@ _Stored = tuple[int, str, int, int, int | None, datetime | None, str | None]
 #: what a stored file's path becomes when a new file took its place (log rotation)
 ROTATED = " (rotated away)"
 #: a rotated-away name, numbered from the second file rotated away under the same name
-_ROTATED_RE = re.compile(r" \(rotated away(?:, (\d+))?\)$")
+_ROTATED_RE = lazy_re(r" \(rotated away(?:, (\d+))?\)$")
 
 
 def is_rotated(path: str) -> bool:
@@ -885,7 +885,9 @@ def _parse_lines(
 
     def chunks() -> Iterator[LineChunk]:
         nonlocal lines
-        for item in iter_lines(blocks, read.first_line, entries=parser.entry_cut):
+        for item in iter_lines(
+            blocks, read.first_line, entries=parser.entry_cut, offsets=parser.line_offsets
+        ):
             if isinstance(item, OverlongLine):
                 lines += 1
                 writer.add_issue(

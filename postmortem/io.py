@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from .errors import ArchiveError, InputError, ToolMissingError
+from .lazyre import lazy_re
 from .parsers.base import Head, LineChunk
 
 BLOCK_SIZE = 4 << 20  # bytes read per block
@@ -254,7 +255,7 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
 
 #: what a terminal acts on or a reader is misled by: C0 and C1 controls, DEL, and the
 #: bidirectional controls that reorder displayed text (U+202A–U+202E, U+2066–U+2069, …)
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = lazy_re("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped(m: re.Match[str]) -> str:
@@ -509,7 +510,7 @@ def iter_blocks(
 
 
 DAMAGE_KEPT = "the lines before the damage were kept"
-_DAMAGE = re.compile(r"(?:truncated|corrupt) \S+ data after \d+ decompressed bytes \(.*?\); " + DAMAGE_KEPT)
+_DAMAGE = lazy_re(r"(?:truncated|corrupt) \S+ data after \d+ decompressed bytes \(.*?\); " + DAMAGE_KEPT)
 
 
 def _archive_error(inp: InputFile, state: StreamState, exc: BaseException) -> ArchiveError:
@@ -539,7 +540,12 @@ class OverlongLine:
 
 
 def iter_lines(
-    blocks: Iterator[bytes], first_line_no: int = 1, max_line: int = MAX_LINE_BYTES, *, entries: bool = False
+    blocks: Iterator[bytes],
+    first_line_no: int = 1,
+    max_line: int = MAX_LINE_BYTES,
+    *,
+    entries: bool = False,
+    offsets: bool = True,
 ) -> Iterator[LineChunk | OverlongLine]:
     """Split byte blocks into :class:`LineChunk` objects at newlines.
 
@@ -548,13 +554,14 @@ def iter_lines(
     :class:`OverlongLine` (the caller records a parse issue) and skipped in bounded memory.
     With ``entries``, a block is cut where possible before a line that is neither indented nor
     blank, and such chunks say so (``entry_end``): a parser of multi-line entries then need
-    not carry a chunk's last entry into the next one (no copy of the block).
+    not carry a chunk's last entry into the next one (no copy of the block). ``offsets``: hand
+    each chunk its newlines' offsets (see :attr:`Parser.line_offsets`).
 
     >>> blocks = [b"a\\n  a2\\nb\\n  b2\\n", b"  b3\\nc\\n"]
     >>> [(c.text, c.entry_end) for c in iter_lines(iter(blocks), entries=True)]
     [('a\\n  a2', True), ('b\\n  b2\\n  b3', True), ('c', False)]
     """
-    reader = _LineReader(first_line_no, max_line, entries)
+    reader = _LineReader(first_line_no, max_line, entries, offsets)
     first = first_line_no == 1
     for block in blocks:
         if first:
@@ -567,13 +574,16 @@ class _LineReader:
     """The state of :func:`iter_lines`: the next line's number, the line the last block left
     open (``buf``), and the overlong line being skipped."""
 
-    def __init__(self, line_no: int, max_line: int, entries: bool) -> None:
+    def __init__(self, line_no: int, max_line: int, entries: bool, offsets: bool = True) -> None:
         self.line_no = line_no
+        self.offsets = offsets
         self.max_line = max_line
         self.lookback = min(ENTRY_LOOKBACK, max_line // 2) if entries else 0
         self.buf = b""
         self.skipping: OverlongLine | None = None
         self.skip_size = 0
+        #: where :func:`_newlines` marks a block's newlines, kept from block to block
+        self.scratch: Any = None
 
     def feed(self, block: bytes) -> Iterator[LineChunk | OverlongLine]:
         if self.skipping is not None:
@@ -596,7 +606,7 @@ class _LineReader:
         buf = self.buf
         complete = b"".join((buf, memoryview(block)[:cut])) if buf else block[:cut]
         self.buf = block[cut + 1 :]
-        count, newlines = _newlines(complete)
+        count, newlines, self.scratch = _newlines(complete, self.scratch, self.offsets)
         end = self.line_no + count
         for out in _chunk(complete, self.line_no, self.max_line, count, newlines):
             if at_entry and isinstance(out, LineChunk) and out.first_line_no + len(out) == end:
@@ -641,22 +651,30 @@ class _LineReader:
 ENTRY_LOOKBACK = 64 << 10
 
 
-def _newlines(data: bytes) -> tuple[int, Any]:
+def _newlines(data: bytes, scratch: Any = None, offsets: bool = True) -> tuple[int, Any, Any]:
     """The number of lines in ``data`` (its newlines + 1), and the offsets of its newlines
     (numpy ``int64``), found once for the compiled parsers (:meth:`LineChunk.buffer`) — or
     None when they would take more memory than ``data`` itself (lines of a few bytes, such as
     blank-line padding: 8 bytes an offset), which a parser that never asks for them would hold
     for the chunk's life; the chunk then finds them itself if asked.
 
-    >>> count, at = _newlines(b"one line\\nand another\\n")
-    >>> count, at.tolist(), _newlines(b"\\n\\n")
+    ``scratch`` (returned, grown when too small): a ``bool`` array the newlines are marked in.
+    The reader keeps it from block to block: a new 4 MB array a block cost a page fault per
+    4 kB page (0.09 -> 0.06 s over the bench's 350 MB server log). ``offsets=False``: count only.
+
+    >>> count, at, scratch = _newlines(b"one line\\nand another\\n")
+    >>> count, at.tolist(), _newlines(b"\\n\\n", scratch)[:2]
     (3, [8, 20], (3, None))
     """
     import numpy as np
 
-    is_newline = np.frombuffer(data, dtype=np.uint8) == 10
+    if scratch is None or len(scratch) < len(data):
+        scratch = np.empty(len(data), dtype=bool)
+    is_newline = scratch[: len(data)]
+    np.equal(np.frombuffer(data, dtype=np.uint8), 10, out=is_newline)
     breaks = int(np.count_nonzero(is_newline))
-    return breaks + 1, np.flatnonzero(is_newline) if breaks * 8 <= len(data) else None
+    keep = offsets and breaks * 8 <= len(data)
+    return breaks + 1, np.flatnonzero(is_newline) if keep else None, scratch
 
 
 def _entry_cut(data: bytes, cut: int, lookback: int) -> int:

@@ -15,7 +15,6 @@ import csv
 import io
 import json
 import math
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -28,6 +27,7 @@ import duckdb
 
 from .errors import QueryError
 from .io import escape_controls
+from .lazyre import lazy_re
 from .store.db import Store
 from .store.parts import attach_views, parts_dir
 
@@ -299,7 +299,7 @@ def format_json(result: QueryResult) -> str:
 
 #: characters JSON may carry raw but a terminal or a reader must not see raw (C1 controls and
 #: bidirectional overrides; C0 ones JSON escapes itself)
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_UNSAFE = lazy_re("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe_json(text: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from .errors import InputError
 from .io import write_atomic
+from .lazyre import lazy_re
 from .query import run_named_dicts
 from .store.db import Store
 
@@ -28,9 +29,9 @@ MARGIN = 1.5
 #: how long the readiness wait tries when no load was measured
 DEFAULT_GIVE_UP_S = 900
 #: a unit name systemd accepts (letters, digits, ``:-_.\\@``) ending in .service
-_UNIT = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,250}\.service$")
+_UNIT = lazy_re(r"^[A-Za-z0-9:_.\\@-]{1,250}\.service$")
 #: a model id safe on a unit's command line (no quote, space, % specifier or shell character)
-_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+_MODEL = lazy_re(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 
 
 @dataclass

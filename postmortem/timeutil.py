@@ -18,7 +18,6 @@ print:
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
@@ -26,6 +25,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import UsageError
+from .lazyre import lazy_re
 
 __all__ = [
     "UTC",
@@ -67,7 +67,7 @@ class Inferred:
 
 
 #: a date and time in a file name: ``nvidia-smi-20250611-032130.txt``, ``smi_2025-06-11T03-21-30Z.log``
-_NAME_STAMP = re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})[T_-]?(\d{2})[-_:]?(\d{2})[-_:]?(\d{2})(Z)?(?!\d)")
+_NAME_STAMP = lazy_re(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})[T_-]?(\d{2})[-_:]?(\d{2})[-_:]?(\d{2})(Z)?(?!\d)")
 
 
 def name_stamp(path: str, zone: tzinfo) -> datetime | None:
@@ -568,8 +568,8 @@ _REL_UNITS = {
     "year": 365.25 * 86400,
     "years": 365.25 * 86400,
 }
-_REL_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
-_REL_WHOLE = re.compile(r"^([+-])?\s*((?:\d+(?:\.\d+)?\s*[a-zA-Z]+\s*)+)(ago|left)?$")
+_REL_PART = lazy_re(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+_REL_WHOLE = lazy_re(r"^([+-])?\s*((?:\d+(?:\.\d+)?\s*[a-zA-Z]+\s*)+)(ago|left)?$")
 
 
 def _relative_seconds(body: str) -> float | None:
@@ -706,7 +706,7 @@ def _duration(text: str, *, allow_zero: bool) -> float:
 # --------------------------------------------------------------------------- monitoring tools' stamps
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_CTIME_RE = re.compile(
+_CTIME_RE = lazy_re(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +"
     r"(?:([A-Za-z]{3}) +(\d{1,2})|(\d{1,2}) +([A-Za-z]{3}))"
     r" +(\d{1,2}):(\d\d):(\d\d)(?: +(AM|PM))?(?: +([A-Z]{1,5}|[+-]\d{4}))? +(\d{4})"

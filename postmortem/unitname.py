@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 
+from .lazyre import lazy_re
+
 _DATE = r"[-_.]?(?:20\d\d-?[01]\d-?[0-3]\d)(?:[-_T]?\d{2}:?\d{2}(?::?\d{2})?)?"
-_TAIL = re.compile(rf"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+)|{_DATE})+$")
+_TAIL = lazy_re(rf"(\.(log|txt|out|err|gz|xz|bz2|zst|\d+)|{_DATE})+$")
 
 
 def file_stem(path: str) -> str:

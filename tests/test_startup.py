@@ -183,3 +183,71 @@ def test_a_tz_the_zone_database_cannot_name_says_it_came_from_the_environment(
     with pytest.raises(UsageError, match=r"TZ='EST5EDT,M3.2.0,M11.1.0' \(the environment\)"):
         get_zone()
     get_zone.cache_clear()
+
+
+def _module_level_compiles(path: Path) -> list[int]:
+    """Lines of ``re.compile(`` calls run when ``path`` is imported (outside any function)."""
+    import ast
+
+    hits: list[int] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            func = getattr(child, "func", None)
+            if (
+                not inside
+                and isinstance(child, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr == "compile"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "re"
+            ):
+                hits.append(child.lineno)
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text()), False)
+    return hits
+
+
+def test_module_level_patterns_compile_on_first_use(tmp_path: Path) -> None:
+    # importing every parser to detect a format compiled ~250 patterns a run did not use
+    import postmortem
+
+    root = Path(postmortem.__file__).parent
+    eager = {
+        str(p.relative_to(root)): lines
+        for p in sorted(root.rglob("*.py"))
+        if p.name != "lazyre.py" and (lines := _module_level_compiles(p))
+    }
+    assert not eager, f"use lazy_re at module level: {eager}"
+    # the finder itself is not blind
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import re\nX = re.compile('a')\nY = [re.compile(p) for p in 'bc']\n\n\ndef f():\n    return re.compile('d')\n"
+    )
+    assert _module_level_compiles(probe) == [2, 3]
+
+
+def test_every_lazy_pattern_compiles() -> None:
+    # a lazy pattern fails only when first used: compile every one the package defines
+    import importlib
+    import pkgutil
+
+    import postmortem
+    from postmortem.lazyre import LazyPattern
+
+    seen = 0
+    for info in pkgutil.walk_packages(postmortem.__path__, "postmortem."):
+        if info.name.endswith(("__main__", ".aot")):
+            continue
+        module = importlib.import_module(info.name)
+        for value in list(vars(module).values()):
+            found = [value] if isinstance(value, LazyPattern) else []
+            if isinstance(value, tuple | list | dict):
+                items = value.values() if isinstance(value, dict) else value
+                found += [v for v in items if isinstance(v, LazyPattern)]
+            for pattern in found:
+                pattern.compiled()
+                seen += 1
+    assert seen > 200

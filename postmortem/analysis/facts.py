@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..parsers.journal.systemd import left_process, sigkilled_process
 from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
@@ -104,7 +104,7 @@ class GpuHolder:
     at: tuple[int, int] | None = None  # the first nvidia-smi row listing it (source_id, line_no)
 
 
-_HOLDER = re.compile(r"Process (\d+) has ([\d.]+) (GiB|MiB|KiB) memory in use")
+_HOLDER = lazy_re(r"Process (\d+) has ([\d.]+) (GiB|MiB|KiB) memory in use")
 
 
 def gpu_holders(messages: list[str]) -> list[GpuHolder]:
@@ -882,7 +882,7 @@ def unit_gpu_keys(store: Store, inc: Incident) -> list[str] | None:
     return gpus.keys if gpus else None
 
 
-_ARG_INT = re.compile(r"\b(base_gpu_id|gpu_id_step|nnodes)=(\d+)")
+_ARG_INT = lazy_re(r"\b(base_gpu_id|gpu_id_step|nnodes)=(\d+)")
 
 
 def _arg_gpus(config: dict[str, Any] | None) -> set[int] | None:

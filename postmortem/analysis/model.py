@@ -3,11 +3,11 @@ incidents built from them, and the facts the rules and the report read."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..parsers.journal.container import is_container_unit
 from ..parsers.kubernetes.names import pod_cgroup
 
@@ -316,7 +316,7 @@ def cgroup_is_units(cgroup_unit: str | None, inc: Incident) -> bool:
     )
 
 
-_KILLED = re.compile(r"[Kk]illed process (\d+) \(([^)]*)\)")
+_KILLED = lazy_re(r"[Kk]illed process (\d+) \(([^)]*)\)")
 
 
 def killed_process(message: str) -> tuple[int, str] | None:

@@ -11,12 +11,12 @@ killed first) until there are five.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from ..lazyre import lazy_re
 from ..parsers.journal.systemd import oomd_kill, oomd_reason
 from ..parsers.kubernetes.names import is_k8s_unit
 from ..text.formats import clock, human
@@ -466,7 +466,7 @@ def in_gib(text: str) -> str:
     )
 
 
-_OOMD_BYTES = re.compile(r"(\w+ used) \((\d+)\) / total \((\d+)\)")
+_OOMD_BYTES = lazy_re(r"(\w+ used) \((\d+)\) / total \((\d+)\)")
 
 
 def _earlier_kill(facts: IncidentFacts) -> dict[str, Any] | None:

@@ -18,23 +18,25 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ..lazyre import lazy_re
+
 _SZ = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB|B|KB|MB|GB)"
 _HEAD = r"(?P<dev>CUDA|HIP|XPU) out of memory\. Tried to allocate (?P<req>" + _SZ + r")"
-OOM_SENTENCE_RE = re.compile(
+OOM_SENTENCE_RE = lazy_re(
     _HEAD + r"\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total>" + _SZ + r") of which "
     r"(?P<free>" + _SZ + r") is free\.(?P<tail>.*)"
 )
-OOM_PAREN_RE = re.compile(
+OOM_PAREN_RE = lazy_re(
     _HEAD + r" \(GPU (?P<gpu>\d+); (?P<total>" + _SZ + r") total capacity; (?P<alloc>" + _SZ + r") "
     r"already allocated; (?P<free>" + _SZ + r") free; (?:(?P<allowed>" + _SZ + r") allowed; )?"
     r"(?:(?P<reserved>" + _SZ + r") reserved in total by PyTorch|(?P<cached>" + _SZ + r") cached)"
 )
-OOM_BARE_RE = re.compile(_HEAD)
-_ALLOC_RE = re.compile(r"Of the allocated memory (?P<alloc>" + _SZ + r") is allocated by PyTorch,")
-_PRIV_RE = re.compile(r"with (?P<priv>" + _SZ + r") allocated in private pools")
-_UNALLOC_RE = re.compile(r"and (?P<unalloc>" + _SZ + r") is reserved by PyTorch but unallocated")
-_SELF_RE = re.compile(r"Including non-PyTorch memory, this process has (?P<mem>" + _SZ + r") memory in use")
-_RUNTIME_RE = re.compile(r"(?P<dev>CUDA|HIP) error: out of memory")
+OOM_BARE_RE = lazy_re(_HEAD)
+_ALLOC_RE = lazy_re(r"Of the allocated memory (?P<alloc>" + _SZ + r") is allocated by PyTorch,")
+_PRIV_RE = lazy_re(r"with (?P<priv>" + _SZ + r") allocated in private pools")
+_UNALLOC_RE = lazy_re(r"and (?P<unalloc>" + _SZ + r") is reserved by PyTorch but unallocated")
+_SELF_RE = lazy_re(r"Including non-PyTorch memory, this process has (?P<mem>" + _SZ + r") memory in use")
+_RUNTIME_RE = lazy_re(r"(?P<dev>CUDA|HIP) error: out of memory")
 
 _UNIT_MIB = {
     "bytes": 1 / 1048576,

@@ -395,6 +395,10 @@ class Parser(abc.ABC):
     #: the reader cuts blocks before a line that starts an entry (not indented, not blank)
     #: where it can, and marks such chunks ``entry_end`` (parsers of multi-line entries)
     entry_cut: ClassVar[bool] = False
+    #: the reader finds each chunk's newlines for :meth:`LineChunk.buffer` as it counts them
+    #: (one pass over marks it has anyway). False for a parser that rarely asks: a chunk finds
+    #: them itself when asked (the ``--query-gpu`` fast path reads its rows from the bytes)
+    line_offsets: ClassVar[bool] = True
 
     @abc.abstractmethod
     def sniff(self, head: Head) -> int:

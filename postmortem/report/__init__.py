@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from ..analysis.model import Incident, Load
 from ..analysis.summary import downtime_text
 from ..drawing import Drawer, Drawn, FigureJob
 from ..io import atomic_output, write_atomic
+from ..lazyre import lazy_re
 from ..store.db import Store
 from ..text.formats import plural
 from ..timeutil import UTC
@@ -58,7 +58,7 @@ class Written:
     undated: int = 0
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9@._-]+")
+_SAFE = lazy_re(r"[^A-Za-z0-9@._-]+")
 
 
 def safe_name(text: str) -> str:

@@ -24,6 +24,8 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable
 
+from ..lazyre import lazy_re
+
 MASK = "[REDACTED]"
 
 #: the last word of a setting's or a variable's name that says its value is a secret:
@@ -48,50 +50,50 @@ def _mask_value(m: re.Match[str]) -> str:
 _PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     # header values first: the whole credential after "Authorization:" or a cookie header
     (
-        re.compile(
+        lazy_re(
             r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)(\s*[:=]\s*)"
             r"([^\r\n'\"]+)"
         ),
         rf"\1\2{MASK}",
     ),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
+    (lazy_re(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
     # PEM private keys: the whole block
     (
-        re.compile(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+        lazy_re(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
         f"-----BEGIN \\1PRIVATE KEY-----{MASK}-----END \\1PRIVATE KEY-----",
     ),
     # token formats, whatever name they go by
-    (re.compile(r"\bhf_[A-Za-z0-9]{16,}\b"), MASK),
-    (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}\b"), MASK),
-    (re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}\b"), MASK),  # Stripe
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), MASK),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), MASK),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b"), MASK),  # Google API keys
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), MASK),
-    (re.compile(r"(hooks\.slack\.com/services/[A-Z0-9]+/[A-Z0-9]+/)[A-Za-z0-9]+"), rf"\1{MASK}"),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"), MASK),  # JWT
+    (lazy_re(r"\bhf_[A-Za-z0-9]{16,}\b"), MASK),
+    (lazy_re(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}\b"), MASK),
+    (lazy_re(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}\b"), MASK),  # Stripe
+    (lazy_re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
+    (lazy_re(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),
+    (lazy_re(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), MASK),
+    (lazy_re(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), MASK),
+    (lazy_re(r"\bAIza[0-9A-Za-z_-]{30,}\b"), MASK),  # Google API keys
+    (lazy_re(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), MASK),
+    (lazy_re(r"(hooks\.slack\.com/services/[A-Z0-9]+/[A-Z0-9]+/)[A-Za-z0-9]+"), rf"\1{MASK}"),
+    (lazy_re(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b"), MASK),  # JWT
     # [user]:password@ in URLs (redis://:pass@host too)
-    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)"), rf"\1{MASK}\3"),
+    (lazy_re(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)"), rf"\1{MASK}\3"),
     # `docker login -p VALUE` (and --password VALUE, below)
-    (re.compile(r"(\blogin\b[^\n]*?\s-p\s+)(?!\[REDACTED\])(\S+)"), rf"\1{MASK}"),
+    (lazy_re(r"(\blogin\b[^\n]*?\s-p\s+)(?!\[REDACTED\])(\S+)"), rf"\1{MASK}"),
     # --secret-name VALUE (a flag and its value in the next word)
     (
-        re.compile(rf"(?P<k>(?i:--{_SECRET_NAME})\s+)(?P<v>(?!-){_VALUE})"),
+        lazy_re(rf"(?P<k>(?i:--{_SECRET_NAME})\s+)(?P<v>(?!-){_VALUE})"),
         _mask_value,
     ),
     # name=value, name: value, 'name': 'value', "name": "value", -e NAME=value, --name=value
     (
-        re.compile(rf"(?P<k>(?<![#\w.-])(?:--)?(?i:{_SECRET_NAME})['\"]?\s*[=:]\s*)(?P<v>{_VALUE})"),
+        lazy_re(rf"(?P<k>(?<![#\w.-])(?:--)?(?i:{_SECRET_NAME})['\"]?\s*[=:]\s*)(?P<v>{_VALUE})"),
         _mask_value,
     ),
 ]
 
-_IPV4 = re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
+_IPV4 = lazy_re(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
 #: a run of hex groups and colons that may be an IPv6 address, compressed (``fe80::1``) or
 #: not; ``ipaddress`` decides (``20:17:19`` is a time, not an address)
-_IPV6 = re.compile(r"(?<![:\w.])(?:[0-9a-fA-F]{0,4}:){2,7}(?:[0-9a-fA-F]{1,4}|(?<=:):)?(?![:\w.])")
+_IPV6 = lazy_re(r"(?<![:\w.])(?:[0-9a-fA-F]{0,4}:){2,7}(?:[0-9a-fA-F]{1,4}|(?<=:):)?(?![:\w.])")
 _KEEP_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
 
 

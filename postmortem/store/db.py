@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from ..errors import StoreBusyError, StoreError, UsageError
+from ..lazyre import lazy_re
 from ..timeutil import BootAnchor, BootAnchors
 from . import fileindex
 from .migrations import all_migrations as _migrations
@@ -31,7 +32,7 @@ DEFAULT_MEMORY_LIMIT = "128MB"
 #: blocks, and half the limit is 35–50 MB less peak RSS on a 2M-line journal (wall time within
 #: the noise; about 0.8 s more system time; 48 MB saved nothing more)
 LOAD_MEMORY_LIMIT = "64MB"
-_SIZE = re.compile(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.I)
+_SIZE = lazy_re(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.I)
 
 
 def memory_limit(default: str = DEFAULT_MEMORY_LIMIT) -> str:
@@ -42,7 +43,7 @@ def memory_limit(default: str = DEFAULT_MEMORY_LIMIT) -> str:
     return limit
 
 
-_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+_IDENT = lazy_re(r"[a-z_][a-z0-9_]*")
 
 
 def ident(name: str) -> str:
@@ -396,7 +397,7 @@ def _connect(path: str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConne
     return con
 
 
-_TABLE_DDL = re.compile(
+_TABLE_DDL = lazy_re(
     r"(?i)\b(?:(create) table(?: if not exists)?|(drop) table(?: if exists)?|alter table)\s+(\w+)"
     r"(?:\s+(rename) to\s+(\w+))?"
 )

@@ -22,29 +22,31 @@ from __future__ import annotations
 
 import re
 
+from ..lazyre import lazy_re
+
 # Characters that act anywhere in a line. ``(``, ``)``, ``!``, ``{``, ``}`` and ``+`` need no
 # escape once ``[``/``]`` are escaped and HTML is entity-encoded (no link, image or autolink can
 # form), and escaping them only makes the raw report hard to read. ``#`` stays escaped: GitHub
 # and GitLab turn ``#123`` into an issue link when a report is pasted into a ticket.
-_INLINE_SPECIAL = re.compile(r"([\\`*\[\]|~#])")
+_INLINE_SPECIAL = lazy_re(r"([\\`*\[\]|~#])")
 # ``_`` opens or closes emphasis only next to a non-alphanumeric character; ``mem_fraction``
 # stays as it is.
-_EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+_EDGE_UNDERSCORE = lazy_re(r"(?<![^\W_])_|_(?![^\W_])")
 # A code span as CommonMark reads the simplest one: a lone backtick, text without one, a lone
 # backtick (a line break is already a space here); every other backtick is escaped, so a reader
 # pairs them as this does. Text with ``<``, ``>`` or ``&`` is not made a span: the report keeps
 # no raw HTML-like text at all, even where a renderer would show it literally.
-_CODE_SPAN = re.compile(r"(?<!`)`[^`<>&]+`(?!`)")
+_CODE_SPAN = lazy_re(r"(?<!`)`[^`<>&]+`(?!`)")
 # ``@name`` becomes a mention where ``@`` starts a word (``sglang@k26.service`` is none)
-_MENTION = re.compile(r"(?<!\w)@")
+_MENTION = lazy_re(r"(?<!\w)@")
 # Block syntax that only matters at the start of the text (headings, lists, setext rules).
-_BLOCK_START = re.compile(r"^([+\-=]|\d+(?=[.)]))")
+_BLOCK_START = lazy_re(r"^([+\-=]|\d+(?=[.)]))")
 
 
 # C0 and C1 controls (tab aside), DEL, and the bidirectional controls that reorder what a reader
 # sees (U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C): shown as escapes, never raw — a
 # terminal would act on them, and a reader of the report would see text that is not there
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE = lazy_re(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape_char(m: re.Match[str]) -> str:
@@ -70,7 +72,7 @@ def _html(text: str) -> str:
 # are links (and ``www.`` after ``_``, ``*``, ``~``, ``(``). GitLab links any lowercase
 # ``scheme://`` (``ssh://``, ``smb://``, ``tcp://``) and whatever follows it but a space, in
 # any text: every scheme goes in the span, even with nothing after it the span can hold.
-_BARE_URL = re.compile(
+_BARE_URL = lazy_re(
     r"(?i)(?:[a-z][a-z0-9+.-]*://|(?<![a-z])www\.(?=[^\s<>&\"'`|\\\[\]]))[^\s<>&\"'`|\\\[\]]*"
     r"|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -25,6 +24,7 @@ from typing import Any
 import jinja2
 
 from ..errors import UsageError
+from ..lazyre import lazy_re
 from .formats import FILTERS
 from .markdown import md_cell, md_code, md_inline, md_link_text, md_span, md_span_cell
 
@@ -165,7 +165,7 @@ def render_blocks(
     return out
 
 
-_SPACE = re.compile(r"\s+")
+_SPACE = lazy_re(r"\s+")
 
 
 def _fold(text: str) -> str:

@@ -336,7 +336,7 @@ class _Scan:
         batch_pos = np.empty(n, dtype=np.int64)
         fvals = np.empty((ncols, n), dtype=np.float64)
         ivals = np.empty((ncols, n), dtype=np.int64)
-        present = np.empty((ncols, n), dtype=bool)
+        present = np.zeros((ncols, n), dtype=bool)  # scan marks the pairs read
         access_pos = np.empty(n, dtype=np.int64)
         access = np.empty((ACCESS_FIELDS, n), dtype=np.int64)
         key_bytes, key_offs, key_cols, col_kind = _keys()

@@ -19,50 +19,52 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ...lazyre import lazy_re
+
 #: ``[ts ranks] `` at the start of a message
-PREFIX_RE = re.compile(
+PREFIX_RE = lazy_re(
     r"\[(?P<ts>(?:\d{4}-\d{2}-\d{2} |\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+| encode_server| encode_dp_worker\[\d+\])*)\]"
     r"(?: |$)"
 )
 #: a dated prefix anywhere in a line (tqdm glue); time-only ones are too easy to confuse
-GLUED_RE = re.compile(
+GLUED_RE = lazy_re(
     r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
     r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+| encode_server| encode_dp_worker\[\d+\])*\](?: |$)"
 )
-LEGACY_GPU_RE = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] ?")
+LEGACY_GPU_RE = lazy_re(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] ?")
 #: ``INFO server_args.py:2233: `` after the prefix (2026-era builds log level and source)
-LEVEL_SOURCE_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.-]+\.py:\d+: ")
+LEVEL_SOURCE_RE = lazy_re(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.-]+\.py:\d+: ")
 
-DOCKER_TS_RE = re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) ")
-DOCKER_DESKTOP_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: (?=\S)| ?$)")
-J_ISO_RE = re.compile(
+DOCKER_TS_RE = lazy_re(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) ")
+DOCKER_DESKTOP_RE = lazy_re(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: (?=\S)| ?$)")
+J_ISO_RE = lazy_re(
     r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)) "
     r"(?P<host>\S+) (?P<ident>[^\s\[]+)(?:\[(?P<pid>\d+)\])?: "
 )
-J_SHORT_RE = re.compile(
+J_SHORT_RE = lazy_re(
     r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? "
     r"(?P<host>\S+) (?P<ident>[^\s\[]+)(?:\[(?P<pid>\d+)\])?: "
 )
-COMPOSE_RE = re.compile(r"[\w.-]+\s+\| ")
+COMPOSE_RE = lazy_re(r"[\w.-]+\s+\| ")
 #: terminal colour codes in front of a line (Ray colours its actor prefixes): stripped for
 #: parsing; the stored text keeps the line as read, escaped where it is written
-SGR_RE = re.compile(r"(?:\x1b\[[0-9;]*m)+\s*")
+SGR_RE = lazy_re(r"(?:\x1b\[[0-9;]*m)+\s*")
 #: a launcher re-logging each line with loguru's default format:
 #: ``2026-08-09 01:04:17.197 | INFO     | launcher:pump:61 - <the server's line>``
-LOGURU_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \| [A-Z]+ *\| \S+ - ")
+LOGURU_RE = lazy_re(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \| [A-Z]+ *\| \S+ - ")
 #: the application's own Python logging format replacing SGLang's (``SGLANG_LOGGING_CONFIG_PATH``,
 #: logging's ``%(asctime)s - %(name)s - %(levelname)s - %(message)s``) for an sglang logger: its
 #: stamp stands for SGLang's prefix
-PYLOG_RE = re.compile(
+PYLOG_RE = lazy_re(
     r"(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[,.](?P<frac>\d{1,6}))? - "
     r"sglang(?:\.[\w.]+)? - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
-RAY_RE = re.compile(r"\((?P<actor>\w+) pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)\s*")
-TORCH_RANK_RE = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
+RAY_RE = lazy_re(r"\((?P<actor>\w+) pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)\s*")
+TORCH_RANK_RE = lazy_re(r"\[rank(?P<rank>\d+)\]:\s?")
 
 _RANK_ORDER = {"DP": 0, "PP": 1, "ATTN_CP": 2, "MOE_DP": 3, "TP": 4, "EP": 5}
-_RANK_TOKEN = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)$")
+_RANK_TOKEN = lazy_re(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)$")
 _ranks_cache: dict[str, str | None] = {}
 
 
@@ -213,7 +215,7 @@ def _logged_again(line: str) -> tuple[str, bool]:
     return line, False
 
 
-_LOOKS = re.compile(
+_LOOKS = lazy_re(
     r"(?:\[(?:\d{4}-\d{2}-\d{2} |\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
     r"(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+| encode_server| encode_dp_worker\[\d+\])*\] "
     r"|\[gpu(?:_id)?=\d+\] )"
@@ -253,14 +255,14 @@ def looks_like_sglang(message: str) -> bool:
 
 #: unprefixed lines written by libraries into an SGLang log: recognised, nothing to store
 _FOREIGN_RES = (
-    re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} - [A-Z]+ - "),  # flashinfer / logging
-    re.compile(r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ "),  # glog (torch C++)
-    re.compile(r"\S+\.py:\d+: \w*Warning: "),  # Python warnings
-    re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)"),  # NCCL debug
-    re.compile(r"(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} \d{2}:\d{2}:\d{2} "),  # vLLM-style libs
+    lazy_re(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} - [A-Z]+ - "),  # flashinfer / logging
+    lazy_re(r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ "),  # glog (torch C++)
+    lazy_re(r"\S+\.py:\d+: \w*Warning: "),  # Python warnings
+    lazy_re(r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)"),  # NCCL debug
+    lazy_re(r"(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} \d{2}:\d{2}:\d{2} "),  # vLLM-style libs
 )
 #: SGLang's ``[date time TPn]`` prefix with the stamp garbled (what is_foreign must not skip)
-_DAMAGED_OWN = re.compile(r"\[\d{4}-[^\]]{0,40}\b(?:TP|DP|PP|EP|CP)\d+[^\]]{0,20}\]")
+_DAMAGED_OWN = lazy_re(r"\[\d{4}-[^\]]{0,40}\b(?:TP|DP|PP|EP|CP)\d+[^\]]{0,20}\]")
 
 _FOREIGN_STARTS = (
     "[Gloo]",
@@ -279,7 +281,7 @@ _FOREIGN_STARTS = (
 
 
 #: dmesg's seconds-since-boot stamp: a kernel line pasted or redirected into the log
-_KERNEL_STAMP = re.compile(r"\[\s*\d+\.\d{6}\] ")
+_KERNEL_STAMP = lazy_re(r"\[\s*\d+\.\d{6}\] ")
 
 
 def is_foreign(text: str) -> bool:

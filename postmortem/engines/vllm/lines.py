@@ -21,34 +21,35 @@ Formats: ``/work/shared/reference/vllm.md`` §1 (the repository's ``docs/inputs.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-CRI_RE = re.compile(
+from ...lazyre import lazy_re
+
+ANSI_RE = lazy_re(r"\x1b\[[0-9;]*[A-Za-z]")
+CRI_RE = lazy_re(
     r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) (?:stdout|stderr) (?P<tag>[FP]) ?"
 )
-DOCKER_TS_RE = re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) ")
-J_ISO_RE = re.compile(
+DOCKER_TS_RE = lazy_re(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) ")
+J_ISO_RE = lazy_re(
     r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})) (?P<host>\S+) "
     r"(?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: "
 )
-J_SHORT_RE = re.compile(
+J_SHORT_RE = lazy_re(
     r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: "
 )
-COMPOSE_RE = re.compile(r"[\w.-]+\s+\| ")
+COMPOSE_RE = lazy_re(r"[\w.-]+\s+\| ")
 #: a launcher re-logging each line with loguru's default format
 #: (``2026-08-09 01:04:17.197 | INFO     | launcher:pump:61 - <the server's line>``), or Docker
 #: Desktop's copy (``2026-01-15 10:00:00.587 | <line>``): a local time with its year
-LOCAL_STAMP_RE = re.compile(
+LOCAL_STAMP_RE = lazy_re(
     r"(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) \| (?:[A-Z]+ *\| \S+ - )?"
 )
-PROC_RE = re.compile(r"\((?P<proc>[A-Za-z][\w =-]*?) pid=(?P<pid>\d+)(?:, ip=[\d.:a-f]+)?\) ?")
-ENVELOPE_RE = re.compile(
+PROC_RE = lazy_re(r"\((?P<proc>[A-Za-z][\w =-]*?) pid=(?P<pid>\d+)(?:, ip=[\d.:a-f]+)?\) ?")
+ENVELOPE_RE = lazy_re(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mmdd>\d{2}-\d{2}) (?P<clock>\d{2}:\d{2}:\d{2}) "
     r"(?:\[(?P<file>[^\]]+?):(?P<line>\d+)\]|(?P<file_old>[\w.-]+\.py):(?P<line_old>\d+)\]) ?"
 )
-UVICORN_RE = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
+UVICORN_RE = lazy_re(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 
 #: the largest pid Linux hands out (``/proc/sys/kernel/pid_max`` is at most 2**22)

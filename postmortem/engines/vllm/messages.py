@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 
+from ...lazyre import lazy_re
+
 #: (kind, pattern) of the startup phases and deaths that become one ``server_events`` row each;
 #: the groups ``s`` (seconds), ``gib`` (GiB), ``tokens`` and ``code`` fill its columns
 EVENTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern))
+    (kind, lazy_re(pattern))
     for kind, pattern in (
         (
             "load_weight_begin",
@@ -98,42 +100,42 @@ EVENTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 #: a vLLM version: the API server's line, the banner's, or the engine line's
-VERSION_RE = re.compile(
+VERSION_RE = lazy_re(
     r"^vLLM (?:API server version (?P<v1>\S+)|server version (?P<v2>\S+), serving model (?P<model>\S+))$"
 )
-BANNER_VERSION_RE = re.compile(r"\sversion\s+(?P<v>\d+\.\d+\S*)\s*$")
-ARGS_OLD_RE = re.compile(r"^args: Namespace\((?P<args>.*)\)$")
-ARGS_NEW_RE = re.compile(r"^non-default args: (?P<args>\{.*\})$")
-ENGINE_INIT_RE = re.compile(
+BANNER_VERSION_RE = lazy_re(r"\sversion\s+(?P<v>\d+\.\d+\S*)\s*$")
+ARGS_OLD_RE = lazy_re(r"^args: Namespace\((?P<args>.*)\)$")
+ARGS_NEW_RE = lazy_re(r"^non-default args: (?P<args>\{.*\})$")
+ENGINE_INIT_RE = lazy_re(
     r"^Initializing an? (?:(?P<engine>V0|V1) )?LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$"
 )
 #: the periodic statistics, V0 (one shape) and V1 (``, ``-joined parts, any order)
-V0_STATS_RE = re.compile(
+V0_STATS_RE = lazy_re(
     r"^Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
     r"(?P<gen_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
     r"Pending: (?P<pending>\d+) reqs, GPU KV cache usage: (?P<gpu_kv>[\d.]+)%, CPU KV cache usage: "
     r"(?P<cpu_kv>[\d.]+)%\.?$"
 )
-V1_HEAD_RE = re.compile(
+V1_HEAD_RE = lazy_re(
     r"^(?:Engine (?P<engine>\d{3}): |(?P<n_engines>\d+) Engines Aggregated: )?(?P<body>(?:Avg prompt throughput|Running): .*)$"
 )
-V1_PART_RE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z /-]*?): (?P<val>-?[\d.]+)(?P<unit>%| tokens/s| reqs)?$")
-PREFIX_HIT_V0_RE = re.compile(r"^Prefix cache hit rate: GPU: (?P<gpu>[\d.]+)%, CPU: (?P<cpu>[\d.]+)%$")
+V1_PART_RE = lazy_re(r"^(?P<key>[A-Za-z][A-Za-z /-]*?): (?P<val>-?[\d.]+)(?P<unit>%| tokens/s| reqs)?$")
+PREFIX_HIT_V0_RE = lazy_re(r"^Prefix cache hit rate: GPU: (?P<gpu>[\d.]+)%, CPU: (?P<cpu>[\d.]+)%$")
 #: speculative decoding (V0 and V1 shapes)
-SPEC_V0_RE = re.compile(
+SPEC_V0_RE = lazy_re(
     r"^Speculative metrics: Draft acceptance rate: (?P<rate>[\d.]+|nan), System efficiency: "
     r"(?P<eff>[\d.]+|nan), Number of speculative tokens: (?P<k>\d+), Number of accepted tokens: "
     r"(?P<accepted>\d+), Number of draft tokens(?: tokens)?: (?P<drafted>\d+)"
 )
-SPEC_V1_MAL_RE = re.compile(r"Mean acceptance length: (?P<mal>[\d.]+|nan)")
-SPEC_V1_RATE_RE = re.compile(r"(?:Avg )?Draft acceptance rate: (?P<rate>[\d.]+|nan)%")
-SPEC_V1_POS_RE = re.compile(r"Per-position acceptance rate: (?P<pos>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
-PREEMPT_RE = re.compile(
+SPEC_V1_MAL_RE = lazy_re(r"Mean acceptance length: (?P<mal>[\d.]+|nan)")
+SPEC_V1_RATE_RE = lazy_re(r"(?:Avg )?Draft acceptance rate: (?P<rate>[\d.]+|nan)%")
+SPEC_V1_POS_RE = lazy_re(r"Per-position acceptance rate: (?P<pos>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
+PREEMPT_RE = lazy_re(
     r"^Sequence group (?P<req>\S+) is preempted by PreemptionMode\.(?P<mode>RECOMPUTE|SWAP) mode because "
     r"there is not enough KV cache space\..*total_num_cumulative_preemption=(?P<total>\d+)$"
 )
 #: uvicorn's own lines (no time: they take the previous line's)
-ACCESS_RE = re.compile(
+ACCESS_RE = lazy_re(
     r'^(?P<client>\S+) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/(?P<http>[\d.]+)" (?P<status>\d{3})(?: .*)?$'
 )
 UVICORN_KINDS = {
@@ -143,7 +145,7 @@ UVICORN_KINDS = {
     "Finished server process": "uvicorn_finished",
 }
 #: third-party lines a vLLM log interleaves (kept as data, not parse issues)
-FOREIGN_RE = re.compile(
+FOREIGN_RE = lazy_re(
     r"^(?:\[rank\d+\]:|\[Gloo\]|NCCL |[\w.-]+:\d+:\d+ \[\d+\] NCCL |flashinfer|\[W\d{3,4} |"
     r"Traceback \(most recent call last\):|Process [\w-]+:$|  File \"|    |[\w.]+(?:Error|Exception|Warning)\b|"
     r"Loading safetensors checkpoint shards|Capturing CUDA graph|Capturing CUDA graphs|Route: |"

@@ -31,6 +31,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from ...lazyre import lazy_re
 from ...parsers.base import Output, ParseContext
 from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats
 from ...timeutil import Inferred, YearInference, parse_iso
@@ -60,7 +61,7 @@ from .messages import (
 
 ENGINE = "vllm"
 PARSED, IGNORED, UNPARSED = 1, 2, 3
-_RANK_TAG = re.compile(r"(DP|PP|PCP|TP|DCP|EP)(\d+)")
+_RANK_TAG = lazy_re(r"(DP|PP|PCP|TP|DCP|EP)(\d+)")
 _MESSAGE_CHARS = 2000
 #: a death's exit code that says SIGKILL (the kernel's OOM killer, or kill -9)
 SIGKILL = -9

@@ -22,10 +22,10 @@ running ``journalctl --file=X -o export`` and feeding this parser.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
+from ...lazyre import lazy_re
 from .. import register
 from ..base import BytesParser, Head, Output, ParseContext, TableBatch, run_parser
 from .fields import WANTED_BYTES, FieldMapper
@@ -34,7 +34,7 @@ from .sink import JournalSink
 
 __all__ = ["JournalExportParser", "TableBatch", "run_parser"]
 
-_NAME = re.compile(rb"[A-Z0-9_]+")
+_NAME = lazy_re(rb"[A-Z0-9_]+")
 #: a binary field longer than this is taken as corruption, not data
 MAX_BINARY_FIELD = 64 << 20
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import ClassVar
 
+from ...lazyre import lazy_re
 from ...timeutil import ForwardLocalizer, Inferred, YearInference, localize_abbrev, month_number, parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
@@ -66,9 +67,9 @@ STRUCTURED_TABLES = JOURNAL_TABLES
 _CACHE_MAX = 1 << 17
 #: journalctl -x catalog lines start "-- " (older versions) or "░░ " (newer ones, e.g. v252)
 CATALOG = "░░"
-_HEADER_DATE = re.compile(r"(?:Logs begin at|Journal begins at) \w+ (\d{4})-(\d\d)-(\d\d)")
-_BOOT_MARKER = re.compile(r"^-- Boot ([0-9a-f]{32}) --$")
-_TIME = re.compile(r"\d\d:\d\d:\d\d$")
+_HEADER_DATE = lazy_re(r"(?:Logs begin at|Journal begins at) \w+ (\d{4})-(\d\d)-(\d\d)")
+_BOOT_MARKER = lazy_re(r"^-- Boot ([0-9a-f]{32}) --$")
+_TIME = lazy_re(r"\d\d:\d\d:\d\d$")
 
 # stamp kinds
 ISO, MONTH, FULL, UNIX, MONO = "iso", "month", "full", "unix", "mono"
@@ -561,7 +562,7 @@ def meta_line(line: str, stamps: StampParser, sink: JournalSink) -> None:
 #: a syslog-stamped line (``Mar 14 09:00:02 host ident[pid]: …``) whose message starts with a
 #: dated stamp (``[2025-03-14 09:00:02]``, ``2025-03-14 09:00:02,123``): month name, day, then year,
 #: month, day of the inner stamp
-_EMBEDDED_DATE = re.compile(
+_EMBEDDED_DATE = lazy_re(
     rb"^([A-Z][a-z]{2}) +(\d{1,2}) \d\d:\d\d:\d\d(?:\.\d+)? [^\n]{1,200}?: \[?(\d{4})-(\d\d)-(\d\d)[ T]\d\d:\d\d",
     re.MULTILINE,
 )

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...lazyre import lazy_re
+
 #: unit types as they end a unit name
 UNIT_SUFFIXES = (
     ".service",
@@ -135,7 +137,7 @@ _SPAN_UNITS = {
     "µs": 1e-6,
     "ns": 1e-9,
 }
-_SPAN_PART = re.compile(r"\s*(\d+(?:\.\d+)?)(month|min|ms|us|μs|µs|ns|y|w|d|h|m|s)(?=\s|$)")
+_SPAN_PART = lazy_re(r"\s*(\d+(?:\.\d+)?)(month|min|ms|us|μs|µs|ns|y|w|d|h|m|s)(?=\s|$)")
 
 
 def parse_timespan(text: str) -> float | None:
@@ -180,26 +182,26 @@ def parse_size(text: str) -> int | None:
 
 # --------------------------------------------------------------------------- lifecycle
 
-_UNIT_PREFIX = re.compile(rf"^({_UNIT_RE}): (.*)$", re.S)
-_PROC_EXIT = re.compile(
+_UNIT_PREFIX = lazy_re(rf"^({_UNIT_RE}): (.*)$", re.S)
+_PROC_EXIT = lazy_re(
     r"^(Main|main|Control|control) process exited, code=(\w+),? status=(\d+)(?:/(\S+?))?(?: \(success\))?$"
 )
-_FAILED_RESULT = re.compile(r"^Failed with result '([\w-]+)'\.$")
-_CONSUMED = re.compile(r"^Consumed (.+?) CPU time(?: over (.+?) wall clock time)?(.*?)\.?$", re.S)
-_PEAK = re.compile(r", ([\d.]+[BKMGTPE]) memory peak")
-_RESTART_COUNTER = re.compile(
+_FAILED_RESULT = lazy_re(r"^Failed with result '([\w-]+)'\.$")
+_CONSUMED = lazy_re(r"^Consumed (.+?) CPU time(?: over (.+?) wall clock time)?(.*?)\.?$", re.S)
+_PEAK = lazy_re(r", ([\d.]+[BKMGTPE]) memory peak")
+_RESTART_COUNTER = lazy_re(
     r"^Scheduled restart job(?: immediately on client request)?, restart counter is at (\d+)\.$"
 )
-_OOMD_UNIT = re.compile(r"^systemd-oomd killed (\d+|some) process\(es\) in this unit\.$")
-_KILLING = re.compile(r"^Killing process (\d+) \((.*)\) with signal (SIG\w+)\.$")
+_OOMD_UNIT = lazy_re(r"^systemd-oomd killed (\d+|some) process\(es\) in this unit\.$")
+_KILLING = lazy_re(r"^Killing process (\d+) \((.*)\) with signal (SIG\w+)\.$")
 #: a process the stop could not end (stuck in the kernel: a GPU driver call): v237+ wording
-LEFT_RUNNING = re.compile(r"^Unit process (\d+) \((.*)\) remains running after unit stopped\.$")
+LEFT_RUNNING = lazy_re(r"^Unit process (\d+) \((.*)\) remains running after unit stopped\.$")
 #: a start that found the last run's processes still in the unit's cgroup (KillMode=process/none)
-LEFT_OVER = re.compile(
+LEFT_OVER = lazy_re(
     r"^Found left-over process (\d+) \((.*)\) in control group while starting unit\. Ignoring\.$"
 )
-_STATE_TIMEOUT = re.compile(r"^State '([\w-]+)' timed out\. ?(.*)$")
-_WATCHDOG = re.compile(r"^Watchdog timeout \(limit (.+)\)!$")
+_STATE_TIMEOUT = lazy_re(r"^State '([\w-]+)' timed out\. ?(.*)$")
+_WATCHDOG = lazy_re(r"^Watchdog timeout \(limit (.+)\)!$")
 
 _BODY_FIXED: dict[str, tuple[str, str | None]] = {
     "A process of this unit has been killed by the OOM killer.": ("oom_killed", None),
@@ -213,7 +215,7 @@ _BODY_FIXED: dict[str, tuple[str, str | None]] = {
     "Service has no hold-off time (RestartSec=0), scheduling restart.": ("restart_scheduled", None),
     "Scheduled restart job.": ("restart_scheduled", None),
 }
-_HOLDOFF = re.compile(r"^Service RestartSec=\S+ expired, scheduling restart\.$")
+_HOLDOFF = lazy_re(r"^Service RestartSec=\S+ expired, scheduling restart\.$")
 
 # job messages (no unit prefix; UNIT= in structured modes); order matters
 _JOBS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -233,12 +235,12 @@ _JOBS: tuple[tuple[str, str, str, str | None], ...] = (
     ("Reloading ", "...", "reloading", None),
     ("Reloaded ", ".", "reloaded", None),
 )
-_SKIPPED = re.compile(
+_SKIPPED = lazy_re(
     r"^(.+?) (?:was skipped because of an unmet condition check \((.+)\)\.|skipped, unmet condition check (.+))$"
 )
-_OLD_FAILED = re.compile(rf"^Unit ({_UNIT_RE}) entered failed state\.$|^({_UNIT_RE}) failed\.$")
-_OLD_LIMIT = re.compile(rf"^start request repeated too quickly for ({_UNIT_RE})$")
-_OLD_HOLDOFF = re.compile(rf"^({_UNIT_RE}) holdoff time over, scheduling restart\.$")
+_OLD_FAILED = lazy_re(rf"^Unit ({_UNIT_RE}) entered failed state\.$|^({_UNIT_RE}) failed\.$")
+_OLD_LIMIT = lazy_re(rf"^start request repeated too quickly for ({_UNIT_RE})$")
+_OLD_HOLDOFF = lazy_re(rf"^({_UNIT_RE}) holdoff time over, scheduling restart\.$")
 
 
 def _proc_exit(unit: str, m: re.Match[str]) -> Lifecycle:
@@ -285,7 +287,7 @@ _BODIES: tuple[tuple[tuple[str, ...], re.Pattern[str], _Body], ...] = (
     ),
     (
         ("Processes still around after final SIGKILL",),
-        re.compile(""),
+        lazy_re(""),
         lambda u, m: Lifecycle(u, "left_running"),
     ),
     (("State '",), _STATE_TIMEOUT, lambda u, m: Lifecycle(u, "timeout", status=m.group(1), result="timeout")),
@@ -436,8 +438,8 @@ def unit_from_cgroup(path: str | None) -> str | None:
     return None
 
 
-_OOMD = re.compile(r"^(?:Killed (/\S*) |Marked (/\S*) for killing )(due to .*)$")
-_EARLYOOM = re.compile(
+_OOMD = lazy_re(r"^(?:Killed (/\S*) |Marked (/\S*) for killing )(due to .*)$")
+_EARLYOOM = lazy_re(
     r'^sending (SIG\w+) to process (\d+)(?: uid (\d+))? "(.*)": '
     r"(?:badness|oom_score) -?\d+(?:, oom_score_adj (-?\d+))?"
 )

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import ClassVar
 
+from ...lazyre import lazy_re
 from ...timeutil import localize_abbrev
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
@@ -34,8 +35,8 @@ from .sink import JournalSink
 
 __all__ = ["JournalVerboseParser", "run_parser"]
 
-HEADER = re.compile(r"^(?:[A-Z][a-z]{2} )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?) (\S+) \[([^\]]*)\]$")
-_FIELD = re.compile(r"^    ([A-Z0-9_]+)=(.*)$")
+HEADER = lazy_re(r"^(?:[A-Z][a-z]{2} )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?) (\S+) \[([^\]]*)\]$")
+_FIELD = lazy_re(r"^    ([A-Z0-9_]+)=(.*)$")
 
 
 def _cursor(text: str) -> dict[str, str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 
+from ...lazyre import lazy_re
 from ...timeutil import Inferred, YearInference, month_number, parse_dmesg_ctime, parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser
@@ -20,24 +20,24 @@ _LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 _LEVEL_OF = {name: i for i, name in enumerate(_LEVELS)}
 
 _CALLER = r"(?: ?\[\s*[TC]\d+\])?"
-_MONO = re.compile(r"\[\s*(\d+\.\d+)(?: <\s*\d+\.\d+>)?\]" + _CALLER + " ?")
-_CTIME = re.compile(r"\[(\S+ +\S+ +\d{1,2} \d\d:\d\d:\d\d \d{4})\]" + _CALLER + " ?")
-_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d)" + _CALLER + " ?")
+_MONO = lazy_re(r"\[\s*(\d+\.\d+)(?: <\s*\d+\.\d+>)?\]" + _CALLER + " ?")
+_CTIME = lazy_re(r"\[(\S+ +\S+ +\d{1,2} \d\d:\d\d:\d\d \d{4})\]" + _CALLER + " ?")
+_ISO = lazy_re(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d)" + _CALLER + " ?")
 # reltime (-e, -H): the local minute ("%b%e %H:%M") on a line whose minute changed, else the
 # seconds since the previous line
-_MINUTE = re.compile(r"\[(\D+?) ?(\d{1,2}) (\d\d):(\d\d)\]" + _CALLER + " ?")
-_DELTA = re.compile(r"\[\s*\+(\d+\.\d+)\]" + _CALLER + " ?")
+_MINUTE = lazy_re(r"\[(\D+?) ?(\d{1,2}) (\d\d):(\d\d)\]" + _CALLER + " ?")
+_DELTA = lazy_re(r"\[\s*\+(\d+\.\d+)\]" + _CALLER + " ?")
 # --time-format delta without the monotonic part: recognised, no usable time
-_NO_TIME = re.compile(r"\[(?:<\s*\d+\.\d+>|\s*\+\d+\.\d+|\D+? ?\d{1,2} \d\d:\d\d)\]" + _CALLER + " ?")
-_RAW = re.compile(r"<(\d{1,4})>")
-_DECODE = re.compile(
+_NO_TIME = lazy_re(r"\[(?:<\s*\d+\.\d+>|\s*\+\d+\.\d+|\D+? ?\d{1,2} \d\d:\d\d)\]" + _CALLER + " ?")
+_RAW = lazy_re(r"<(\d{1,4})>")
+_DECODE = lazy_re(
     r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res[0-3]|local[0-7]) *:"
     r"(emerg|alert|crit|err|warn|notice|info|debug) *: "
 )
-_KMSG = re.compile(r"(\d{1,4}),(\d+),(\d+),[-c+]?(?:,[^;]*)?;")
+_KMSG = lazy_re(r"(\d{1,4}),(\d+),(\d+),[-c+]?(?:,[^;]*)?;")
 
 # what other tools' timestamped lines look like (syslog, ISO, journal, server loggers, epoch, kmsg)
-_FOREIGN = re.compile(
+_FOREIGN = lazy_re(
     r"(?:[^\s\d\[]\S{0,9} +\d{1,2} \d\d:\d\d:\d\d"
     r"|\d{1,2}月 +\d{1,2} \d\d:\d\d:\d\d"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
@@ -48,8 +48,8 @@ _FOREIGN = re.compile(
     r"|-- (?:Logs begin|Journal begins|Boot |Reboot|No entries)"
     r"|[{\x1e])"
 )
-_SHORT_MONO_BODY = re.compile(r"([^\s:\[]+) ([^\s:\[]+)(?:\[\d+\])?: ")
-_IDENT_PID = re.compile(r"[^\s:\[]+\[\d+\]: ")
+_SHORT_MONO_BODY = lazy_re(r"([^\s:\[]+) ([^\s:\[]+)(?:\[\d+\])?: ")
+_IDENT_PID = lazy_re(r"[^\s:\[]+\[\d+\]: ")
 _KERNEL_MARKERS = (
     "invoked oom-killer:",
     "Killed process ",
@@ -73,7 +73,7 @@ _KERNEL_MARKERS = (
     "audit: type=",
     "segfault at ",
 )
-_USERSPACE_HINTS = re.compile(
+_USERSPACE_HINTS = lazy_re(
     r"(?:Started|Starting|Stopped|Stopping|Finished|Reached target|Listening on) \S+"
     r"|\S+\.(?:service|scope|socket|timer): "
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
@@ -381,7 +381,7 @@ _SNIFF_CTX = ParseContext()
 
 #: the start of a line of another log, stamped as dmesg never stamps: a journal's or syslog's
 #: time and host (ISO or "May 25 20:17:19"), a server's or Python logger's "[2025-05-25 20:17:19"
-_FOREIGN_STAMP = re.compile(
+_FOREIGN_STAMP = lazy_re(
     r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S* \S+ \S+?(?:\[\d+\])?: "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \S+?(?:\[\d+\])?: "
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"

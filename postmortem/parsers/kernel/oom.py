@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ...lazyre import lazy_re
 from ...records import OomKill, OomTask
 from ..base import Output, ParseContext
 from ..kubernetes.names import pod_cgroup
@@ -32,48 +33,48 @@ EVENT_WINDOW_S = 60.0
 #: memcg limits at or above this many kB are PAGE_COUNTER_MAX / RESOURCE_MAX: no limit
 UNLIMITED_KB = 1 << 52
 
-_HEADER = re.compile(
+_HEADER = lazy_re(
     r"(?P<comm>.*?) invoked oom-killer: gfp_mask=(?P<gfp>0x[0-9a-fA-F]+(?:\([^)]*\))?)"
     r"(?:, nodemask=\S*?)?, order=(?P<order>-?\d+)(?P<rest>.*)$"
 )
-_HEADER_OSA = re.compile(r"oom_score_adj=(-?\d+)")
-_CPUSET = re.compile(r"(?P<comm>.*?) cpuset=(?P<cpuset>\S*) mems_allowed=\S*$")
-_CPU_LINE = re.compile(
+_HEADER_OSA = lazy_re(r"oom_score_adj=(-?\d+)")
+_CPUSET = lazy_re(r"(?P<comm>.*?) cpuset=(?P<cpuset>\S*) mems_allowed=\S*$")
+_CPU_LINE = lazy_re(
     r"CPU: \d+ (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: (?P<comm>.*?) (?:Kdump: loaded )?"
     r"(?:Not tainted|Tainted: .*?) +(?P<release>\d+\.\d+\S*)"
 )
-_PID_LINE = re.compile(
+_PID_LINE = lazy_re(
     r"Pid: (?P<pid>\d+), comm: (?P<comm>.*?) (?:Not tainted|Tainted: \S+) +(?P<release>\d+\.\d+\S*)"
 )
-_SUMMARY = re.compile(
+_SUMMARY = lazy_re(
     r"oom-kill:constraint=(?P<constraint>\w+),nodemask=.*?"
     r"(?:,cpuset=(?P<cpuset>.*?),mems_allowed=.*?)?"
     r"(?:,oom_memcg=(?P<oom_memcg>.*?)|,global_oom)?"
     r"(?:,task_memcg=(?P<task_memcg>.*?))?"
     r",task=(?P<task>.*),pid=\s*(?P<pid>\d+),uid=\s*(?P<uid>\d+)\s*$"
 )
-_CHOICE = re.compile(
+_CHOICE = lazy_re(
     r"(?P<ctx>[^:]*): (?:Kill|kill) process (?P<pid>\d+) \((?P<comm>.*)\) score -?\d+"
     r" (?:or sacrifice child|or a child|and children\.?)\s*$"
 )
-_KILLED = re.compile(
+_KILLED = lazy_re(
     r"(?:(?P<ctx>[^:]*?): )?Killed process (?P<pid>\d+)(?:, UID (?P<uid6>\d+),)? \((?P<comm>.*)\)"
     r"(?:(?:, UID (?P<uid7>\d+),)? (?:total-vm|vsz):(?P<vm>\d+)kB, anon-rss:(?P<anon>\d+)kB,"
     r" file-rss:(?P<file>\d+)kB(?:, shmem-rss:(?P<shmem>\d+)kB)?(?:, UID:(?P<uid>\d+))?"
     r"(?: pgtables:(?P<pgt>\d+)kB)?(?: oom_score_adj:(?P<osa>-?\d+))?|\.)?\s*$"
 )
-_TASK_IN = re.compile(r"Task in (?P<cg>\S+) killed as a result of limit of (?P<limit>\S+)\s*$")
-_LIMIT_REACHED = re.compile(r"Memory limit reached of cgroup (?P<limit>\S+)\s*$")
-_COUNTER = re.compile(
+_TASK_IN = lazy_re(r"Task in (?P<cg>\S+) killed as a result of limit of (?P<limit>\S+)\s*$")
+_LIMIT_REACHED = lazy_re(r"Memory limit reached of cgroup (?P<limit>\S+)\s*$")
+_COUNTER = lazy_re(
     r"(?P<counter>memory|memory\+swap|swap|kmem): usage (?P<usage>\d+)kB, limit (?P<limit>\d+)kB"
 )
-_TASKS_HEADER = re.compile(r"\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss\s+(?P<cols>.*?)\s*name\s*$")
-_GROUP = re.compile(r"Tasks in (?P<cg>\S+) are going to be killed due to memory\.oom\.group set")
-_ZONE_FREE = re.compile(r"Node \d+ (?:DMA32|DMA|Normal|HighMem|Movable|Device) free:(\d+)kB")
-_FREE_PAGES = re.compile(r"(?:^|\s)free:(\d+)(?=\s|$)")
-_FREE_SWAP = re.compile(r"Free swap\s*=\s*(-?\d+)kB")
-_TOTAL_SWAP = re.compile(r"Total swap\s*=\s*(\d+)kB")
-_PAGES_RAM = re.compile(r"(\d+) pages RAM\s*$")
+_TASKS_HEADER = lazy_re(r"\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss\s+(?P<cols>.*?)\s*name\s*$")
+_GROUP = lazy_re(r"Tasks in (?P<cg>\S+) are going to be killed due to memory\.oom\.group set")
+_ZONE_FREE = lazy_re(r"Node \d+ (?:DMA32|DMA|Normal|HighMem|Movable|Device) free:(\d+)kB")
+_FREE_PAGES = lazy_re(r"(?:^|\s)free:(\d+)(?=\s|$)")
+_FREE_SWAP = lazy_re(r"Free swap\s*=\s*(-?\d+)kB")
+_TOTAL_SWAP = lazy_re(r"Total swap\s*=\s*(\d+)kB")
+_PAGES_RAM = lazy_re(r"(\d+) pages RAM\s*$")
 
 _SCOPE_BY_CONSTRAINT = {
     "CONSTRAINT_NONE": "global",

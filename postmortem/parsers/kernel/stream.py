@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ...lazyre import lazy_re
 from ...records import GpuXid, KernelMessage
 from ...timeutil import Inferred, boot_relative, pick_boot
 from ..base import Output, ParseContext, TableBatch
@@ -26,18 +27,18 @@ MAX_UPTIME_S = 100 * 365.25 * 86400
 
 # "[  517.923918] " at the start of a kernel message copied by klogd/imklog into syslog,
 # optionally followed by a caller id ("[    T1234] ", CONFIG_PRINTK_CALLER)
-_INNER_STAMP = re.compile(r"\[\s*(\d+\.\d+)\](?: ?\[\s*[TC]\d+\])? ?")
-_KMSG_ESCAPE = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+_INNER_STAMP = lazy_re(r"\[\s*(\d+\.\d+)\](?: ?\[\s*[TC]\d+\])? ?")
+_KMSG_ESCAPE = lazy_re(r"(?:\\x[0-9a-fA-F]{2})+")
 
-_XID = re.compile(
+_XID = lazy_re(
     r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): "
     r"(?P<xid>\d+)(?:, pid=(?P<pid>'?<unknown>'?|\d+), name=(?P<name>[^,]*))?(?:, (?P<msg>.*))?$"
 )
-_FALLEN_SINGLE = re.compile(
+_FALLEN_SINGLE = lazy_re(
     r"NVRM:\s+GPU (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d:\s+"
     r"(?P<msg>GPU has fallen off the bus\.?)"
 )
-_FALLEN_FIRST = re.compile(
+_FALLEN_FIRST = lazy_re(
     r"NVRM:\s+The NVIDIA GPU (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d"
 )
 _FALLEN_LAST = "fallen off the bus and is not responding to commands"
@@ -51,7 +52,7 @@ NOT_PLAIN = r"oom|ill|Task|emory|tgid|NVRM|#012|\\x|\n|^\["
 
 #: how much of a file's end :func:`last_stamp` reads
 _TAIL_BYTES = 256 * 1024
-_TAIL_STAMP = re.compile(rb"^(?:<\d+>)?\[\s*(\d+\.\d+)\]|^\d+,\d+,(\d+),", re.MULTILINE)
+_TAIL_STAMP = lazy_re(rb"^(?:<\d+>)?\[\s*(\d+\.\d+)\]|^\d+,\d+,(\d+),", re.MULTILINE)
 #: leading bytes of the compressed formats a file may be read through
 _COMPRESSED = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"BZh")
 

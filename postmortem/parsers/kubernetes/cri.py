@@ -11,16 +11,16 @@ back together before they see it: the joined line (the first record's time and s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from ...engines import Engine, EngineStream, engines
+from ...lazyre import lazy_re
 from ...timeutil import parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 
-CRI_RECORD = re.compile(
+CRI_RECORD = lazy_re(
     r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?::\S*)? ?"
 )

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from ...lazyre import lazy_re
 from ...records import Container, K8sContainer, K8sEvent
 from ...timeutil import UTC
 from .. import register
@@ -24,25 +25,25 @@ from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .names import container_id, quantity_bytes, unit_name
 from .objects import classify_event
 
-_KV = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z][A-Za-z0-9 /._-]*?):(?:\s+(?P<value>.*?))?\s*$")
-_TIME = re.compile(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$")
-_EVENT = re.compile(
+_KV = lazy_re(r"^(?P<indent> *)(?P<key>[A-Za-z][A-Za-z0-9 /._-]*?):(?:\s+(?P<value>.*?))?\s*$")
+_TIME = lazy_re(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$")
+_EVENT = lazy_re(
     r"^\s{2}(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S+(?: \(x(?P<count>\d+) over (?P<first>\S+)\))?)"
     r"\s+(?P<source>[\w.-]+(?:, [\w.-]+)?)\s+(?P<message>.*)$"
 )
 #: kubectl ≤ 1.7: FirstSeen LastSeen Count From SubObjectPath Type Reason Message
-_EVENT_OLD = re.compile(
+_EVENT_OLD = lazy_re(
     r"^\s{2}(?P<first>\S+)\s+(?P<age>\S+)\s+(?P<count>\d+)\s+(?P<source>[\w.-]+(?:, [\w.-]+)?)\s+"
     r"(?:(?P<subpath>spec\.\S+)\s+)?(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<message>.*)$"
 )
-_AGE = re.compile(r"^(?:(?P<y>\d+)y)?(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
-_PROBE = re.compile(
+_AGE = lazy_re(r"^(?:(?P<y>\d+)y)?(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
+_PROBE = lazy_re(
     r"^(?P<type>http-get|tcp-socket|exec|grpc)\s*(?P<target>\S*).*?delay=(?P<delay>\d+)s timeout=(?P<timeout>\d+)s "
     r"period=(?P<period>\d+)s (?:#success=\d+ #failure=(?P<f1>\d+)|successThreshold=\d+ failureThreshold=(?P<f2>\d+))"
 )
-_MOUNT = re.compile(r"^\s*/dev/shm from (?P<vol>\S+)")
-_SUBPATH = re.compile(r"^spec\.(?:containers|initContainers)\{([^}]+)\}$")
-_FIELD_PREFIX = re.compile(r"^spec\.containers\{[^}]+\}: ")
+_MOUNT = lazy_re(r"^\s*/dev/shm from (?P<vol>\S+)")
+_SUBPATH = lazy_re(r"^spec\.(?:containers|initContainers)\{([^}]+)\}$")
+_FIELD_PREFIX = lazy_re(r"^spec\.containers\{[^}]+\}: ")
 _PROBE_TYPES = {"http-get": "httpGet", "tcp-socket": "tcpSocket", "exec": "exec", "grpc": "grpc"}
 
 

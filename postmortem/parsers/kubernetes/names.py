@@ -9,38 +9,39 @@ object, an event or a runtime line maps the id to a name, the unit is ``k8s:pod-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from ...lazyre import lazy_re
 
 #: the prefix of every Kubernetes unit
 UNIT_PREFIX = "k8s:"
 
-_KUBEPODS = re.compile(
+_KUBEPODS = lazy_re(
     r"(?:^|/)(?:[\w.-]+-)?kubepods(?:\.slice)?"
     r"(?:/(?:[\w.-]+-)?kubepods-(?P<qos_sd>burstable|besteffort)\.slice|/(?P<qos_fs>burstable|besteffort))?"
     r"(?:/(?:[\w.-]+-)?pod(?P<uid>[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
     r"(?:\.slice)?(?:/(?P<leaf>[^/,\s]+))?)?"
 )
-_LEAF = re.compile(r"^(?:(?P<rt>cri-containerd|crio|docker|crio-conmon)-)?(?P<cid>[0-9a-f]{64})(?:\.scope)?$")
-_QUANTITY = re.compile(r"^(?P<num>[+-]?\d+(?:\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m|e[+-]?\d+)?$")
+_LEAF = lazy_re(r"^(?:(?P<rt>cri-containerd|crio|docker|crio-conmon)-)?(?P<cid>[0-9a-f]{64})(?:\.scope)?$")
+_QUANTITY = lazy_re(r"^(?P<num>[+-]?\d+(?:\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m|e[+-]?\d+)?$")
 _FACTORS = {
     "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60,
     "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "m": 1e-3,
 }  # fmt: skip
-_POD_LOG = re.compile(
+_POD_LOG = lazy_re(
     r"(?:^|/)(?P<ns>[a-z0-9][a-z0-9-]{0,62})_(?P<pod>[a-z0-9][a-z0-9.-]{0,252})_"
     r"(?P<uid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})/"
     r"(?P<container>[a-z0-9][a-z0-9-]{0,62})/(?P<restart>\d+)\.log(?:\.\d{8}-\d{6})?(?:\.gz)?$"
 )
-_CTR_LINK = re.compile(
+_CTR_LINK = lazy_re(
     r"(?:^|/)(?P<pod>[a-z0-9][a-z0-9.-]{0,252})_(?P<ns>[a-z0-9][a-z0-9-]{0,62})_"
     r"(?P<container>[a-z0-9][a-z0-9-]{0,62})-(?P<cid>[0-9a-f]{64})\.log$"
 )
-_KUBECTL_LOG = re.compile(
+_KUBECTL_LOG = lazy_re(
     r"(?:^|/)kubernetes/logs/(?P<ns>[a-z0-9][a-z0-9-]{0,62})_(?P<pod>[a-z0-9][a-z0-9.-]{0,252})_"
     r"(?P<container>[a-z0-9][a-z0-9-]{0,62})(?:\.previous)?\.log$"
 )
-_CONTAINER_ID = re.compile(r"^(?:(?:containerd|cri-o|docker|cri-containerd)://)?(?P<id>[0-9a-f]{64})$")
+_CONTAINER_ID = lazy_re(r"^(?:(?:containerd|cri-o|docker|cri-containerd)://)?(?P<id>[0-9a-f]{64})$")
 
 
 def unit_name(namespace: str, pod: str, container: str) -> str:

@@ -16,58 +16,53 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
+from ...lazyre import lazy_re
 from ...records import Container, K8sEvent
 from .names import unit_name
 
 #: journal identifiers whose lines are the node's Kubernetes components
 NODE_IDENTS = frozenset({"kubelet", "containerd", "crio", "k3s", "k3s-agent", "rke2", "rke2-agent"})
 
-_KLOG = re.compile(
-    r"(?:^|(?<=: ))[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^:\s]+:\d+\] (?P<msg>.*)$", re.S
-)
-_LOGRUS = re.compile(
-    r'(?:^|(?<=: ))time="[^"]+" level=\w+ msg="(?P<msg>(?:[^"\\]|\\.)*)"(?P<fields>.*)$', re.S
-)
-_KV = re.compile(r' (?P<k>[A-Za-z][\w.]*)=(?P<v>"(?:[^"\\]|\\.)*"|\S+)')
-_POD = re.compile(r'^(?P<ns>[^/"]+)/(?P<pod>[^/"]+)$')
+_KLOG = lazy_re(r"(?:^|(?<=: ))[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^:\s]+:\d+\] (?P<msg>.*)$", re.S)
+_LOGRUS = lazy_re(r'(?:^|(?<=: ))time="[^"]+" level=\w+ msg="(?P<msg>(?:[^"\\]|\\.)*)"(?P<fields>.*)$', re.S)
+_KV = lazy_re(r' (?P<k>[A-Za-z][\w.]*)=(?P<v>"(?:[^"\\]|\\.)*"|\S+)')
+_POD = lazy_re(r'^(?P<ns>[^/"]+)/(?P<pod>[^/"]+)$')
 
-_PROBE = re.compile(r'^"Probe (?P<what>failed|errored)" ')
-_SYNC_PROBE = re.compile(r'^"SyncLoop \(probe\)" ')
-_PLEG = re.compile(
+_PROBE = lazy_re(r'^"Probe (?P<what>failed|errored)" ')
+_SYNC_PROBE = lazy_re(r'^"SyncLoop \(probe\)" ')
+_PLEG = lazy_re(
     r'^"SyncLoop \(PLEG\): event for pod" .*?event=(?:&\{ID:(?P<uid1>[\w-]+) Type:(?P<t1>\w+) Data:(?P<d1>[^}\s]*)\}'
     r'|\{"ID":"(?P<uid2>[\w-]+)","Type":"(?P<t2>\w+)","Data":"?(?P<d2>[^"}]*)"?\})'
 )
-_KILL = re.compile(r'^"Killing container with a grace period(?: override)?" ')
-_MESSAGE = re.compile(r'^"Message for Container of pod" ')
-_BACKOFF = re.compile(r'^"Back-off restarting failed container" ')
-_CRASHLOOP = re.compile(
-    r"container=(?P<c>\S+) pod=(?P<pod>[^_\s]+)_(?P<ns>[^(\s]+)(?:\((?P<uid>[0-9a-f-]+)\))?"
-)
-_EVICT = re.compile(
+_KILL = lazy_re(r'^"Killing container with a grace period(?: override)?" ')
+_MESSAGE = lazy_re(r'^"Message for Container of pod" ')
+_BACKOFF = lazy_re(r'^"Back-off restarting failed container" ')
+_CRASHLOOP = lazy_re(r"container=(?P<c>\S+) pod=(?P<pod>[^_\s]+)_(?P<ns>[^(\s]+)(?:\((?P<uid>[0-9a-f-]+)\))?")
+_EVICT = lazy_re(
     r'^"?[Ee]viction manager: (?P<what>attempting to reclaim|must evict pod\(s\) to reclaim'
     r"|pod is evicted successfully|pods evicted, waiting for pod to be cleaned up)"
 )
-_SYS_OOM = re.compile(r'^"Got sys oom event"|^System OOM encountered')
-_OLD_PROBE = re.compile(
+_SYS_OOM = lazy_re(r'^"Got sys oom event"|^System OOM encountered')
+_OLD_PROBE = lazy_re(
     r'^(?P<probe>Liveness|Readiness|Startup) probe for "(?P<pod>[^_"]+)_(?P<ns>[^(_"]+)\((?P<uid>[^)]+)\):(?P<ctr>[^"]+)" failed'
 )
-_TASK_OOM = re.compile(
+_TASK_OOM = lazy_re(
     r'^TaskOOM event (?:&TaskOOM\{ContainerID:(?P<c1>[0-9a-f]{64})|container_id:\s*"(?P<c2>[0-9a-f]{64})")'
 )
-_TASK_EXIT = re.compile(
+_TASK_EXIT = lazy_re(
     r"^TaskExit event (?:&TaskExit\{ContainerID:(?P<c1>[0-9a-f]{64}),ID:(?P<i1>[0-9a-f]+),Pid:\d+,ExitStatus:(?P<s1>\d+)"
     r'|container_id:\s*"(?P<c2>[0-9a-f]{64})"\s+id:\s*"(?P<i2>[0-9a-f]+)"(?:\s+pid:\s*\d+)?(?:\s+exit_status:\s*(?P<s2>\d+))?)'
 )
-_CREATE = re.compile(
+_CREATE = lazy_re(
     r'^CreateContainer within sandbox "(?P<sb>[0-9a-f]+)" for (?:container )?'
     r'(?:&ContainerMetadata\{Name:(?P<n1>[^,]+),Attempt:(?P<a1>\d+),\}|name:\s*"(?P<n2>[^"]+)"(?:\s+attempt:\s*(?P<a2>\d+))?)'
     r' returns container id "(?P<cid>[0-9a-f]{64})"'
 )
-_SANDBOX = re.compile(
+_SANDBOX = lazy_re(
     r"^RunPodSandbox for &PodSandboxMetadata\{Name:(?P<pod>[^,]+),Uid:(?P<uid>[^,]+),Namespace:(?P<ns>[^,]+),"
     r'Attempt:\d+,\} returns sandbox id "(?P<sb>[0-9a-f]+)"'
 )
-_CRIO_DESC = re.compile(r"^(?P<ns>[^/]+)/(?P<pod>[^/]+)/(?P<ctr>[^/]+)$")
+_CRIO_DESC = lazy_re(r"^(?P<ns>[^/]+)/(?P<pod>[^/]+)/(?P<ctr>[^/]+)$")
 #: at most this many sandboxes remembered per source
 MAX_SANDBOXES = 10_000
 

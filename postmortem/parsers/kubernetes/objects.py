@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from ...lazyre import lazy_re
 from ...records import Container, K8sContainer, K8sEvent
 from ...timeutil import UTC
 from .. import register
@@ -28,20 +29,20 @@ from .names import container_id, quantity_bytes, unit_name
 
 #: the largest object file read (a namespace's pods with their statuses is a few MB)
 MAX_BYTES = 128 << 20
-_KIND = re.compile(
+_KIND = lazy_re(
     r'"kind"\s*:\s*"(?:Pod|PodList|List|Event|EventList)"|^\s*(?:- )?kind:\s*(?:Pod|PodList|List|Event|EventList)\s*$',
     re.M,
 )
-_API = re.compile(
+_API = lazy_re(
     r'"apiVersion"\s*:\s*"(?:v1|events\.k8s\.io/v1(?:beta1)?)"|^\s*(?:- )?apiVersion:\s*(?:v1|events\.k8s\.io/v1(?:beta1)?)\s*$',
     re.M,
 )
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$")
-_PROBE_EV = re.compile(
+_TIME = lazy_re(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$")
+_PROBE_EV = lazy_re(
     r"^(?:\(combined from similar events\): )?(Liveness|Readiness|Startup) probe (?:failed|errored)"
 )
-_PROBE_KILL = re.compile(r"failed (liveness|startup) probe, will be restarted")
-_FIELD_PATH = re.compile(r"^spec\.(?:containers|initContainers)\{(?P<c>[^}]+)\}$")
+_PROBE_KILL = lazy_re(r"failed (liveness|startup) probe, will be restarted")
+_FIELD_PATH = lazy_re(r"^spec\.(?:containers|initContainers)\{(?P<c>[^}]+)\}$")
 _EVENT_KINDS = {
     "BackOff": "backoff",
     "Evicted": "evicted",
@@ -62,7 +63,7 @@ class _Refused(ValueError):
 
 #: the deepest YAML nesting read (a Pod is about 10 levels deep)
 MAX_DEPTH = 64
-_FLOW = re.compile(r"[\[\]{}]")
+_FLOW = lazy_re(r"[\[\]{}]")
 
 
 def nesting(text: str) -> int:

@@ -13,18 +13,18 @@ Conventions (documented in ``docs/schema_parts/nvidia.md``):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from ...lazyre import lazy_re
 from ...records import GpuEvent
 from ...timeutil import Inferred, epoch_seconds, localize, name_stamp, parse_ctime, parse_iso, zone_for_word
 from ..base import ParseContext
 
 # --------------------------------------------------------------------------- bus ids
 
-_BUS_RE = re.compile(
+_BUS_RE = lazy_re(
     r"(?:PCI:|GPU ?)?(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?"
 )
 
@@ -202,13 +202,11 @@ def ctime_stamp(text: str, ctx: ParseContext) -> Stamp | None:
     return Stamp(localize(naive, ctx.zone), raw, Inferred.ZONE)
 
 
-_ISO_LINE = re.compile(
-    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?"
-)
-_ISO_SEARCH = re.compile(
+_ISO_LINE = lazy_re(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC))?")
+_ISO_SEARCH = lazy_re(
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?: ?(?:Z|[+-]\d\d:?\d\d|UTC)(?![\w]))?"
 )
-_CTIME_SEARCH = re.compile(
+_CTIME_SEARCH = lazy_re(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +[A-Za-z0-9]{1,3} +[A-Za-z0-9]{1,3} +\d{1,2}:\d\d:\d\d"
     r"(?: +(?:AM|PM))?(?: +(?:[A-Z]{1,5}|[+-]\d{4}))? +\d{4}"
 )
@@ -257,7 +255,7 @@ def date_line_stamp(line: str, ctx: ParseContext, *, epoch: bool = True) -> Stam
     return None
 
 
-_BANNER = re.compile(r"^\s*([=#*~-])\1{2,}\s*(.*?)\s*\1*\s*$")
+_BANNER = lazy_re(r"^\s*([=#*~-])\1{2,}\s*(.*?)\s*\1*\s*$")
 
 
 def banner_stamp(line: str, ctx: ParseContext) -> Stamp | bool | None:
@@ -287,7 +285,7 @@ def banner_stamp(line: str, ctx: ParseContext) -> Stamp | bool | None:
 
 # --------------------------------------------------------------------------- failure outputs
 
-_HANDLE = re.compile(
+_HANDLE = lazy_re(
     r"Unable to determine the device handle for (?:GPU|gpu) ?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)?\s*:?\s*(?P<err>.*)$"
 )
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator
 
+from ...lazyre import lazy_re
 from ...records import GpuSample, GpuXid
 from ...timeutil import epoch_seconds
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .common import Snapshots, Stamp, normalise_bus_id, xid_bus_id
 
-_LINE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*")
-_LABEL = re.compile(r'([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"')
+_LINE = lazy_re(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*")
+_LABEL = lazy_re(r'([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"')
 
 #: DCGM field → gpu_samples column
 METRICS: dict[str, str] = {

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
+from ...lazyre import lazy_re
 from ...records import GpuProcess, GpuSample
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .common import (
@@ -22,7 +22,7 @@ from .common import (
     text_value,
 )
 
-_GPU_LINE = re.compile(r"GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*")
+_GPU_LINE = lazy_re(r"GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*")
 
 # (section, key) → field of the GPU sample; section "" = directly under the GPU
 _GPU_KEYS: dict[tuple[str, str], str] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Iterable, Iterator
 
+from ...lazyre import lazy_re
 from ...records import GpuProcess, GpuSample
 from ..base import Head, LineChunk, Output, ParseContext, Parser
 from .common import (
@@ -19,15 +20,15 @@ from .common import (
     number,
 )
 
-_HEADER = re.compile(
+_HEADER = lazy_re(
     r"NVIDIA-SMI\s+(?P<smi>[\w.-]+)\s+(?:Driver|KMD) Version:\s*(?P<drv>[\w.-]+)"
     r"(?:\s+CUDA(?: UMD)? Version:\s*(?P<cuda>[\w./-]+))?"
 )
-_ROW1_CELL0 = re.compile(r"\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A|ERR!)\s*")
-_BUS_CELL = re.compile(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s*")
-_ROW2_CELL0 = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+?)\s*/\s*(\S+)\s*")
-_MEM_CELL = re.compile(r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*")
-_PROC = re.compile(
+_ROW1_CELL0 = lazy_re(r"\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A|ERR!)\s*")
+_BUS_CELL = lazy_re(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s*")
+_ROW2_CELL0 = lazy_re(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+?)\s*/\s*(\S+)\s*")
+_MEM_CELL = lazy_re(r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*")
+_PROC = lazy_re(
     r"\s*(\d+)\s+(?:(N/A|\d+)\s+(N/A|\d+)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+(.*?)\s*"
     r"(\d+MiB|\d*\.\.\.|N/A|ERR!)\s*"
 )

@@ -24,6 +24,7 @@ from ...analysis.model import (
 from ...analysis.rules.words import engine_of
 from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
 from ...engines import get_engine
+from ...lazyre import lazy_re
 from ...query import run_named_dicts
 from ...store.db import Store
 from ...text.formats import human
@@ -50,7 +51,7 @@ from .types import (
     VictimRow,
 )
 
-_ASSUMED = re.compile(re.escape(ZONE_ASSUMED) + r" (\S+), this machine's zone")
+_ASSUMED = lazy_re(re.escape(ZONE_ASSUMED) + r" (\S+), this machine's zone")
 
 
 def _zones_assumed(sources: Sources, own: list[int]) -> list[str]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from ...analysis.facts import IncidentFacts
 from ...analysis.model import is_container
 from ...analysis.rules.words import engine_of
+from ...lazyre import lazy_re
 from ...text.formats import human, retraction_words
 from .common import gib_kb, gib_mib, utc_text
 from .types import MemoryRow
@@ -36,7 +35,7 @@ def _flat_words(facts: IncidentFacts) -> str:
 
 
 #: systemd's binary units (``7.8G`` is 7.8 GiB)
-_SWAP_PEAK = re.compile(r"([\d.]+)([KMGT]) memory swap peak")
+_SWAP_PEAK = lazy_re(r"([\d.]+)([KMGT]) memory swap peak")
 
 
 def silent_text(seconds: float) -> str:

@@ -15,6 +15,7 @@ from ...analysis.model import Incident, Victim, killed_process
 from ...analysis.rules.common import gpu_names, held_before, idle_gpus
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
+from ...lazyre import lazy_re
 from ...parsers.journal.systemd import left_process
 from ...parsers.kubernetes.node import readable
 from ...text.formats import article, human, retraction_words
@@ -63,7 +64,7 @@ def _args_digest(message: str) -> str:
 
 
 #: the task (``comm:pid``) a hung-task warning names
-_HUNG_TASK = re.compile(r"task (\S+:\d+) blocked for more than")
+_HUNG_TASK = lazy_re(r"task (\S+:\d+) blocked for more than")
 
 
 #: systemd's one-line-per-process reports, shown one row per stop or start

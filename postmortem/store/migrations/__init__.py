@@ -8,7 +8,9 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-_NAME = re.compile(r"(\d{3})_(\w+)\.sql")
+from ...lazyre import lazy_re
+
+_NAME = lazy_re(r"(\d{3})_(\w+)\.sql")
 
 
 def _named() -> list[tuple[re.Match[str], Traversable]]:
