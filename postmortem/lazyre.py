@@ -45,6 +45,10 @@ class LazyPattern:
             raise AttributeError(name)
         return getattr(self.compiled(), name)
 
+    def __reduce__(self) -> tuple[type[LazyPattern], tuple[str | bytes, int]]:
+        # (pickled and copied as its source: once used it holds the pattern's bound methods)
+        return LazyPattern, self._source
+
     def __repr__(self) -> str:
         return f"lazy_re({self._source[0]!r})"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -56,6 +57,19 @@ def ident(name: str) -> str:
 _LOCK_PATTERNS = ("Could not set lock", "Conflicting lock", "database is locked")
 
 
+#: every Store not closed yet (weakly): :func:`close_open_stores`
+_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def close_open_stores() -> None:
+    """Close every store still open, as the interpreter's teardown would (DuckDB writes a
+    read-write store's log into its file when it is closed): before a process ends without
+    that teardown (:mod:`postmortem.launch`)."""
+    for store in list(_OPEN):
+        with suppress(Exception):
+            store.close()
+
+
 class Store:
     """A postmortem database. Use :meth:`open` (read-write, migrated) or :meth:`open_readonly`."""
 
@@ -66,6 +80,7 @@ class Store:
         self._columns: dict[str, list[tuple[str, str]]] = {}
         self._database: str | None = None
         self.recovered: list[str] = []  # interrupted loads removed when the store was opened
+        _OPEN.add(self)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -134,6 +149,7 @@ class Store:
         return store
 
     def close(self) -> None:
+        _OPEN.discard(self)
         self.con.close()
 
     def reader(self) -> Store:
