@@ -37,6 +37,7 @@ from .io import (
     without_bom,
 )
 from .lazyre import lazy_re
+from .machine import keep_freed_memory
 from .parsers import all_parsers, detect, get_parser
 from .parsers.base import BytesParser, Head, LineChunk, ParseContext, Parser
 from .store import fileindex
@@ -1015,6 +1016,8 @@ def ingest_file(
         # a second thread writing (bulk rows as Parquet parts) while the parser goes on pays off for
         # a large file; for a small one its start, hand-overs and tiny parts are most of the cost
         big = inp.size is None or inp.size >= BACKGROUND_BYTES
+        if big:
+            keep_freed_memory()
         writer = SourceWriter(store, source_id, checkpoint=True, background=big, parts=big)
         before_records = _resume(store, source_id, ctx, writer) if plan.mode == "appended" else 0
         read = _Reading(inp, state, plan.first_line, options.progress)
