@@ -740,20 +740,30 @@ class _Router:
         feeding a line back)."""
         sink, hosts, boot, plain_rows = self.sink, self._hosts, self.boot, self.plain_rows
         fast = None if settled else self.fast
+        # a run of plain kernel lines of one host: its kernel stream, and whether it is idle, are
+        # those of the run's first line (storing a plain line as a row changes neither; asking
+        # three calls a line took 0.1 s of a 2M-line journal's 100,000 kernel lines)
+        idle_host: object = _NO_HOST
         for _ln, pos, entry in todo:
             if entry is _PLAIN:  # (inline: most routed lines of a journal are such lines)
                 assert hosts is not None
-                stream = sink.kernel_stream(hosts[pos], boot)
+                host = hosts[pos]
+                if idle_host is not _NO_HOST and host == idle_host:
+                    plain_rows.append(pos)
+                    continue
+                stream = sink.kernel_stream(host, boot)
                 if stream is None:
                     continue
                 if stream.idle():
                     plain_rows.append(pos)
+                    idle_host = host
                     continue
                 entry = self.row(pos)
             elif entry is _LIGHT or entry is _HELD:
                 entry = self._candidate(pos, entry is _LIGHT, fast)
                 if entry is None:
                     continue
+            idle_host = _NO_HOST  # (routing a line may change the streams)
             if pos < 0 and not sink.wants(entry.ident, entry.pid, entry.unit):
                 continue
             if fast is not None:
@@ -788,6 +798,10 @@ class _Router:
             extra = self.rest.extra
             i = entry.line_no - self.first
             extra[i] = extra[i]._replace(unit=unit)
+
+
+#: no run of idle plain kernel lines (:meth:`_Router.route`)
+_NO_HOST = object()
 
 
 def _past_budget(np: Any, routed: Any, tix_all: Any, limits: list[int]) -> tuple[Any, dict[int, Any]]:
