@@ -20,6 +20,10 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   one second before the CUDA OOM. "Starting GPU health check..." … "gpu-healthcheck.service:
   main process exited" … "Failed to start GPU health check." teaches that Description's unit
   (``queries/oneshot_descriptions.sql``), so its end is not the server's.
+- minute-kill (seed 8080, night 33): ``dmesg -H`` alone dates the kill to its minute; the
+  unlinked server log's last line is in that minute. A kill's minute counts whole as its time
+  when linking (``unit_marks.sql``'s ``span_s``), and the minute moves up to the linked run's
+  last line once the runs are linked (``anchor_minutes.sql`` run again after the link).
 """
 
 from __future__ import annotations
@@ -119,3 +123,17 @@ def test_an_operator_s_command_in_a_cat_journal_names_the_fallback(cli: Any, tmp
     fallback's log file is named after."""
     (inc,) = _build(cli, tmp_path, "cat-operator", "Asia/Tokyo")
     assert (inc["unit"], inc["recovery_unit"]) == ("inference.service", "fallback-glm46.service")
+
+
+def test_a_kill_dated_to_its_minute_links_and_dates_its_server(cli: Any, tmp_path: Path) -> None:
+    # seed 8080, night 33: EL9, `dmesg -H` only (the kill known to its minute, 12:24), no
+    # journal; sglang.log names no unit and ends at 12:24:46.9. The kill's minute holds the
+    # run's last line: it ends that run (sglang-k26.service, the kill's cgroup), and the kill
+    # then moves up to that line, so the queue at the kill is the last line's, not one 47 s
+    # earlier
+    (inc,) = _build(cli, tmp_path, "minute-kill", "UTC")
+    assert (inc["unit"], inc["cause"]) == ("sglang-k26.service", "host_oom")
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (254, 256)
+    kill = datetime.fromisoformat(inc["ts"]).astimezone(UTC)
+    # (the truth: 12:24:46.89; the server's lines print whole seconds)
+    assert datetime(2025, 7, 31, 12, 24, 46, tzinfo=UTC) <= kill < datetime(2025, 7, 31, 12, 25, tzinfo=UTC)

@@ -306,6 +306,9 @@ def rebuild(
         # (anchor_monotonic.sql): committed here, for the gathering threads' connections see
         # only what is committed (their queries read the runs' units and the kills' times)
         link_server_units(store, host)
+        # a kill dated to its minute only moves up to its server's last line in that minute,
+        # which the run's unit, linked just now by that very kill, names (anchor_minutes.sql)
+        _anchor_minutes(store)
         _anchor_boots(store, journals=False)
     with store.transaction():
         # service_loads is derived (after the shifts) and deduplicated in the same transaction

@@ -144,6 +144,13 @@ def _vote_pids(store: Store, runs: list[Run], timed: bool = True) -> None:
             run.vote(str(r["unit"]), "pid", f"pid {r['pid']} is {r['unit']}'s ({r['how']})")
 
 
+def _latest(m: dict[str, Any]) -> datetime:
+    """The latest a mark may really be: an OOM kill dated to its minute only may be anywhere in
+    that minute (``span_s``)."""
+    ts: datetime = m["ts"]
+    return ts + timedelta(seconds=m.get("span_s") or 0)
+
+
 def _after(e: dict[str, Any], m: dict[str, Any]) -> bool:
     """Whether mark ``e`` came after mark ``m`` (in the same second: after it in its source)."""
     if e["ts"] != m["ts"]:
@@ -174,7 +181,7 @@ def _ended_before(unit: str, start: dict[str, Any], marks: list[dict[str, Any]],
     before the server's first line, done a second after it, ran something else)."""
     began = _job_began(unit, start, marks)
     return any(
-        e["unit"] == unit and e["mark"] == "end" and _after(e, began) and e["ts"] < until for e in marks
+        e["unit"] == unit and e["mark"] == "end" and _after(e, began) and _latest(e) < until for e in marks
     )
 
 
@@ -208,10 +215,12 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             if m["mark"] == "start" and run.first_ts - START_BEFORE <= ts <= run.first_ts + SLACK:
                 if not _ended_before(unit, m, mine, max(run.first_ts, run.last_ts - SLACK)):
                     starts.append(((run.first_ts - ts).total_seconds(), unit))
-            elif m["mark"] == "end" and run.last_ts - SLACK <= ts <= run.last_ts + END_AFTER:
+            elif m["mark"] == "end" and run.last_ts - SLACK <= _latest(m) and ts <= run.last_ts + END_AFTER:
+                # (a kill dated to its minute only ends a run whose last line is in that minute)
                 if not _began_after(unit, m, began, mine, run.first_ts + SLACK):
-                    ends.append(((ts - run.last_ts).total_seconds(), unit, str(m["action"])))
-            elif m["mark"] == "end" and run.first_ts + SLACK < ts < run.last_ts - SLACK:
+                    gap = max(0.0, (ts - run.last_ts).total_seconds())
+                    ends.append((gap, unit, str(m["action"])))
+            elif m["mark"] == "end" and run.first_ts + SLACK < ts and _latest(m) < run.last_ts - SLACK:
                 inside.add(unit)
         if starts:
             near = min(g for g, _ in starts) + SLACK.total_seconds()
