@@ -200,13 +200,34 @@ NEIGHBOUR_KILL = T("2026-05-10 03:10:00")
 NEIGHBOUR_RSS_KB = 251_600_000  # anon-rss of the killed python (the etl container's only process)
 
 
-def node_oom_neighbour(root: Path) -> Path:
+def _vllm_pod_log(path: Path, start: datetime, end: datetime) -> None:
+    """A V1 vLLM's CRI log (the API server's statistics every 10 s from start + 4 min to end)."""
+    lines = [
+        (start, "(APIServer pid=1) INFO {:%m-%d %H:%M:%S} [api_server.py:1805] vLLM API server version 0.10.2"),
+        (start + D(seconds=1), "(APIServer pid=1) INFO {:%m-%d %H:%M:%S} [utils.py:328] non-default args: "
+                               "{{'model': '/models/qwen2.5-72b', 'tensor_parallel_size': 8}}"),
+        (start + D(seconds=200), "(APIServer pid=1) INFO {:%m-%d %H:%M:%S} [api_server.py:1876] Starting vLLM API "
+                                 "server 0 on http://0.0.0.0:8000"),
+        (start + D(seconds=200), "(APIServer pid=1) INFO:     Application startup complete."),
+    ]  # fmt: skip
+    ts = start + D(seconds=240)
+    while ts <= end:
+        lines.append((ts, "(APIServer pid=1) INFO {:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
+                          "throughput: 900.0 tokens/s, Avg generation throughput: 2000.0 tokens/s, Running: 30 "
+                          "reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit rate: 18.4%"))  # fmt: skip
+        ts += D(seconds=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{t:%Y-%m-%dT%H:%M:%S.%f}123Z stdout F {text.format(t)}\n" for t, text in lines))
+
+
+def node_oom_neighbour(root: Path, serving_log: bool = False) -> Path:
     """A Kubernetes node runs out of RAM at 03:10:00 UTC (a global OOM: ``CONSTRAINT_NONE``)
     and the kernel kills a neighbour's process, ``python`` of the BestEffort pod
     ``batch/etl-28571234-x7k2p`` (240 GiB), not the vLLM pod's engine core beside it (200 GiB),
     which goes on serving. The task table is the whole node's: the vLLM pod's processes are in
     it. Writes ``journal.txt`` (kernel, containerd, kubelet) and ``kubernetes/events.json`` (the
-    node's ``SystemOOM``) under ``root``."""
+    node's ``SystemOOM``) under ``root``; with ``serving_log``, the vLLM pod's log too, its
+    statistics going on for 20 minutes after the kill."""
     host = "gpu-node-9"
     vuid, vcid = "11111111-2222-4333-8444-555555555555", "c0" * 32
     euid, ecid = "99999999-8888-4777-8666-555555555555", "e1" * 32
@@ -265,6 +286,9 @@ def node_oom_neighbour(root: Path) -> Path:
     (root / "kubernetes" / "events.json").write_text(
         json.dumps({"apiVersion": "v1", "kind": "List", "items": [event]})
     )
+    if serving_log:
+        pod = root / "var" / "log" / "pods" / f"inference_vllm-0_{vuid}" / "vllm" / "0.log"
+        _vllm_pod_log(pod, T("2026-05-10 00:00:03"), kill + D(minutes=20))
     return root
 
 

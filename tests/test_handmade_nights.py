@@ -90,6 +90,35 @@ def test_a_node_ooms_neighbour_is_sized_from_its_own_memory_not_the_nodes(cli: A
     assert f"its processes held {gib:.0f} GiB: at least {-(-gib * 1.2 // 1):.0f}Gi" in detail, detail
 
 
+def test_a_neighbour_a_node_oom_killed_is_no_outage_of_serving(cli: Any, tmp_path: Path) -> None:
+    """The node OOM kills the ETL pod's python, not vLLM, whose statistics go on for 20 minutes:
+    the etl container ran no server, so its report is no SEV-1 "not restored" but a SEV-3
+    saying so, and trends leave it out of the downtimes. Without the vLLM pod's log nothing
+    says the killed container did not serve: the report stays as it was."""
+    logs = nights.node_oom_neighbour(tmp_path / "logs", serving_log=True)
+    db = tmp_path / "pm.duckdb"
+    out = tmp_path / "out"
+    assert cli("build", "--logs", logs, "--tz", "UTC", "--db", db, "--out", out).code == 0
+    inc = _incidents(db)["gpu-node-9"]
+    assert (inc["unit"], inc["serving"], inc["downtime_s"]) == (
+        "k8s:batch/etl-28571234-x7k2p/etl",
+        False,
+        None,
+    )
+    (report,) = out.glob("gpu-node-9-*etl*.md")
+    text = report.read_text()
+    assert "| Severity | **SEV-3** — no outage of serving: no server ran in it |" in text
+    assert "k8s:inference/vllm-0/vllm went on serving after the kill" in text
+    trends = cli("trends", "--db", db, "--out", tmp_path / "trends")
+    assert trends.code == 0, trends.err
+    assert "not restored" not in (tmp_path / "trends" / "trends.md").read_text()
+
+    bare = nights.node_oom_neighbour(tmp_path / "bare")
+    db2 = tmp_path / "bare.duckdb"
+    assert cli("build", "--logs", bare, "--tz", "UTC", "--db", db2, "--out", tmp_path / "out2").code == 0
+    assert _incidents(db2)["gpu-node-9"]["serving"] is None
+
+
 def test_a_worker_that_outlived_the_final_sigkill_is_named_as_holding_the_gpu(
     cli: Any, tmp_path: Path
 ) -> None:

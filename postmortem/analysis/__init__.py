@@ -512,6 +512,7 @@ _FACT_COLUMNS = (
     "last_activity_ts",
     "gpu_memory_freed",
     "summary",
+    "serving",
 )
 
 
@@ -616,6 +617,7 @@ def _persist(store: Store, result: Analysis) -> None:
                 inc.last_activity_ts,
                 inc.gpu_memory_freed,
                 inc.summary or None,
+                inc.serving,
             ]
         )
         victims.extend(
@@ -678,6 +680,7 @@ _DERIVED_COLUMNS = {
         "last_activity_ts",
         "gpu_memory_freed",
         "summary",
+        "serving",
     ),
     "incident_victims": ("incident_id", "source_id", "line_no", "ts", "pid", "comm", "anon_rss_kb", "chosen"),
     "incident_evidence": ("incident_id", "source_id", "line_no", "ts", "kind", "detail"),

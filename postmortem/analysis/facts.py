@@ -163,6 +163,9 @@ class IncidentFacts:
     gpu_holders: list[GpuHolder] = field(default_factory=list)
     #: the killed run's HiCache host-memory pools (rows of hicache_allocs_before.sql)
     hicache: list[dict[str, Any]] = field(default_factory=list)
+    #: the host's servers that went on serving after the kill of a unit that ran none
+    #: (:attr:`Incident.serving` False)
+    served_on: list[str] = field(default_factory=list)
     #: a stop timeout: when systemd began stopping the unit (SIGTERM; the server stopped taking
     #: requests then) and that line (source_id, line_no)
     stop_ts: datetime | None = None
@@ -371,6 +374,7 @@ def gather(
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit or incident.server_source is not None:
         _unit_facts(store, facts, kill)
+    incident.serving, facts.served_on = _serving(store, incident, kill)
     _restarts(facts)
     # the history up to this incident (its recovery, or an hour on when none came): a report
     # written today reads the same after later nights are ingested
@@ -383,6 +387,26 @@ def gather(
     _cause_facts(store, facts, kill)
     _summarise_timeline(facts)
     return facts
+
+
+def _serving(store: Store, incident: Incident, kill: datetime) -> tuple[bool | None, list[str]]:
+    """Whether the killed unit served (:attr:`Incident.serving`): its own server lines say it
+    did; none of them, while the host's other servers went on serving after the kill and no
+    server run there is left without a unit, says it did not (a neighbour a node OOM took).
+    And those servers, when it did not."""
+    if incident.killed_load is not None or incident.server_source is not None:
+        return True, []
+    if incident.unit is None:
+        return None, []
+    (r,) = run_named_dicts(
+        store, "victim_serving", {"unit": incident.unit, "host": incident.host, "kill": kill}
+    )
+    if r["own"]:
+        return True, []
+    others = [str(u) for u in r["others_after"] or []]
+    if others and not r["unlinked"]:
+        return False, others
+    return None, []
 
 
 def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:

@@ -184,6 +184,10 @@ class Incident:
     cause_explanation: str = ""
     #: the container the unit is (a ``docker:<name>`` unit whose lines named it), else None
     container: ContainerInfo | None = None
+    #: whether the unit served: True when a server's lines are its, False when none is and the
+    #: host's servers went on serving after the kill (a neighbour: a batch job, an ETL pod),
+    #: None when the data cannot tell (``victim_serving.sql``)
+    serving: bool | None = None
 
     @property
     def server_source(self) -> int | None:

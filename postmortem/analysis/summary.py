@@ -245,6 +245,12 @@ def _back(facts: IncidentFacts) -> dict[str, Any]:
             "guessed": inc.recovery_guessed,
             "other_model": _other_model(facts),
         }
+    if inc.serving is False:
+        return {
+            "case": "no_server",
+            "name": box.words() if box is not None else inc.unit,
+            "served_on": facts.served_on,
+        }
     if is_k8s_unit(inc.unit):
         box_state = (facts.k8s.container or {}) if facts.k8s else {}
         return {
@@ -499,12 +505,16 @@ def _earlier_kill(facts: IncidentFacts) -> dict[str, Any] | None:
     }
 
 
-def downtime_text(downtime_s: float | None, unit: str | None, missing: str = "not restored") -> str:
+def downtime_text(
+    downtime_s: float | None, unit: str | None, missing: str = "not restored", serving: bool | None = None
+) -> str:
     """A kill's downtime in words: ``missing`` when the service is not seen back, a dash for a
     unit that is no service (a session's scope or a slice: nothing to be down; a container is
-    a service, its runtime's)."""
+    a service, its runtime's) or that ran no server (``serving`` False: a neighbour)."""
     if downtime_s is not None:
         return human(downtime_s)
     if unit is not None and not restartable(unit):
         return "— (not a service)"
+    if serving is False:
+        return "— (no server ran in it)"
     return missing

@@ -242,7 +242,7 @@ def write_reports(
                 host=clean.host(inc.host) or "—",
                 unit=clean(inc.unit or "—"),
                 cause=ctx.cause_label,
-                downtime=downtime_text(inc.downtime_s, inc.unit),
+                downtime=downtime_text(inc.downtime_s, inc.unit, serving=inc.serving),
                 recovery=clean(inc.recovery_unit or "—"),
             )
         )

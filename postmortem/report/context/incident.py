@@ -334,7 +334,8 @@ def _death(inc: Incident, host: str, clean: Redactor) -> dict[str, str]:
 
 def severity(inc: Incident) -> str:
     """``SEV-1``: not restored, down 30 minutes or more, or 1,000 requests or more running and
-    queued at the kill; ``SEV-2``: 5 minutes or 100 requests; else ``SEV-3``.
+    queued at the kill; ``SEV-2``: 5 minutes or 100 requests; else ``SEV-3`` (also a unit that
+    ran no server while the host's servers went on: :attr:`Incident.serving` False).
 
     >>> from datetime import UTC, datetime
     >>> inc = Incident(1, "h", datetime(2025, 1, 1, tzinfo=UTC), "a.service", "cgroup_oom", 0.9)
@@ -344,6 +345,8 @@ def severity(inc: Incident) -> str:
     """
     affected = (inc.running_at_kill or 0) + (inc.queued_at_kill or 0)
     down = inc.downtime_s
+    if inc.serving is False and down is None:
+        return "SEV-3"  # (a neighbour that ran no server: no outage of serving)
     if (down is None and restartable(inc.unit)) or (down or 0) >= 1800 or affected >= 1000:
         return "SEV-1"
     if (down or 0) >= 300 or affected >= 100:
@@ -394,7 +397,8 @@ def _impact(inc: Incident, facts: IncidentFacts, recovery_file: str = "") -> Imp
     tput = _throughput_before(inc, facts)
     impact = Impact(
         downtime_s=inc.downtime_s,
-        downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data"),
+        downtime=downtime_text(inc.downtime_s, inc.unit, "not restored in the data", inc.serving),
+        serving=inc.serving,
         kill_utc=utc_text(inc.ts),
         recovered_utc=utc_text(inc.recovered_ts),
         recovery_unit=inc.recovery_unit

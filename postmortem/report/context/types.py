@@ -182,6 +182,8 @@ class Impact:
     tokens_not_served: float | None
     restart_count: int | None
     kills_last_hour: int
+    #: the unit served (Incident.serving): False for a neighbour that ran no server
+    serving: bool | None = None
     #: the downtime in two parts: kill → the start that brought service back, then its load
     until_start_s: float | None = None
     until_start: str = "—"
