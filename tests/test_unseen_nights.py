@@ -24,6 +24,9 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   unlinked server log's last line is in that minute. A kill's minute counts whole as its time
   when linking (``unit_marks.sql``'s ``span_s``), and the minute moves up to the linked run's
   last line once the runs are linked (``anchor_minutes.sql`` run again after the link).
+- minute-journal-copy (seed 20261206, night 59): the kill in ``dmesg -e`` and in the journal's
+  kernel lines, systemd saying only "status=1/FAILURE" (cgroup v1): the journal's copy of the
+  kill's own line dates the minute (``anchor_minutes.sql``).
 """
 
 from __future__ import annotations
@@ -137,3 +140,15 @@ def test_a_kill_dated_to_its_minute_links_and_dates_its_server(cli: Any, tmp_pat
     kill = datetime.fromisoformat(inc["ts"]).astimezone(UTC)
     # (the truth: 12:24:46.89; the server's lines print whole seconds)
     assert datetime(2025, 7, 31, 12, 24, 46, tzinfo=UTC) <= kill < datetime(2025, 7, 31, 12, 25, tzinfo=UTC)
+
+
+def test_a_kill_dated_to_its_minute_takes_the_journal_s_copy_of_its_line(cli: Any, tmp_path: Path) -> None:
+    # seed 20261206, night 59: Ubuntu 18.04 (cgroup v1), vLLM 0.8.5; the kill is in `dmesg -e`
+    # (14:43, minute only) and in the journal's kernel lines (14:43:02 JST); systemd says only
+    # "code=exited, status=1/FAILURE", no kill to witness. The journal's copy of the kill's own
+    # line dates the minute: the kill was reported at 05:43:00.0003 UTC, 2.3 s early
+    (inc,) = _build(cli, tmp_path, "minute-journal-copy", "Asia/Tokyo")
+    assert inc["unit"] == "llm-qwen3.service"
+    kill = datetime.fromisoformat(inc["ts"]).astimezone(UTC)
+    # (the truth: 05:43:02.343; the journal prints whole seconds)
+    assert datetime(2024, 8, 31, 5, 43, 2, tzinfo=UTC) <= kill < datetime(2024, 8, 31, 5, 43, 3, tzinfo=UTC)

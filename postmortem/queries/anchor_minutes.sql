@@ -13,12 +13,13 @@
 -- own report of the death witnesses it as well: the victim's pid (a server's "Subprocess
 -- scheduler_0 (pid=…) crashed", a V0 vLLM's "Worker VllmWorkerProcess pid … died"), or V1
 -- vLLM's dead engine core or worker by name (the rule of anchor_monotonic.sql: the victim's
--- process title, or without one its pid in the line's log or the unit both name).
+-- process title, or without one its pid in the line's log or the unit both name). So does the
+-- kill's own line in another source (the journal's copy of "Killed process …").
 -- Minutes no such line dates stay as they are ('minute'). No parameters; idempotent.
 
 -- the minutes that hold a kill, and how much room each leaves (its first and last row's offset)
 CREATE OR REPLACE TEMP TABLE anchor_minute_kills AS
-SELECT source_id, host, unit, ts, date_trunc('minute', ts) AS minute, victim_pid,
+SELECT source_id, line_no, host, unit, ts, date_trunc('minute', ts) AS minute, victim_pid,
        coalesce(victim_comm, '') AS comm
 FROM oom_kills
 WHERE ts_inferred = 'minute' AND ts IS NOT NULL AND coalesce(unit, '') NOT LIKE '%.slice';
@@ -42,6 +43,17 @@ WITH witnesses AS (
      AND (k.host IS NULL OR e.host IS NULL OR k.host = e.host)
      AND (e.unit = k.unit OR k.unit IS NULL)
      AND (e.action = 'oom_killed' OR (e.action = 'main_exited' AND e.code IN ('killed', 'dumped')))
+    UNION ALL
+    -- the kill's own line as another source dated it (the journal's kernel lines, in whole
+    -- seconds or finer: a host OOM on cgroup v1 leaves systemd no kill line to witness)
+    SELECT k.source_id, k.host, k.minute, k.ts, c.ts, k.unit
+    FROM anchor_minute_kills AS k
+    JOIN kernel_messages AS own ON own.source_id = k.source_id AND own.line_no = k.line_no
+    JOIN kernel_messages AS c
+      ON c.message = own.message AND c.source_id <> k.source_id AND c.ts IS NOT NULL
+     AND c.ts_inferred IS DISTINCT FROM 'minute'
+     AND c.ts >= k.minute AND c.ts <= k.minute + INTERVAL 62 SECOND
+     AND (k.host IS NULL OR c.host IS NULL OR k.host = c.host)
     UNION ALL
     SELECT k.source_id, k.host, k.minute, k.ts, e.ts, coalesce(e.unit, k.unit)
     FROM anchor_minute_kills AS k
