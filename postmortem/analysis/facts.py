@@ -13,7 +13,7 @@ from ..query import run_named_dicts
 from ..store.db import Store
 from .kubernetes import K8sFacts, k8s_facts
 from .load_stats import LoadStats, stats_for, up_to
-from .model import ClockOffset, Incident, cgroup_is_units
+from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units
 from .timeline import Timeline, TimelineEvent, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
@@ -374,7 +374,6 @@ def gather(
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit or incident.server_source is not None:
         _unit_facts(store, facts, kill)
-    incident.serving, facts.served_on = _serving(store, incident, kill)
     _restarts(facts)
     # the history up to this incident (its recovery, or an hour on when none came): a report
     # written today reads the same after later nights are ingested
@@ -384,18 +383,29 @@ def gather(
     if incident.recovery_unit:
         _recovery_facts(store, facts, all_loads, until)
     _gpu_release(store, facts, released)
+    incident.serving, facts.served_on = _serving(store, facts, kill)
     _cause_facts(store, facts, kill)
     _summarise_timeline(facts)
     return facts
 
 
-def _serving(store: Store, incident: Incident, kill: datetime) -> tuple[bool | None, list[str]]:
+def _serving(store: Store, facts: IncidentFacts, kill: datetime) -> tuple[bool | None, list[str]]:
     """Whether the killed unit served (:attr:`Incident.serving`): its own server lines say it
     did; none of them, while the host's other servers went on serving after the kill and no
-    server run there is left without a unit, says it did not (a neighbour a node OOM took).
-    And those servers, when it did not."""
+    server run there is left without a unit, says it did not (a neighbour a node OOM took) —
+    unless a victim is named like a server's process or GPU memory fell at the kill (a server
+    whose logs were not given). And those servers, when it did not."""
+    from ..engines import engines
+
+    incident = facts.incident
     if incident.killed_load is not None or incident.server_source is not None:
         return True, []
+    names = [v.comm.lower() for v in incident.victims if v.comm]
+    server_named = any(
+        n.startswith(GPU_COMMS) or any(e.owns_process(n) or e.names(n) for e in engines().values())
+        for n in names
+    )
+    gpus_freed = any(g.freed and held_before(g) for g in facts.gpu_release)
     if incident.unit is None:
         return None, []
     (r,) = run_named_dicts(
@@ -404,9 +414,16 @@ def _serving(store: Store, incident: Incident, kill: datetime) -> tuple[bool | N
     if r["own"]:
         return True, []
     others = [str(u) for u in r["others_after"] or []]
-    if others and not r["unlinked"]:
+    if others and not r["unlinked"] and not server_named and not gpus_freed:
         return False, others
     return None, []
+
+
+def held_before(g: GpuRelease) -> bool:
+    """Whether a GPU held memory before the kill (unknown counts as held): an idle GPU — one the
+    killed server never used, as with a container given some of the host's GPUs — released
+    nothing when it died."""
+    return g.before_mib is None or g.before_mib > GPU_FREED_MIB
 
 
 def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:

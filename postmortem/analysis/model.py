@@ -289,6 +289,11 @@ def limit_owner(unit: str | None, memcg: str | None, *, boxed: bool = False) -> 
     return "container" if boxed or is_container(unit) else "unit"
 
 
+#: process names of GPU inference servers no engine plug-in knows (the OOM record's comm, cut to
+#: 15 characters); the registered engines' own are their process_prefixes and name hints
+GPU_COMMS = ("vllm", "tritonserver", "text-generation", "ray::")
+
+
 def restartable(unit: str | None) -> bool:
     """Whether something brings ``unit`` back when it dies: systemd a service, a container
     runtime a container. A login session's scope or a slice is nobody's to restart.

@@ -5,17 +5,21 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..facts import GPU_FREED_MIB, Consumer, GpuRelease, IncidentFacts, gpu_label_text, left_processes
-from ..model import SourceRef, is_container, restartable
+from ..facts import (
+    Consumer,
+    GpuRelease,
+    IncidentFacts,
+    gpu_label_text,
+    held_before,
+    left_processes,
+)
+from ..model import GPU_COMMS, SourceRef, is_container, restartable
 from ..timeline import TimelineEvent
 
 #: causes where host memory (the machine's or a cgroup's) ran out
 HOST_CAUSES = ("host_oom", "cgroup_oom", "oomd", "earlyoom")
 #: a --max-queued-requests at least this large is no bound
 UNLIMITED_QUEUE = 2**62
-#: process names of GPU inference servers no engine plug-in knows (the OOM record's comm, cut to
-#: 15 characters); the registered engines' own are their process_prefixes and name hints
-GPU_COMMS = ("vllm", "tritonserver", "text-generation", "ray::")
 
 
 def ref(facts: IncidentFacts, *kinds: str) -> list[SourceRef]:
@@ -34,13 +38,6 @@ def spec_algorithm(facts: IncidentFacts) -> str | None:
         return str(algo)
     load = facts.incident.killed_load
     return load.speculative_algorithm if load else None
-
-
-def held_before(g: GpuRelease) -> bool:
-    """Whether a GPU held memory before the kill (unknown counts as held): an idle GPU — one the
-    killed server never used, as with a container given some of the host's GPUs — released
-    nothing when it died."""
-    return g.before_mib is None or g.before_mib > GPU_FREED_MIB
 
 
 def released(f: IncidentFacts) -> list[GpuRelease]:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from ...analysis.facts import IncidentFacts
+from ...analysis.facts import IncidentFacts, held_before
 from ...analysis.model import Incident, Victim, killed_process
-from ...analysis.rules.common import gpu_names, held_before, idle_gpus
+from ...analysis.rules.common import gpu_names, idle_gpus
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
 from ...lazyre import lazy_re
