@@ -3,4 +3,4 @@
 -- none of its lines a server's and the host's servers going on serving after the kill, it is
 -- no outage of serving (postmortem/analysis/facts.py, victim_serving.sql).
 
-ALTER TABLE incidents ADD COLUMN IF NOT EXISTS serving BOOLEAN;
+ALTER TABLE incidents ADD COLUMN serving BOOLEAN;
