@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from postmortem.unitname import unit_from_name
+
 from .gen import WALL_MODES
 from .spec import Scenario, Server, Truth
 
@@ -251,7 +253,10 @@ def _no_wall(s: Scenario, t: Truth) -> set[str]:
         return set(RECOVERY)  # (its stdout there has no time to put beside the unit's start)
     if rec is s.server:
         return set()  # the same file: the killed run's unit, linked by its pid or name
-    stem = re.sub(r"(\.(log|txt|out|err|\d+))+$", "", file_name(s, rec))
+    name = file_name(s, rec)
+    if unit_from_name(name, guess=False) == rec.unit:
+        return set()  # (`fallback-a.service.log` spells its unit: the ingest takes it)
+    stem = re.sub(r"(\.(log|txt|out|err|\d+))+$", "", name)
     if stem not in (rec.unit, rec.unit.removesuffix(".service")):
         return set(RECOVERY)
     # a file named after its unit names it when a line names that unit: systemd's job lines
