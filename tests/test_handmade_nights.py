@@ -184,3 +184,31 @@ def test_a_container_known_by_its_scope_alone_is_a_container_that_docker_restart
     assert "MemoryMax" not in text.split("# Appendix")[0]
     # known by its id alone: no "image —" nor its id said twice
     assert "image `—`" not in text and f"id {nights.DOCKER_CID[:12]}" not in text
+
+
+@pytest.mark.parametrize(
+    ("night", "unit", "serving"),
+    [
+        # backup.service (python3) killed by a host OOM, sglang-a.service serving on: a neighbour
+        ("c1-python3", "backup.service", False),
+        # sglang-b.service killed (victim python3), its log not given: its name is a server's
+        ("c2-python3", "sglang-b.service", None),
+        # the other server died in the same OOM and systemd restarted it: it did not go on
+        ("c4b-both-restarted", "backup.service", None),
+        # two hosts: llm.service killed on gpu-a, sglang-a's log (no host in it) is gpu-b's
+        ("c6b-xhost-server", "llm.service", None),
+    ],
+)
+def test_who_served_when_a_unit_is_killed(
+    cli: Any, tmp_path: Path, night: str, unit: str, serving: bool | None
+) -> None:
+    """A QA helper's nights against ``Incident.serving`` (false only with positive evidence)."""
+    db = tmp_path / "pm.duckdb"
+    logs = Path(__file__).parent / "data" / "nights" / "qa" / "serving" / night
+    assert cli("build", "--logs", logs, "--tz", "UTC", "--db", db, "--out", tmp_path / "out").code == 0
+    store = Store.open_readonly(db)
+    try:
+        got = dict(store.con.execute("SELECT unit, serving FROM incidents").fetchall())
+    finally:
+        store.close()
+    assert got[unit] is serving, got

@@ -389,34 +389,45 @@ def gather(
     return facts
 
 
+#: process names of a PyTorch server's processes that no engine's prefix names (vLLM's worker
+#: threads and torchrun's ranks show as its main thread)
+_TORCH_COMMS = ("pt_main_thread", "pt_elastic", "torchrun")
+
+
+def _server_named(incident: Incident) -> bool:
+    """A victim, or the unit itself, named like an inference server's process or unit."""
+    from ..engines import engines
+
+    names = [v.comm.lower() for v in incident.victims if v.comm] + [(incident.unit or "").lower()]
+    return any(
+        n.startswith(GPU_COMMS + _TORCH_COMMS)
+        or any(e.owns_process(n) or e.names(n) for e in engines().values())
+        for n in names
+    )
+
+
 def _serving(store: Store, facts: IncidentFacts, kill: datetime) -> tuple[bool | None, list[str]]:
     """Whether the killed unit served (:attr:`Incident.serving`): its own server lines say it
     did; none of them, while the host's other servers went on serving after the kill and no
     server run there is left without a unit, says it did not (a neighbour a node OOM took) —
-    unless a victim is named like a server's process or GPU memory fell at the kill (a server
-    whose logs were not given). And those servers, when it did not."""
-    from ..engines import engines
-
+    unless it or a victim is named like a server (a server whose logs were not given), GPU
+    memory fell at the kill, or another unit's start was taken as its recovery. And those
+    servers, when it did not."""
     incident = facts.incident
     if incident.killed_load is not None or incident.server_source is not None:
         return True, []
-    names = [v.comm.lower() for v in incident.victims if v.comm]
-    server_named = any(
-        n.startswith(GPU_COMMS) or any(e.owns_process(n) or e.names(n) for e in engines().values())
-        for n in names
-    )
-    gpus_freed = any(g.freed and held_before(g) for g in facts.gpu_release)
     if incident.unit is None:
         return None, []
-    (r,) = run_named_dicts(
-        store, "victim_serving", {"unit": incident.unit, "host": incident.host, "kill": kill}
-    )
+    one_host = len({str(r["host"]) for r in run_named_dicts(store, "source_hosts") if r["host"]}) <= 1
+    params = {"unit": incident.unit, "host": incident.host, "kill": kill, "one_host": one_host}
+    (r,) = run_named_dicts(store, "victim_serving", params)
     if r["own"]:
         return True, []
     others = [str(u) for u in r["others_after"] or []]
-    if others and not r["unlinked"] and not server_named and not gpus_freed:
-        return False, others
-    return None, []
+    gpus_freed = any(g.freed and held_before(g) for g in facts.gpu_release)
+    if not others or r["unlinked"] or gpus_freed or incident.recovery_guessed or _server_named(incident):
+        return None, []
+    return False, others
 
 
 def held_before(g: GpuRelease) -> bool:
