@@ -27,6 +27,10 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 - minute-journal-copy (seed 20261206, night 59): the kill in ``dmesg -e`` and in the journal's
   kernel lines, systemd saying only "status=1/FAILURE" (cgroup v1): the journal's copy of the
   kill's own line dates the minute (``anchor_minutes.sql``).
+- cuda-loop-undated (seed 99, night 80): a CUDA OOM traceback has no stamp of its own; its
+  unit's death, stamped by systemd seconds later, dates it (``incidents._undated_until_death``).
+- oneshot-beside-kill (seed 99, night 86): a failed oneshot's start and end with the killed
+  server's lines between them still teach its Description (``oneshot_descriptions.sql``).
 """
 
 from __future__ import annotations
@@ -45,15 +49,22 @@ DATA = Path(__file__).parent / "data" / "nights" / "unseen"
 
 
 def _build(
-    cli: Any, tmp_path: Path, night: str, zone: str, edit: Callable[[Path], None] | None = None
+    cli: Any,
+    tmp_path: Path,
+    night: str,
+    zone: str,
+    edit: Callable[[Path], None] | None = None,
+    year: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The night's build; ``edit``: a change to its copied logs first."""
+    """The night's build; ``edit``: a change to its copied logs first; ``year``: for logs that
+    print none (a fresh clone's files are dated the day of the checkout)."""
     logs = tmp_path / "logs"
     shutil.copytree(DATA / night, logs)
     if edit is not None:
         edit(logs)
     db = tmp_path / "pm.duckdb"
-    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", zone)
+    extra = ["--year", str(year)] if year is not None else []
+    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", zone, *extra)
     assert r.code == 0, r
     # (the store's own rows: the recovery's load and the queue at the kill are not in `incidents`)
     out = cli("query", "SELECT * FROM incidents ORDER BY ts", "--db", db, "--format", "json").out
@@ -152,3 +163,26 @@ def test_a_kill_dated_to_its_minute_takes_the_journal_s_copy_of_its_line(cli: An
     kill = datetime.fromisoformat(inc["ts"]).astimezone(UTC)
     # (the truth: 05:43:02.343; the journal prints whole seconds)
     assert datetime(2024, 8, 31, 5, 43, 2, tzinfo=UTC) <= kill < datetime(2024, 8, 31, 5, 43, 3, tzinfo=UTC)
+
+
+def test_an_undated_cuda_oom_is_dated_by_its_unit_s_death(cli: Any, tmp_path: Path) -> None:
+    # seed 99, night 80: vLLM 0.4.3 dies of a CUDA OOM while loading, again and again; the
+    # traceback's lines have no stamp, so the OOM took the last stamped line's time (01:06:10,
+    # "Loading model weights took"), 2.9 s before systemd's stamp of the death (01:06:12.9)
+    (first, *_) = _build(cli, tmp_path, "cuda-loop-undated", "UTC", year=2024)
+    assert (first["unit"], first["cause"]) == ("inference.service", "gpu_oom")
+    kill = datetime.fromisoformat(first["ts"]).astimezone(UTC)
+    assert abs((kill - datetime(2024, 2, 14, 1, 6, 12, 886893, tzinfo=UTC)).total_seconds()) <= 1
+
+
+def test_a_failed_oneshot_logged_beside_the_kill_is_learnt(cli: Any, tmp_path: Path) -> None:
+    # seed 99, night 86: EL8 syslog names jobs by Description; "Starting GPU health check..." comes
+    # in the kill's second, then the killed server's own lines, then the health check's failure
+    # and "Failed to start GPU health check." Another unit's lines between the oneshot's start and
+    # its end kept it unlearnt, so its end tied with the server's: the server's Description was
+    # learnt as neither unit, and the restart became a second incident
+    incs = _build(cli, tmp_path, "oneshot-beside-kill", "America/New_York")
+    assert [(i["unit"], i["recovery_unit"]) for i in incs] == [
+        ("sglang-gptoss.service", "sglang-gptoss.service")
+    ]
+    assert (incs[0]["running_at_kill"], incs[0]["queued_at_kill"]) == (232, 288)

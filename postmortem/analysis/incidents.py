@@ -614,12 +614,44 @@ def _gib(kb: int | None) -> str:
     return f"{gib:.0f} GiB" if gib >= 10 else f"{gib:.1f} GiB"
 
 
+#: the unit's death that dates a failure whose own line has no time of its own
+_DEATHS = ("unit_failed", "unit_start_failed", "unit_main_exited", "unit_failed_other")
+#: how long after an undated failure line's lower bound its unit's death may still date it
+UNDATED_DEATH_WITHIN = timedelta(seconds=60)
+
+
+def _undated_until_death(
+    items: Sequence[Evidence], offsets: dict[int, float], first: datetime, at_first: list[Evidence]
+) -> datetime | None:
+    """A first evidence whose line has no time of its own (a traceback's ``CUDA out of memory``
+    takes the last stamped line's: a lower bound, seconds or a minute early) is dated by its
+    unit's death that systemd stamps soon after it: the earliest within
+    :data:`UNDATED_DEATH_WITHIN`. None when the first evidence has its own time."""
+    if not at_first or any(e.raw.get("ts_inferred") != "previous" for e in at_first):
+        return None
+    units = {e.unit for e in at_first}
+    deaths = [
+        t
+        for e in items
+        if e.kind in _DEATHS
+        and (e.unit in units or None in units)
+        and (t := _adj(e, offsets)) is not None
+        and first < t <= first + UNDATED_DEATH_WITHIN
+    ]
+    return min(deaths) if deaths else None
+
+
 def kill_time(items: Sequence[Evidence], offsets: dict[int, float]) -> datetime | None:
-    """The kill instant: the kernel's kill line when there is one, else the first evidence."""
+    """The kill instant: the kernel's kill line when there is one, else the first evidence (one
+    with no time of its own dated by its unit's death, :func:`_undated_until_death`)."""
     for kinds in (("oom_kill",), ("unit_oom_killed", "unit_main_exited"), tuple(PRIMARY_KINDS)):
         times = [t for e in items if e.kind in kinds and (t := _adj(e, offsets)) is not None]
         if times:
             first = min(times)
+            at_first = [e for e in items if e.kind in kinds and _adj(e, offsets) == first]
+            death = _undated_until_death(items, offsets, first, at_first)
+            if death is not None:
+                return death
             if first.microsecond == 0:
                 # a stamp in whole seconds (short-iso) is truncated: the same line stamped to the
                 # microsecond by another source (export, dmesg) within that second is the time

@@ -24,7 +24,7 @@ WHERE u.ts IS NOT NULL
 UNION ALL
 SELECT 'server_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
-       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, NULL
+       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred
 FROM server_events e
 WHERE e.ts IS NOT NULL
   AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
@@ -38,7 +38,7 @@ WHERE e.ts IS NOT NULL
 UNION ALL
 SELECT 'cuda_oom', c.source_id, c.line_no, c.ts, c.host, c.unit, NULL, NULL, c.pid, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.message,
-       NULL, NULL, NULL, c.engine, NULL
+       NULL, NULL, NULL, c.engine, c.ts_inferred
 FROM cuda_ooms c
 WHERE c.ts IS NOT NULL
   AND ($since IS NULL OR c.ts >= $since) AND ($until IS NULL OR c.ts <= $until)

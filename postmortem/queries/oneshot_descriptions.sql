@@ -4,7 +4,9 @@
 -- <Description>." (or "Started", before v246) — or, a oneshot that failed, "<unit>: Main
 -- process exited, …" / "<unit>: Failed with result …" / "<unit> failed.", then "Failed to
 -- start <Description>." — in this order in one source, on one host, within a few seconds,
--- with no other unit's own line between. For postmortem/analysis/server_units.py:
+-- with no other unit's own line between the unit's line and the Description's last (systemd
+-- writes them one after the other; a server killed the same second may log its own lines
+-- between the oneshot's start and its end). For postmortem/analysis/server_units.py:
 -- such a oneshot's start is known as its unit's, so it is no server's start, and its end no
 -- server's end. A Description two units teach, or a unit two Descriptions, teaches nothing.
 -- No parameters.
@@ -33,7 +35,7 @@ pairs AS (
     WHERE s.action = 'starting'
       AND NOT EXISTS (
           SELECT 1 FROM unit_events AS o
-          WHERE o.source_id = s.source_id AND o.line_no > s.line_no AND o.line_no < f.line_no
+          WHERE o.source_id = s.source_id AND o.line_no > e.line_no AND o.line_no < f.line_no
             AND o.description IS NULL AND o.unit IS NOT NULL AND o.unit <> e.unit
       )
 ),
