@@ -37,6 +37,10 @@ from ..unitname import file_stem, unit_from_name
 START_BEFORE = timedelta(seconds=120)
 #: a unit's death this long after a run's last line may be the end of that run
 END_AFTER = timedelta(seconds=120)
+#: a start further than this before a run's first line counts less (a server's first line
+#: comes seconds after its process starts; a oneshot run minutes before a server started by
+#: hand is no start of it), and alone it names no unit (:func:`_choose` wants a score of 2)
+LATE_START = timedelta(seconds=90)
 #: a stamp this far the other way still counts (whole-second stamps, two clocks)
 SLACK = timedelta(seconds=2)
 #: the longest gap between two files of a split journal over which a server's lines of one
@@ -226,7 +230,7 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             near = min(g for g, _ in starts) + SLACK.total_seconds()
             for gap, unit in sorted(starts):
                 if unit not in inside:
-                    kind = "start" if gap <= near else "start~"
+                    kind = "start" if gap <= near and gap <= LATE_START.total_seconds() else "start~"
                     run.vote(unit, kind, f"{unit} started {gap:.0f} s before the server's first line")
         if ends:
             near = min(g for g, _, _ in ends) + SLACK.total_seconds()
@@ -372,6 +376,8 @@ def _choose(votes: dict[str, list[tuple[str, str]]]) -> tuple[str | None, str]:
         return None, "nothing names its unit"
     ranked = sorted(votes.items(), key=lambda kv: -_score(kv[1]))
     top = _score(ranked[0][1])
+    if top < 2:
+        return None, "only a late start names a unit: " + "; ".join(why for _, why in ranked[0][1])
     tied = [u for u, v in ranked if _score(v) == top]
     if len(tied) > 1:
         return None, "ambiguous: " + " or ".join(sorted(tied))
