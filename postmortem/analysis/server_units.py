@@ -7,7 +7,8 @@ it, and this module links each such run of a server to the unit they name:
 - **pid**: a pid the server's log names (its own, uvicorn's main pid, a subprocess it reports
   dead) is in a unit's cgroup by a memory cgroup OOM record's task table, an OOM kill's victim
   cgroup, or a structured journal's fields;
-- **start**: the unit started at most :data:`START_BEFORE` before the run's first line;
+- **start**: the unit started at most :data:`START_BEFORE` before the run's first line (more
+  than :data:`LATE_START` before it, the vote is weak and names no unit alone);
 - **end**: the unit died (killed, failed, stopped, OOM-killed) at most :data:`END_AFTER` after
   the run's last line;
 - **name**: the file is named after a unit (``llm-a.log`` → ``llm-a.service``) that systemd,
