@@ -31,6 +31,9 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   unit's death, stamped by systemd seconds later, dates it (``incidents._undated_until_death``).
 - oneshot-beside-kill (seed 99, night 86): a failed oneshot's start and end with the killed
   server's lines between them still teach its Description (``oneshot_descriptions.sql``).
+- onfailure-beside-oneshot (seed 2468, night 125): an EL7 oneshot's start a second before an
+  OnFailure= fallback's, in one whole-second source: the earlier stamp is the farther start
+  (``server_units._stamped_before``).
 """
 
 from __future__ import annotations
@@ -186,3 +189,21 @@ def test_a_failed_oneshot_logged_beside_the_kill_is_learnt(cli: Any, tmp_path: P
         ("sglang-gptoss.service", "sglang-gptoss.service")
     ]
     assert (incs[0]["running_at_kill"], incs[0]["queued_at_kill"]) == (232, 288)
+
+
+def test_a_fallback_a_second_after_an_el7_oneshot_takes_the_start(cli: Any, tmp_path: Path) -> None:
+    # seed 2468, night 125: EL7 syslog in whole seconds; "Starting/Started system activity
+    # accounting tool" at 15:55:11 (systemd 219 logs no end for a oneshot), OnFailure='s
+    # "Starting/Started Fallback for gptoss" at :12, the fallback's first line at :14.19. Both
+    # starts were within the 2 s slack of the nearest and tied; within one source a start
+    # stamped a whole second earlier is surely the farther one
+    logs = tmp_path / "logs"
+    shutil.copytree(DATA / "onfailure-beside-oneshot", logs)
+    db = tmp_path / "pm.duckdb"
+    args = ("--tz", "Europe/Berlin", "--since", "2024-07-06 15:19:20", "--host", "infer-12")
+    assert cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", *args).code == 0
+    out = cli("query", "SELECT * FROM incidents", "--db", db, "--format", "json").out
+    (inc,) = json.loads(out)
+    assert inc["unit"] == "llm-gptoss.service"
+    # (EL7 names the fallback by its Description only; nothing ties it to its unit's name)
+    assert inc["recovery_unit"] in ("llm-gptoss-fallback.service", "Fallback for gptoss")

@@ -203,12 +203,19 @@ def _began_after(
     )
 
 
+def _stamped_before(m: dict[str, Any], nearest: dict[str, Any]) -> bool:
+    """Whether start ``m`` is surely before the nearest start: the same source stamped it a
+    whole second or more earlier (the slack for whole-second stamps is for two sources' clocks;
+    within one source, an EL7 oneshot's "Started" at :11 came before a fallback's at :12)."""
+    return bool(m["source_id"] == nearest["source_id"] and m["ts"] <= nearest["ts"] - timedelta(seconds=1))
+
+
 def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
     on writing (a oneshot, a timer's job), or started after it began, ran something else."""
     for run in runs:
-        starts: list[tuple[float, str]] = []
+        starts: list[tuple[float, str, dict[str, Any]]] = []
         ends: list[tuple[float, str, str]] = []
         inside: set[str] = set()
         mine = [
@@ -219,7 +226,7 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             unit, ts = str(m["unit"]), m["ts"]
             if m["mark"] == "start" and run.first_ts - START_BEFORE <= ts <= run.first_ts + SLACK:
                 if not _ended_before(unit, m, mine, max(run.first_ts, run.last_ts - SLACK)):
-                    starts.append(((run.first_ts - ts).total_seconds(), unit))
+                    starts.append(((run.first_ts - ts).total_seconds(), unit, m))
             elif m["mark"] == "end" and run.last_ts - SLACK <= _latest(m) and ts <= run.last_ts + END_AFTER:
                 # (a kill dated to its minute only ends a run whose last line is in that minute)
                 if not _began_after(unit, m, began, mine, run.first_ts + SLACK):
@@ -228,10 +235,16 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             elif m["mark"] == "end" and run.first_ts + SLACK < ts and _latest(m) < run.last_ts - SLACK:
                 inside.add(unit)
         if starts:
-            near = min(g for g, _ in starts) + SLACK.total_seconds()
-            for gap, unit in sorted(starts):
+            nearest = min(starts, key=lambda x: x[0])
+            near = nearest[0] + SLACK.total_seconds()
+            for gap, unit, m in sorted(starts, key=lambda x: x[0]):
                 if unit not in inside:
-                    kind = "start" if gap <= near and gap <= LATE_START.total_seconds() else "start~"
+                    full = (
+                        gap <= near
+                        and gap <= LATE_START.total_seconds()
+                        and not _stamped_before(m, nearest[2])
+                    )
+                    kind = "start" if full else "start~"
                     run.vote(unit, kind, f"{unit} started {gap:.0f} s before the server's first line")
         if ends:
             near = min(g for g, _, _ in ends) + SLACK.total_seconds()
