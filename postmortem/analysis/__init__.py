@@ -18,7 +18,7 @@ from ..engines import engine_formats
 from ..errors import PostmortemError
 from ..machine import usable_cpus
 from ..parsers.kubernetes.names import is_k8s_unit
-from ..query import named_sql, run_named_dicts, sole_host
+from ..query import named_sql, run_named, run_named_dicts, sole_host
 from ..store.db import Store, ident
 from ..store.parts import materialize, native
 from ..timeutil import UTC
@@ -458,9 +458,11 @@ def _gather_all(
     units (committed before); not this transaction's ``service_loads`` and derived tables, which
     no query of :func:`gather` reads (its loads come in ``stats``)."""
     workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
+    # (whether host-less rows are the store's only host's: once a build, not once an incident)
+    one_host = len(run_named(store, "store_hosts").rows) <= 1
     if workers < 2:
         for inc in incidents:
-            yield gather(store, inc, window_s=window_s, all_loads=stats, offsets=offsets)
+            yield gather(store, inc, window_s=window_s, all_loads=stats, offsets=offsets, one_host=one_host)
         return
     import queue
     from concurrent.futures import ThreadPoolExecutor
@@ -472,7 +474,7 @@ def _gather_all(
     def one(inc: Incident) -> IncidentFacts:
         reader = readers.get()
         try:
-            return gather(reader, inc, window_s=window_s, all_loads=stats, offsets=offsets)
+            return gather(reader, inc, window_s=window_s, all_loads=stats, offsets=offsets, one_host=one_host)
         finally:
             readers.put(reader)
 

@@ -346,8 +346,10 @@ def gather(
     window_s: float,
     all_loads: list[LoadStats],
     offsets: list[ClockOffset],
+    one_host: bool = True,
 ) -> IncidentFacts:
-    """Everything the rules and the report need of one incident, read from the store."""
+    """Everything the rules and the report need of one incident, read from the store.
+    ``one_host``: the store names one host at most (its host-less rows are that host's)."""
     kill = incident.ts
     assert kill is not None
     after = seconds_after(kill, incident.recovered_ts)
@@ -383,7 +385,7 @@ def gather(
     if incident.recovery_unit:
         _recovery_facts(store, facts, all_loads, until)
     _gpu_release(store, facts, released)
-    incident.serving, facts.served_on = _serving(store, facts, kill)
+    incident.serving, facts.served_on = _serving(store, facts, kill, one_host)
     _cause_facts(store, facts, kill)
     _summarise_timeline(facts)
     return facts
@@ -406,7 +408,9 @@ def _server_named(incident: Incident) -> bool:
     )
 
 
-def _serving(store: Store, facts: IncidentFacts, kill: datetime) -> tuple[bool | None, list[str]]:
+def _serving(
+    store: Store, facts: IncidentFacts, kill: datetime, one_host: bool
+) -> tuple[bool | None, list[str]]:
     """Whether the killed unit served (:attr:`Incident.serving`): its own server lines say it
     did; none of them, while the host's other servers went on serving after the kill and no
     server run there is left without a unit, says it did not (a neighbour a node OOM took) —
@@ -418,7 +422,6 @@ def _serving(store: Store, facts: IncidentFacts, kill: datetime) -> tuple[bool |
         return True, []
     if incident.unit is None:
         return None, []
-    one_host = len({str(r["host"]) for r in run_named_dicts(store, "source_hosts") if r["host"]}) <= 1
     params = {"unit": incident.unit, "host": incident.host, "kill": kill, "one_host": one_host}
     (r,) = run_named_dicts(store, "victim_serving", params)
     if r["own"]:

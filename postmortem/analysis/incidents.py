@@ -645,10 +645,11 @@ def kill_time(items: Sequence[Evidence], offsets: dict[int, float]) -> datetime 
     """The kill instant: the kernel's kill line when there is one, else the first evidence (one
     with no time of its own dated by its unit's death, :func:`_undated_until_death`)."""
     for kinds in (("oom_kill",), ("unit_oom_killed", "unit_main_exited"), tuple(PRIMARY_KINDS)):
-        times = [t for e in items if e.kind in kinds and (t := _adj(e, offsets)) is not None]
+        dated = [(t, e) for e in items if e.kind in kinds and (t := _adj(e, offsets)) is not None]
+        times = [t for t, _ in dated]
         if times:
             first = min(times)
-            at_first = [e for e in items if e.kind in kinds and _adj(e, offsets) == first]
+            at_first = [e for t, e in dated if t == first]
             death = _undated_until_death(items, offsets, first, at_first)
             if death is not None:
                 return death
