@@ -5,7 +5,10 @@ the process without the interpreter's teardown (:func:`_end`)."""
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # (typing itself costs an unchanged re-ingest a few milliseconds)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 #: allocations of container objects between two young-generation collections (Python's
 #: default: 700). An ingest makes millions of short-lived tuples, lists and rows; at 700 the
@@ -28,6 +31,11 @@ def main() -> None:
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - the process's stream
+    if sys.argv[1:2] == ["ingest"]:
+        from .quick import unchanged_ingest
+
+        if unchanged_ingest(sys.argv[1:]):  # files the store holds unchanged: said, nothing loaded
+            _end(0)
     from .drawing import start, stop, wants_drawing
 
     gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
