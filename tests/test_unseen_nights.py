@@ -34,6 +34,10 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 - onfailure-beside-oneshot (seed 2468, night 125): an EL7 oneshot's start a second before an
   OnFailure= fallback's, in one whole-second source: the earlier stamp is the farther start
   (``server_units._stamped_before``).
+- concurrent-streams (seed 2718, night 14): a second server's process, running when the data
+  begins, prints its first line 8 s after the killed server's unit started; one unit's output
+  is one journal stream, so the process with more evidence keeps the unit
+  (``server_units._one_process_each``).
 """
 
 from __future__ import annotations
@@ -207,3 +211,16 @@ def test_a_fallback_a_second_after_an_el7_oneshot_takes_the_start(cli: Any, tmp_
     assert inc["unit"] == "llm-gptoss.service"
     # (EL7 names the fallback by its Description only; nothing ties it to its unit's name)
     assert inc["recovery_unit"] in ("llm-gptoss-fallback.service", "Fallback for gptoss")
+
+
+def test_a_process_running_beside_the_killed_one_is_not_its_unit(cli: Any, tmp_path: Path) -> None:
+    # seed 2718, night 14: Ubuntu 24.04 syslog, two SGLang servers as `python3[pid]`; the data
+    # begins while gpt-oss (pid 33179) loads, 8 s after "Started SGLang server for glm46", whose
+    # process (33131) prints its first line 2 s after it. Both took that start; 33179's lines
+    # were then glm46's, and the queue at the kill was gpt-oss's last line (89 running, 0
+    # queued, 3 s later) instead of glm46's own (170, 76). One unit's output is one stream:
+    # the process with more evidence (its pid in the OOM task table, its end) keeps the unit
+    (inc,) = _build(cli, tmp_path, "concurrent-streams", "Asia/Kolkata", year=2026)
+    assert (inc["unit"], inc["cause"]) == ("sglang@glm46.service", "cgroup_oom")
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (170, 76)
+    assert inc["last_activity_ts"][:19] == "2026-11-13T10:21:10"

@@ -398,17 +398,102 @@ def _choose(votes: dict[str, list[tuple[str, str]]]) -> tuple[str | None, str]:
     return ranked[0][0], "; ".join(why for _, why in ranked[0][1])
 
 
-def _decide(runs: list[Run]) -> list[Link]:
-    """Each server's runs vote together (:func:`_groups`)."""
+def _decide(runs: list[Run], held: list[Stream] | None = None) -> list[Link]:
+    """Each server's runs vote together (:func:`_groups`); a unit two journal processes living
+    at the same time both choose is the likelier one's, and a unit a process's own lines
+    name (``held``) is that process's (:func:`_one_process_each`)."""
     links = []
-    for group in _groups(runs).values():
-        chosen, why = _choose(_merged(group))
+    groups = list(_groups(runs).values())
+    votes = [_merged(group) for group in groups]
+    notes = _one_process_each(groups, votes, held or [])
+    for k, (group, vs) in enumerate(zip(groups, votes, strict=True)):
+        chosen, why = _choose(vs)
+        if chosen is None and k in notes:
+            why = f"{why}; {notes[k]}"
         how = "evidence" if chosen else "none"
         for run in group:
             links.append(
                 Link(run.source_id, run.stream_pid, run.host, run.first_ts, run.last_ts, chosen, how, why)
             )
     return links
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A journal process's lines: its host, pid, first and last line, and (when known) its unit."""
+
+    host: str
+    pid: int
+    first_ts: datetime
+    last_ts: datetime
+    unit: str | None = None
+
+    def beside(self, other: Stream) -> bool:
+        """Another process of the same host writing at the same time (by more than :data:`SLACK`)."""
+        overlap = min(self.last_ts, other.last_ts) - max(self.first_ts, other.first_ts)
+        return self.host == other.host and self.pid != other.pid and overlap > SLACK
+
+
+def _stream(group: list[Run]) -> Stream | None:
+    run = group[0]
+    if not run.journal or run.stream_pid is None or run.host is None:
+        return None
+    return Stream(run.host, run.stream_pid, min(r.first_ts for r in group), max(r.last_ts for r in group))
+
+
+def _held(store: Store, host: str | None) -> list[Stream]:
+    """The journal processes whose unit is known (their own lines name it, or linked before)."""
+    out = []
+    for r in run_named_dicts(store, "server_runs", {"linked": True}):
+        where = r["host"] or host
+        if r["journal"] and r["stream_pid"] not in (None, -1) and where is not None:
+            out.append(Stream(where, int(r["stream_pid"]), r["first_ts"], r["last_ts"], str(r["unit"])))
+    return out
+
+
+def _one_process_each(
+    groups: list[list[Run]], votes: list[dict[str, list[tuple[str, str]]]], held: list[Stream]
+) -> dict[int, str]:
+    """A unit's output reaches the journal through one stream, under its main process's pid:
+    two journal processes of one host writing at the same time are two units' (a server that
+    was already running when the data begins is not the one a unit's start beside its first
+    line started, when another process began there too). A unit ``held`` by a process is not
+    another's; where two choose one unit, the one with less evidence for it loses that unit's
+    votes (with as much, both do), and chooses again. Returns, per group that lost a unit, why."""
+    streams = [_stream(g) for g in groups]
+    pairs = [
+        (i, j)
+        for i, a in enumerate(streams)
+        for j, b in enumerate(streams)
+        if i < j and a is not None and b is not None and a.beside(b)
+    ]
+    notes: dict[int, str] = {}
+
+    def lose(k: int, unit: str, pid: int) -> None:
+        votes[k].pop(unit, None)
+        said = f"{unit} is the unit of pid {pid}, which wrote at the same time"
+        notes[k] = f"{notes[k]}; {said}" if k in notes else said
+
+    for k, stream in enumerate(streams):
+        for h in held:
+            if stream is not None and h.unit in votes[k] and h.beside(stream):
+                lose(k, str(h.unit), h.pid)
+    while True:
+        chosen = [_choose(v)[0] for v in votes]
+        losers: dict[tuple[int, str], int] = {}
+        for i, j in pairs:
+            unit = chosen[i]
+            if unit is None or unit != chosen[j]:
+                continue
+            a, b = _score(votes[i][unit]), _score(votes[j][unit])
+            for k, other, lost in ((i, j, a <= b), (j, i, b <= a)):
+                if lost:
+                    losers[(k, unit)] = other
+        if not losers:
+            return notes
+        for (k, unit), other in losers.items():
+            pid = streams[other]
+            lose(k, unit, pid.pid if pid is not None else -1)
 
 
 def _apply(store: Store, links: Iterable[Link]) -> None:
@@ -450,8 +535,9 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
         _learn_from_linked(store, host, marks, described, learned)
     for run in runs:
         _fold(run, learned)
-    _vote_servers(store, runs, {x.unit for x in _decide(runs) if x.unit})
-    links = [x for x in _decide(runs) if timed or x.unit is not None]
+    held = _held(store, host) if timed else []
+    _vote_servers(store, runs, {x.unit for x in _decide(runs, held) if x.unit})
+    links = [x for x in _decide(runs, held) if timed or x.unit is not None]
     _apply(store, links)
     for desc, unit in learned.items():
         store.execute(
