@@ -38,6 +38,9 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   begins, prints its first line 8 s after the killed server's unit started; one unit's output
   is one journal stream, so the process with more evidence keeps the unit
   (``server_units._one_process_each``).
+- oneshot-beside-restart (seed 2718, night 141): logrotate starts 2 s after a restarted unit,
+  in the second of the new process's first line, and is done a second later; the journal
+  parser no longer gives a text mode's process the unit started last, ``build`` links it.
 """
 
 from __future__ import annotations
@@ -224,3 +227,19 @@ def test_a_process_running_beside_the_killed_one_is_not_its_unit(cli: Any, tmp_p
     assert (inc["unit"], inc["cause"]) == ("sglang@glm46.service", "cgroup_oom")
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (170, 76)
     assert inc["last_activity_ts"][:19] == "2026-11-13T10:21:10"
+
+
+def test_a_oneshot_started_beside_a_restart_is_not_its_unit(cli: Any, tmp_path: Path) -> None:
+    # seed 2718, night 141: Debian 13 `-o short`, vLLM 0.4.3 OOM-killed in its cgroup and
+    # restarted by systemd 30 s later; "Starting logrotate.service..." comes 2 s after "Started
+    # inference.service.", in the second of the new process's first line, and logrotate is done
+    # a second later. The journal parser gave a new process the unit started last before its
+    # first line, logrotate's, and the recovery read "logrotate.service". `build` links it,
+    # with the unit's end in view (a unit that ended while the server wrote ran something else)
+    (inc,) = _build(cli, tmp_path, "oneshot-beside-restart", "America/Los_Angeles", year=2026)
+    assert (inc["unit"], inc["cause"], inc["recovery_unit"]) == (
+        "inference.service",
+        "cgroup_oom",
+        "inference.service",
+    )
+    assert inc["recovery_load_s"] == pytest.approx(447, abs=2)  # the truth: 446.8 s

@@ -8,6 +8,7 @@ generations and capture wrappers); service_loads tests are in test_sglang_loads.
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -1108,9 +1109,14 @@ def test_sniff_rejects_other_formats() -> None:
     "name", ["journal.short-iso.txt", "journal.export.txt", "journal.json.txt", "journal.short.txt"]
 )
 def test_real_journal_sglang_lines(name: str, tmp_path: Path, cli: Any) -> None:
-    path = REAL_SAMPLES / "journal" / name
+    """Built: a text mode's server processes are linked to the unit started 2 s before each
+    one's first line (``unit_links``); json and export name it themselves."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(REAL_SAMPLES / "journal" / name, logs / name)
     db = tmp_path / "t.duckdb"
-    assert cli("ingest", "--db", db, "--tz", "UTC", "--year", "2025", path).code == 0
+    args = ("--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", "UTC", "--year", "2025")
+    assert cli("build", *args).code == 0
     store = Store.open_readonly(db)
     try:
         kinds = dict(store.fetchall("SELECT kind, count(*) FROM server_events GROUP BY kind ORDER BY kind"))

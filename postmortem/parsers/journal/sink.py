@@ -23,7 +23,6 @@ lines to the message first). Streams never touch the line counters; the parsers 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -66,9 +65,6 @@ SPECIAL_IDENTS = frozenset({"systemd", "kernel", "systemd-oomd", "earlyoom"} | N
 ENGINE_CHECK_BUDGET = 1000
 #: check counters kept (one per identifier + pid, or unit) before they are reset
 MAX_CHECK_KEYS = 100_000
-#: a unit started at most this long before a new server process's first line names its unit
-#: (text modes, where journal lines carry no unit)
-SERVER_START_WINDOW_S = 120.0
 #: samples of (realtime − monotonic) kept per boot (decimated when full)
 BOOT_SAMPLES = 2048
 #: longest message kept when continuation lines are appended
@@ -140,7 +136,6 @@ class JournalSink:
         self._boots: dict[str, _BootAcc] = {}
         self._desc_units: dict[str, str] = {}
         self._holdoff: dict[str, UnitEvent] = {}
-        self._starts: deque[list[Any]] = deque(maxlen=16)
         self._earlyoom_last: dict[tuple[str | None, int], datetime | None] = {}
         self._containers: set[tuple[str | None, str, str, str | None]] = set()
         self.cat_mode = False
@@ -494,8 +489,10 @@ class JournalSink:
                 self._checks[key] = self._checks.get(key, 0) + 1
                 return
             self._checks.pop(key, None)
-            if unit is None:
-                unit = self.ctx.unit or self._claim_started_unit(row[1])
+            # (a text mode's process names no unit: `build` links it to the unit the other
+            # sources name, analysis/server_units.py — a unit started just before its first
+            # line may be a oneshot's, which only the lines after it tell)
+            unit = unit or self.ctx.unit
             stream = self._streams[key] = engine.new_stream(self.ctx, host=row[5], unit=unit, pid=pid)
         self.out.extend(
             stream.feed(
@@ -509,20 +506,6 @@ class JournalSink:
                 pid=pid,
             )
         )
-
-    def _claim_started_unit(self, ts: datetime | None) -> str | None:
-        """Text modes: the service started just before a new server process's first line."""
-        if ts is None:
-            return None
-        for start in reversed(self._starts):
-            unit, start_ts, claimed = start
-            if claimed or start_ts is None:
-                continue
-            gap = (ts - start_ts).total_seconds()
-            if 0 <= gap <= SERVER_START_WINDOW_S:
-                start[2] = True
-                return str(unit)
-        return None
 
     # ------------------------------------------------------------------ systemd
 
@@ -556,12 +539,6 @@ class JournalSink:
             message=row[12],
             description=lc.description,
         )
-        if lc.action in ("starting", "started") and unit.endswith(".service"):
-            last = self._starts[-1] if self._starts else None
-            if last is not None and last[0] == unit and not last[2]:
-                last[1] = row[1]
-            else:
-                self._starts.append([unit, row[1], False])
         held = self._holdoff.pop(unit, None)
         if held is not None:
             close = (
