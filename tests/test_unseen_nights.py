@@ -41,6 +41,9 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 - oneshot-beside-restart (seed 2718, night 141): logrotate starts 2 s after a restarted unit,
   in the second of the new process's first line, and is done a second later; the journal
   parser no longer gives a text mode's process the unit started last, ``build`` links it.
+- task-table-pid (seed 2718, night 11): kernel 4.15 and no journal; the victim is an SGLang
+  scheduler, and the OOM record's task table lists the pid the server's log names as its own
+  (``queries/task_table_units.sql``).
 """
 
 from __future__ import annotations
@@ -243,3 +246,28 @@ def test_a_oneshot_started_beside_a_restart_is_not_its_unit(cli: Any, tmp_path: 
         "inference.service",
     )
     assert inc["recovery_load_s"] == pytest.approx(447, abs=2)  # the truth: 446.8 s
+
+
+def test_a_kill_no_cgroup_names_takes_the_unit_of_the_pid_in_its_task_table(cli: Any, tmp_path: Path) -> None:
+    # seed 2718, night 11: Ubuntu 18.04 (kernel 4.15: a host-wide OOM record names no cgroup),
+    # no journal; the kernel kills sglang::schedul (pid 7248). sglang-glm46.service.log names
+    # its unit and its own pid ("Started server process [7247]"), which the record's task table
+    # lists beside the victim. Nothing tied the kill to the server: the report read "process
+    # killed on unknown-host", no queue at the kill (task_table_units.sql)
+    (inc,) = _build(cli, tmp_path, "task-table-pid", "Asia/Tokyo", year=2025)
+    assert (inc["unit"], inc["cause"], inc["victim_pid"]) == ("sglang-glm46.service", "host_oom", 7248)
+    assert (inc["running_at_kill"], inc["queued_at_kill"]) == (84, 7)
+    assert inc["last_activity_ts"][:19] == "2025-08-27T17:50:00"  # (the log prints whole seconds)
+
+
+def test_a_neighbour_s_kill_is_not_given_the_server_s_unit(cli: Any, tmp_path: Path) -> None:
+    """The same night with the victim a plain ``python3`` (a batch job beside the server): the
+    server's pid in the task table says the server was alive, not that the victim was its."""
+
+    def neighbour(logs: Path) -> None:
+        kernel = logs / "kernel.log"
+        kernel.write_text(kernel.read_text().replace("7248 (sglang::schedul)", "9911 (python3)"))
+
+    (inc,) = _build(cli, tmp_path, "task-table-pid", "Asia/Tokyo", neighbour, year=2025)
+    assert inc["unit"] is None
+    assert inc["victim_pid"] == 9911

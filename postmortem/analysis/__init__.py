@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from ..engines import engine_formats
+from ..engines import engine_formats, engines
 from ..errors import PostmortemError
 from ..machine import usable_cpus
 from ..parsers.kubernetes.names import is_k8s_unit
@@ -256,6 +256,13 @@ def _anchor_boots(store: Store, *, journals: bool = True) -> None:
         store.execute(named_sql("anchor_monotonic"))
 
 
+def _task_table_units(store: Store) -> None:
+    """A kill no cgroup names, of an inference server's process, takes the unit of the one
+    server whose own pid the OOM record's task table lists (``task_table_units.sql``)."""
+    prefixes = sorted({p.lower() for e in engines().values() for p in e.process_prefixes})
+    store.execute(named_sql("task_table_units"), {"prefixes": prefixes})
+
+
 def _anchor_minutes(store: Store) -> None:
     """dmesg -e/-H rows, dated to the minute, take their seconds from systemd's kill lines."""
     if store.fetchall(named_sql("anchor_minutes_pending")):
@@ -306,6 +313,8 @@ def rebuild(
         # (anchor_monotonic.sql): committed here, for the gathering threads' connections see
         # only what is committed (their queries read the runs' units and the kills' times)
         link_server_units(store, host)
+        # … and a kill no cgroup names is the server's whose pid its task table lists
+        _task_table_units(store)
         # a kill dated to its minute only moves up to its server's last line in that minute,
         # which the run's unit, linked just now by that very kill, names (anchor_minutes.sql)
         _anchor_minutes(store)

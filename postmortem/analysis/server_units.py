@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from ..query import run_named_dicts
@@ -44,6 +45,11 @@ END_AFTER = timedelta(seconds=120)
 LATE_START = timedelta(seconds=90)
 #: a stamp this far the other way still counts (whole-second stamps, two clocks)
 SLACK = timedelta(seconds=2)
+#: a unit started again this many times with no end logged since its previous start is a
+#: timer's job or a oneshot (systemd before 240 logs no oneshot's end): it serves nothing. A
+#: server's unit logs how each run ended (its exit, a failure, a stop); one silent restart may
+#: be a host that went down hard, two are a schedule
+SILENT_RESTARTS = 2
 #: the longest gap between two files of a split journal over which a server's lines of one
 #: name the unit of the same pid's lines in the other
 SPLIT_GAP = timedelta(minutes=10)
@@ -213,13 +219,19 @@ def _stamped_before(m: dict[str, Any], nearest: dict[str, Any]) -> bool:
 def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
-    on writing (a oneshot, a timer's job), or started after it began, ran something else."""
+    on writing (a oneshot, a timer's job), or started after it began, ran something else; a
+    unit that runs again and again without ending runs jobs (:func:`_scheduled`)."""
+    jobs = _scheduled(marks)
     for run in runs:
         starts: list[tuple[float, str, dict[str, Any]]] = []
         ends: list[tuple[float, str, str]] = []
         inside: set[str] = set()
         mine = [
-            m for m in marks if not str(m["unit"]).endswith(_NOT_SERVERS) and _same_host(m["host"], run.host)
+            m
+            for m in marks
+            if not str(m["unit"]).endswith(_NOT_SERVERS)
+            and _same_host(m["host"], run.host)
+            and (m["host"], m["unit"]) not in jobs
         ]
         began = [m for m in mine if m["mark"] == "start" and m["ts"] > run.first_ts + SLACK]
         for m in mine:
@@ -251,6 +263,34 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
             for gap, unit, action in sorted(ends):
                 kind = "end" if gap <= near else "end~"
                 run.vote(unit, kind, f"{unit} ended ({action}) {gap:.0f} s after the server's last line")
+
+
+def _scheduled(marks: list[dict[str, Any]]) -> set[tuple[str | None, str]]:
+    """(host, unit) of the units whose jobs end without a word: started at least
+    :data:`SILENT_RESTARTS` times, in one source, with no end of that unit logged since the
+    start before (sysstat-collect.service every ten minutes on systemd 237), the starts naming
+    the unit (a structured journal's, or systemd 249's and later). A job is its
+    "Starting" line (its "Started" comes when a oneshot is done), or its "Started" line in a
+    source that logs no "Starting"."""
+    starts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    ends: dict[tuple[str | None, str], list[datetime]] = {}
+    for m in marks:
+        if m["mark"] == "start" and not (m["description"] and m["unit"] == m["description"]):
+            # (a start named by its Description: its unit's ends are under the unit's name,
+            # which only the learnt Descriptions tell — a crash loop would look silent)
+            starts.setdefault((m["host"], m["unit"], m["source_id"]), []).append(m)
+        else:
+            ends.setdefault((m["host"], str(m["unit"])), []).append(m["ts"])
+    out: set[tuple[str | None, str]] = set()
+    for (host, unit, _source), ms in starts.items():
+        begun = [m for m in ms if m["action"] == "starting"] or ms
+        times = sorted(m["ts"] for m in begun)
+        done = ends.get((host, str(unit)), [])
+        # (an end stamped in the second of either start counts: whole-second stamps)
+        silent = sum(1 for a, b in pairwise(times) if b - a > SLACK and not any(a <= e <= b for e in done))
+        if silent >= SILENT_RESTARTS:
+            out.add((host, str(unit)))
+    return out
 
 
 def _oneshots_named(store: Store, marks: list[dict[str, Any]]) -> list[dict[str, Any]]:
