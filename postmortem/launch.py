@@ -34,8 +34,9 @@ def main() -> None:
     if sys.argv[1:2] == ["ingest"]:
         from .quick import unchanged_ingest
 
-        if unchanged_ingest(sys.argv[1:]):  # files the store holds unchanged: said, nothing loaded
-            _end(0)
+        said = unchanged_ingest(sys.argv[1:])
+        if said is not None:  # files the store holds unchanged: said, nothing loaded
+            _end(said)
     from .drawing import start, stop, wants_drawing
 
     gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])

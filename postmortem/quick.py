@@ -9,9 +9,13 @@ the standard library's ``os``, ``json`` and ``datetime`` alone, and says nothing
 command runs — whenever anything is not plainly the case:
 
 * the command is ``ingest`` with no option before it, and its only options are ``--db`` and
-  ``--tz`` (``--opt VALUE`` or ``--opt=VALUE``, each at most once, a value not starting with
-  ``-``); every other word is a path, at least one;
-* no ``postmortem.toml`` in the working directory (its hints, host and zone would count);
+  ``--tz`` (``--opt VALUE`` or ``--opt=VALUE``, each at most once, a value not blank and not
+  starting with ``-``); every other word is a path, at least one;
+* no ``postmortem.toml`` in the working directory (its hints, host and zone would count), a
+  working directory that exists, no shell completion asked for (``_POSTMORTEM_COMPLETE``), and
+  ``TZ``, when set, an IANA zone (the full command refuses any other);
+* ``--tz``, when given, is an IANA zone (a bundle's fixed offset, ``UTC+02:00``, is recorded as
+  a file's zone but is no zone for ``--tz``);
 * every path is a regular file (a symlink to one included) named in plain printable ASCII with
   no ``.`` or empty part (what is printed and looked up is then the name as given), whose first
   bytes are not those of a compressed file or a tar, not a bundle's ``manifest.json``;
@@ -42,19 +46,35 @@ _PACKED = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
 _BUNDLE_MANIFEST = "manifest.json"
 
 
-def unchanged_ingest(argv: list[str]) -> bool:
-    """Print ``FILE: unchanged`` for each file and return True when ``argv`` (the arguments after
-    the program's name) is an ingest of files the store's index vouches for; otherwise print
-    nothing and return False."""
+#: the exit status of a command whose reader stopped early (``cli.STDOUT_CLOSED``)
+STDOUT_CLOSED = 141
+
+
+def unchanged_ingest(argv: list[str]) -> int | None:
+    """Print ``FILE: unchanged`` for each file and return the exit status when ``argv`` (the
+    arguments after the program's name) is an ingest of files the store's index vouches for;
+    otherwise print nothing and return None. Output ends as the full command's does: a reader
+    that stopped early (``| head``) exits 141, another write error is one ``Error:`` line, 1."""
     try:
         plan = _plan(argv)
         lines = None if plan is None else _answer(*plan)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return False  # whatever it is, the full command says it properly
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None  # whatever it is, the full command says it properly
     if lines is None:
-        return False
-    sys.stdout.write("".join(f"{name}: unchanged\n" for name in lines))
-    return True
+        return None
+    try:
+        sys.stdout.write("".join(f"{name}: unchanged\n" for name in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        null = os.open(os.devnull, os.O_WRONLY)  # (the interpreter's last flush goes nowhere)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return STDOUT_CLOSED
+    except OSError as exc:  # a full disk: what the full command says of it
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"Error: {where}{exc.strerror or exc}\n")
+        return 1
+    return 0
 
 
 def _plan(argv: list[str]) -> tuple[str, str | None, list[str]] | None:
@@ -73,13 +93,30 @@ def _plan(argv: list[str]) -> tuple[str, str | None, list[str]] | None:
             return None
         if not eq:
             value = next(words, "")
-        if not value or value.startswith("-"):
+        if not value.strip() or value.startswith("-"):
             return None
         given[name] = value
-    if not paths or os.path.lexists("postmortem.toml"):
+    os.getcwd()  # (gone: the full command says so)
+    if not paths or os.path.lexists("postmortem.toml") or "_POSTMORTEM_COMPLETE" in os.environ:
+        return None
+    environ_tz = os.environ.get("TZ")
+    if environ_tz and not _is_zone(environ_tz.removeprefix(":")):
+        return None
+    zone = given.get("--tz")
+    if zone is not None and not _is_zone(zone):
         return None
     db = given.get("--db") or os.environ.get("POSTMORTEM_DB") or "postmortem.duckdb"
-    return db, given.get("--tz"), paths
+    return db, zone, paths
+
+
+def _is_zone(name: str) -> bool:
+    """An IANA zone ``timeutil.get_zone`` takes as it is named (``Z``, ``utc`` are renamed)."""
+    if not name or name.startswith(("/", ".")) or ".." in name or name in ("Z", "utc"):
+        return False
+    from zoneinfo import ZoneInfo
+
+    ZoneInfo(name)  # (not one: ZoneInfoNotFoundError, a KeyError, or ValueError)
+    return True
 
 
 def _answer(db: str, zone: str | None, paths: list[str]) -> list[str] | None:

@@ -43,9 +43,10 @@ def _quick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str | None:
     capsys.readouterr()
     said = quick.unchanged_ingest(argv)
     out = capsys.readouterr().out
-    if not said:
+    if said is None:
         assert out == ""  # nothing printed when the full command is left to answer
         return None
+    assert said == 0
     return out
 
 
@@ -156,6 +157,72 @@ def test_anything_else_is_left_to_the_full_command(
     elif change == "missing":
         index.unlink()
     assert _quick(argv, capsys) is None
+
+
+def _index_doc(stored: Path) -> dict[str, Any]:
+    return dict(json.loads(fileindex.index_path(stored / "pm.duckdb").read_text(encoding="utf-8")))
+
+
+def test_a_zone_the_full_command_refuses_is_left_to_it(
+    stored: Path, cli: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle's fixed offset is recorded as its files' zone (``UTC+02:00``), but ``--tz
+    UTC+02:00`` is no zone: the full command refuses it, so the index's word is not enough."""
+    doc = _index_doc(stored)
+    doc["zones"] = {k: "UTC+02:00" for k in doc["zones"]}
+    fileindex.index_path(stored / "pm.duckdb").write_text(json.dumps(doc), encoding="utf-8")
+    argv = ["ingest", "logs/a.log", "--db", "pm.duckdb", "--tz", "UTC+02:00"]
+    assert _quick(argv, capsys) is None
+    assert cli(*argv).code == 2
+    # the environment's TZ, which the full command checks when no --tz is given
+    monkeypatch.setenv("TZ", "Foo/Bar")
+    assert _quick(["ingest", "logs/a.log", "--db", "pm.duckdb"], capsys) is None
+    monkeypatch.setenv("TZ", ":UTC")
+    assert _quick(["ingest", "logs/a.log", "--db", "pm.duckdb"], capsys) == "logs/a.log: unchanged\n"
+
+
+@pytest.mark.parametrize("case", ["blank-db", "completion", "nested", "gone-cwd"])
+def test_what_the_full_command_refuses_or_fails_on(
+    stored: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    db = str(stored / "pm.duckdb")
+    argv = ["ingest", str(stored / "logs" / "a.log"), "--db", db]
+    if case == "blank-db":  # (the full command: "give a value", exit 2)
+        argv = ["ingest", "logs/a.log", "--db", " "]
+    elif case == "completion":
+        monkeypatch.setenv("_POSTMORTEM_COMPLETE", "complete_bash")
+    elif case == "nested":  # (past the JSON parser's depth: not an index, for either path)
+        index = fileindex.index_path(db)
+        index.write_text('{"x":' + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+        assert fileindex.lookup(db, [], lambda _: True, (0, 0.0)) is None
+    else:  # the working directory removed under the command
+        gone = stored / "gone"
+        gone.mkdir()
+        monkeypatch.chdir(gone)
+        gone.rmdir()
+    assert _quick(argv, capsys) is None
+
+
+def _run(stored: Path, stdout: Any) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(quick.__file__).parent.parent), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "postmortem", "ingest", "logs/a.log", "logs/b.log", "--db", "pm.duckdb"]
+    return subprocess.run(
+        argv, cwd=stored, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False
+    )
+
+
+def test_a_reader_that_stopped_and_a_full_disk_end_as_the_full_command_does(stored: Path) -> None:
+    read, write = os.pipe()
+    os.close(read)  # (the reader is gone before the first line)
+    try:
+        done = _run(stored, write)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w", encoding="utf-8") as full:
+            done = _run(stored, full)
+        assert (done.returncode, done.stderr) == (1, "Error: No space left on device\n")
 
 
 def test_an_index_rewritten_alike_is_still_read(stored: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -182,7 +182,7 @@ def _load(db: str) -> dict[str, Any] | None:
     try:
         with index_path(db).open("rb") as fh:
             doc = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (nested past the parser's depth: not ours)
         return None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("postmortem") != __version__:
         return None
