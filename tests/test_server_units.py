@@ -55,13 +55,23 @@ def test_a_crash_loop_logs_its_ends() -> None:
     assert _scheduled(marks) == set()
 
 
-def test_starts_named_by_a_description_are_not_judged() -> None:
+def test_starts_named_by_a_description_are_broken_by_any_unit_s_end() -> None:
     """A text journal before systemd 249 names a start by the Description and the unit's ends
-    by its name: an operator starting a failing unit three times would look like a timer."""
+    by its name: an operator starting a failing unit three times is not a timer, since its
+    failures (under the unit's name) come between; a timer's jobs with nothing ending between
+    them are."""
     desc = "Serve Qwen3"
     marks = [m for k in range(3) for m in _job(10 * k, desc, desc)]
-    marks += [_mark(10 * k + 5, "serve-qwen3.service", "end", "main_exited") for k in range(3)]
-    assert _scheduled(marks) == set()
+    failing = [*marks, *(_mark(10 * k + 5, "serve-qwen3.service", "end", "main_exited") for k in range(3))]
+    assert _scheduled(failing) == set()
+    timer = [
+        m
+        for k in range(3)
+        for m in _job(10 * k, "system activity accounting tool", "system activity accounting tool")
+    ]
+    assert _scheduled(timer) == {("h", "system activity accounting tool")}
+    # (another unit's end in one of the two gaps leaves one silent gap: not enough)
+    assert _scheduled([*timer, _mark(15, "other.service", "end", "stopped")]) == set()
 
 
 def _run(pid: int, first: float, last: float, votes: dict[str, list[tuple[str, str]]]) -> Run:

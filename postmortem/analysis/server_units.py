@@ -267,25 +267,28 @@ def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
 
 def _scheduled(marks: list[dict[str, Any]]) -> set[tuple[str | None, str]]:
     """(host, unit) of the units whose jobs end without a word: started at least
-    :data:`SILENT_RESTARTS` times, in one source, with no end of that unit logged since the
-    start before (sysstat-collect.service every ten minutes on systemd 237), the starts naming
-    the unit (a structured journal's, or systemd 249's and later). A job is its
-    "Starting" line (its "Started" comes when a oneshot is done), or its "Started" line in a
-    source that logs no "Starting"."""
+    :data:`SILENT_RESTARTS` times in one source with nothing ended since the start before
+    (sysstat-collect.service every ten minutes; systemd before 240 logs no oneshot's end). A job
+    is its "Starting" line (its "Started" comes when a oneshot is done), or its "Started" line
+    in a source that logs no "Starting". Where the starts name the unit, an end of that unit
+    breaks the silence; where they name its Description (text journals before systemd 249),
+    the unit's ends are under its name, which only the learnt Descriptions tell, so any unit's
+    end does (an operator starting a failing unit again and again is never silent)."""
     starts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     ends: dict[tuple[str | None, str], list[datetime]] = {}
+    any_end: dict[str | None, list[datetime]] = {}
     for m in marks:
-        if m["mark"] == "start" and not (m["description"] and m["unit"] == m["description"]):
-            # (a start named by its Description: its unit's ends are under the unit's name,
-            # which only the learnt Descriptions tell — a crash loop would look silent)
+        if m["mark"] == "start":
             starts.setdefault((m["host"], m["unit"], m["source_id"]), []).append(m)
         else:
             ends.setdefault((m["host"], str(m["unit"])), []).append(m["ts"])
+            any_end.setdefault(m["host"], []).append(m["ts"])
     out: set[tuple[str | None, str]] = set()
     for (host, unit, _source), ms in starts.items():
         begun = [m for m in ms if m["action"] == "starting"] or ms
         times = sorted(m["ts"] for m in begun)
-        done = ends.get((host, str(unit)), [])
+        described = any(m["description"] and m["unit"] == m["description"] for m in ms)
+        done = any_end.get(host, []) if described else ends.get((host, str(unit)), [])
         # (an end stamped in the second of either start counts: whole-second stamps)
         silent = sum(1 for a, b in pairwise(times) if b - a > SLACK and not any(a <= e <= b for e in done))
         if silent >= SILENT_RESTARTS:

@@ -285,9 +285,9 @@ def _claims_any_start(s: Scenario, t: Truth) -> set[str]:
         # (the failing oneshot's own lines, "Failed to start <Description>.", teach its unit:
         # queries/oneshot_descriptions.sql)
         and u != "gpu-healthcheck.service"
-        # (a unit started again and again without an end is a timer's: server_units._scheduled,
-        # when the starts name the unit, not its Description)
-        and not (u == "sysstat-collect.service" and not (described(s) and s.journal_mode in TEXT_WALL))
+        # (a unit started again and again with nothing ended between is a timer's:
+        # server_units._scheduled)
+        and u != "sysstat-collect.service"
     ]
     if near:
         return set(RECOVERY) | {"recovery_load"}
