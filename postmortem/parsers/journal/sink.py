@@ -212,12 +212,18 @@ class JournalSink:
     def route_limit(self, ident: str | None, pid: int | None, unit: str | None) -> int:
         """How many more entries with these fields need routing: -1 all, 0 none, else the
         engine check budget left for them."""
-        if ident in SPECIAL_IDENTS or self.cat_mode:
-            return -1
-        key = unit or (ident, pid)
-        if key in self._streams:
-            return -1
-        return max(0, ENGINE_CHECK_BUDGET - self._checks.get(key, 0))
+        return self.route_limits([unit or (ident, pid)], [ident in SPECIAL_IDENTS])[0]
+
+    def route_limits(self, keys: list[Any], special: list[bool]) -> list[int]:
+        """:meth:`route_limit` of many entries at once, by their keys (``unit or (identifier,
+        pid)``) and whether their identifier is one of :data:`SPECIAL_IDENTS`."""
+        if self.cat_mode:
+            return [-1] * len(keys)
+        streams, checks, budget = self._streams, self._checks, ENGINE_CHECK_BUDGET
+        return [
+            -1 if sp or key in streams else max(0, budget - checks.get(key, 0))
+            for key, sp in zip(keys, special, strict=True)
+        ]
 
     def engine_stream(self, ident: str | None, pid: int | None, unit: str | None) -> EngineStream | None:
         """The engine stream entries with these fields are fed to, if it exists already."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -118,9 +119,15 @@ class _Tokens:
     units: list[str | None] = field(default_factory=list)
     limits: list[int] = field(default_factory=list)  # JournalSink.route_limit of each
     wants: list[bool] = field(default_factory=list)  # whether its lines need routing
-    #: whether an (identifier, unit) is named after an engine (JournalSink.names_engine): the
-    #: file's, kept from chunk to chunk (a journal's tokens differ mostly by pid)
-    named: dict[tuple[str | None, str | None], bool] = field(default_factory=dict)
+    keys: list[Any] = field(default_factory=list)  # its routing key: unit or (identifier, pid)
+    special: list[bool] = field(default_factory=list)  # its identifier is in SPECIAL_IDENTS
+    #: its identifier or unit is named after an engine (JournalSink.names_engine)
+    named: list[bool] = field(default_factory=list)
+
+
+#: what an identifier token says, whatever the chunk: (identifier, pid, unit, routing key,
+#: identifier in SPECIAL_IDENTS, named after an engine)
+_TokenInfo = tuple[str | None, int | None, str | None, Any, bool, bool]
 
 
 @dataclass(slots=True)
@@ -153,7 +160,8 @@ class VectorShort:
         self.tried = 0
         self.kind: str | None = None
         self._stamps: dict[str, tuple[int | None, str | None]] = {}
-        self._named: dict[tuple[str | None, str | None], bool] = {}
+        #: each identifier token's info, kept from chunk to chunk (a journal's tokens repeat)
+        self._token_info: dict[str, _TokenInfo] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -266,29 +274,41 @@ class VectorShort:
         return s
 
     def _tokens(self, split: _Split) -> _Tokens:
-        """Identifier tokens: read once per distinct value."""
+        """Identifier tokens: each read once (:meth:`_token`), their routing limits at once."""
         import numpy as np
         import pyarrow.compute as pc
 
         from ..jit import spans_to_arrow
 
-        state = self.state
         tok_rows = np.flatnonzero(split.ok)
         spans = spans_to_arrow(split.buf, split.host_end[tok_rows] + 1, split.itok_end[tok_rows])
         di: Any = pc.dictionary_encode(spans)
-        if len(self._named) > 1 << 16:
-            self._named.clear()
-        tokens = _Tokens(of=np.full(len(split.ok), -1, dtype=np.int64), named=self._named)
-        for t in di.dictionary.to_pylist():
-            ident, pid, unit = state.ident(t)
-            tokens.ids.append(ident)
-            tokens.pids.append(pid)
-            tokens.units.append(unit)
-            limit = state.sink.route_limit(ident, pid, unit)
-            tokens.limits.append(limit)
-            tokens.wants.append(limit != 0)
+        known = self._token_info
+        if len(known) > 1 << 17:
+            known.clear()
+        infos = [known.get(t) or self._token(t) for t in di.dictionary.to_pylist()]
+        tokens = _Tokens(of=np.full(len(split.ok), -1, dtype=np.int64))
+        if infos:
+            ids, pids, units, keys, special, named = (list(c) for c in zip(*infos, strict=True))
+            limits = self.state.sink.route_limits(keys, special)
+            tokens.ids, tokens.pids, tokens.units, tokens.keys = ids, pids, units, keys
+            tokens.special, tokens.named, tokens.limits = special, named, limits
+            tokens.wants = [lim != 0 for lim in limits]
         tokens.of[tok_rows] = di.indices.to_numpy(zero_copy_only=False)
         return tokens
+
+    def _token(self, tok: str) -> _TokenInfo:
+        ident, pid, unit = self.state.ident(tok)
+        info = (
+            ident,
+            pid,
+            unit,
+            unit or (ident, pid),
+            ident in SPECIAL_IDENTS,
+            self.state.sink.names_engine(ident, unit),
+        )
+        self._token_info[tok] = info
+        return info
 
     def _read_stamps(self, split: _Split) -> bool:
         """The stamps the compiled pass did not convert: once per distinct value, in order of
@@ -910,7 +930,7 @@ def _bulk_checks(sink: Any, np: Any, tix: Any, light: Any, tokens: _Tokens) -> A
     chunk is such a line: the counts are added at once (:meth:`JournalSink.no_engine_many`)
     and the lines need no routing one by one. None when nothing was counted."""
     ids, pids, units, limits = tokens.ids, tokens.pids, tokens.units, tokens.limits
-    key_of = [units[t] or (ids[t], pids[t]) for t in range(len(ids))]
+    key_of = tokens.keys
     busy: set[Any] = {key_of[t] for t in np.unique(tix[~light]).tolist()}
     uniq, counts = np.unique(tix[light], return_counts=True)
     todo: list[tuple[Any, Any, Any, int]] = []
@@ -941,20 +961,13 @@ def _cannot_start(
     """Of the stored lines at ``positions``, those of server candidates (not streams yet) that
     cannot start a stream: not named after an engine, and none of the engines' start markers
     in the message (what their ``looks_like`` needs)."""
-    ids, units, limits = tokens.ids, tokens.units, tokens.limits
     markers = sink.start_markers
     if not markers:
         return None
-    named = tokens.named
-    flags: list[bool] = []
-    for ident, unit, lim in zip(ids, units, limits, strict=True):
-        if lim > 0 and ident not in SPECIAL_IDENTS:
-            hit = named.get((ident, unit))
-            if hit is None:
-                hit = named[(ident, unit)] = sink.names_engine(ident, unit)
-            flags.append(not hit)
-        else:
-            flags.append(False)
+    flags = [
+        lim > 0 and not sp and not named
+        for lim, sp, named in zip(tokens.limits, tokens.special, tokens.named, strict=True)
+    ]
     rows = np.array(flags, dtype=bool)[tix_all[positions]]
     if not rows.any():
         return None
@@ -1066,27 +1079,26 @@ class _FastEngine:
         fast = engine.fast_messages()
         pa: Any = _pa
         ids, pids, units, limits = tokens.ids, tokens.pids, tokens.units, tokens.limits
-        keys: dict[Any, list[int]] = {}
+        if sink.cat_mode:
+            return None
+        # one token per stream (several → pids may alternate)
+        eligible = [lim != 0 and not sp for lim, sp in zip(limits, tokens.special, strict=True)]
+        shared = Counter(key for key, ok in zip(tokens.keys, eligible, strict=True) if ok)
         existing: dict[int, Any] = {}
-        for t, lim in enumerate(limits):
-            if lim == 0 or ids[t] in SPECIAL_IDENTS or sink.cat_mode:
+        usable = np.zeros(len(limits), dtype=bool)
+        candidates: set[int] = set()
+        for t, (key, ok, lim) in enumerate(zip(tokens.keys, eligible, limits, strict=True)):
+            if not ok:
                 continue
-            key = units[t] or (ids[t], pids[t])
-            keys.setdefault(key, []).append(t)
             if lim == -1:
                 st = sink.engine_stream(ids[t], pids[t], units[t])
                 if st is None or st.engine != engine.name:
                     continue
                 existing[t] = st
-        usable = np.zeros(len(limits), dtype=bool)
-        candidates: set[int] = set()
-        for toks in keys.values():
-            if len(toks) == 1:  # one token per stream (several → pids may alternate)
-                t = toks[0]
-                if t in existing or limits[t] > 0:
-                    usable[t] = True
-                    if t not in existing:
-                        candidates.add(t)
+            if shared[key] == 1:
+                usable[t] = True
+                if lim != -1:
+                    candidates.add(t)
         if not usable.any():
             return None
         tix_all = cols.tix
