@@ -271,3 +271,14 @@ def test_a_neighbour_s_kill_is_not_given_the_server_s_unit(cli: Any, tmp_path: P
     (inc,) = _build(cli, tmp_path, "task-table-pid", "Asia/Tokyo", neighbour, year=2025)
     assert inc["unit"] is None
     assert inc["victim_pid"] == 9911
+
+
+def test_a_recovery_no_unit_names_is_said_to_have_come_back(cli: Any, tmp_path: Path) -> None:
+    """The operator's server in sglang-manual.log, whose unit no source names, brought service
+    back: the Summary and Resolution said no source showed it back while Impact named it."""
+    _build(cli, tmp_path, "task-table-pid", "Asia/Tokyo", year=2025)
+    (report,) = (tmp_path / "out").glob("*sglang-glm46.service.md")
+    text = report.read_text(encoding="utf-8")
+    assert "No source shows the service coming back" not in text
+    assert "until a server whose unit no source names, started at 02:59:50 JST" in text
+    assert "The server writing sglang-manual.log (no source names its unit), started at 17:59:50 UTC" in text

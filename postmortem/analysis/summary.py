@@ -223,11 +223,16 @@ def _back(facts: IncidentFacts) -> dict[str, Any]:
     """How service came back — or why no source shows it back."""
     inc = facts.incident
     box = inc.container
-    if inc.recovered_ts is not None and inc.recovery_unit:
+    if inc.recovered_ts is not None and (inc.recovery_unit or inc.recovery_load is not None):
         load = inc.recovery_load
         rb = facts.reboot
         after_reboot = bool(load and load.start_ts and rb is not None and load.start_ts >= rb.up_ts)
-        how = "fallback" if inc.fallback_unit else ("restart" if inc.recovery_unit == inc.unit else "other")
+        if not inc.recovery_unit:  # a server whose log nothing ties to a unit (started by hand?)
+            how = "unnamed"
+        elif inc.fallback_unit:
+            how = "fallback"
+        else:
+            how = "restart" if inc.recovery_unit == inc.unit else "other"
         return {
             "case": "back",
             "how": how,

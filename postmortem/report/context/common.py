@@ -98,3 +98,11 @@ class Sources:
         if row is not None and row.get("compression") == "journalctl":
             return f"{name} (export line {line_no})"
         return f"{name}:{line_no}"
+
+
+def server_file(sources: Sources, source_id: int | None, clean: Any) -> str:
+    """The file a server wrote whose unit no source names (by its file name: a path can hold a
+    secret), else "". ``clean``: the report's redactor."""
+    if source_id is None or source_id not in sources.names:
+        return ""
+    return str(clean(os.path.basename(sources.names[source_id])))

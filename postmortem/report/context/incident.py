@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
@@ -30,7 +29,7 @@ from ...store.db import Store
 from ...text.formats import human
 from ...timeutil import ZONE_ASSUMED, zone_name
 from ..redact import Redactor
-from .common import Sources, gib_kb, local_text, utc_text
+from .common import Sources, gib_kb, local_text, server_file, utc_text
 from .memory import memory_facts, memory_rows, memory_rows_note, silent_text
 from .story import story
 from .timeline import timeline_rows
@@ -384,14 +383,6 @@ def _throughput_before(inc: Incident, facts: IncidentFacts) -> float | None:
     return sum(before) / len(before) if before else None
 
 
-def _server_file(sources: Sources, source_id: int | None, clean: Redactor) -> str:
-    """The file a server wrote whose unit no source names (by its file name: a path can hold a
-    secret), else ""."""
-    if source_id is None or source_id not in sources.names:
-        return ""
-    return clean(os.path.basename(sources.names[source_id]))
-
-
 def _impact(inc: Incident, facts: IncidentFacts, recovery_file: str = "") -> Impact:
     last = inc.last_activity_ts
     tput = _throughput_before(inc, facts)
@@ -612,7 +603,7 @@ def incident_report(
         incident_id=inc.incident_id,
         host=host,
         unit=clean(inc.unit or "unknown"),
-        unit_unknown_file=_server_file(sources, inc.server_source, clean),
+        unit_unknown_file=server_file(sources, inc.server_source, clean),
         zone=zone_name(zone),
         kill_utc=utc_text(inc.ts),
         kill_local=local_text(inc.ts, zone),
@@ -626,7 +617,7 @@ def incident_report(
         confidence=round(inc.confidence, 2),
         summary=clean(inc.summary),
         cause_explanation=clean(inc.cause_explanation),
-        impact=_impact(inc, facts, _server_file(sources, inc.recovery_source, clean)),
+        impact=_impact(inc, facts, server_file(sources, inc.recovery_source, clean)),
         timeline=timeline_rows(facts, sources, zone, clean),
         victims=[
             VictimRow(

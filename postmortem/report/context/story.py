@@ -12,7 +12,7 @@ from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_contai
 from ...query import run_named_dicts
 from ...store.db import Store
 from ..redact import Redactor
-from .common import Sources, gib_kb, utc_text
+from .common import Sources, gib_kb, server_file, utc_text
 from .types import Factor, OutageStatus, Story
 
 HOST_CAUSES = ("host_oom", "cgroup_oom", "oomd", "earlyoom")
@@ -35,7 +35,7 @@ def story(
             if r.factor
         ],
         **_detection(facts, sources, clean),
-        **_resolution(facts),
+        **_resolution(facts, server_file(sources, facts.incident.recovery_source, clean)),
         went_well=[clean(r.went_well) for r in recs if r.went_well],
         went_wrong=[clean(r.went_wrong) for r in recs if r.went_wrong],
         lucky=[clean(r.lucky) for r in recs if r.lucky],
@@ -125,12 +125,16 @@ def _restarter(inc: Incident) -> str:
     return "systemd"
 
 
-def _resolution(facts: IncidentFacts) -> dict[str, Any]:
+def _resolution(facts: IncidentFacts, unnamed_file: str = "") -> dict[str, Any]:
+    """How service came back; ``unnamed_file``: the file of the recovery's server when no
+    source names its unit."""
     inc = facts.incident
     rec = inc.recovery_load
     kill = inc.ts
-    if inc.recovered_ts is None or not inc.recovery_unit:
+    if inc.recovered_ts is None or not (inc.recovery_unit or rec is not None):
         how = ""
+    elif not inc.recovery_unit:
+        how = "unnamed"
     elif facts.reboot is not None and rec is not None and rec.start_ts and rec.start_ts >= facts.reboot.up_ts:
         how = "reboot"
     elif inc.fallback_unit:
@@ -150,7 +154,7 @@ def _resolution(facts: IncidentFacts) -> dict[str, Any]:
     expected, gain = _restart_versus_fallback(facts) if how == "fallback" else (None, None)
     return {
         "recovery_how": how,
-        "recovery_unit": inc.recovery_unit or "",
+        "recovery_unit": inc.recovery_unit or unnamed_file,
         "recovery_started_utc": utc_text(start) if start else "",
         "recovery_started_after_s": (start - kill).total_seconds() if start and kill else None,
         "recovery_ready_utc": utc_text(inc.recovered_ts) if inc.recovered_ts else "",
