@@ -162,6 +162,20 @@ def test_rule_unit_memory_limits_weighs_raising_the_limit() -> None:
     assert host is not None and host.severity == "high" and host.data["case"] == "host_oom"
 
 
+def test_rule_unit_memory_limits_tells_a_peak_above_the_limit() -> None:
+    """A previous run that peaked above the limit that fired ran under another limit: the words
+    are not "close to the limit" at 1417 %."""
+    f = facts("cgroup_oom", memcg_limit_kb=31 * 1024**2)
+    f.earlier_peaks = [
+        {"ts": T - timedelta(hours=2), "memory_peak_bytes": 439 * 1024**3, "source_id": 1, "line_no": 5}
+    ]
+    rec = explain("unit_memory_limits", f)
+    assert rec is not None
+    assert "below the previous run's 439 GiB peak" in rec.headline
+    assert rec.factor.startswith("The limit was below what the workload used before")
+    assert "close to" not in rec.headline + rec.factor + rec.detail
+
+
 def test_rule_restart_policy_tells_a_restart_from_none() -> None:
     f = facts("cgroup_oom", restart_count=1)
     f.restarts = [{"ts": T + timedelta(seconds=60), "source_id": 1, "line_no": 9, "restart_count": 1}]

@@ -230,6 +230,10 @@ def test_a_process_running_beside_the_killed_one_is_not_its_unit(cli: Any, tmp_p
     assert (inc["unit"], inc["cause"]) == ("sglang@glm46.service", "cgroup_oom")
     assert (inc["running_at_kill"], inc["queued_at_kill"]) == (170, 76)
     assert inc["last_activity_ts"][:19] == "2026-11-13T10:21:10"
+    # systemd's "Consumed …, 439.2G memory peak." is the killed run's own (stamped in the kill's
+    # second): no "previous run" peaked at 1417 % of the 31 GiB limit
+    (report,) = (tmp_path / "out").glob("*glm46.service.md")
+    assert "previous run" not in report.read_text(encoding="utf-8")
 
 
 def test_a_oneshot_started_beside_a_restart_is_not_its_unit(cli: Any, tmp_path: Path) -> None:
