@@ -72,6 +72,8 @@ class Run:
     pids: list[int]
     #: unit → [(kind, evidence text)]
     votes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: how many boots of its host came before its first line (a pid is one process per boot)
+    epoch: int = 0
 
     def vote(self, unit: str, kind: str, why: str) -> None:
         have = self.votes.setdefault(unit, [])
@@ -110,22 +112,26 @@ def _runs(store: Store, host: str | None) -> list[Run]:
                 pids=[int(p) for p in r["pids"] or []],
             )
         )
+    boots = [(r["host"], r["ts"]) for r in run_named_dicts(store, "boot_times")]
+    for run in out:
+        run.epoch = sum(1 for h, ts in boots if _same_host(h, run.host) and ts <= run.first_ts)
     _span_split_journals(out)
     return out
 
 
 def _span_split_journals(runs: list[Run]) -> None:
     """A process's lines in several files of one journal (rotated, split by a capture) are one
-    run from its first line to its last: the cut between the files is neither a start nor an end."""
-    spans: dict[tuple[str | None, int], tuple[datetime, datetime]] = {}
+    run from its first line to its last: the cut between the files is neither a start nor an end
+    (within one boot: the pid a new boot reused is another process)."""
+    spans: dict[tuple[str | None, int, int], tuple[datetime, datetime]] = {}
     for run in runs:
         if run.journal and run.stream_pid is not None:
-            key = (run.host, run.stream_pid)
+            key = (run.host, run.stream_pid, run.epoch)
             lo, hi = spans.get(key, (run.first_ts, run.last_ts))
             spans[key] = (min(lo, run.first_ts), max(hi, run.last_ts))
     for run in runs:
         if run.journal and run.stream_pid is not None:
-            run.first_ts, run.last_ts = spans[(run.host, run.stream_pid)]
+            run.first_ts, run.last_ts = spans[(run.host, run.stream_pid, run.epoch)]
 
 
 def _vote_pids(store: Store, runs: list[Run], timed: bool = True) -> None:
@@ -399,10 +405,10 @@ def _learn_from_operators(store: Store, described: set[str], learned: dict[str, 
 
 def _groups(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:
     """The runs of one server: a file's (a file is one server's log), a journal process's (in
-    every file of a split journal)."""
+    every file of a split journal, within one boot)."""
     groups: dict[tuple[Any, ...], list[Run]] = {}
     for run in runs:
-        key = ("pid", run.host, run.stream_pid) if run.journal else ("file", run.source_id)
+        key = ("pid", run.host, run.stream_pid, run.epoch) if run.journal else ("file", run.source_id)
         groups.setdefault(key, []).append(run)
     return groups
 

@@ -88,6 +88,9 @@ class Night:
         self.last = Last()
         self.gpu_times: list[datetime] = []
         self.cut: datetime | None = None  # where a split journal's second file begins
+        #: a unit's memory limit (GiB) once its cgroup OOM record gave it: systemd's "memory
+        #: peak" (the cgroup's memory.peak) of its runs is bounded by it
+        self.limit_gib: dict[str, float] = {}
 
     # ------------------------------------------------------------------ small writers
 
@@ -420,6 +423,8 @@ class Night:
             ]
             tasks = sorted(others + tasks, key=lambda t: t.pid)
         limit_kb = -(-sum(t.rss for t in unit_tasks) * s.page_kb // (1024 * 1024)) * 1024 * 1024
+        if scope == "memcg":
+            self.limit_gib[run.server.unit] = limit_kb / 1024**2
         group = sorted(unit_tasks, key=lambda t: t.pid) if s.oom_group else None
         recs = oom_record(
             kernel=s.kernel,
@@ -453,9 +458,12 @@ class Night:
         for i, line in enumerate(self.sd.failed(unit, result)):
             self.sysd(at + _s(0.002 + 0.0001 * i), line, unit, "failed", 4)
         cpu = f"{self.rng.randint(1, 9)}h {self.rng.randint(1, 59)}min {self.rng.uniform(1, 59):.3f}s"
+        peak = self.rng.uniform(40, 600)
+        if unit in self.limit_gib:  # (killed at its limit: the peak is the limit)
+            peak = self.limit_gib[unit] if code == "killed" else min(peak, self.limit_gib[unit])
         self.sysd(
             at + _s(0.003),
-            self.sd.consumed(unit, cpu, self.rng.uniform(40, 600), "1h 12min"),
+            self.sd.consumed(unit, cpu, peak, "1h 12min"),
             unit,
             "resources",
         )
