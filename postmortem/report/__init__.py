@@ -243,7 +243,8 @@ def write_reports(
                 unit=clean(inc.unit or "—"),
                 cause=ctx.cause_label,
                 downtime=downtime_text(inc.downtime_s, inc.unit, serving=inc.serving),
-                recovery=clean(inc.recovery_unit or "—"),
+                # (a server no source ties to a unit: the file it writes, as Impact says it)
+                recovery=clean(inc.recovery_unit) if inc.recovery_unit else ctx.impact.recovery_unit,
             )
         )
     written.incidents = len(rows)
