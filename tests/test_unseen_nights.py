@@ -288,3 +288,5 @@ def test_a_recovery_no_unit_names_is_said_to_have_come_back(cli: Any, tmp_path: 
     assert "The server writing sglang-manual.log (no source names its unit), started at 17:59:50 UTC" in text
     index = (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
     assert "| 16 min 52 s | unknown unit: the server writing sglang-manual.log |" in index
+    listed = cli("incidents", "--db", tmp_path / "pm.duckdb").out
+    assert "16 min 52 s  a server of no known unit" in listed

@@ -37,7 +37,8 @@ def _row(r: dict[str, Any]) -> tuple[Any, ...]:
         r["victim_comm"],
         r["victims"],
         duration(r["downtime_s"]) if r["downtime_s"] is not None else "not restored",
-        r["recovery_unit"],
+        # (restored by a server whose log no source ties to a unit: its report names the file)
+        r["recovery_unit"] or ("a server of no known unit" if r["downtime_s"] is not None else None),
     )
 
 
