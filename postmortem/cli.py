@@ -21,6 +21,7 @@ import typer
 from . import __version__
 from .engines import engine_labels
 from .errors import ExitCode, PostmortemError, UsageError
+from .quick import stdout_gone
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -41,8 +42,6 @@ app = typer.Typer(
 
 _state = {"debug": False, "verbose": False}
 
-STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a C tool cut off by `| head`
-
 
 def _command(func: Callable[..., None]) -> Callable[..., None]:
     """``app.command()``, and a reader that stops early (``| head``) ends the command quietly.
@@ -58,11 +57,7 @@ def _command(func: Callable[..., None]) -> Callable[..., None]:
             func(*args, **kwargs)
             sys.stdout.flush()
         except BrokenPipeError:
-            with contextlib.suppress(OSError, ValueError):
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, sys.stdout.fileno())
-                os.close(null)
-            raise typer.Exit(STDOUT_CLOSED) from None
+            raise typer.Exit(stdout_gone()) from None
 
     app.command()(run)
     return func

@@ -46,8 +46,21 @@ _PACKED = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
 _BUNDLE_MANIFEST = "manifest.json"
 
 
-#: the exit status of a command whose reader stopped early (``cli.STDOUT_CLOSED``)
+#: the exit status of a command whose reader stopped early (``| head``): 128 + SIGPIPE, what a
+#: shell reports for a C tool cut off there
 STDOUT_CLOSED = 141
+
+
+def stdout_gone() -> int:
+    """A reader that stopped early: stdout pointed at /dev/null (the interpreter's last flush
+    has nowhere to fail), and the status to exit with."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return STDOUT_CLOSED
 
 
 def unchanged_ingest(argv: list[str]) -> int | None:
@@ -66,10 +79,7 @@ def unchanged_ingest(argv: list[str]) -> int | None:
         sys.stdout.write("".join(f"{name}: unchanged\n" for name in lines))
         sys.stdout.flush()
     except BrokenPipeError:
-        null = os.open(os.devnull, os.O_WRONLY)  # (the interpreter's last flush goes nowhere)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-        return STDOUT_CLOSED
+        return stdout_gone()
     except OSError as exc:  # a full disk: what the full command says of it
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(f"Error: {where}{exc.strerror or exc}\n")

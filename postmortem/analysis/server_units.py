@@ -222,12 +222,11 @@ def _stamped_before(m: dict[str, Any], nearest: dict[str, Any]) -> bool:
     return bool(m["source_id"] == nearest["source_id"] and m["ts"] <= nearest["ts"] - timedelta(seconds=1))
 
 
-def _vote_marks(marks: list[dict[str, Any]], runs: list[Run]) -> None:
+def _vote_marks(marks: list[dict[str, Any]], runs: list[Run], jobs: set[tuple[str | None, str]]) -> None:
     """Starts before a run's first line and ends after its last: the nearest (and those within
     :data:`SLACK` of it) count fully, the others less; a unit that ended while the server went
     on writing (a oneshot, a timer's job), or started after it began, ran something else; a
-    unit that runs again and again without ending runs jobs (:func:`_scheduled`)."""
-    jobs = _scheduled(marks)
+    unit that runs again and again without ending runs ``jobs`` (:func:`_scheduled`)."""
     for run in runs:
         starts: list[tuple[float, str, dict[str, Any]]] = []
         ends: list[tuple[float, str, str]] = []
@@ -360,7 +359,12 @@ def _learn_descriptions(runs: list[Run], described: set[str]) -> dict[str, str]:
 
 
 def _learn_from_linked(
-    store: Store, host: str | None, marks: list[dict[str, Any]], described: set[str], learned: dict[str, str]
+    store: Store,
+    host: str | None,
+    marks: list[dict[str, Any]],
+    jobs: set[tuple[str | None, str]],
+    described: set[str],
+    learned: dict[str, str],
 ) -> None:
     """Descriptions taught by servers whose unit is known (their lines name it, or they were
     linked before the clocks were compared): a run whose nearest start is one Description's.
@@ -377,7 +381,7 @@ def _learn_from_linked(
             last_ts=r["last_ts"],
             pids=[],
         )
-        _vote_marks(marks, [run])
+        _vote_marks(marks, [run], jobs)
         descs = [u for u, v in run.votes.items() if u in described and any(k == "start" for k, _ in v)]
         if len(descs) == 1 and descs[0] not in learned:
             seen.setdefault(descs[0], set()).add(str(r["unit"]))
@@ -511,7 +515,7 @@ def _one_process_each(
     votes (with as much, both do), and chooses again. Returns, per group that lost a unit, why."""
     streams = [_stream(g) for g in groups]
     pairs = [
-        (i, j)
+        (i, a.pid, j, b.pid)
         for i, a in enumerate(streams)
         for j, b in enumerate(streams)
         if i < j and a is not None and b is not None and a.beside(b)
@@ -529,20 +533,19 @@ def _one_process_each(
                 lose(k, str(h.unit), h.pid)
     while True:
         chosen = [_choose(v)[0] for v in votes]
-        losers: dict[tuple[int, str], int] = {}
-        for i, j in pairs:
+        losers: dict[tuple[int, str], int] = {}  # (group, unit) → the other process's pid
+        for i, pid_i, j, pid_j in pairs:
             unit = chosen[i]
             if unit is None or unit != chosen[j]:
                 continue
             a, b = _score(votes[i][unit]), _score(votes[j][unit])
-            for k, other, lost in ((i, j, a <= b), (j, i, b <= a)):
+            for k, other, lost in ((i, pid_j, a <= b), (j, pid_i, b <= a)):
                 if lost:
                     losers[(k, unit)] = other
         if not losers:
             return notes
         for (k, unit), other in losers.items():
-            pid = streams[other]
-            lose(k, unit, pid.pid if pid is not None else -1)
+            lose(k, unit, other)
 
 
 def _apply(store: Store, links: Iterable[Link]) -> None:
@@ -572,16 +575,17 @@ def link_server_units(store: Store, host: str | None = None, *, timed: bool = Tr
     if not runs and not timed:
         return []
     marks = _oneshots_named(store, run_named_dicts(store, "unit_marks"))
+    jobs = _scheduled(marks)  # (once: _learn_from_linked votes run by run)
     known = {(r["host"], str(r["unit"])) for r in run_named_dicts(store, "unit_known")}
     _vote_pids(store, runs, timed)
     if timed:
-        _vote_marks(marks, runs)
+        _vote_marks(marks, runs, jobs)
     _vote_names(known, runs)
     described = _descriptions(marks)
     learned = _learn_descriptions(runs, described)
     _learn_from_operators(store, described, learned)
     if timed:
-        _learn_from_linked(store, host, marks, described, learned)
+        _learn_from_linked(store, host, marks, jobs, described, learned)
     for run in runs:
         _fold(run, learned)
     held = _held(store, host) if timed else []

@@ -10,6 +10,7 @@ from typing import Any
 from ...query import run_named_dicts
 from ...store.db import Store
 from ...timeutil import UTC
+from ..redact import Redactor
 
 
 def utc_text(ts: datetime | None) -> str:
@@ -100,9 +101,9 @@ class Sources:
         return f"{name}:{line_no}"
 
 
-def server_file(sources: Sources, source_id: int | None, clean: Any) -> str:
+def server_file(sources: Sources, source_id: int | None, clean: Redactor) -> str:
     """The file a server wrote whose unit no source names (by its file name: a path can hold a
-    secret), else "". ``clean``: the report's redactor."""
+    secret), else ""."""
     if source_id is None or source_id not in sources.names:
         return ""
-    return str(clean(os.path.basename(sources.names[source_id])))
+    return clean(os.path.basename(sources.names[source_id]))
