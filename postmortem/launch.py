@@ -25,6 +25,12 @@ def main() -> None:
     # postmortem does no linear algebra (perf: 2-5 % of an ingest's CPU samples in them; 2.64 ->
     # 2.53 CPU s on the bench's 2M-line server log). Set before numpy loads; a user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # Arrow allocates from the C library's malloc (which `machine.keep_freed_memory` tunes for a
+    # large ingest), not from mimalloc, pyarrow's default: mimalloc gave freed pages back to the
+    # kernel at once, so each block's columns and the parts' buffers were fresh pages again, a
+    # page fault and a zeroed page per 4 kB (perf: 7 % of the parsing thread in clear_page).
+    # Read when Arrow loads; a user's own setting wins. See docs/performance.md.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     # started with stdout or stderr closed (`>&-`): Python gives None, and the first write failed
     # as an internal error; /dev/null also takes the descriptor, which a file opened later (the
     # store) would otherwise get, and a stray write to it would land in that file
