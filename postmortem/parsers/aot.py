@@ -62,6 +62,7 @@ ENTRY_POINTS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
         "Tuple((i8[::1], u1[::1]))",
         ("u1[::1]", "i8[::1]", "i8[::1]", "i8", "i8"),
     ),
+    ("postmortem.parsers.jit", "newline_offsets"): ("i8", ("u1[::1]", "i8[::1]!")),
     ("postmortem.engines.sglang.kernels", "scan"): ("UniTuple(i8, 2)", _SCAN),
     ("postmortem.parsers.journal.kernels", "split_lines"): ("i8", _SPLIT),
     ("postmortem.parsers.journal.kernels", "gather_messages"): (

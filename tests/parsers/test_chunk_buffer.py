@@ -23,6 +23,10 @@ _PIECES = st.sampled_from(
     entries=st.booleans(),
 )
 def test_reader_offsets_equal_the_chunk_s_own(pieces: list[bytes], cuts: list[int], entries: bool) -> None:
+    _offsets_equal_the_chunk_s_own(pieces, cuts, entries)
+
+
+def _offsets_equal_the_chunk_s_own(pieces: list[bytes], cuts: list[int], entries: bool) -> None:
     data = b"".join(pieces)
     blocks, at = [], 0
     for c in cuts:
@@ -61,3 +65,17 @@ def test_reader_memory_on_a_block_of_blank_lines() -> None:
     out = next(iter(iter_lines(iter([b"\n\n\na\n\n"]))))
     assert isinstance(out, LineChunk)
     assert out.buffer()[1].tolist() == [0, 1, 2, 3, 5]
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=80), cuts=st.lists(st.integers(1, 40), max_size=6))
+def test_compiled_newlines_give_the_chunk_s_own(pieces: list[bytes], cuts: list[int]) -> None:
+    # large blocks find their newlines with the compiled kernel: here every block does
+    import postmortem.io as io
+
+    before = io.COMPILED_NEWLINES_BYTES
+    io.COMPILED_NEWLINES_BYTES = 0
+    try:
+        _offsets_equal_the_chunk_s_own(pieces, cuts, False)
+    finally:
+        io.COMPILED_NEWLINES_BYTES = before

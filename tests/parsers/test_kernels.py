@@ -101,3 +101,23 @@ def test_gather_messages_finds_rsyslog_escapes_as_python_does(messages: list[byt
     assert [bytes(out[offsets[i] : offsets[i + 1]]) for i in range(len(messages))] == messages
     assert escaped.tolist() == want
     assert count == sum(want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"\n", b"a", b"\x8a", b"\x0b", b"\x00", b"\xff", b"\n\n", b"x" * 9]), max_size=60
+    ),
+    spare=st.integers(-3, 3),
+)
+def test_newline_offsets_are_numpy_s(data: list[bytes], spare: int) -> None:
+    from postmortem.parsers.jit import newline_offsets
+
+    buf = np.frombuffer(b"".join(data), dtype=np.uint8)
+    want = np.flatnonzero(buf == 10)
+    out = np.empty(max(0, len(want) + spare), dtype=np.int64)
+    got = newline_offsets(buf, out)
+    if spare < 0 and len(want):
+        assert got == -1  # too small for them all: said, not cut short
+    else:
+        assert got == len(want) and out[:got].tolist() == want.tolist()
