@@ -317,3 +317,30 @@ def test_the_end_without_teardown_with_a_standard_stream_closed(tmp_path: Path) 
         r = subprocess.run(["bash", "-c", f"{cmd} {closed}"], capture_output=True, text=True, check=False)
         assert r.returncode == 0, (closed, r)  # (it was an internal error, exit 70)
         assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(("given", "pool"), [(None, "system"), ("jemalloc", "jemalloc")])
+def test_arrow_allocates_from_malloc_unless_the_user_chose(
+    tmp_path: Path, given: str | None, pool: str
+) -> None:
+    # mimalloc, pyarrow's default, gave freed pages back at once: a page fault and a zeroed
+    # page per 4 kB of each block's columns (launch.main)
+    import os
+
+    log = tmp_path / "k.log"
+    log.write_text("2025-05-25T20:00:00+0000 gpu1 kernel: hello\n" * 5)
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if given:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = given
+    code = f"""
+        import atexit, sys
+        sys.argv = ["postmortem", "ingest", {str(log)!r}, "--db", {str(tmp_path / "s.duckdb")!r}]
+        atexit.register(lambda: print(__import__("pyarrow").default_memory_pool().backend_name))
+        from postmortem.launch import main
+        main()
+        """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.splitlines()[-1] == pool
+    assert "Unsupported" not in out.stderr
