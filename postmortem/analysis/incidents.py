@@ -608,10 +608,11 @@ def attribute_gpu_fault(inc: Incident, xids: Sequence[dict[str, Any]]) -> bool:
 
 
 def _gib(kb: int | None) -> str:
-    if kb is None:
-        return "?"
-    gib = kb / 1024 / 1024
-    return f"{gib:.0f} GiB" if gib >= 10 else f"{gib:.1f} GiB"
+    """A memory size as the report words it everywhere (:func:`~postmortem.text.formats.size_kb`:
+    ``512 MiB``, ``1.5 GiB``, ``64 GiB``)."""
+    from ..text.formats import size_kb
+
+    return size_kb(kb)
 
 
 #: the unit's death that dates a failure whose own line has no time of its own

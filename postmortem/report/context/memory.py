@@ -6,8 +6,8 @@ from ...analysis.facts import IncidentFacts
 from ...analysis.model import is_container
 from ...analysis.rules.words import engine_of
 from ...lazyre import lazy_re
-from ...text.formats import human, retraction_words
-from .common import gib_kb, gib_mib, utc_text
+from ...text.formats import human, retraction_words, size_kb
+from .common import gib_mib, utc_text
 from .types import MemoryRow
 
 
@@ -119,20 +119,20 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
     if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
         owner = "Container" if is_container(inc.unit) else "Unit"
         out.append(
-            f"{owner} cgroup memory at the kill: {gib_kb(inc.memcg_usage_kb)} GiB of a {gib_kb(inc.memcg_limit_kb)} GiB "
+            f"{owner} cgroup memory at the kill: {size_kb(inc.memcg_usage_kb)} of a {size_kb(inc.memcg_limit_kb)} "
             "limit (the kernel's `memory: usage … limit …` line)."
         )
     if facts.consumed is not None:
         swap = _SWAP_PEAK.search(str(facts.consumed["message"] or ""))
         out.append(
             f"The unit's memory peak over the run that was killed (systemd's `Consumed` line at its end): "
-            f"{facts.consumed['memory_peak_bytes'] / 2**30:,.1f} GiB"
+            f"{size_kb(facts.consumed['memory_peak_bytes'] / 1024)}"
             + (f", and {swap.group(1)} {swap.group(2)}iB of swap" if swap else "")
             + "."
         )
     oom = facts.oom or {}
     if oom.get("free_kb") is not None:
-        out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {gib_kb(oom['free_kb'])} GiB.")
+        out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {size_kb(oom['free_kb'])}.")
     tl = facts.timeline
     span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the kill"
     if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
@@ -171,6 +171,6 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
     v = inc.victim
     if v is not None and v.anon_rss_kb:
         out.append(
-            f"The chosen victim {v.comm} (pid {v.pid}) held {gib_kb(v.anon_rss_kb)} GiB of anonymous memory."
+            f"The chosen victim {v.comm} (pid {v.pid}) held {size_kb(v.anon_rss_kb)} of anonymous memory."
         )
     return out

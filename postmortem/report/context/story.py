@@ -85,8 +85,10 @@ def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
         "victim": (v.comm or "?") if v is not None else "",
         "victim_pid": v.pid if v is not None else None,
         "victim_rss_gib": gib_kb(v.anon_rss_kb) if v is not None else None,
+        "victim_rss_kb": v.anon_rss_kb if v is not None else None,
         "killed_with": len(inc.killed_with),
         "limit_gib": gib_kb(inc.memcg_limit_kb),
+        "limit_kb": inc.memcg_limit_kb,
         "usage_gib": gib_kb(inc.memcg_usage_kb),
         "limit_owner": limit_owner(
             inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=inc.container is not None

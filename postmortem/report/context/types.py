@@ -242,8 +242,10 @@ class Story:
     victim: str
     victim_pid: int | None
     victim_rss_gib: float | None
+    victim_rss_kb: int | None
     killed_with: int
     limit_gib: float | None
+    limit_kb: int | None
     usage_gib: float | None
     limit_owner: str
     root_cite: str
