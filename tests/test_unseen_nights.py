@@ -287,6 +287,7 @@ def test_a_recovery_no_unit_names_is_said_to_have_come_back(cli: Any, tmp_path: 
     assert "until a server whose unit no source names, started at 02:59:50 JST" in text
     assert "The server writing sglang-manual.log (no source names its unit), started at 17:59:50 UTC" in text
     index = (tmp_path / "out" / "index.md").read_text(encoding="utf-8")
-    assert "| 16 min 52 s | unknown unit: the server writing sglang-manual.log |" in index
+    assert "| 16 min 52 s | a server of no known unit, writing sglang-manual.log |" in index
+    assert "| Kill → that server started | 9 min 46 s |" in text
     listed = cli("incidents", "--db", tmp_path / "pm.duckdb").out
     assert "16 min 52 s  a server of no known unit" in listed

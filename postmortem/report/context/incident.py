@@ -394,8 +394,11 @@ def _impact(inc: Incident, facts: IncidentFacts, recovery_file: str = "") -> Imp
         recovered_utc=utc_text(inc.recovered_ts),
         recovery_unit=inc.recovery_unit
         or (
-            f"unknown unit: the server writing {recovery_file}" if recovery_file and inc.recovered_ts else "—"
+            f"a server of no known unit, writing {recovery_file}"
+            if recovery_file and inc.recovered_ts
+            else "—"
         ),
+        recovery_named=bool(inc.recovery_unit),
         fallback_unit=inc.fallback_unit or "—",
         running_at_kill=inc.running_at_kill,
         queued_at_kill=inc.queued_at_kill,

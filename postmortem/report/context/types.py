@@ -172,6 +172,7 @@ class Impact:
     kill_utc: str
     recovered_utc: str
     recovery_unit: str
+    recovery_named: bool
     fallback_unit: str
     running_at_kill: int | None
     queued_at_kill: int | None
