@@ -418,7 +418,9 @@ def _names_recovery(t: Truth, back: str | None) -> bool:
     names = [n for n in (t.recovery_unit, *t.recovery_aliases) if n]
     if back is None:
         return False
-    return any(n in back for n in names) or (None in t.recovery_aliases and back == "—")
+    # "unknown": no source names the unit; the report says "a server of no known unit, writing …"
+    unnamed = "unknown" in names and back.startswith("a server of no known unit")
+    return any(n in back for n in names) or unnamed or (None in t.recovery_aliases and back == "—")
 
 
 def _line_with(md: str, needle: str) -> str | None:
