@@ -176,8 +176,13 @@ def test_a_start_limit_an_operator_reset_mid_loop_is_not_where_systemd_gave_up(
     for name, extra in (("mid", mid), ("end", [(t + (end - at), x) for t, x in mid[:3]])):
         text = "".join(f"{ts:%Y-%m-%dT%H:%M:%S+0000} gpu1 {x}\n" for ts, x in extra)
         lines = sorted((_journal(8) + text).splitlines(keepends=True), key=lambda ln: ln[:24])
-        summary = _report(cli, tmp_path / name, "".join(lines)).split("\n\n## ", 2)[1]
+        full = _report(cli, tmp_path / name, "".join(lines))
+        summary = full.split("\n\n## ", 2)[1]
         assert ("systemd gave up restarting it" in summary) is (name == "end"), summary
+        assert "restart(s)" not in full
+        if name == "end":
+            # (no "restart counter is at N" line here: "several")
+            assert "After several automatic restarts systemd stopped trying" in full, full
 
 
 def test_a_pods_loop_is_not_told_with_systemds_lines() -> None:

@@ -40,9 +40,20 @@ def max_queued(f: IncidentFacts) -> str:
     raw = str((f.config or {}).get("raw") or "")
     parsed = engine_of(f).parse_args(raw) if raw else None
     key = engine_of(f).setting("max_queued_requests").arg or "max_queued_requests"
-    value = parsed[0].get(key) if parsed else None
-    q = value.strip("'") if value is not None else None
-    return "unlimited" if q is None or (q.isdigit() and int(q) >= UNLIMITED_QUEUE) else q
+    return queue_bound(parsed[0].get(key) if parsed else None)
+
+
+def queue_bound(value: str | None) -> str:
+    """A queue bound as the server printed it, in the report's words: ``unlimited`` for none
+    (not given, Python's ``None`` in SGLang's ``server_args``, or a bound too large to be one).
+
+    >>> queue_bound("256"), queue_bound("'64'"), queue_bound("None"), queue_bound(None), queue_bound(str(2**62))
+    ('256', '64', 'unlimited', 'unlimited', 'unlimited')
+    """
+    q = value.strip().strip("'\"") if value is not None else None
+    if q is None or q.lower() in ("", "none", "null") or (q.isdigit() and int(q) >= UNLIMITED_QUEUE):
+        return "unlimited"
+    return q
 
 
 def max_running(f: IncidentFacts) -> dict[str, Any]:
