@@ -60,6 +60,8 @@ class MemoryData:
     #: the killed server's running requests (drawn beside host RAM: what the memory grew with)
     running: Series | None = None
     kill: datetime | None = None
+    #: what the kill's line is called: "kill", "crash" or "failure" (analysis.summary.death_noun)
+    kill_label: str = "kill"
     ready: datetime | None = None
     #: when the load that brought service back started (its label names the unit), and the
     #: automatic restart begun in between, if any (the memory after the kill comes from them)
@@ -114,6 +116,13 @@ def gpu_sort(label: str) -> tuple[int, str]:
     return (int(tail), label) if tail.isdigit() else (10_000, label)
 
 
+def _end_of(facts: IncidentFacts) -> str:
+    """What the figure calls the moment the process ended (kill, crash, failure)."""
+    from .analysis.summary import incident_end
+
+    return incident_end(facts.incident)
+
+
 def engine_of_facts(facts: IncidentFacts) -> Engine:
     """The killed server's engine, as the rules' words name it."""
     from .analysis.rules.words import engine_of
@@ -141,6 +150,7 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
         panels=panels,
         engine_label=engine_of_facts(facts).label,
         kill=local(inc.ts, zone) if inc.ts is not None else None,
+        kill_label=_end_of(facts),
         ready=local(inc.recovered_ts, zone) if inc.recovered_ts is not None else None,
     )
     rec = inc.recovery_load

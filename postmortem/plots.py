@@ -256,7 +256,7 @@ def _memory_marks(ax: Any, data: MemoryData) -> None:
     if data.gpu_fault is not None:
         at, label = data.gpu_fault
         ax.axvline(_xs([at])[0], color="#6a1b9a", linewidth=1.2, linestyle="-.", label=label)
-    _mark(ax, data.kill, KILL_COLOR, "kill")
+    _mark(ax, data.kill, KILL_COLOR, data.kill_label)
     if data.restart_start is not None:
         ax.axvline(
             _xs([data.restart_start])[0],

@@ -1428,6 +1428,32 @@ def test_a_server_that_stops_on_its_own_error_is_a_crash_incident(tmp_path: Path
     store.close()
 
 
+def test_a_crash_report_tells_the_crash_not_a_kill(tmp_path: Path) -> None:
+    """The server's own error ended it: the report's body, its rules and its figure call that
+    moment the crash ("after the kill", "Requests at the kill" and "Configuration of the killed
+    server" read as if something had killed it)."""
+    from postmortem.build import BuildOptions, build
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "llm.log").write_text(CRASH_LOG)
+    opts = BuildOptions(
+        db=str(tmp_path / "pm.duckdb"),
+        logs=[str(logs)],
+        out=tmp_path / "out",
+        zone=get_zone("UTC"),
+        ingest=IngestOptions(zone=get_zone("UTC"), zone_given=True, strict=True),
+    )
+    (report,) = build(opts).reports  # type: ignore[attr-defined]
+    text = report.read_text()
+    assert "| Crashed at |" in text
+    body = text.split("# Appendix")[0]
+    assert "the kill" not in body and "killed server" not in body and "killed run" not in body, [
+        line for line in body.splitlines() if "kill" in line
+    ]
+    assert "Downtime (crash → service ready)" in body
+
+
 def test_gpus_with_room_are_not_called_nearly_full() -> None:
     from postmortem.analysis.facts import IncidentFacts
     from postmortem.analysis.model import Incident

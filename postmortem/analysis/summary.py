@@ -73,6 +73,26 @@ def death_word(cause: str, loading: bool = False) -> str:
     return "crashed" if cause in CRASH_CAUSES else "killed"
 
 
+def death_noun(cause: str, loading: bool = False) -> str:
+    """The word a report uses for the moment the process ended: ``the kill``, ``the crash`` (its
+    own error), ``the failure`` (a start that failed on its own error).
+
+    >>> death_noun("host_oom"), death_noun("gpu_oom"), death_noun("crash", loading=True)
+    ('kill', 'crash', 'failure')
+    >>> death_noun("cgroup_oom", loading=True)
+    'kill'
+    """
+    if cause in CRASH_CAUSES:
+        return "failure" if loading else "crash"
+    return "kill"
+
+
+def incident_end(inc: Any) -> str:
+    """:func:`death_noun` of an incident (its killed run's load never ready: it was loading)."""
+    load = inc.killed_load
+    return death_noun(inc.cause, load is not None and load.never_ready)
+
+
 def death_label(cause: str, loading: bool = False) -> str:
     """The header row's label for the moment: ``Killed at``, ``Crashed at``, ``Failed at``.
 
@@ -132,6 +152,7 @@ def summary_data(facts: IncidentFacts, zone: tzinfo = UTC) -> dict[str, Any]:
         noun = limit_owner(inc.unit, (facts.oom or {}).get("oom_memcg"), boxed=box is not None)
     data: dict[str, Any] = {"zone": zone, "noun": noun, "clock": lambda ts: clock(ts, zone)}
     data["head"] = _head(facts, noun)
+    data["end"] = death_noun(inc.cause, data["head"]["loading"])
     data["ran_out"] = _ran_out(facts)
     data["back"] = _back(facts)
     optional = {

@@ -371,7 +371,7 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     if t.startup_failure:
         out.append(Check("report_running_queued", None))
     else:
-        at_kill = table_value(md, "Requests at the kill") or ""
+        at_kill = table_value(md, "Requests at the") or ""
         m = re.match(r"([\d,]+) running, ([\d,]+) queued", at_kill)
         exp = (str(t.running_at_kill), str(t.queued_at_kill))
         got = (m.group(1).replace(",", ""), m.group(2).replace(",", "")) if m else ("None", "None")

@@ -45,7 +45,8 @@ def max_queued(f: IncidentFacts) -> str:
 
 def queue_bound(value: str | None) -> str:
     """A queue bound as the server printed it, in the report's words: ``unlimited`` for none
-    (not given, Python's ``None`` in SGLang's ``server_args``, or a bound too large to be one).
+    (not given; Python's ``None``, as printed arguments show an unset one; or a bound too large
+    to be one).
 
     >>> queue_bound("256"), queue_bound("'64'"), queue_bound("None"), queue_bound(None), queue_bound(str(2**62))
     ('256', '64', 'unlimited', 'unlimited', 'unlimited')

@@ -21,6 +21,7 @@ from typing import Any
 from ...engines import Engine, engines, get_engine
 from ...text.templates import render_blocks
 from ..model import Recommendation, unit_words
+from ..summary import incident_end
 from . import Finding
 
 #: a rule template's blocks: ``title`` and ``text`` (the full reasoning, the appendix's);
@@ -71,6 +72,8 @@ def variables(finding: Finding, facts: Any) -> dict[str, Any]:
         "has": lambda key: engine.setting(key).flag is not None,
         "phrase": lambda key: engine.phrases.get(key, ""),
         "severity": finding.severity,
+        #: the word for the moment the process ended: kill, crash, failure ("after the kill")
+        "end": incident_end(inc),
         **finding.data,
     }
 

@@ -21,7 +21,7 @@ from ...analysis.model import (
     restartable,
 )
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
+from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_noun, death_word, downtime_text
 from ...engines import get_engine
 from ...lazyre import lazy_re
 from ...query import run_named_dicts
@@ -328,6 +328,7 @@ def _death(inc: Incident, host: str, clean: Redactor) -> dict[str, str]:
         "title": f"{clean(inc.unit or 'process')} {died} on {host} at {utc_text(inc.ts)} UTC",
         "died": died,
         "died_at": death_label(inc.cause, loading),
+        "end": death_noun(inc.cause, loading),
     }
 
 

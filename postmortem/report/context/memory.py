@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...analysis.facts import IncidentFacts
 from ...analysis.model import is_container
 from ...analysis.rules.words import engine_of
+from ...analysis.summary import incident_end
 from ...lazyre import lazy_re
 from ...text.formats import human, retraction_words, size_kb
 from .common import gib_mib, utc_text
@@ -55,7 +56,8 @@ def memory_rows_note(facts: IncidentFacts, max_rows: int = 14) -> str:
         return ""
     step = max(1, len(before) // (max_rows - 1))
     b = facts.timeline.bucket_s
-    every = f", a row every {human(step * b)} and the last before the kill" if step > 1 else ""
+    end = incident_end(facts.incident)
+    every = f", a row every {human(step * b)} and the last before the {end}" if step > 1 else ""
     return (
         f"each row is the {human(b)} from its time — the highest value in it, host RAM as of its last "
         f"sample{every}; retractions are those since the previous row, up to the end of this row's {human(b)}"
@@ -115,6 +117,7 @@ def _growth_words(facts: IncidentFacts) -> str | None:
 
 def memory_facts(facts: IncidentFacts) -> list[str]:
     inc = facts.incident
+    end = incident_end(inc)
     out = []
     if inc.cause == "cgroup_oom" and inc.memcg_limit_kb:
         owner = "Container" if is_container(inc.unit) else "Unit"
@@ -126,7 +129,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
         swap = _SWAP_PEAK.search(str(facts.consumed["message"] or ""))
         out.append(
             f"The unit's memory peak over the run that was killed (systemd's `Consumed` line at its end): "
-            f"{size_kb(facts.consumed['memory_peak_bytes'] / 1024)}"
+            f"{facts.consumed['memory_peak_bytes'] / 2**30:,.1f} GiB"  # (as systemd prints it)
             + (f", and {swap.group(1)} {swap.group(2)}iB of swap" if swap else "")
             + "."
         )
@@ -134,7 +137,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
     if oom.get("free_kb") is not None:
         out.append(f"Free host RAM in the kernel's Mem-Info at the kill: {size_kb(oom['free_kb'])}.")
     tl = facts.timeline
-    span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the kill"
+    span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the {end}"
     if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
         first = facts.timeline.host_points[0][0]
         out.append(
@@ -142,7 +145,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
             f"{utc_text(first)[11:]} UTC (its first sample in {span}), "
             f"{gib_mib(facts.host_avail_end_mib)}"
             + (f" of {gib_mib(facts.host_total_mib)} GiB" if facts.host_total_mib else " GiB")
-            + " just before the kill."
+            + f" just before the {end}."
         )
     growth = _growth_words(facts)
     if growth:
@@ -154,7 +157,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
             + f"): {gib_mib(facts.gpu_used_start_mib)} GiB {_gpu_start_words(facts, span)}, "
             f"{gib_mib(facts.gpu_used_end_mib)}"
             + (f" of {gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
-            + " just before the kill"
+            + f" just before the {end}"
             + (_flat_words(facts) if facts.gpu_flat else ".")
         )
         if facts.unit_gpus:

@@ -13,6 +13,7 @@ from typing import Any
 from ...analysis.facts import IncidentFacts, held_before
 from ...analysis.model import Incident, Victim, killed_process
 from ...analysis.rules.common import gpu_names, idle_gpus
+from ...analysis.summary import incident_end
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
 from ...lazyre import lazy_re
@@ -294,6 +295,7 @@ class _Timeline:
     def __init__(self, facts: IncidentFacts, sources: Sources, zone: tzinfo, clean: Redactor) -> None:
         self.facts, self.sources, self.zone, self.clean = facts, sources, zone, clean
         self.tl, self.inc = facts.timeline, facts.incident
+        self.end = incident_end(facts.incident)  # kill, crash or failure
         # in time order; a whole-second death report after the kill of its second (after_kill)
         self.rows: list[tuple[tuple[datetime, bool], TimelineRow, _Meta]] = []
         self.kills = kill_times(self.tl.events)
@@ -506,7 +508,7 @@ class _Timeline:
             first_ts,
             self.srv,
             f"{self.inc.unit}: KV cache pool full, requests retracted — the first of "
-            f"{retraction_words(f.retractions, f.retracted_reqs)} before the kill",
+            f"{retraction_words(f.retractions, f.retracted_reqs)} before the {self.end}",
             self.sources.cite(first_sid, first_line),
             kind="retract",
         )
@@ -521,7 +523,7 @@ class _Timeline:
         self.add(
             lb["ts"],
             self.srv,
-            f"{self.inc.unit}: last batch line before the kill ({', '.join(parts)})",
+            f"{self.inc.unit}: last batch line before the {self.end} ({', '.join(parts)})",
             self.sources.cite(lb["source_id"], lb["line_no"]),
             kind="last_batch",
         )
@@ -539,7 +541,7 @@ class _Timeline:
         if f.unit_gpus:
             text = f"GPU memory released on {inc.unit}'s {f.unit_gpus.text} (nvidia-smi)"
         elif idle:
-            text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the kill"
+            text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the {self.end}"
         else:
             text = f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
         self.add(
@@ -559,7 +561,7 @@ class _Timeline:
             if rb.exact
             else f"host rebooted: first line of {rb.boot_words}"
         )
-        text += f", {human((rb.up_ts - inc.ts).total_seconds())} after the kill"
+        text += f", {human((rb.up_ts - inc.ts).total_seconds())} after the {self.end}"
         if rb.last_old_ts:
             text += f" (the previous boot's last line at {utc_text(rb.last_old_ts)[11:]} UTC)"
         self.add(rb.up_ts, "host", text, self.sources.cite(*rb.at), kind="reboot")
@@ -573,7 +575,7 @@ class _Timeline:
             "gpu",
             "GPU memory left behind by the killed run released on "
             + (f"{inc.unit}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
-            + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the kill",
+            + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the {self.end}",
             self.cite(late.at),
             kind="released",
         )
@@ -585,7 +587,7 @@ class _Timeline:
         self.add(
             f.queue_start_ts,
             self.srv,
-            f"{self.inc.unit}: requests begin to wait in the queue (up to {f.queue_max} before the kill)",
+            f"{self.inc.unit}: requests begin to wait in the queue (up to {f.queue_max} before the {self.end})",
             self.cite(f.queue_start_at),
             kind="queue_start",
         )

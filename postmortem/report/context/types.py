@@ -305,6 +305,8 @@ class IncidentReport:
     died: str
     #: the header row's label of the moment it ended: ``Killed at``, ``Crashed at``, ``Failed at``
     died_at: str
+    #: the report's word for that moment: ``kill``, ``crash`` or ``failure`` ("after the kill")
+    end: str
     confidence: float
     summary: str
     cause_explanation: str
