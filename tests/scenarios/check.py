@@ -398,7 +398,17 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     from postmortem.analysis.summary import CAUSE_LABELS
 
     label = CAUSE_LABELS.get(t.cause, t.cause)
-    out.append(Check("report_cause", label in md, label, _cause_line(md)))
+    # a user-space killer (earlyoom) chose the victim: the body never says the kernel did
+    body = md.split("# Appendix")[0]
+    wrong_killer = t.cause == "earlyoom" and "kernel killed" in body
+    out.append(
+        Check(
+            "report_cause",
+            label in md and not wrong_killer,
+            label,
+            _line_with(body, "kernel killed") if wrong_killer else _cause_line(md),
+        )
+    )
     if t.killed_unit_back:
         out.append(
             Check(

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...analysis.facts import IncidentFacts
 from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_container, limit_owner
+from ...analysis.summary import killer_words
 from ...query import run_named_dicts
 from ...store.db import Store
 from ..redact import Redactor
@@ -83,6 +84,7 @@ def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
         cite = ""
     return {
         "victim": (v.comm or "?") if v is not None else "",
+        "killer": killer_words(inc.cause),
         "victim_pid": v.pid if v is not None else None,
         "victim_rss_gib": gib_kb(v.anon_rss_kb) if v is not None else None,
         "victim_rss_kb": v.anon_rss_kb if v is not None else None,

@@ -241,6 +241,7 @@ class Story:
     oom_free_gib: float | None
     #: the root cause: what killed what, and the evidence line
     victim: str
+    killer: str
     victim_pid: int | None
     victim_rss_gib: float | None
     victim_rss_kb: int | None
