@@ -1194,7 +1194,10 @@ def test_a_host_oom_names_a_bigger_consumer_than_its_victim() -> None:
         in rec.detail
     )
     assert rec.action is not None and rec.action.startswith("Cap or move pt_data_worker")
-    facts.consumers.reverse()  # the victim's program is the biggest: nothing more to say
+    facts.consumers = [  # the victim's program is the biggest: nothing more to say
+        Consumer("sglang::schedul", 8, 801 << 20, 0.56),
+        Consumer("pt_data_worker", 16, 619 << 20, 0.43),
+    ]
     rec = {r.rule: r for r in recommend(facts)}["host_ram_not_gpu"]
     assert "held more" not in rec.detail
 

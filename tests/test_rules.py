@@ -80,6 +80,23 @@ def test_rule_host_ram_not_gpu_names_a_bigger_consumer_in_a_host_oom() -> None:
     )
 
 
+def test_rule_host_ram_not_gpu_counts_an_engines_own_workers_as_the_server() -> None:
+    # vLLM's TP workers beside its killed engine core are the server itself, not a neighbour
+    # to cap ("VLLM::Worker_TP held more host memory than the server: cap it too")
+    f = facts("host_oom", victims=[Victim(7, "VLLM::EngineCor", T, 10, 1, 1, True)])
+    f.consumers = [
+        Consumer("VLLM::Worker_TP", 8, 301 << 20, 0.85),
+        Consumer("VLLM::EngineCor", 1, 45 << 20, 0.13),
+        Consumer("loader", 2, 9 << 20, 0.02),
+    ]
+    got = finding("host_ram_not_gpu", f)
+    assert got is not None and got.data["other"] is None
+    # a neighbour bigger than all the server's processes together is still named
+    f.consumers.insert(0, Consumer("loader2", 4, 400 << 20, 0.5))
+    got = finding("host_ram_not_gpu", f)
+    assert got is not None and got.data["other"] == {"name": "loader2", "processes": 4, "rss_kb": 400 << 20}
+
+
 def test_rule_bound_queue_carries_the_configured_bounds_and_the_growth() -> None:
     f = facts("cgroup_oom")
     assert finding("bound_queue", f) is None  # no queue

@@ -86,12 +86,25 @@ def while_loading(f: IncidentFacts) -> bool:
 
 def bigger_consumer(f: IncidentFacts) -> Consumer | None:
     """In a host-wide OOM, the largest consumer of the task table when it is another program
-    than the chosen victim (a data loader beside the server)."""
+    than the server (a data loader beside it) and held more than the server's own processes.
+
+    The server's own are the victim's name and, when the victim is an inference engine's
+    process, every process of that engine: vLLM's ``VLLM::Worker_TP`` ranks beside a killed
+    ``VLLM::EngineCor`` are the server, not a neighbour to cap."""
+    from .words import engine_of
+
     victim = f.incident.victim
     if f.incident.cause != "host_oom" or victim is None or not f.consumers:
         return None
-    top = f.consumers[0]
-    return top if top.name != victim.comm else None
+    engine = engine_of(f)
+    engine_victim = engine.owns_process(victim.comm)
+
+    def own(name: str) -> bool:
+        return name == victim.comm or (engine_victim and engine.owns_process(name))
+
+    server_kb = sum(c.rss_kb for c in f.consumers if own(c.name))
+    top = next((c for c in f.consumers if not own(c.name)), None)
+    return top if top is not None and top.rss_kb > server_kb else None
 
 
 def limit_kind(f: IncidentFacts) -> str:
