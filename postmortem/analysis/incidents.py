@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engines import get_engine
 from ..parsers.kubernetes.names import pod_cgroup
+from ..text.formats import size_kb
 from .model import Evidence, Incident, Load, Victim
 
 #: evidence that can start an incident; everything else only attaches to one
@@ -323,7 +324,7 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
         conf = 0.97 if systemd_says or signal or _k8s_says_oom(items) else 0.9
         if scope == "memcg":
             limit = kernel[0].raw.get("memcg_limit_kb")
-            what = f" of {_gib(limit)}" if limit else ""
+            what = f" of {size_kb(limit)}" if limit else ""
             memcg = kernel[0].raw.get("oom_memcg")
             owner = cgroup_owner(memcg)
             return (
@@ -605,14 +606,6 @@ def attribute_gpu_fault(inc: Incident, xids: Sequence[dict[str, Any]]) -> bool:
         ),
     )
     return True
-
-
-def _gib(kb: int | None) -> str:
-    """A memory size as the report words it everywhere (:func:`~postmortem.text.formats.size_kb`:
-    ``512 MiB``, ``1.5 GiB``, ``64 GiB``)."""
-    from ..text.formats import size_kb
-
-    return size_kb(kb)
 
 
 #: the unit's death that dates a failure whose own line has no time of its own

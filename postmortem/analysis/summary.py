@@ -93,13 +93,14 @@ def incident_end(inc: Any) -> str:
     return death_noun(inc.cause, load is not None and load.never_ready)
 
 
-def killer_words(cause: str) -> str:
-    """Who chose and killed the victim: a user-space killer by its name, else the kernel.
+def killer_words(killer: str | None) -> str:
+    """Who killed the victim (the incident's ``killer``): a user-space killer by its name, else
+    the kernel.
 
-    >>> killer_words("earlyoom"), killer_words("oomd"), killer_words("cgroup_oom")
-    ('earlyoom', 'systemd-oomd', 'the kernel')
+    >>> killer_words("earlyoom"), killer_words("systemd-oomd"), killer_words("kernel"), killer_words(None)
+    ('earlyoom', 'systemd-oomd', 'the kernel', 'the kernel')
     """
-    return {"earlyoom": "earlyoom", "oomd": "systemd-oomd"}.get(cause, "the kernel")
+    return "the kernel" if killer in (None, "kernel") else killer
 
 
 def death_label(cause: str, loading: bool = False) -> str:
@@ -379,7 +380,7 @@ def _victims(inc: Incident) -> dict[str, Any] | None:
     named = later if len(later) <= LATER_NAMED + 1 else later[:LATER_NAMED]
     more = later[len(named) :]
     return {
-        "killer": killer_words(inc.cause),
+        "killer": killer_words(inc.killer),
         "comm": v.comm,
         "pid": v.pid,
         "rss_kb": v.anon_rss_kb,

@@ -84,7 +84,7 @@ def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
         cite = ""
     return {
         "victim": (v.comm or "?") if v is not None else "",
-        "killer": killer_words(inc.cause),
+        "killer": killer_words(inc.killer),
         "victim_pid": v.pid if v is not None else None,
         "victim_rss_gib": gib_kb(v.anon_rss_kb) if v is not None else None,
         "victim_rss_kb": v.anon_rss_kb if v is not None else None,
