@@ -2106,3 +2106,21 @@ def test_the_threads_setting_comes_back_after_the_gathering(tmp_path: Path) -> N
         assert store.fetchall("SELECT current_setting('threads')") == [(3,)]
     finally:
         store.close()
+
+
+def test_a_guessed_recovery_of_no_known_unit_is_not_called_none() -> None:
+    """The first server ready after the kill, whose unit no source names, is taken as the
+    recovery: the Summary said "(None is taken as the recovery …)"."""
+    from postmortem.analysis.facts import IncidentFacts
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.summary import summarise
+    from postmortem.analysis.timeline import Timeline
+
+    back = load("x", 16, 96)
+    back.unit = None
+    inc = Incident(1, "h", T, "vllm.service", "host_oom", 0.97)
+    inc.recovered_ts, inc.recovery_load, inc.recovery_guessed = back.ready_ts, back, True
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=30), bucket_s=30)
+    text = summarise(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
+    assert "None" not in text
+    assert "(it is taken as the recovery: the first server ready on this host after the kill)" in text

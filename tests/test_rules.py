@@ -444,3 +444,13 @@ def test_rule_k8s_keep_events_when_none_was_read() -> None:
     assert f.k8s is not None
     f.k8s.events = [{"origin": "event", "kind": "other"}]
     assert finding("k8s_keep_events", f) is None
+
+
+def test_rule_host_ram_not_gpu_says_earlyoom_killed_one_process() -> None:
+    # earlyoom signals one process (systemd-oomd kills the whole cgroup): "earlyoom killed the
+    # whole unit" misstated it
+    f = facts("earlyoom", killer="earlyoom", victims=[Victim(5200, "VLLM::EngineCor", T, 10, 1, 1, True)])
+    rec = explain("host_ram_not_gpu", f)
+    assert rec is not None
+    assert "earlyoom killed VLLM::EngineCor as host memory ran low" in rec.summary
+    assert "whole unit" not in rec.summary + rec.detail
