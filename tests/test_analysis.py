@@ -2124,3 +2124,40 @@ def test_a_guessed_recovery_of_no_known_unit_is_not_called_none() -> None:
     text = summarise(IncidentFacts(incident=inc, timeline=tl, offsets=[]))
     assert "None" not in text
     assert "(it is taken as the recovery: the first server ready on this host after the kill)" in text
+
+
+def _serving_facts(last_running: int | None) -> Any:
+    """A run that served until a restart 10 minutes before the end, then a start that failed
+    loading (its own buckets carry no requests)."""
+    from postmortem.analysis.facts import IncidentFacts, _summarise_timeline
+    from postmortem.analysis.model import Incident
+    from postmortem.analysis.timeline import Bucket, Timeline
+
+    inc = Incident(1, "h", T, "a.service", "gpu_oom", 0.9)
+    start = T - timedelta(minutes=10)
+    inc.killed_load = Load(1, "h", "a.service", start, None, None, "failed", None, None, None)
+    tl = Timeline(kill_ts=T, start=T - timedelta(minutes=30), end=T + timedelta(minutes=5), bucket_s=60)
+    for m in range(30, 0, -1):
+        b = Bucket(ts=T - timedelta(minutes=m))
+        if b.ts < start:  # the run before: serving, its queue full
+            b.running_req, b.queue_req, b.token_usage = 40 + m, 100, 0.9
+        tl.buckets.append(b)
+    facts = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    if last_running is not None:
+        facts.last_batch = {"running_req": last_running, "queue_req": 0}
+    _summarise_timeline(facts)
+    return facts
+
+
+def test_a_failed_starts_serving_signals_are_its_own_not_the_run_befores() -> None:
+    """A start that failed served nothing: the Trigger's "with N requests running", the memory
+    notes and the queue rule must not take the previous run's requests as its own."""
+    facts = _serving_facts(None)
+    assert (facts.running_first, facts.running_last) == (None, None)
+    assert facts.queue_max is None and facts.token_usage_max is None
+
+
+def test_the_running_requests_at_the_end_are_the_last_statistics_lines() -> None:
+    """Impact quotes the run's last statistics line; the Trigger's count at the end is the same."""
+    facts = _serving_facts(7)
+    assert facts.running_last == 7 and facts.running_first is None

@@ -14,7 +14,7 @@ from ..store.db import Store
 from .kubernetes import K8sFacts, k8s_facts
 from .load_stats import LoadStats, stats_for, up_to
 from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units
-from .timeline import Timeline, TimelineEvent, memory_timeline, seconds_after
+from .timeline import Bucket, Timeline, TimelineEvent, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
 GPU_GRACE_S = 60.0
@@ -1099,6 +1099,25 @@ def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]
         )
 
 
+def _summarise_serving(facts: IncidentFacts, before: list[Bucket]) -> None:
+    """The killed run's serving signals before the end: KV-cache usage, queue and running
+    requests of its own buckets (a failed start served nothing: the run before it had the
+    requests), the running requests at the end as its last statistics line says (as Impact)."""
+    load = facts.incident.killed_load
+    if load is not None and load.start_ts is not None:
+        before = [b for b in before if b.ts >= load.start_ts]
+    usages = [b.token_usage for b in before if b.token_usage is not None]
+    facts.token_usage_max = max(usages) if usages else None
+    queues = [b.queue_req for b in before if b.queue_req is not None]
+    facts.queue_max = max(queues) if queues else None
+    running = [b.running_req for b in before if b.running_req is not None]
+    last = facts.last_batch["running_req"] if facts.last_batch else None
+    if running:
+        facts.running_first, facts.running_last = running[0], running[-1] if last is None else last
+    else:
+        facts.running_last = last
+
+
 def _summarise_timeline(facts: IncidentFacts) -> None:
     before = facts.timeline.before_kill()
     gpu = [b for b in before if b.gpu_used_mib_max is not None]
@@ -1114,13 +1133,7 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
         facts.host_avail_start_mib = host[0][1]
         facts.host_avail_end_mib = host[-1][1]
         facts.host_total_mib = host[-1][2] or None
-    usages = [b.token_usage for b in before if b.token_usage is not None]
-    facts.token_usage_max = max(usages) if usages else None
-    queues = [b.queue_req for b in before if b.queue_req is not None]
-    facts.queue_max = max(queues) if queues else None
-    running = [b.running_req for b in before if b.running_req is not None]
-    if running:
-        facts.running_first, facts.running_last = running[0], running[-1]
+    _summarise_serving(facts, before)
     _host_growth(facts, host)
     facts.retractions = sum(b.retractions for b in before)
     facts.retracted_reqs = sum(b.retracted_reqs for b in before)
