@@ -90,6 +90,8 @@ class LoadsData:
 
     bars: list[LoadBar]
     zone_name: str = "UTC"  # the zone of the start times in the labels
+    #: the framed run: the killed, crashed or failed instance
+    died: str = "killed"
 
 
 PHASE_COLORS = (
@@ -118,9 +120,7 @@ def gpu_sort(label: str) -> tuple[int, str]:
 
 def _end_of(facts: IncidentFacts) -> str:
     """What the figure calls the moment the process ended (kill, crash, failure)."""
-    from .analysis.summary import incident_end
-
-    return incident_end(facts.incident)
+    return facts.timeline.ended
 
 
 def engine_of_facts(facts: IncidentFacts) -> Engine:
@@ -288,10 +288,15 @@ def unit_estimate(
 
 
 def loads_data(
-    loads: Sequence[Load], zone: tzinfo, framed: Sequence[int] = (), cold: Sequence[int] = ()
+    loads: Sequence[Load],
+    zone: tzinfo,
+    framed: Sequence[int] = (),
+    cold: Sequence[int] = (),
+    ended: str = "kill",
 ) -> LoadsData | None:
     """What the load-times figure shows (None: no load with a load time); ``cold``: the loads
-    begun in a new boot after the kill (marked: a cold page cache)."""
+    begun in a new boot after the kill (marked: a cold page cache); ``ended``: what ended the
+    framed run (:attr:`Timeline.ended`)."""
     bars = []
     for ld in loads:
         if ld.load_s is None:
@@ -301,4 +306,5 @@ def loads_data(
         if ld.load_id in cold:
             label += "  (after reboot)"
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
-    return LoadsData(bars, str(getattr(zone, "key", "UTC"))) if bars else None
+    died = {"crash": "crashed", "failure": "failed"}.get(ended, "killed")
+    return LoadsData(bars, str(getattr(zone, "key", "UTC")), died) if bars else None

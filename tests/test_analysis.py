@@ -1455,6 +1455,9 @@ def test_a_crash_report_tells_the_crash_not_a_kill(tmp_path: Path) -> None:
         line for line in body.splitlines() if "kill" in line
     ]
     assert "Downtime (crash → service ready)" in body
+    # the appendix's tables too: the run's load, the sources' gaps
+    assert "| crashed instance |" in text and "killed instance" not in text
+    assert "the kill" not in text, [line for line in text.splitlines() if "the kill" in line]
 
 
 def test_gpus_with_room_are_not_called_nearly_full() -> None:
@@ -2161,3 +2164,23 @@ def test_the_running_requests_at_the_end_are_the_last_statistics_lines() -> None
     """Impact quotes the run's last statistics line; the Trigger's count at the end is the same."""
     facts = _serving_facts(7)
     assert facts.running_last == 7 and facts.running_first is None
+
+
+def test_gaps_are_told_before_the_runs_own_end() -> None:
+    """A source silent before a crash or a failed start: "before the crash", not "the kill"."""
+    from postmortem.analysis.timeline import find_gaps
+
+    cov = [
+        {"series": "host_memory", "last_ts": None, "first_ts": None, "samples": 0},
+        {
+            "series": "server_stats",
+            "last_ts": T - timedelta(seconds=300),
+            "first_ts": T - timedelta(seconds=900),
+            "samples": 61,
+        },
+    ]
+    words = [g.detail for g in find_gaps(cov, T, 1800, "failure")]
+    assert words == [
+        "no data in the window before the failure",
+        "last sample 300 s before the failure (usual interval 10 s)",
+    ]

@@ -336,3 +336,22 @@ def killed_process(message: str) -> tuple[int, str] | None:
     """
     m = _KILLED.search(message)
     return (int(m.group(1)), m.group(2)) if m else None
+
+
+#: causes where the server died of its own error (a CUDA out-of-memory error is one): it
+#: "crashed", it was not "killed" (an unknown cause keeps "killed": systemd saw a signal end it)
+CRASH_CAUSES = frozenset({"crash", "gpu_oom"})
+
+
+def death_noun(cause: str, loading: bool = False) -> str:
+    """The word a report uses for the moment the process ended: ``the kill``, ``the crash`` (its
+    own error), ``the failure`` (a start that failed on its own error).
+
+    >>> death_noun("host_oom"), death_noun("gpu_oom"), death_noun("crash", loading=True)
+    ('kill', 'crash', 'failure')
+    >>> death_noun("cgroup_oom", loading=True)
+    'kill'
+    """
+    if cause in CRASH_CAUSES:
+        return "failure" if loading else "crash"
+    return "kill"

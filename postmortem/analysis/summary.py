@@ -22,7 +22,7 @@ from ..parsers.kubernetes.names import is_k8s_unit
 from ..text.formats import clock, human
 from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
-from .model import Incident, is_container, killed_process, limit_owner, restartable
+from .model import CRASH_CAUSES, Incident, death_noun, is_container, killed_process, limit_owner, restartable
 
 #: how each cause is said: a label for tables, a phrase for sentences (``{noun}``: unit or
 #: container). The one description of the cause enum.
@@ -55,9 +55,9 @@ CAUSES: dict[str, tuple[str, str]] = {
     ),
     "unknown": ("unknown", "an unknown cause"),
 }
-#: causes where the server died of its own error (a CUDA out-of-memory error is one): it
-#: "crashed", it was not "killed" (an unknown cause keeps "killed": systemd saw a signal end it)
-CRASH_CAUSES = frozenset({"crash", "gpu_oom"})
+# CRASH_CAUSES (in .model): the server died of its own error (a CUDA out-of-memory error is
+# one): it "crashed", it was not "killed" (an unknown cause keeps "killed": systemd saw a
+# signal end it)
 
 
 def death_word(cause: str, loading: bool = False) -> str:
@@ -71,20 +71,6 @@ def death_word(cause: str, loading: bool = False) -> str:
     if loading:
         return "failed to start" if cause in CRASH_CAUSES else "killed while loading"
     return "crashed" if cause in CRASH_CAUSES else "killed"
-
-
-def death_noun(cause: str, loading: bool = False) -> str:
-    """The word a report uses for the moment the process ended: ``the kill``, ``the crash`` (its
-    own error), ``the failure`` (a start that failed on its own error).
-
-    >>> death_noun("host_oom"), death_noun("gpu_oom"), death_noun("crash", loading=True)
-    ('kill', 'crash', 'failure')
-    >>> death_noun("cgroup_oom", loading=True)
-    'kill'
-    """
-    if cause in CRASH_CAUSES:
-        return "failure" if loading else "crash"
-    return "kill"
 
 
 def incident_end(inc: Any) -> str:

@@ -64,6 +64,9 @@ class Timeline:
     events: list[TimelineEvent] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     coverage: list[dict[str, Any]] = field(default_factory=list)
+    #: the report's word for the moment it ends at (``kill_ts``): kill, crash or failure
+    #: (:func:`~postmortem.analysis.summary.death_noun`)
+    ended: str = "kill"
 
     def before_kill(self) -> list[Bucket]:
         """The buckets that end at the kill or before (buckets start at the kill)."""
@@ -160,13 +163,15 @@ def memory_timeline(
     window_s: float = 1800.0,
     after_s: float = 0.0,
     gpus: list[str] | None = None,
+    ended: str = "kill",
 ) -> Timeline:
     """Signals from ``window_s`` before the kill to ``after_s`` after it; GPU memory of ``gpus``
-    (bus ids, UUIDs or indexes as text: the unit's GPUs) or, when None, of every GPU of the host."""
+    (bus ids, UUIDs or indexes as text: the unit's GPUs) or, when None, of every GPU of the host.
+    ``ended``: what ended the run at ``kill_ts`` (:attr:`Timeline.ended`)."""
     start = kill_ts - timedelta(seconds=window_s)
     end = kill_ts + timedelta(seconds=after_s)
     bucket_s = _bucket_seconds(window_s + after_s)
-    tl = Timeline(kill_ts=kill_ts, start=start, end=end, bucket_s=bucket_s)
+    tl = Timeline(kill_ts=kill_ts, start=start, end=end, bucket_s=bucket_s, ended=ended)
     # buckets start at the kill (and every bucket_s before and after it): no bucket mixes what
     # was measured before the kill with what came after
     p = {"host": host, "from": start, "to": end, "bucket_s": bucket_s, "origin": kill_ts}
@@ -236,7 +241,7 @@ def memory_timeline(
         store, "series_coverage", {"unit": unit, "host": host, "from": start, "to": kill_ts}
     )
     tl.coverage = coverage
-    tl.gaps = find_gaps(coverage, kill_ts, window_s)
+    tl.gaps = find_gaps(coverage, kill_ts, window_s, ended)
     return tl
 
 
@@ -273,13 +278,16 @@ def _norm(message: str) -> str:
     return text[:120]
 
 
-def find_gaps(coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float) -> list[Gap]:
-    """A source that is silent in the window, or stops well before the kill."""
+def find_gaps(
+    coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float, ended: str = "kill"
+) -> list[Gap]:
+    """A source that is silent in the window, or stops well before the kill (``ended``: the
+    report's word for it)."""
     gaps = []
     for row in coverage:
         series, last, n = row["series"], row["last_ts"], int(row["samples"] or 0)
         if n == 0 or last is None:
-            gaps.append(Gap(series, "no data in the window before the kill", None))
+            gaps.append(Gap(series, f"no data in the window before the {ended}", None))
             continue
         first = row["first_ts"]
         span = max((last - first).total_seconds(), 0.0) if first else 0.0
@@ -289,7 +297,7 @@ def find_gaps(coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float
             gaps.append(
                 Gap(
                     series,
-                    f"last sample {silent:.0f} s before the kill (usual interval {interval:.0f} s)",
+                    f"last sample {silent:.0f} s before the {ended} (usual interval {interval:.0f} s)",
                     last,
                 )
             )

@@ -162,7 +162,7 @@ class FigurePlan:
             stem,
             memory_data(facts, zone, f"{inc.unit} — {utc_text(inc.ts)} UTC"),
             out / f"{stem}-memory.png",
-            loads_data(loads, zone, framed, cold),
+            loads_data(loads, zone, framed, cold, facts.timeline.ended),
             out / f"{stem}-loads.png",
         )
         self.jobs[inc.incident_id] = job

@@ -1,6 +1,6 @@
 """What ``postmortem timeline`` prints: an incident's memory signals in time buckets and its
 merged events, read from the store like the report reads them — the event list begins where
-the report's does (queue growth, the first retraction, the last batch line before the kill),
+the report's does (queue growth, the first retraction, the last batch line before the kill or crash),
 values are rounded, times are whole UTC seconds, and the host's own clock is labelled with the
 zone its sources were read in (never this machine's)."""
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from ..analysis.model import death_noun
 from ..analysis.summary import CAUSE_LABELS
 from ..analysis.timeline import Timeline, TimelineEvent, event_order, memory_timeline, seconds_after
 from ..errors import PostmortemError
@@ -59,6 +60,7 @@ def load_view(
         window_s=window_s,
         after_s=after_s if after_s is not None else seconds_after(inc["ts"], inc["recovered_ts"]),
         gpus=unit_gpu_keys(store, killed),  # the killed server's GPUs, as its report reads them
+        ended=death_noun(inc["cause"]),
     )
     zone = host_zones(store).get(inc["host"]) if inc["host"] else None
     if zone is not None and zone_name(zone) in ("UTC", "Etc/UTC"):
@@ -73,7 +75,7 @@ def load_view(
 
 def pressure_events(store: Store, tl: Timeline, unit: str | None, host: str | None) -> list[TimelineEvent]:
     """The moments of the build-up the report's timeline opens with: requests begin to queue,
-    the first retraction, the last statistics line before the kill."""
+    the first retraction, the last statistics line before the end (``tl.ended``)."""
     if unit is None:
         return []
     p = {"unit": unit, "source": None, "since": tl.start, "before": tl.kill_ts, "host": host}
@@ -81,18 +83,18 @@ def pressure_events(store: Store, tl: Timeline, unit: str | None, host: str | No
     before = tl.before_kill()
     queues = [b.queue_req for b in before if b.queue_req]
     for r in run_named_dicts(store, "queue_start_before", p) if queues else []:
-        text = f"requests begin to wait in the queue (up to {max(queues)} before the kill)"
+        text = f"requests begin to wait in the queue (up to {max(queues)} before the {tl.ended})"
         out.append(
             TimelineEvent(r["ts"], r["engine"], unit, "queue_start", text, r["source_id"], r["line_no"])
         )
     first = next((b.first_retraction for b in before if b.first_retraction), None)
     if first is not None:
         n = sum(b.retractions for b in before)
-        text = f"KV cache pool full, requests retracted — the first of {n} retractions before the kill"
+        text = f"KV cache pool full, requests retracted — the first of {n} retractions before the {tl.ended}"
         origin = out[0].origin if out else "server"
         out.append(TimelineEvent(first[0], origin, unit, "retract", text, first[1], first[2]))
     for r in run_named_dicts(store, "last_batch_before", p):
-        text = f"last statistics line before the kill (running {r['running_req']}, queued {r['queue_req']})"
+        text = f"last statistics line before the {tl.ended} (running {r['running_req']}, queued {r['queue_req']})"
         out.append(
             TimelineEvent(r["ts"], r["engine"], unit, "last_batch", text, r["source_id"], r["line_no"])
         )

@@ -96,6 +96,19 @@ def size_kb(kb: float | None) -> str:
     return f"{gib:,.0f} GiB" if gib >= 10 else f"{gib:,.1f} GiB"
 
 
+def size_kb_cell(kb: float | None) -> str:
+    """:func:`size_kb` for a table's column, where rows are compared: a tenth of a GiB from 1 GiB
+    up (eight ranks of 75.9, 75.8, … GiB stay told apart), whole MiB below (not "0.0 GiB").
+
+    >>> size_kb_cell(79587328), size_kb_cell(671088640), size_kb_cell(1040384), size_kb_cell(2048)
+    ('75.9 GiB', '640.0 GiB', '1,016 MiB', '2 MiB')
+    """
+    if kb is None:
+        return "?"
+    mib = kb / 1024
+    return f"{mib:,.0f} MiB" if mib < 1024 else f"{mib / 1024:,.1f} GiB"
+
+
 def size_mib(mib: float | None) -> str:
     """:func:`size_kb` of a size in MiB.
 
@@ -227,6 +240,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "dur": duration,  # the name templates used before this module
     "seconds": seconds,
     "size_kb": size_kb,
+    "size_kb_cell": size_kb_cell,
     "size_mib": size_mib,
     "num": num,
     "offset": offset,

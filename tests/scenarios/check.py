@@ -398,15 +398,18 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     from postmortem.analysis.summary import CAUSE_LABELS
 
     label = CAUSE_LABELS.get(t.cause, t.cause)
-    # a user-space killer (earlyoom) chose the victim: the body never says the kernel did
+    # a user-space killer (earlyoom) chose the victim: the body never says the kernel did, nor
+    # the victims' table
     body = md.split("# Appendix")[0]
-    wrong_killer = t.cause == "earlyoom" and "kernel killed" in body
+    wrong_words = "kernel killed" if "kernel killed" in body else None
+    wrong_words = "Chosen by the kernel" if "Chosen by the kernel" in md else wrong_words
+    wrong_killer = t.cause == "earlyoom" and wrong_words is not None
     out.append(
         Check(
             "report_cause",
             label in md and not wrong_killer,
             label,
-            _line_with(body, "kernel killed") if wrong_killer else _cause_line(md),
+            _line_with(md, wrong_words) if wrong_killer and wrong_words else _cause_line(md),
         )
     )
     if t.killed_unit_back:

@@ -16,12 +16,13 @@ from ...analysis.model import (
     Incident,
     Load,
     Recommendation,
+    death_noun,
     is_container,
     limit_owner,
     restartable,
 )
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_noun, death_word, downtime_text
+from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
 from ...engines import get_engine
 from ...lazyre import lazy_re
 from ...query import run_named_dicts
@@ -223,10 +224,12 @@ def source_rows(
     ids: Sequence[int] | None = None,
     near: set[int] | None = None,
     window_s: float = 0.0,
+    ended: str = "kill",
 ) -> list[SourceRow]:
     """Rows for the sources ``ids`` (default: every source). ``near``: the sources with a line
     from ``window_s`` before the ``kill`` to just after it (:func:`sources_near`); a file whose
-    span includes the kill across a gap (its service not running then) does not cover it."""
+    span includes the kill across a gap (its service not running then) does not cover it.
+    ``ended``: the report's word for that moment (kill, crash, failure)."""
     out = []
     for sid in sorted(sources.by_id) if ids is None else ids:
         r = sources.by_id[sid]
@@ -236,7 +239,7 @@ def source_rows(
         if sources.host_unknown(sid):
             said.append("no host named: its lines may be another host's (ingest it with --host)")
         if spans and near is not None and sid not in near:
-            said.append(f"no line in the {human(window_s)} before the kill")
+            said.append(f"no line in the {human(window_s)} before the {ended}")
         if r["notes"]:
             said.append(clean(str(r["notes"])))
         out.append(
@@ -471,10 +474,15 @@ def _reboot_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> None:
         impact.recovered_by = "started after the reboot"
 
 
+#: the killed run's load, by what ended it (:attr:`Timeline.ended`)
+_ENDED_INSTANCE = {"kill": "killed instance", "crash": "crashed instance", "failure": "failed instance"}
+
+
 def _load_tag(inc: Incident, facts: IncidentFacts, ld: Load) -> str:
     """What a load of the killed or the recovery unit was to this incident."""
+    end = facts.timeline.ended
     if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
-        return "killed instance"
+        return _ENDED_INSTANCE.get(end, "killed instance")
     if inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
         tag = "fallback load" if inc.fallback_unit else "recovery load"
         if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:
@@ -486,7 +494,7 @@ def _load_tag(inc: Incident, facts: IncidentFacts, ld: Load) -> str:
         back = inc.recovered_ts or inc.ts + timedelta(hours=1)
         if ld.start_ts > back:
             return "later"
-        return "restart attempt" if ld.unit == inc.unit else "after the kill"
+        return "restart attempt" if ld.unit == inc.unit else f"after the {end}"
     return "history"
 
 
@@ -630,11 +638,18 @@ def incident_report(
                 gib_kb(v.anon_rss_kb),
                 v.chosen,
                 sources.cite(v.source_id, v.line_no),
+                v.anon_rss_kb,
             )
             for v in inc.victims
         ],
         consumers=[
-            ConsumerRow(clean(c.name), c.processes, round(c.rss_kb / 1024 / 1024, 1), round(100 * c.share, 1))
+            ConsumerRow(
+                clean(c.name),
+                c.processes,
+                round(c.rss_kb / 1024 / 1024, 1),
+                round(100 * c.share, 1),
+                c.rss_kb,
+            )
             for c in facts.consumers
         ],
         memory_facts=[clean(x) for x in memory_facts(facts)],
@@ -657,7 +672,13 @@ def incident_report(
         severity=severity(inc),
         story=story(store, facts, found, sources, clean),
         sources=source_rows(
-            sources, inc.ts, clean, ids=own, near=sources_near(store, inc.ts, window_s), window_s=window_s
+            sources,
+            inc.ts,
+            clean,
+            ids=own,
+            near=sources_near(store, inc.ts, window_s),
+            window_s=window_s,
+            ended=facts.timeline.ended,
         ),
         gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
         offsets=_offset_rows(facts, sources, clean, mine),

@@ -37,6 +37,8 @@ class VictimRow:
     anon_rss_gib: float | None
     chosen: bool
     cite: str
+    #: the same in kB, as the kernel gave it (the table prints it with ``size_kb``)
+    anon_rss_kb: int | None = None
 
 
 @dataclass
@@ -45,6 +47,8 @@ class ConsumerRow:
     processes: int
     rss_gib: float
     share_pct: float
+    #: the same in kB (the table prints it with ``size_kb``: a small process is not "0.0 GiB")
+    rss_kb: int = 0
 
 
 @dataclass
