@@ -1859,7 +1859,7 @@ def test_another_servers_gpus_are_not_the_killed_ones(cli: Any, tmp_path: Path) 
     assert "GPU memory (busiest of its GPUs 4–7): 77.1 GiB" in text
     # nvidia-smi began 21 minutes into the window: the first figure is said to be its first samples'
     assert "77.1 GiB in the 30 s from 15:59:38 UTC (nvidia-smi's first samples in the 30 minutes" in text
-    assert "ran on GPUs 4–7 of the host's 8 (its server_args, and nvidia-smi saw their memory freed" in text
+    assert "ran on GPUs 4–7 of the host's 8 (its arguments, and nvidia-smi saw their memory freed" in text
     assert "the CUDA OOM was an allocation outside that pool" in text
     # the OOM itself: its rank, GPU and sizes, and the settings that decide that headroom
     assert (

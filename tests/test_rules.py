@@ -454,3 +454,33 @@ def test_rule_host_ram_not_gpu_says_earlyoom_killed_one_process() -> None:
     assert rec is not None
     assert "earlyoom killed VLLM::EngineCor as host memory ran low" in rec.summary
     assert "whole unit" not in rec.summary + rec.detail
+
+
+def test_rule_words_for_one_gpu_no_ranks_and_no_recovery() -> None:
+    """Words a vLLM server on one GPU got wrong: a headline without a subject ("on GPU 0 asked
+    for …"), "all 1 of its GPUs", and "stayed down until an operator acted" when nothing
+    shows it back."""
+    f = facts("gpu_oom")
+    f.cuda_oom = {"phase": "runtime", "ranks": None, "gpu": 0, "tried_mib": 1250.0, "free_mib": 470.0}
+    f.config = {"engine": "vllm", "gpu_memory_utilization": 0.9}
+    rec = explain("gpu_headroom", f)
+    assert rec is not None and rec.headline.startswith("The server on GPU 0 asked for 1.22 GiB"), rec.headline
+    f = facts("cgroup_oom")
+    f.config = {"engine": "sglang"}
+    f.gpu_release = [GpuRelease("GPU 0", 30_000, 0, 4.0, True)]
+    rec = explain("verify_gpu_freed", f)
+    assert rec is not None and "all 1" not in rec.headline + rec.detail + (rec.went_well or "")
+    assert "released: the GPU within 4 s" in rec.headline, rec.headline
+    f = facts("cgroup_oom")
+    f.timeline.events = [TimelineEvent(T, "systemd", "a.service", "failed", "a.service: Failed", 1, 2)]
+    rec = explain("restart_policy", f)
+    assert (
+        rec is not None
+        and rec.went_wrong == "Nothing restarted a.service: it stayed down (no source shows it back)."
+    )
+    f.incident.recovered_ts, f.incident.recovery_unit = T + timedelta(minutes=9), "a.service"
+    rec = explain("restart_policy", f)
+    assert (
+        rec is not None
+        and rec.went_wrong == "Nothing restarted a.service: it stayed down until someone started it again."
+    )

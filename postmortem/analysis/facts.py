@@ -906,7 +906,7 @@ def unit_gpus(
         for r in released
         if r["freed"] and r["gpu_index"] is not None and (r["before_mib"] or 0) > GPU_FREED_MIB
     }
-    how = "its server_args, and nvidia-smi saw their memory freed at the death"
+    how = "its arguments, and nvidia-smi saw their memory freed at the death"
     if not freed:
         return None
     if not freed <= wanted:
@@ -917,7 +917,7 @@ def unit_gpus(
         wanted = freed
         how = (
             f"nvidia-smi saw exactly {len(freed)} GPUs' memory freed at the death, as many as its "
-            "server_args take (renumbered by CUDA_VISIBLE_DEVICES)"
+            "arguments take (renumbered by CUDA_VISIBLE_DEVICES)"
         )
     keys = []
     for i in sorted(wanted):

@@ -54,6 +54,7 @@ def restart_policy(f: IncidentFacts, found: Found) -> Finding | None:
         return spec(NAME).finding(
             {
                 "case": "none",
+                "back": inc.recovered_ts is not None,
                 "blocked": 0,
                 "stuck_for_good": False,
                 "fallback": None,
@@ -88,7 +89,7 @@ def _container(f: IncidentFacts) -> Finding | None:
     if inc.recovered_ts is None:
         # (back without a start systemd logged: the cgroupfs driver has no scope to start; a
         # restart policy or an operator brought it back, nothing to advise)
-        return spec(NAME).finding(data | {"case": "container_none"})
+        return spec(NAME).finding(data | {"case": "container_none", "back": False})
     return None
 
 

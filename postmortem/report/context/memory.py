@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...analysis.facts import IncidentFacts
+from ...analysis.facts import IncidentFacts, UnitGpus
 from ...analysis.model import is_container
 from ...analysis.rules.words import engine_of
 from ...analysis.summary import incident_end
@@ -37,6 +37,11 @@ def _flat_words(facts: IncidentFacts) -> str:
 
 #: systemd's binary units (``7.8G`` is 7.8 GiB)
 _SWAP_PEAK = lazy_re(r"([\d.]+)([KMGT]) memory swap peak")
+
+
+def _busiest(gpus: UnitGpus) -> str:
+    """Which GPU the memory figures are of: the busiest of the server's, or its only one."""
+    return f"its {gpus.text}" if len(gpus.indexes) == 1 else f"busiest of its {gpus.text}"
 
 
 def silent_text(seconds: float) -> str:
@@ -153,7 +158,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
     if facts.gpu_used_start_mib is not None and facts.gpu_used_end_mib is not None:
         out.append(
             "GPU memory ("
-            + (f"busiest of its {facts.unit_gpus.text}" if facts.unit_gpus else "busiest GPU")
+            + (_busiest(facts.unit_gpus) if facts.unit_gpus else "busiest GPU")
             + f"): {gib_mib(facts.gpu_used_start_mib)} GiB {_gpu_start_words(facts, span)}, "
             f"{gib_mib(facts.gpu_used_end_mib)}"
             + (f" of {gib_mib(facts.gpu_total_mib)} GiB" if facts.gpu_total_mib else " GiB")
