@@ -306,5 +306,6 @@ def loads_data(
         if ld.load_id in cold:
             label += "  (after reboot)"
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
-    died = {"crash": "crashed", "failure": "failed"}.get(ended, "killed")
-    return LoadsData(bars, str(getattr(zone, "key", "UTC")), died) if bars else None
+    from .analysis.model import ended_word
+
+    return LoadsData(bars, str(getattr(zone, "key", "UTC")), ended_word(ended)) if bars else None

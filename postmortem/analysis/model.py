@@ -355,3 +355,12 @@ def death_noun(cause: str, loading: bool = False) -> str:
     if cause in CRASH_CAUSES:
         return "failure" if loading else "crash"
     return "kill"
+
+
+def ended_word(noun: str) -> str:
+    """The run :func:`death_noun` ended, as an adjective: ``killed``, ``crashed``, ``failed``.
+
+    >>> ended_word("kill"), ended_word("crash"), ended_word("failure")
+    ('killed', 'crashed', 'failed')
+    """
+    return {"crash": "crashed", "failure": "failed"}.get(noun, "killed")

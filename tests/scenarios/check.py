@@ -47,6 +47,7 @@ CHECKS = (
     "report_cause",
     "report_advice",
     "report_memory",
+    "report_words",
     "terminal",
 )
 
@@ -424,7 +425,31 @@ def _report_checks(r: Result, md: str) -> list[Check]:
     else:
         out.append(Check("report_advice", None))
     out.append(_memory_check(r, md))
+    out.append(_words_check(r, md))
     return out
+
+
+#: renderings that were once wrong on some night: a value missing, a count of one, a zero
+#: rounded from under a second
+_WRONG_WORDS = (
+    "(0 s after",
+    "all 1 of",
+    "— GiB",
+    "(configured: None)",
+    "restart(s)",
+    "None is taken",
+    "busiest of its GPU ",
+)
+
+
+def _words_check(r: Result, md: str) -> Check:
+    """No rendering known to be wrong; a crash or a failed start is never told as a kill (the
+    quoted log lines, in fenced blocks, are the logs' own words)."""
+    text = re.sub(r"(?ms)^```.*?^```", "", md)
+    wrong = [w for w in _WRONG_WORDS if w in text]
+    if r.truth.cause in ("gpu_oom", "crash"):
+        wrong += [w for w in ("the kill", "killed instance") if w in text]
+    return Check("report_words", not wrong, "none of them", [_line_with(text, w) for w in wrong])
 
 
 def _names_recovery(t: Truth, back: str | None) -> bool:

@@ -17,6 +17,7 @@ from ...analysis.model import (
     Load,
     Recommendation,
     death_noun,
+    ended_word,
     is_container,
     limit_owner,
     restartable,
@@ -474,15 +475,11 @@ def _reboot_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> None:
         impact.recovered_by = "started after the reboot"
 
 
-#: the killed run's load, by what ended it (:attr:`Timeline.ended`)
-_ENDED_INSTANCE = {"kill": "killed instance", "crash": "crashed instance", "failure": "failed instance"}
-
-
 def _load_tag(inc: Incident, facts: IncidentFacts, ld: Load) -> str:
     """What a load of the killed or the recovery unit was to this incident."""
     end = facts.timeline.ended
     if inc.killed_load is not None and ld.load_id == inc.killed_load.load_id:
-        return _ENDED_INSTANCE.get(end, "killed instance")
+        return f"{ended_word(end)} instance"
     if inc.recovery_load is not None and ld.load_id == inc.recovery_load.load_id:
         tag = "fallback load" if inc.fallback_unit else "recovery load"
         if facts.reboot is not None and ld.start_ts is not None and ld.start_ts >= facts.reboot.up_ts:

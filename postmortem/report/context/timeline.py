@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from ...analysis.facts import IncidentFacts, held_before
-from ...analysis.model import Incident, Victim, killed_process
+from ...analysis.model import Incident, Victim, ended_word, killed_process
 from ...analysis.rules.common import gpu_names, idle_gpus
 from ...analysis.summary import incident_end
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
@@ -567,13 +567,14 @@ class _Timeline:
         self.add(rb.up_ts, "host", text, self.sources.cite(*rb.at), kind="reboot")
 
     def gpu_freed_late(self) -> None:
+        """GPU memory the ended run held, released long after it (a stuck child)."""
         late, inc, f = self.facts.gpu_freed_late, self.inc, self.facts
         if late is None or inc.ts is None:
             return
         self.add(
             late.ts,
             "gpu",
-            "GPU memory left behind by the killed run released on "
+            f"GPU memory left behind by the {ended_word(self.end)} run released on "
             + (f"{inc.unit}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
             + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the {self.end}",
             self.cite(late.at),
