@@ -2184,3 +2184,17 @@ def test_gaps_are_told_before_the_runs_own_end() -> None:
         "no data in the window before the failure",
         "last sample 300 s before the failure (usual interval 10 s)",
     ]
+
+
+def test_falling_host_memory_is_worded_without_a_double_negative() -> None:
+    """Host RAM in use that fell over the window, rising at its end: the rate says which way
+    (it read "fell from … -147.0 GiB; -1.1 GiB a minute")."""
+    from postmortem.report.context.memory import _growth_words
+
+    facts: Any = _facts_with_recovery()
+    facts.host_used = [(T - timedelta(minutes=25), 1_870_000.0), (T - timedelta(minutes=1), 1_719_000.0)]
+    facts.host_rate_mib_min = -1126.4
+    words = _growth_words(facts)
+    assert words is not None and "fell from" in words and "; falling 1.1 GiB a minute" in words, words
+    facts.host_rate_mib_min = 4096.0
+    assert "; rising 4.0 GiB a minute" in (_growth_words(facts) or "")

@@ -114,7 +114,9 @@ def _growth_words(facts: IncidentFacts) -> str | None:
         f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {(u1 - u0) / 1024:+,.1f} GiB"
     )
     if facts.host_rate_mib_min is not None:
-        text += f"; {facts.host_rate_mib_min / 1024:,.1f} GiB a minute over its last 10 minutes"
+        rate = facts.host_rate_mib_min / 1024
+        way = "rising" if rate >= 0 else "falling"
+        text += f"; {way} {abs(rate):,.1f} GiB a minute over its last 10 minutes"
     if facts.running_first is not None and facts.running_last is not None:
         text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
     return text + "."
