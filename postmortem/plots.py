@@ -157,6 +157,9 @@ def _host_panel(ax: Any, data: MemoryData, twins: list[Any]) -> None:
         ax.axhline(data.host_total_gib, color="#555555", linestyle=":", linewidth=1, label="host RAM total")
     title = "Host memory" + _host_memcg(ax, data)
     ax.set_ylim(bottom=0)
+    if data.host_total_gib is not None:
+        # a line does not widen the axis: the total stays in view above memory that neared it
+        ax.set_ylim(top=max(ax.get_ylim()[1], data.host_total_gib * 1.05))
     ax.set_ylabel("GiB")
     ax.set_title(title, loc="left", fontsize=10, y=1.0)
     if data.running is not None:

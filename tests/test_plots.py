@@ -250,6 +250,10 @@ def test_the_memory_figure_draws_one_line_per_gpu_behaviour_and_running_beside_h
         assert box.x0 >= plot.x1, "the legend overlaps its panel"
     labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert "running requests" in labels and "GPUs 0–6" in labels
+    # the host's total is drawn clear of the panel's frame (autoscaled, its dotted line ran along
+    # the top edge)
+    host = next(ax for ax in fig.axes if ax.get_title(loc="left").startswith("Host memory"))
+    assert data.host_total_gib is not None and host.get_ylim()[1] >= 1.04 * data.host_total_gib
 
 
 @pytest.mark.parametrize("down", [timedelta(minutes=3, seconds=45), timedelta(hours=3, minutes=45)])
