@@ -90,8 +90,9 @@ class LoadsData:
 
     bars: list[LoadBar]
     zone_name: str = "UTC"  # the zone of the start times in the labels
-    #: the framed run: the killed, crashed or failed instance
-    died: str = "killed"
+    #: what the frames mark, for the title: "the killed instance and the recovery", "the
+    #: crashed instance", … ("" when no bar is framed)
+    framed_words: str = ""
 
 
 PHASE_COLORS = (
@@ -290,14 +291,25 @@ def unit_estimate(
 def loads_data(
     loads: Sequence[Load],
     zone: tzinfo,
-    framed: Sequence[int] = (),
+    framed: tuple[int | None, int | None] = (None, None),
     cold: Sequence[int] = (),
     ended: str = "kill",
 ) -> LoadsData | None:
-    """What the load-times figure shows (None: no load with a load time); ``cold``: the loads
-    begun in a new boot after the kill (marked: a cold page cache); ``ended``: what ended the
-    framed run (:attr:`Timeline.ended`)."""
+    """What the load-times figure shows (None: no load with a load time); ``framed``: the load
+    ids of the ended run and of the recovery (None: none); ``cold``: the loads begun in a new
+    boot after the kill (marked: a cold page cache); ``ended``: what ended the run
+    (:attr:`Timeline.ended`)."""
+    from .analysis.model import ended_word
+
     bars = []
+    shown = {ld.load_id for ld in loads if ld.load_s is not None}
+    what = [
+        words
+        for lid, words in zip(framed, (f"the {ended_word(ended)} instance", "the recovery"), strict=True)
+        if lid is not None and lid in shown
+    ]
+    if framed[0] is not None and framed[0] == framed[1]:
+        what = what[:1]
     for ld in loads:
         if ld.load_s is None:
             continue
@@ -306,6 +318,4 @@ def loads_data(
         if ld.load_id in cold:
             label += "  (after reboot)"
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))
-    from .analysis.model import ended_word
-
-    return LoadsData(bars, str(getattr(zone, "key", "UTC")), ended_word(ended)) if bars else None
+    return LoadsData(bars, str(getattr(zone, "key", "UTC")), " and ".join(what)) if bars else None

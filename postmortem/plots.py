@@ -339,7 +339,8 @@ def loads_figure(data: LoadsData, path: Path) -> Path:
     )
     ax.grid(axis="x", alpha=0.25)
     ax.set_title(
-        f"Service loads and their phases (starts in {data.zone_name}; framed: the {data.died} instance and the recovery)",
+        f"Service loads and their phases (starts in {data.zone_name}"
+        + (f"; framed: {data.framed_words})" if data.framed_words else ")"),
         loc="left",
         fontsize=10,
     )

@@ -303,3 +303,23 @@ def test_a_containers_limit_is_named_the_containers(tmp_path: Path) -> None:
     labels = ax.get_legend_handles_labels()[1]
     plt.close(fig)
     assert labels == ["container memory limit 200 GiB", "container cgroup at the kill (kernel): 200 GiB"]
+
+
+def test_the_loads_figure_names_only_what_it_frames() -> None:
+    """The title says what its frames mark: the ended run by its end, and the recovery only
+    when a recovery load is drawn (it said "and the recovery" on nights with none)."""
+    from postmortem.analysis.model import Load
+    from postmortem.figdata import loads_data
+
+    t = datetime(2026, 4, 5, 1, 0, tzinfo=UTC)
+
+    def ld(i: int, s: float | None) -> Load:
+        return Load(i, "h", "a.service", t, t + timedelta(seconds=s or 0), s, "ready", None, None, None)
+
+    loads = [ld(1, 276.0), ld(2, 300.0)]
+    crashed = loads_data(loads, UTC, (1, None), ended="crash")
+    assert crashed is not None and crashed.framed_words == "the crashed instance"
+    both = loads_data(loads, UTC, (1, 2))
+    assert both is not None and both.framed_words == "the killed instance and the recovery"
+    unloaded = loads_data([ld(1, None), ld(2, 300.0)], UTC, (1, 2), ended="failure")
+    assert unloaded is not None and unloaded.framed_words == "the recovery"

@@ -150,7 +150,8 @@ class FigurePlan:
             if st is not None:
                 loads.extend(ld for ld in st.loads if ld not in loads)
         loads.sort(key=lambda ld: (ld.start_ts is None, ld.start_ts))
-        framed = [ld.load_id for ld in (inc.killed_load, inc.recovery_load) if ld is not None]
+        ended_id = inc.killed_load.load_id if inc.killed_load is not None else None
+        framed = (ended_id, inc.recovery_load.load_id if inc.recovery_load is not None else None)
         rb = facts.reboot
         cold = [
             ld.load_id
