@@ -2198,3 +2198,48 @@ def test_falling_host_memory_is_worded_without_a_double_negative() -> None:
     assert words is not None and "fell from" in words and "; falling 1.1 GiB a minute" in words, words
     facts.host_rate_mib_min = 4096.0
     assert "; rising 4.0 GiB a minute" in (_growth_words(facts) or "")
+
+
+def _gpu_night(samples: list[tuple[float, int]]) -> Any:
+    """A store with GPU 0's used memory at seconds from T (the kill)."""
+    from postmortem.store.parts import native
+
+    store = Store.memory()
+    for i, (dt, mib) in enumerate(samples):
+        store.execute(
+            f"INSERT INTO {native(store, 'gpu_samples')} (source_id, line_no, ts, gpu_index, mem_used_mib, mem_total_mib) "
+            "VALUES (1, ?, ?, 0, ?, 81559)",
+            [i + 1, T + timedelta(seconds=dt), mib],
+        )
+    return store
+
+
+@pytest.mark.parametrize(
+    ("samples", "next_load_s", "freed", "at_s"),
+    [
+        # 2,330 MiB of 109,491 left 30 s on (within 5 %): freed then, not "within a second"
+        ([(-5, 109_491), (25, 109_491), (30, 2_330)], None, True, 30),
+        # an automatic restart began at +5 s and took 9.5 GiB before the next sample: released
+        ([(-5, 66_446), (30, 9_734)], 5, True, 30),
+        # the same drop with no load begun: not told as released
+        ([(-5, 66_446), (30, 9_734)], None, False, None),
+        # a load begun, but the memory stayed up: a holder, not a release
+        ([(-5, 66_446), (30, 60_000)], 5, False, None),
+    ],
+)
+def test_gpu_memory_is_released_when_a_sample_shows_it(
+    samples: list[tuple[float, int]], next_load_s: float | None, freed: bool, at_s: float | None
+) -> None:
+    """When the memory counts as released, and when: at the first sample that shows it (the
+    report said "within a second" when only the 5 % rule held), also when the next load took
+    part of the GPU before nvidia-smi's next sample (it said the memory "did not drop")."""
+    from postmortem.analysis.facts import _gpus_after_kill
+    from postmortem.analysis.model import Incident
+
+    store = _gpu_night(samples)
+    inc = Incident(1, None, T, "a.service", "cgroup_oom", 0.9)
+    nxt = T + timedelta(seconds=next_load_s) if next_load_s is not None else None
+    (row,) = _gpus_after_kill(store, inc, nxt)
+    store.close()
+    assert row["freed"] is freed
+    assert row["freed_ts"] == (T + timedelta(seconds=at_s) if at_s is not None else None)

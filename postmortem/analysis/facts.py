@@ -355,7 +355,7 @@ def gather(
     after = seconds_after(kill, incident.recovered_ts)
     config = _config_of(store, incident, kill)
     reboot = _reboot_after(store, incident)
-    released = _gpus_after_kill(store, incident)
+    released = _gpus_after_kill(store, incident, _next_load(incident, all_loads))
     gpus = unit_gpus(store, incident, config, released)
     tl = memory_timeline(
         store,
@@ -834,9 +834,30 @@ def _reboot_after(store: Store, inc: Incident) -> Reboot | None:
     )
 
 
-def _gpus_after_kill(store: Store, inc: Incident) -> list[dict[str, Any]]:
+def _next_load(inc: Incident, all_loads: list[LoadStats]) -> datetime | None:
+    """The first load begun on the incident's host after the kill (a restart, a fallback, …)."""
+    assert inc.ts is not None
+    starts = [
+        ld.start_ts
+        for st in all_loads
+        for ld in st.loads
+        if ld.start_ts is not None
+        and ld.start_ts > inc.ts
+        and (inc.host is None or ld.host in (None, inc.host))
+    ]
+    return min(starts, default=None)
+
+
+#: a GPU's memory that fell below this share of what it held at the kill, with a new load begun
+#: before the sample, was released: the rest is the new load's (its CUDA context and first weights)
+FELL_FOR_A_LOAD = 0.5
+
+
+def _gpus_after_kill(store: Store, inc: Incident, next_load: datetime | None = None) -> list[dict[str, Any]]:
     """Per GPU of the host: its memory before the kill and how it fell after (``gpu_after_kill``),
-    with ``freed`` set: True when it fell to ≤ 1 GiB or 5 % of before, None with no sample after."""
+    with ``freed`` set: True when it fell to ≤ 1 GiB or 5 % of before — or below half of it once
+    ``next_load`` (the next load on the host) had begun, an automatic restart taking the GPUs
+    before nvidia-smi's next sample — False when it did not, None with no sample after."""
     assert inc.ts is not None
     # the whole grace period, whenever the next load starts: its memory rises only once its
     # weights load (tens of seconds on), and the lowest sample is what tells the release (cut at
@@ -849,11 +870,20 @@ def _gpus_after_kill(store: Store, inc: Incident) -> list[dict[str, Any]]:
     )
     for r in rows:
         before, after = r["before_mib"], r["min_after_mib"]
-        r["freed"] = (
-            None
-            if after is None
-            else after <= GPU_FREED_MIB or (before is not None and after <= 0.05 * before)
-        )
+        r["freed"] = None if after is None else r["freed_ts"] is not None
+        if (
+            r["freed"] is False
+            and next_load is not None
+            and before
+            and after <= FELL_FOR_A_LOAD * before
+            and r["min_after_ts"] >= next_load
+        ):
+            r["freed"] = True
+            r["freed_ts"], r["freed_source_id"], r["freed_line_no"] = (
+                r["min_after_ts"],
+                r["min_source_id"],
+                r["min_line_no"],
+            )
     return rows
 
 
