@@ -2225,6 +2225,9 @@ def _gpu_night(samples: list[tuple[float, int]]) -> Any:
         ([(-5, 66_446), (30, 9_734)], None, False, None),
         # a load begun, but the memory stayed up: a holder, not a release
         ([(-5, 66_446), (30, 60_000)], 5, False, None),
+        # a whole-second sample in the kill's own second shows it freed: after the kill (as
+        # before, the GPU read as idle and its release as unknown)
+        ([(-10.604211, 67_432), (-0.604211, 1), (9.395789, 1)], None, True, -0.604211),
     ],
 )
 def test_gpu_memory_is_released_when_a_sample_shows_it(
