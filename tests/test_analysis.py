@@ -2246,3 +2246,34 @@ def test_gpu_memory_is_released_when_a_sample_shows_it(
     store.close()
     assert row["freed"] is freed
     assert row["freed_ts"] == (T + timedelta(seconds=at_s) if at_s is not None else None)
+
+
+def test_the_trigger_tells_memory_that_did_not_grow_from_no_samples(tmp_path: Path) -> None:
+    """Host memory that fell over the window was told as "no host-memory samples in the 30
+    minutes before it", while other sections quoted those samples; a falling rate read
+    "-19,968 MiB a minute"."""
+    from types import SimpleNamespace
+
+    from postmortem.report.context.story import _trigger
+    from postmortem.text.templates import environment
+
+    facts: Any = _facts_with_recovery()
+    facts.incident.cause = "host_oom"
+    facts.timeline.host_points = [
+        (T - timedelta(minutes=25), 150_000.0, 2_063_588.0),
+        (T - timedelta(minutes=4), 368_640.0, 2_063_588.0),
+    ]
+    facts.host_avail_start_mib, facts.host_avail_end_mib = 150_000.0, 368_640.0
+    facts.host_rate_mib_min = -19_968.0
+    st = _trigger(facts)
+    template = environment().get_template("partials/story.md.j2")
+    ctx = SimpleNamespace(
+        end="kill", memory_figure=None, cause_words="x", cause="host_oom", cause_explanation=""
+    )
+    rest = {"factors": [], "victim": None, "limit_kb": None, "root_cite": None, "detected_utc": None}
+    rest |= {"restart_utc": None, "recovery_how": None, "fallback_gain_s": None}
+    imp = SimpleNamespace(serving=True, stop_utc="—", downtime="—")
+    text = template.render(ctx=ctx, st=SimpleNamespace(**st, **rest), imp=imp)
+    trigger = text.split("## Root cause")[0]
+    assert "Host memory in use did not grow (it fell by 214 GiB)" in trigger, trigger
+    assert "falling 20 GiB a minute" in trigger and "no host-memory samples" not in trigger

@@ -484,3 +484,39 @@ def test_rule_words_for_one_gpu_no_ranks_and_no_recovery() -> None:
         rec is not None
         and rec.went_wrong == "Nothing restarted a.service: it stayed down until someone started it again."
     )
+
+
+def test_an_old_host_memory_sample_is_not_told_as_the_memory_at_the_kill() -> None:
+    """earlyoom prints every few minutes: its last "mem avail" (here 4 min 45 s before the kill)
+    was told as what the host had "at the kill" and, in the lessons, as "free"."""
+    f = facts("cgroup_oom", memcg_usage_kb=143 * 1024**2, memcg_limit_kb=144 * 1024**2)
+    f.host_avail_end_mib, f.host_total_mib, f.host_avail_age_s = 218_112.0, 2_063_588.0, 285.0
+    rec = explain("unit_memory_limits", f)
+    assert rec is not None
+    assert "available (its last sample, 4 min 45 s before the kill)" in rec.went_well, rec.went_well
+    assert "free" not in rec.went_well and "at the kill" not in rec.detail, rec.detail
+    f = facts("host_oom")
+    f.host_avail_end_mib, f.host_total_mib, f.host_avail_age_s = 368_640.0, 2_063_588.0, 235.0
+    rec = explain("host_ram_not_gpu", f)
+    assert rec is not None and "left" not in rec.headline, rec.headline
+    assert "Host RAM available at its last sample, 3 min 55 s before the kill: 360 GiB" in rec.detail
+    f.host_avail_age_s = 5.0
+    rec = explain("host_ram_not_gpu", f)
+    assert rec is not None and rec.headline.startswith("Host RAM ran out: 360 GiB of 2,015 GiB left"), (
+        rec.headline
+    )
+
+
+def test_rule_bound_queue_lays_no_growth_on_a_queue_when_memory_fell() -> None:
+    """Host RAM that fell read "grew by -36,705 MiB before requests began to queue … most of the
+    growth came with the queue" (seed 24680, n27)."""
+    f = facts("cgroup_oom")
+    f.queue_max, f.queue_start_ts = 40, T - timedelta(minutes=10)
+    f.config = {"engine": "sglang", "raw": "ServerArgs(port=1)"}
+    f.host_queue_split = (-36_705.0, 20.0, -110_873.0, 10.0)
+    rec = explain("bound_queue", f)
+    assert rec is not None and "grew by -" not in rec.detail and "most of the growth" not in rec.detail
+    f.host_queue_split = (-36_705.0, 20.0, 51_200.0, 10.0)
+    rec = explain("bound_queue", f)
+    assert rec is not None and "Host RAM in use fell by 36 GiB before requests began to queue" in rec.detail
+    assert "grew by 50 GiB after (falling 1.8 GiB a minute, then 5.0 GiB)" in " ".join(rec.detail.split())

@@ -183,6 +183,9 @@ class IncidentFacts:
     gpu_total_mib: float | None = None
     host_avail_start_mib: float | None = None
     host_avail_end_mib: float | None = None
+    #: how long before the kill that last host-memory sample was (earlyoom prints every few
+    #: minutes: its last figure is not the memory at the kill)
+    host_avail_age_s: float | None = None
     host_total_mib: float | None = None
     token_usage_max: float | None = None
     queue_max: int | None = None
@@ -1165,6 +1168,7 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
     if host:
         facts.host_avail_start_mib = host[0][1]
         facts.host_avail_end_mib = host[-1][1]
+        facts.host_avail_age_s = (kill - host[-1][0]).total_seconds()
         facts.host_total_mib = host[-1][2] or None
     _summarise_serving(facts, before)
     _host_growth(facts, host)

@@ -84,16 +84,16 @@ def seconds(value: float | None) -> str:
 def size_kb(kb: float | None) -> str:
     """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``.
 
-    >>> size_kb(671088640), size_kb(524288), size_kb(1610612), size_kb(None)
-    ('640 GiB', '512 MiB', '1.5 GiB', '?')
+    >>> size_kb(671088640), size_kb(524288), size_kb(1610612), size_kb(None), size_kb(-20447 * 1024)
+    ('640 GiB', '512 MiB', '1.5 GiB', '?', '-20 GiB')
     """
     if kb is None:
         return "?"
     mib = kb / 1024
-    if mib < 1024:
+    if abs(mib) < 1024:  # (a fall is negative: its unit is its size's)
         return f"{mib:,.0f} MiB"
     gib = mib / 1024
-    return f"{gib:,.0f} GiB" if gib >= 10 else f"{gib:,.1f} GiB"
+    return f"{gib:,.0f} GiB" if abs(gib) >= 10 else f"{gib:,.1f} GiB"
 
 
 def size_kb_cell(kb: float | None) -> str:

@@ -66,9 +66,10 @@ def max_running(f: IncidentFacts) -> dict[str, Any]:
 
 
 def growth(f: IncidentFacts) -> dict[str, Any] | None:
-    """How host RAM grew before and after requests began to queue (``None``: not measured)."""
+    """How host RAM grew before and after requests began to queue (``None``: not measured, or
+    it did not grow after they began: nothing to lay on the queue)."""
     split = f.host_queue_split
-    if split is None or f.queue_start_ts is None or split[1] <= 0 or split[3] <= 0:
+    if split is None or f.queue_start_ts is None or split[1] <= 0 or split[3] <= 0 or split[2] <= 0:
         return None
     before, before_min, after, after_min = split
     total = before + after
