@@ -2277,3 +2277,36 @@ def test_the_trigger_tells_memory_that_did_not_grow_from_no_samples(tmp_path: Pa
     trigger = text.split("## Root cause")[0]
     assert "Host memory in use did not grow (it fell by 214 GiB)" in trigger, trigger
     assert "falling 20 GiB a minute" in trigger and "no host-memory samples" not in trigger
+
+
+def test_a_cuda_ooms_sizes_keep_the_errors_two_decimals() -> None:
+    """ "1.4 GiB asked, 1.4 GiB free" hid why the allocation failed (1.42 GiB asked, 1.36 free)."""
+    from postmortem.report.context.story import _trigger
+
+    facts: Any = _facts_with_recovery()
+    facts.incident.cause = "gpu_oom"
+    facts.cuda_oom = {"phase": "runtime", "tried_mib": 1.42 * 1024, "free_mib": 1.36 * 1024}
+    st = _trigger(facts)
+    assert (st["oom_asked_gib"], st["oom_free_gib"]) == (1.42, 1.36)
+
+
+def test_the_queues_peak_is_never_below_the_last_lines_queue() -> None:
+    """Impact quoted the last statistics line's 270 queued (in the kill's own second, past the
+    last whole bucket) while the root cause and the lessons said the queue grew to 268."""
+    facts = _serving_facts(7)
+    facts.last_batch["queue_req"] = 270
+    from postmortem.analysis.facts import _summarise_timeline
+
+    _summarise_timeline(facts)
+    assert facts.queue_max == 270
+
+
+def test_an_oomd_kill_is_memory_pressure_not_ram_run_out() -> None:
+    """systemd-oomd kills at a pressure or swap threshold: its Summary said "Host RAM ran out"."""
+    from postmortem.analysis.summary import _ran_out
+
+    facts: Any = _facts_with_recovery()
+    facts.incident.cause = "oomd"
+    assert _ran_out(facts) == {"kind": "pressure"}
+    facts.incident.cause = "earlyoom"
+    assert _ran_out(facts) == {"kind": "host"}

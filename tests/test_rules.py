@@ -294,6 +294,9 @@ def test_rule_restart_loop_from_the_start_limit_or_repeated_kills() -> None:
     assert got is not None and got.data["case"] == "start_limit" and got.data["restart_count"] == 5
     loop = finding("restart_loop", facts("cgroup_oom", kills_last_hour=2))
     assert loop is not None and loop.data == {"case": "kill_loop", "kills": 3}
+    # systemd gave up already: the action is not to stop a loop that stopped
+    rec = explain("restart_loop", f)
+    assert rec is not None and rec.action == "Fix the start-up failure of a.service before its next start"
 
 
 def test_rule_stop_timeout_measures_the_drain() -> None:

@@ -1145,6 +1145,10 @@ def _summarise_serving(facts: IncidentFacts, before: list[Bucket]) -> None:
     usages = [b.token_usage for b in before if b.token_usage is not None]
     facts.token_usage_max = max(usages) if usages else None
     queues = [b.queue_req for b in before if b.queue_req is not None]
+    if facts.last_batch and facts.last_batch["queue_req"] is not None:
+        # the last line can be in the kill's own second, past the last whole bucket (Impact
+        # quotes it: the queue's peak must not be below it)
+        queues.append(facts.last_batch["queue_req"])
     facts.queue_max = max(queues) if queues else None
     running = [b.running_req for b in before if b.running_req is not None]
     last = facts.last_batch["running_req"] if facts.last_batch else None

@@ -228,7 +228,9 @@ def _ran_out(facts: IncidentFacts) -> dict[str, Any] | None:
             "host_avail_mib": facts.host_avail_end_mib,
             "host_avail_age_s": facts.host_avail_age_s,
         }
-    if inc.cause in ("host_oom", "oomd", "earlyoom"):
+    if inc.cause == "oomd":  # a pressure or swap threshold, not RAM exhausted
+        return {"kind": "pressure"}
+    if inc.cause in ("host_oom", "earlyoom"):
         return {"kind": "host"}
     if inc.cause == "gpu_oom":
         return {"kind": "gpu"}

@@ -67,13 +67,15 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
         "retractions": facts.retractions,
         "retracted": facts.retracted_reqs,
         "oom_phase": oom.get("phase"),
-        "oom_asked_gib": _gib(oom.get("tried_mib")),
-        "oom_free_gib": _gib(oom.get("free_mib")),
+        # two decimals, as the CUDA error gives them: "1.4 GiB asked, 1.4 GiB free" hid why a
+        # 1.42 GiB allocation did not fit in 1.36 GiB
+        "oom_asked_gib": _gib(oom.get("tried_mib"), 2),
+        "oom_free_gib": _gib(oom.get("free_mib"), 2),
     }
 
 
-def _gib(mib: float | None) -> float | None:
-    return round(mib / 1024, 1) if mib is not None else None
+def _gib(mib: float | None, places: int = 1) -> float | None:
+    return round(mib / 1024, places) if mib is not None else None
 
 
 def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
