@@ -2310,3 +2310,29 @@ def test_an_oomd_kill_is_memory_pressure_not_ram_run_out() -> None:
     assert _ran_out(facts) == {"kind": "pressure"}
     facts.incident.cause = "earlyoom"
     assert _ran_out(facts) == {"kind": "host"}
+
+
+def test_a_vllm_runs_settings_are_shown_by_vllms_names() -> None:
+    """The configuration table showed a vLLM run's gpu_memory_utilization as SGLang's
+    mem_fraction_static (the store's columns are SGLang's)."""
+    from postmortem.report.context.incident import _config_rows
+
+    rows = _config_rows({"engine": "vllm", "mem_fraction_static": 0.9, "max_running_requests": 256}, str)
+    assert rows == {"gpu_memory_utilization": "0.9", "max_num_seqs": "256"}
+    rows = _config_rows({"engine": "sglang", "mem_fraction_static": 0.9}, str)
+    assert rows == {"mem_fraction_static": "0.9"}
+
+
+def test_the_default_engine_does_not_follow_import_order() -> None:
+    """engines() is in ENGINE_MODULES order whichever engine module was imported first (a test
+    importing vLLM's first made its words the default advice for an unknown engine)."""
+    import postmortem.engines as e
+
+    saved = dict(e._REGISTRY)
+    try:
+        e._REGISTRY.clear()
+        e._REGISTRY.update({"vllm": saved["vllm"], "sglang": saved["sglang"]})
+        assert list(e.engines())[:2] == ["sglang", "vllm"]
+    finally:
+        e._REGISTRY.clear()
+        e._REGISTRY.update(saved)

@@ -194,9 +194,13 @@ def _load() -> None:
 
 
 def engines() -> dict[str, Engine]:
-    """Every registered engine, by name, in :data:`ENGINE_MODULES` order."""
+    """Every registered engine, by name, in :data:`ENGINE_MODULES` order (others after, as
+    registered) — whichever module was imported first: the first is the default whose words the
+    advice uses when nothing names the server's engine."""
     _load()
-    return dict(_REGISTRY)
+    rank = {name: i for i, name in enumerate(ENGINE_MODULES)}
+    order = sorted(_REGISTRY, key=lambda name: rank.get(name, len(rank)))
+    return {name: _REGISTRY[name] for name in order}
 
 
 def engine_formats() -> list[str]:

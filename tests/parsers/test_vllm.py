@@ -78,3 +78,28 @@ def test_pieces_of_vllm_lines_load_into_a_store(lines: list[str]) -> None:
         opts = IngestOptions(zone=get_zone("UTC"), zone_given=True, year=2026, format="vllm", strict=True)
         summary = ingest_into(str(Path(tmp) / "pm.duckdb"), [str(log)], opts)
         assert [r.status for r in summary.files] == ["ingested"], summary.files
+
+
+def test_a_cuda_oom_after_the_weights_is_the_kv_caches_not_the_weights() -> None:
+    """A vLLM start whose weights loaded ("Model loading took …") and whose KV cache then did
+    not fit (``_initialize_kv_caches``) was told as an OOM "while loading the weights"."""
+    from conftest import records_of
+
+    from postmortem.records import CudaOom
+
+    def log(*lines: str) -> str:
+        return "".join(
+            f"(Worker_TP0 pid=7) INFO 11-12 19:41:{i:02d} [x.py:1] {m}\n" for i, m in enumerate(lines)
+        )
+
+    oom = "CUDA out of memory. Tried to allocate 14.58 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.20 GiB is free."
+    for lines, phase in (
+        (("Starting to load model /m...", oom), "weights"),
+        (
+            ("Starting to load model /m...", "Model loading took 40.25 GiB memory and 414.86 seconds", oom),
+            "kv_pool",
+        ),
+    ):
+        outputs, _ = parse_text("vllm", log(*lines), year=2026, tz="UTC")
+        (got,) = records_of(outputs, CudaOom)
+        assert got.phase == phase, lines

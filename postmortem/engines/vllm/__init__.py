@@ -25,7 +25,7 @@ class Vllm(Engine):
     #: ``VLLM::EngineCor``, ``VLLM::Worker_TP`` (0.10.1+ process titles; the kernel's 15 bytes)
     process_prefixes = ("vllm",)
     origin = "vllm"
-    config_name = "configuration (`non-default args`)"
+    config_name = "start-up arguments"
     start_markers = ("INFO ", "WARNING ", "ERROR ", "CRITICAL ", "DEBUG ", " pid=")
     parser_modules = ("parser",)
     settings: ClassVar = {

@@ -88,6 +88,17 @@ def _role(proc: str | None) -> str | None:
     return "worker" if "worker" in low else None
 
 
+#: the start-up phase a vLLM line begins (a CUDA OOM is told by the phase it came in)
+_PHASE_AFTER = {
+    "load_weight_begin": "weights",
+    "load_weight_end": "kv_pool",
+    "memory_profile": "kv_pool",
+    "kv_memory": "kv_pool",
+    "kv_cache_allocated": "kv_pool",
+    "cuda_graph_begin": "cuda_graph",
+}
+
+
 class VllmStream:
     """vLLM lines of one stream → records (see the module docstring). ``feed_line`` reads a
     line of vLLM's own file and says whether it was parsed; :meth:`feed` takes a message inside
@@ -343,11 +354,9 @@ class VllmStream:
             tokens = int(g["tokens"].replace(",", ""))
         elif g.get("blocks") and len(g["blocks"]) <= 16:
             tokens = int(g["blocks"]) * 16  # V0 counts 16-token blocks
-        self._phase = {"load_weight_begin": "weights", "cuda_graph_begin": "cuda_graph"}.get(
-            kind, self._phase
-        )
-        if kind == "kv_cache_allocated":
-            self._phase = "kv_pool"
+        # after the weights come the memory profile and the KV cache's allocation
+        # (``_initialize_kv_caches``): an OOM there is not the weights' (seed 24680, n37)
+        self._phase = _PHASE_AFTER.get(kind, self._phase)
         detail: dict[str, Any] = {
             k: v for k, v in g.items() if v is not None and k in ("conc", "len", "compile", "addr", "model")
         }

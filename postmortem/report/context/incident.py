@@ -190,9 +190,13 @@ _CONFIG_KEYS = (
 
 
 def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
-    """The settings a report shows of a run's ``server_configs`` row."""
+    """The settings a report shows of a run's ``server_configs`` row, under the names its engine
+    prints them by (the columns are SGLang's: a vLLM run's ``gpu_memory_utilization`` was shown
+    as ``mem_fraction_static``)."""
     cfg = cfg or {}
-    rows = {k: clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
+    engine = get_engine(cfg.get("engine"))
+    names = {st.column: st.arg for st in engine.settings.values() if st.column and st.arg}
+    rows = {names.get(k, k): clean(str(cfg[k])) for k in _CONFIG_KEYS if cfg.get(k) is not None}
     rows.update({k: clean(v) for k, v in _hicache_args(cfg.get("raw"), cfg.get("engine")).items()})
     return rows
 
