@@ -2336,3 +2336,31 @@ def test_the_default_engine_does_not_follow_import_order() -> None:
     finally:
         e._REGISTRY.clear()
         e._REGISTRY.update(saved)
+
+
+def test_detection_finds_the_first_operator_command_past_the_timelines_end() -> None:
+    """A failed start that never came back: the operator's `systemctl stop` 16 minutes later is
+    past the timeline's ten minutes, and Detection said no operator action appears."""
+    from types import SimpleNamespace
+
+    from postmortem.query import run_named_dicts
+    from postmortem.report.context.story import _detection
+    from postmortem.store.parts import native
+
+    store = Store.memory()
+    sudo = "ops : TTY=pts/0 ; PWD=/home/ops ; USER=root ; COMMAND=/usr/bin/systemctl {} a.service"
+    for i, (dt, verb) in enumerate(((-60, "restart"), (958, "stop"), (4000, "start"))):
+        store.execute(
+            f"INSERT INTO {native(store, 'journal_entries')} (source_id, line_no, ts, host, ident, message) "
+            "VALUES (1, ?, ?, 'h', 'sudo', ?)",
+            [i + 1, T + timedelta(seconds=dt), sudo.format(verb)],
+        )
+    p = {"after": T, "until": T + timedelta(hours=1), "host": "h"}
+    (act,) = run_named_dicts(store, "operator_after", p)
+    store.close()
+    assert act["message"] == "/usr/bin/systemctl stop a.service" and act["line_no"] == 2
+    facts: Any = _facts_with_recovery()
+    facts.first_operator = act
+    sources: Any = SimpleNamespace(cite=lambda sid, line: f"j:{line}")
+    got = _detection(facts, sources, str)
+    assert (got["detected_after_s"], got["detected_cite"]) == (958.0, "j:2")

@@ -174,6 +174,9 @@ class IncidentFacts:
     stop_restarted: bool = False
     polls: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
+    #: the first operator command after the kill, until the service was back or an hour on
+    #: (``operator_after.sql``: ts, message, source_id, line_no)
+    first_operator: dict[str, Any] | None = None
     offsets: list[ClockOffset] = field(default_factory=list)
     last_batch: dict[str, Any] | None = None
     gpu_used_start_mib: float | None = None
@@ -388,6 +391,8 @@ def gather(
     until = incident.recovered_ts or kill + timedelta(hours=1)
     facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
     facts.k8s = k8s_facts(store, incident, until)
+    acts = run_named_dicts(store, "operator_after", {"after": kill, "until": until, "host": incident.host})
+    facts.first_operator = acts[0] if acts else None
     if incident.recovery_unit:
         _recovery_facts(store, facts, all_loads, until)
     _gpu_release(store, facts, released)

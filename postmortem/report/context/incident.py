@@ -191,7 +191,7 @@ _CONFIG_KEYS = (
 
 def _config_rows(cfg: dict[str, Any] | None, clean: Redactor) -> dict[str, str]:
     """The settings a report shows of a run's ``server_configs`` row, under the names its engine
-    prints them by (the columns are SGLang's: a vLLM run's ``gpu_memory_utilization`` was shown
+    prints them by (the columns keep one engine's names: a vLLM run's ``gpu_memory_utilization`` was shown
     as ``mem_fraction_static``)."""
     cfg = cfg or {}
     engine = get_engine(cfg.get("engine"))

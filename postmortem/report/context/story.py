@@ -109,15 +109,14 @@ def _detection(facts: IncidentFacts, sources: Sources, clean: Redactor) -> dict[
     systemd's automatic restart."""
     inc = facts.incident
     kill = inc.ts
-    act = next(
-        (ev for ev in facts.timeline.events if kill and ev.origin == "operator" and ev.ts > kill), None
-    )
+    # (past the timeline's end too: a stop 16 minutes after a failed start that never came back)
+    act = facts.first_operator
     restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
     return {
-        "detected_utc": utc_text(act.ts) if act else "",
-        "detected_after_s": (act.ts - kill).total_seconds() if act and kill else None,
-        "detected_what": clean(act.message) if act else "",
-        "detected_cite": sources.cite(act.source_id, act.line_no) if act else "",
+        "detected_utc": utc_text(act["ts"]) if act else "",
+        "detected_after_s": (act["ts"] - kill).total_seconds() if act and kill else None,
+        "detected_what": clean(str(act["message"])) if act else "",
+        "detected_cite": sources.cite(act["source_id"], act["line_no"]) if act else "",
         "restart_utc": utc_text(restart) if restart else "",
         "restart_after_s": (restart - kill).total_seconds() if restart and kill else None,
         "restarter": _restarter(inc),
