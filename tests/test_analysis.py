@@ -2364,3 +2364,18 @@ def test_detection_finds_the_first_operator_command_past_the_timelines_end() -> 
     sources: Any = SimpleNamespace(cite=lambda sid, line: f"j:{line}")
     got = _detection(facts, sources, str)
     assert (got["detected_after_s"], got["detected_cite"]) == (958.0, "j:2")
+
+
+def test_a_fallback_systemd_started_by_onfailure_is_said_so() -> None:
+    """ "Triggering OnFailure= dependencies." then the fallback's start: systemd started it (the
+    report named no starter, and Detection said no operator action)."""
+    from postmortem.analysis.timeline import TimelineEvent
+    from postmortem.report.context.story import _resolution
+
+    facts: Any = _facts_with_recovery()
+    assert _resolution(facts)["on_failure_started"] is False
+    facts.timeline.events = [
+        TimelineEvent(T + timedelta(seconds=1), "systemd", "a.service", "on_failure", "x", 1, 9)
+    ]
+    got = _resolution(facts)
+    assert got["recovery_how"] == "fallback" and got["on_failure_started"] is True

@@ -156,6 +156,11 @@ WORDING = [
         "nvidia-persistenced.service skipped, unmet condition check ConditionPathExists=/dev/nvidia0",
         ("nvidia-persistenced.service", "skipped", None, "ConditionPathExists=/dev/nvidia0", None, None),
     ),
+    # systemd starts the OnFailure= units: a fallback started by it, not by the operator
+    (
+        "sglang-demo.service: Triggering OnFailure= dependencies.",
+        ("sglang-demo.service", "on_failure", None, None, None, None),
+    ),
 ]
 
 
@@ -172,7 +177,6 @@ def test_lifecycle_wording(message: str, want: tuple[object, ...]) -> None:
     [
         "",
         "Reached the end of the tunnel.",
-        "sglang-demo.service: Triggering OnFailure= dependencies.",
         "Started",
         "Starting ...",
         "foo: Main process exited, code=killed, status=9/KILL",  # 'foo' is not a unit name

@@ -84,6 +84,7 @@ ACTIONS = (
     "reached",
     "reloading",
     "reloaded",
+    "on_failure",
 )
 
 
@@ -214,6 +215,8 @@ _BODY_FIXED: dict[str, tuple[str, str | None]] = {
     "Service has no hold-off time, scheduling restart.": ("restart_scheduled", None),
     "Service has no hold-off time (RestartSec=0), scheduling restart.": ("restart_scheduled", None),
     "Scheduled restart job.": ("restart_scheduled", None),
+    # the unit failed and systemd starts its OnFailure= units (a fallback, a notifier)
+    "Triggering OnFailure= dependencies.": ("on_failure", None),
 }
 _HOLDOFF = lazy_re(r"^Service RestartSec=\S+ expired, scheduling restart\.$")
 

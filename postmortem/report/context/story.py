@@ -159,6 +159,16 @@ def _resolution(facts: IncidentFacts, unnamed_file: str = "") -> dict[str, Any]:
         and inc.recovery_unit in ev.message
         for ev in facts.timeline.events
     )
+    # systemd started the unit's OnFailure= units: a fallback it started, not the operator
+    on_failure = how in ("fallback", "other") and any(
+        ev.origin == "systemd"
+        and ev.kind == "on_failure"
+        and ev.unit == inc.unit
+        and kill is not None
+        and ev.ts >= kill - timedelta(seconds=1)
+        and (start is None or ev.ts <= start + timedelta(seconds=1))
+        for ev in facts.timeline.events
+    )
     expected, gain = _restart_versus_fallback(facts) if how == "fallback" else (None, None)
     return {
         "recovery_how": how,
@@ -168,6 +178,7 @@ def _resolution(facts: IncidentFacts, unnamed_file: str = "") -> dict[str, Any]:
         "recovery_ready_utc": utc_text(inc.recovered_ts) if inc.recovered_ts else "",
         "recovery_load_s": rec.load_s if rec is not None else None,
         "operator_started": operator,
+        "on_failure_started": on_failure and not operator,
         "restart_expected_utc": utc_text(expected) if expected else "",
         "fallback_gain_s": gain,
     }

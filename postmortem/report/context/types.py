@@ -275,6 +275,9 @@ class Story:
     recovery_load_s: float | None
     #: an operator's command started what brought service back
     operator_started: bool
+    #: systemd started it, as one of the unit's OnFailure= units ("Triggering OnFailure=
+    #: dependencies."), and no operator's command did
+    on_failure_started: bool
     #: left alone, when the automatic restart would have been ready (the unit's median load),
     #: and how much sooner than that the fallback was (negative: later); None when not weighed
     restart_expected_utc: str
