@@ -2379,3 +2379,30 @@ def test_a_fallback_systemd_started_by_onfailure_is_said_so() -> None:
     ]
     got = _resolution(facts)
     assert got["recovery_how"] == "fallback" and got["on_failure_started"] is True
+
+
+def test_a_failed_start_tells_the_operator_restart_that_stopped_a_serving_run() -> None:
+    """Seed 24680's n37: the operator restarted a unit that was serving 63 requests, and the
+    new start failed 7 minutes later. The report dated the outage at the failure and never said
+    the restart had stopped a serving run."""
+    from postmortem.analysis.facts import _started_by
+    from postmortem.store.parts import native
+
+    store = Store.memory()
+    cmd = "ops : TTY=pts/0 ; PWD=/home/ops ; USER=root ; COMMAND=/usr/bin/systemctl restart a.service"
+    store.execute(
+        f"INSERT INTO {native(store, 'journal_entries')} (source_id, line_no, ts, host, ident, message) "
+        "VALUES (1, 5, ?, 'h', 'sudo', ?)",
+        [T - timedelta(seconds=1), cmd],
+    )
+    for line, dt, running in ((3, -8, 63), (9, 30, 1)):  # the last line before it, and one after
+        store.execute(
+            f"INSERT INTO {native(store, 'server_stats')} (source_id, line_no, ts, host, unit, phase, engine, running_req) "
+            "VALUES (1, ?, ?, 'h', 'a.service', 'decode', 'sglang', ?)",
+            [line, T + timedelta(seconds=dt), running],
+        )
+    got = _started_by(store, "a.service", T, "h")
+    assert got is not None and got["command"] == "/usr/bin/systemctl restart a.service"
+    assert got["serving"] == {"ts": T - timedelta(seconds=8), "running_req": 63}
+    assert _started_by(store, "b.service", T, "h") is None  # no command named it
+    store.close()

@@ -174,6 +174,10 @@ class IncidentFacts:
     stop_restarted: bool = False
     polls: list[dict[str, Any]] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
+    #: a start that never became ready: the operator's command that began it (``ts``,
+    #: ``command``, ``source_id``, ``line_no``) and, when the run before was still serving, its
+    #: last statistics line (``serving``: ``ts``, ``running_req``) — the outage began there
+    started_by: dict[str, Any] | None = None
     #: the first operator command after the kill, until the service was back or an hour on
     #: (``operator_after.sql``: ts, message, source_id, line_no)
     first_operator: dict[str, Any] | None = None
@@ -491,6 +495,28 @@ def _unit_facts(store: Store, facts: IncidentFacts, kill: datetime) -> None:
         facts.start_commands = run_named_dicts(
             store, "operator_before", {"unit": unit, "before": killed.start_ts, "host": host}
         )
+    if killed is not None and killed.start_ts is not None and killed.never_ready:
+        facts.started_by = _started_by(store, unit, killed.start_ts, host)
+
+
+#: a run's last statistics line this close before the command that restarted it: it was serving
+SERVING_BEFORE = timedelta(minutes=5)
+
+
+def _started_by(store: Store, unit: str, start: datetime, host: str | None) -> dict[str, Any] | None:
+    """The operator's command that began a start that failed (the last one naming the unit in
+    the five minutes before it), and the run it stopped if that one was serving."""
+    cmds = run_named_dicts(
+        store, "operator_before", {"unit": unit, "before": start + timedelta(seconds=1), "host": host}
+    )
+    if not cmds:
+        return None
+    cmd = dict(cmds[-1])
+    p = {"unit": unit, "source": None, "before": cmd["ts"], "host": host, "since": None}
+    last = run_named_dicts(store, "last_batch_before", p)
+    served = last[0] if last and cmd["ts"] - last[0]["ts"] <= SERVING_BEFORE else None
+    cmd["serving"] = {"ts": served["ts"], "running_req": served["running_req"]} if served else None
+    return cmd
 
 
 def _restarts(facts: IncidentFacts) -> None:

@@ -115,6 +115,7 @@ CAUSE_LABELS = {k: label for k, (label, _) in CAUSES.items()}
 CAUSE_WORDS = {k: phrase.format(noun="unit") for k, (_, phrase) in CAUSES.items()}
 #: sentences after the first three, most important first; the paragraph keeps five at most
 OPTIONAL = (
+    "started_by",
     "reboot",
     "left_behind",
     "gave_up",
@@ -152,6 +153,7 @@ def summary_data(facts: IncidentFacts, zone: tzinfo = UTC) -> dict[str, Any]:
     data["ran_out"] = _ran_out(facts)
     data["back"] = _back(facts)
     optional = {
+        "started_by": facts.started_by,
         "reboot": _reboot(facts),
         "left_behind": _left_behind(facts),
         "gave_up": _gave_up(facts),
@@ -181,6 +183,7 @@ _AFTER_BACK = frozenset({"stop_restarted"})
 
 #: the order the chosen sentences are told in (a story: before the kill, the kill, after it)
 _ORDER = [
+    "started_by",
     "growth",
     "earlier_kill",
     "undated",
