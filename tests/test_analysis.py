@@ -2308,7 +2308,9 @@ def test_an_oomd_kill_is_memory_pressure_not_ram_run_out() -> None:
     facts: Any = _facts_with_recovery()
     facts.incident.cause = "oomd"
     assert _ran_out(facts) == {"kind": "pressure"}
-    facts.incident.cause = "earlyoom"
+    facts.incident.cause = "earlyoom"  # below its threshold: RAM ran low, not out
+    assert _ran_out(facts) == {"kind": "low"}
+    facts.incident.cause = "host_oom"
     assert _ran_out(facts) == {"kind": "host"}
 
 

@@ -233,7 +233,9 @@ def _ran_out(facts: IncidentFacts) -> dict[str, Any] | None:
         }
     if inc.cause == "oomd":  # a pressure or swap threshold, not RAM exhausted
         return {"kind": "pressure"}
-    if inc.cause in ("host_oom", "earlyoom"):
+    if inc.cause == "earlyoom":  # its threshold (10 % available by default), not exhausted
+        return {"kind": "low"}
+    if inc.cause == "host_oom":
         return {"kind": "host"}
     if inc.cause == "gpu_oom":
         return {"kind": "gpu"}

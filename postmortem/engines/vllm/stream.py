@@ -91,12 +91,13 @@ def _role(proc: str | None) -> str | None:
 #: the start-up phase a vLLM line begins (a CUDA OOM is told by the phase it came in)
 _PHASE_AFTER = {
     "load_weight_begin": "weights",
-    "load_weight_end": "kv_pool",
     "memory_profile": "kv_pool",
     "kv_memory": "kv_pool",
     "kv_cache_allocated": "kv_pool",
     "cuda_graph_begin": "cuda_graph",
 }
+#: … and the phase a line ends: its own event keeps the phase it closes
+_PHASE_NEXT = {"load_weight_end": "kv_pool"}
 
 
 class VllmStream:
@@ -357,6 +358,8 @@ class VllmStream:
         # after the weights come the memory profile and the KV cache's allocation
         # (``_initialize_kv_caches``): an OOM there is not the weights' (seed 24680, n37)
         self._phase = _PHASE_AFTER.get(kind, self._phase)
+        phase = "runtime" if self._ready else self._phase
+        self._phase = _PHASE_NEXT.get(kind, self._phase)
         detail: dict[str, Any] = {
             k: v for k, v in g.items() if v is not None and k in ("conc", "len", "compile", "addr", "model")
         }
@@ -373,7 +376,7 @@ class VllmStream:
             usage=float(g["gib"]) if g.get("gib") else None,
             tokens=tokens,
             exit_code=code,
-            phase="runtime" if self._ready else self._phase,
+            phase=phase,
         )
 
     def _oom(self, line_no: int, p: Parts) -> int:

@@ -22,11 +22,20 @@ def window_text(since: datetime | None, until: datetime | None) -> str:
     return f"{utc_text(since) if since else 'beginning'} → {utc_text(until) if until else 'now'} UTC"
 
 
-def local_text(ts: datetime | None, zone: tzinfo) -> str:
+def local_text(ts: datetime | None, zone: tzinfo, dated: bool = False) -> str:
+    """The host's wall-clock time of ``ts``; ``dated``: with its date when that is not the UTC
+    date (an evening in New York is the next day in UTC).
+
+    >>> from zoneinfo import ZoneInfo
+    >>> t = datetime(2024, 11, 18, 0, 43, 15, tzinfo=UTC)
+    >>> local_text(t, ZoneInfo("America/New_York")), local_text(t, ZoneInfo("America/New_York"), dated=True)
+    ('19:43:15 EST', '2024-11-17 19:43:15 EST')
+    """
     if ts is None:
         return "—"
     loc = ts.astimezone(zone)
-    return f"{loc:%H:%M:%S} {loc.tzname()}"
+    day = f"{loc:%Y-%m-%d} " if dated and loc.date() != ts.astimezone(UTC).date() else ""
+    return f"{day}{loc:%H:%M:%S} {loc.tzname()}"
 
 
 def as_jsonable(obj: Any) -> Any:

@@ -414,6 +414,7 @@ def _impact(inc: Incident, facts: IncidentFacts, recovery_file: str = "") -> Imp
         last_activity_utc=utc_text(last),
         silent_before_kill_s=(inc.ts - last).total_seconds() if inc.ts and last else None,
         silent_before_kill=silent_text((inc.ts - last).total_seconds()) if inc.ts and last else "—",
+        same_second=bool(inc.ts and last and inc.ts.replace(microsecond=0) == last.replace(microsecond=0)),
         gen_throughput_before=round(tput, 1) if tput else None,
         # two significant figures: an estimate, not a count
         tokens_not_served=float(f"{tput * inc.downtime_s:.2g}") if tput and inc.downtime_s else None,
@@ -619,7 +620,7 @@ def incident_report(
         unit_unknown_file=server_file(sources, inc.server_source, clean),
         zone=zone_name(zone),
         kill_utc=utc_text(inc.ts),
-        kill_local=local_text(inc.ts, zone),
+        kill_local=local_text(inc.ts, zone, dated=True),
         kill_minute_only=any(
             e.kind == "oom_kill" and e.raw.get("ts_inferred") == "minute" and e.ts == inc.ts
             for e in inc.evidence

@@ -183,6 +183,8 @@ class Impact:
     last_activity_utc: str
     silent_before_kill_s: float | None
     silent_before_kill: str
+    #: that line was stamped in the kill's own second (a gap under a second is then no figure)
+    same_second: bool
     gen_throughput_before: float | None
     tokens_not_served: float | None
     restart_count: int | None
