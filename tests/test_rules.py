@@ -524,3 +524,18 @@ def test_rule_bound_queue_lays_no_growth_on_a_queue_when_memory_fell() -> None:
     rec = explain("bound_queue", f)
     assert rec is not None and "Host RAM in use fell by 36 GiB before requests began to queue" in rec.detail
     assert "grew by 50 GiB after (falling 1.8 GiB a minute, then 5.0 GiB)" in " ".join(rec.detail.split())
+
+
+def test_rule_gpu_headroom_tells_fragmentation_from_too_little_headroom() -> None:
+    """0.7 GiB asked with 2.71 GiB reserved by PyTorch but unallocated (seed 97531, n16): the
+    memory was fragmented; the advice was to lower --mem-fraction-static."""
+    f = facts("gpu_oom")
+    f.config = {"engine": "sglang", "mem_fraction_static": 0.88}
+    f.cuda_oom = {"phase": "runtime", "ranks": "TP1", "gpu": 1, "tried_mib": 716.8, "free_mib": 1945.6}
+    f.cuda_oom |= {"allocated_mib": 70_000.0, "reserved_mib": 72_775.0}
+    rec = explain("gpu_headroom", f)
+    assert rec is not None and rec.action.startswith("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    assert rec.factor.startswith("GPU memory was fragmented: PyTorch held 2.7 GiB reserved but unallocated")
+    f.cuda_oom["reserved_mib"] = 70_100.0  # 100 MiB unallocated: too little headroom, as before
+    rec = explain("gpu_headroom", f)
+    assert rec is not None and rec.action.startswith("Lower the GPU memory settings")

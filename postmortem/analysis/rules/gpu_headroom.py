@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..facts import IncidentFacts
 from . import Finding, Found, rule, spec
 from .bound_queue import max_running
@@ -31,5 +33,24 @@ def gpu_headroom(f: IncidentFacts, found: Found) -> Finding | None:
         "last_batch": {k: lb.get(k) for k in ("running_req", "queue_req", "token_usage")},
         "max_running": max_running(f),
         **gpu_settings(f.config or {}),
+        "unallocated_mib": fragmented(oom),
     }
     return spec(NAME).finding(data, ref(f, "cuda_oom"))
+
+
+def fragmented(oom: dict[str, Any]) -> float | None:
+    """What PyTorch held reserved but unallocated when an allocation failed that it would have
+    fitted in — memory fragmented, not short: the error's own advice is
+    ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, and lowering the memory settings would
+    not help (None: not fragmented, or the error did not say).
+
+    >>> fragmented({"tried_mib": 716.8, "allocated_mib": 70000.0, "reserved_mib": 72775.0})
+    2775.0
+    >>> fragmented({"tried_mib": 2048.0, "allocated_mib": 70000.0, "reserved_mib": 70120.0}) is None
+    True
+    """
+    tried, alloc, reserved = oom.get("tried_mib"), oom.get("allocated_mib"), oom.get("reserved_mib")
+    if tried is None or alloc is None or reserved is None:
+        return None
+    unallocated = float(reserved) - float(alloc)
+    return round(unallocated, 1) if unallocated >= float(tried) else None
