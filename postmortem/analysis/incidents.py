@@ -516,6 +516,8 @@ def crash_words(crash: Sequence[Evidence]) -> str:
             text = "its traceback is cut before the exception line"
         if len(text) > 200:
             text = text[:197] + "…"
+        elif text.endswith(".") and not text.endswith(".."):
+            text = text[:-1]  # (the sentence goes on after it: "… config.json — and …")
         what = (
             "a server process aborted in C++ (an exception nothing caught)"
             if who == "C++ runtime"

@@ -96,6 +96,17 @@ def size_kb(kb: float | None) -> str:
     return f"{gib:,.0f} GiB" if abs(gib) >= 10 else f"{gib:,.1f} GiB"
 
 
+def capfirst(text: str) -> str:
+    """A sentence's first letter upper-cased — but for a name cased its own way (``vLLM``).
+
+    >>> capfirst("the kernel killed it"), capfirst("vLLM's main process stopped"), capfirst("")
+    ('The kernel killed it', "vLLM's main process stopped", '')
+    """
+    if len(text) > 1 and text[1].isupper():
+        return text
+    return text[:1].upper() + text[1:]
+
+
 def size_kb_cell(kb: float | None) -> str:
     """:func:`size_kb` for a table's column, where rows are compared: a tenth of a GiB from 1 GiB
     up (eight ranks of 75.9, 75.8, … GiB stay told apart), whole MiB below (not "0.0 GiB").
@@ -240,6 +251,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "dur": duration,  # the name templates used before this module
     "seconds": seconds,
     "size_kb": size_kb,
+    "capfirst": capfirst,
     "size_kb_cell": size_kb_cell,
     "size_mib": size_mib,
     "num": num,

@@ -103,3 +103,25 @@ def test_a_cuda_oom_after_the_weights_is_the_kv_caches_not_the_weights() -> None
         outputs, _ = parse_text("vllm", log(*lines), year=2026, tz="UTC")
         (got,) = records_of(outputs, CudaOom)
         assert got.phase == phase, lines
+
+
+def test_a_bare_traceback_before_ready_is_the_servers_exception() -> None:
+    """vLLM 0.6.6's `vllm serve` on a model directory without config.json: a bare traceback, no
+    vLLM envelope. Its lines were all ignored, so the report quoted no error at all."""
+    from conftest import records_of
+
+    from postmortem.records import ServerEvent
+
+    text = (
+        "INFO 11-18 00:43:13 api_server.py:712] vLLM API server version 0.6.6\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/vllm", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "OSError: /models/m does not appear to have a file named config.json.\n"
+    )
+    outputs, _ = parse_text("vllm", text, year=2024, tz="UTC")
+    (ev,) = [e for e in records_of(outputs, ServerEvent) if e.kind == "exception"]
+    assert ev.line_no == 5 and ev.message.startswith("OSError: /models/m")
+    assert (
+        ev.detail is not None and '"header_line_no": 2' in ev.detail and '"exception": "OSError"' in ev.detail
+    )

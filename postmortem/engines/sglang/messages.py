@@ -6,6 +6,8 @@ Each is tried only after a cheap ``startswith``/``in`` test in :mod:`.stream`.
 from __future__ import annotations
 
 from ...lazyre import lazy_re
+from ..pytext import EXCEPTION_LINE as EXCEPTION_LINE  # (the stream reads them here, as M.*)
+from ..pytext import TRACEBACK as TRACEBACK
 
 NUM = r"-?\d+(?:\.\d+)?"
 
@@ -118,16 +120,11 @@ ALLOC_REQ_SLOTS = "alloc_req_slots runs out of memory"
 UNBALANCED = "The memory capacity is unbalanced."
 
 # --- tracebacks -------------------------------------------------------------------------------
-TRACEBACK = "Traceback (most recent call last):"
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
 FRAME = lazy_re(r'\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>\S+)')
-EXCEPTION_LINE = lazy_re(
-    r"(?:[A-Za-z_][\w.]*\.)?(?P<type>(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)"
-    r"|[A-Z]\w*Error\w*)(?::|$)"
-)
 
 
 def timings(body: str) -> dict[str, object]:

@@ -35,6 +35,7 @@ from ...lazyre import lazy_re
 from ...parsers.base import Output, ParseContext
 from ...records import CudaOom, HttpRequest, ServerConfig, ServerEvent, ServerStats
 from ...timeutil import Inferred, YearInference, parse_iso
+from ..pytext import EXCEPTION_LINE, TRACEBACK
 from ..torch_oom import has_oom, parse_oom
 from .config import parse_config, settings
 from .lines import Parts, pid_of, split_line
@@ -128,6 +129,8 @@ class VllmStream:
         self._phase = "startup"
         self._held: ServerStats | None = None  # a statistics line waiting for its spec metrics
         self._oom_seen = False
+        #: the line of a bare traceback's header, until its exception line ends it
+        self._tb_line: int | None = None
 
     # ------------------------------------------------------------------ entry points
     def feed(
@@ -218,13 +221,29 @@ class VllmStream:
     def _bare(self, line_no: int, p: Parts) -> int:
         """A line without vLLM's envelope: a traceback's, a tqdm bar's, NCCL's, a print."""
         if has_oom(p.message) and not self._oom_seen:
+            self._tb_line = None
             return self._oom(line_no, p) or IGNORED
+        if p.message.startswith(TRACEBACK):
+            self._tb_line = line_no
+            return IGNORED
+        if self._tb_line is not None and not self._ready and EXCEPTION_LINE.match(p.message):
+            return self._exception(line_no, p)
         for kind, pattern in EVENTS:  # multiprocessing's own copy of a death, unprefixed
             if kind in ("initialization_failed", "scheduler_dead") and pattern.search(p.message):
                 return self._event(line_no, p) or IGNORED
         if p.proc is not None or FOREIGN_RE.match(p.message) or not p.message.strip():
             return IGNORED
         return IGNORED if len(p.message) < 2000 else UNPARSED
+
+    def _exception(self, line_no: int, p: Parts) -> int:
+        """The exception line that ends a bare traceback before the server was ready: the
+        process's own (``vllm serve``'s), as a start-up failure's cause (a missing model file, a
+        wrong argument) — a request's, once it serves, is not the server's."""
+        m = EXCEPTION_LINE.match(p.message)
+        assert m is not None and self._tb_line is not None
+        detail = {"header_line_no": self._tb_line, "who": "main process", "exception": m["type"]}
+        self._tb_line = None
+        return self._ev(line_no, p, "exception", detail=detail, phase=self._phase)
 
     # ------------------------------------------------------------------ records
     def _meta(self, p: Parts | None = None) -> tuple[Any, ...]:
