@@ -2408,3 +2408,23 @@ def test_a_failed_start_tells_the_operator_restart_that_stopped_a_serving_run() 
     assert got["serving"] == {"ts": T - timedelta(seconds=8), "running_req": 63}
     assert _started_by(store, "b.service", T, "h") is None  # no command named it
     store.close()
+
+
+def test_a_vllm_workers_startup_lines_fill_its_loads_phases(tmp_path: Path) -> None:
+    """vLLM 0.10+ prints the weights and the CUDA graphs from its workers ("(Worker_TP0 pid=…)"):
+    their role is the process's, not a model's, and the loads table showed no phase at all."""
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "INFO 05-06 19:25:10 [api_server.py:1] vLLM API server version 0.10.1\n"
+        "(Worker_TP0 pid=7) INFO 05-06 19:25:19 [model_runner.py:1] Starting to load model /m...\n"
+        "(Worker_TP0 pid=7) INFO 05-06 19:29:38 [gpu_model_runner.py:1] Model loading took 63.3 GiB and 258.2 seconds\n"
+        "(EngineCore_DP0 pid=9) INFO 05-06 19:29:41 [kv_cache_utils.py:1] GPU KV cache size: 528,504 tokens\n"
+        "(Worker_TP0 pid=7) INFO 05-06 19:30:43 [model_runner.py:1] Graph capturing finished in 61 secs, took 2.34 GiB\n"
+        "(APIServer pid=5) INFO 05-06 19:30:45 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+    )
+    store = Store.memory()
+    ingest_paths(store, [log], IngestOptions(zone=get_zone("UTC"), zone_given=True, year=2025))
+    rebuild(store)
+    rows = store.execute("SELECT weight_load_s, cuda_graph_s FROM service_loads").fetchall()
+    store.close()
+    assert rows and rows[0] == (258.2, 61.0), rows

@@ -262,6 +262,7 @@ class _Builder:
                 cur.polls_at_200 = cur.polls - 1
             return
         if kind in _STARTUP_KINDS:
+            # (a vLLM worker's own begin is its server's load, begun by the API process's lines)
             begins = kind in _BEGIN_KINDS and row["role"] in (None, "target")
             if cur is None or ((cur.done or other_process) and begins):
                 cur = self._new(row, "first_line")
@@ -289,7 +290,15 @@ class _Builder:
         else:
             handler = _PHASES.get(kind)
             if handler is not None:
-                handler(cur, row, row["ts"], row["role"] or "target")
+                handler(cur, row, row["ts"], _model_role(row))
+
+
+def _model_role(row: dict[str, Any]) -> str:
+    """Which model a startup line is of: the draft's (SGLang's speculative ``draft`` role), else
+    the target's — vLLM's ``role`` is its process (``api``, ``engine``, ``worker``: vLLM 0.10+
+    prints the weights and the graphs from the workers), not a model; its phases were read as
+    no model's and the loads table showed none."""
+    return "draft" if row["role"] == "draft" else "target"
 
 
 def _failed(cur: _Load, row: dict[str, Any]) -> None:
