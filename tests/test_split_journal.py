@@ -28,3 +28,18 @@ def test_a_server_split_across_two_journal_files_keeps_its_unit(cli: Any, tmp_pa
         "sglang@gptoss-fallback.service",
     )
     assert inc["downtime_s"] == pytest.approx(754, abs=1)  # ready at 14:31:08 in the second file
+
+
+def test_the_recoverys_ready_line_is_cited_in_its_own_file(cli: Any, tmp_path: Path) -> None:
+    """The fallback started in the first file and was ready in the second: the report cited the
+    ready line's number in the first file (a line of something else there)."""
+    shutil.copytree(DATA, tmp_path / "logs")
+    db, out = tmp_path / "pm.duckdb", tmp_path / "out"
+    r = cli("build", "--logs", tmp_path / "logs", "--db", db, "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    (row,) = [line for line in report.read_text().splitlines() if "service restored" in line][:1]
+    cite = row.rsplit("|", 2)[-2].strip()
+    path, line_no = cite.rsplit(":", 1)
+    text = Path(path).read_text().splitlines()[int(line_no) - 1]
+    assert "10:31:08" in text and "fired up" in text, (cite, text)

@@ -129,8 +129,9 @@ class _Load:
     has_config: bool = False
     ready_ts: datetime | None = None
     ready_line_no: int | None = None
+    ready_source_id: int | None = None  # the source ready_line_no is in
     ready_source: str | None = None
-    h200: tuple[datetime | None, int | None] | None = None
+    h200: tuple[datetime | None, int | None, int | None] | None = None  # ts, line, source
     polls: int = 0
     polls_at_200: int | None = None
     failed: bool = False
@@ -258,7 +259,7 @@ class _Builder:
                 return
             cur.polls += 1
             if row["status"] == 200 and cur.h200 is None:
-                cur.h200 = (row["ts"], row["line_no"])
+                cur.h200 = (row["ts"], row["line_no"], row["source_id"])
                 cur.polls_at_200 = cur.polls - 1
             return
         if kind in _STARTUP_KINDS:
@@ -313,6 +314,7 @@ def _failed(cur: _Load, row: dict[str, Any]) -> None:
 def _ready(cur: _Load, row: dict[str, Any], ts: datetime | None, role: str) -> None:
     cur.ready_ts = ts
     cur.ready_line_no = row["line_no"]
+    cur.ready_source_id = row["source_id"]
     cur.ready_source = "ready_line"
 
 
@@ -621,8 +623,9 @@ def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     loads.sort(key=_start_key)
     for i, ld in enumerate(loads, start=1):
         ready_ts, ready_source, ready_line, polls = ld.ready_ts, ld.ready_source, ld.ready_line_no, ld.polls
+        ready_sid = ld.ready_source_id
         if ready_ts is None and ld.h200 is not None:
-            ready_ts, ready_line = ld.h200
+            ready_ts, ready_line, ready_sid = ld.h200
             ready_source = "health_200"
             polls = ld.polls_at_200 or 0
         out.append(
@@ -651,6 +654,7 @@ def derive_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "start_line_no": ld.start_line_no,
                 "start_source_id": ld.start_source_id if ld.start_source_id is not None else ld.source_id,
                 "ready_line_no": ready_line,
+                "ready_source_id": ready_sid if ready_sid is not None else ld.source_id,
                 "engine": ld.engine,
             }
         )
@@ -683,6 +687,7 @@ COLUMNS = (
     "ready_line_no",
     "start_source_id",
     "engine",
+    "ready_source_id",
 )
 
 

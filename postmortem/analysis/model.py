@@ -92,6 +92,7 @@ class Load:
     start_line_no: int | None = None
     start_source_id: int | None = None  # the source start_line_no is a line of
     ready_line_no: int | None = None
+    ready_source_id: int | None = None  # the source ready_line_no is a line of
     start_source: str | None = None
     ready_source: str | None = None
     engine: str | None = None

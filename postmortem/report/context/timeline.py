@@ -365,7 +365,7 @@ class _Timeline:
                 killed.ready_ts,
                 self.srv,
                 f"{self._who(killed)} ready after {human(killed.load_s)}",
-                self.sources.cite(killed.source_id, killed.ready_line_no),
+                self.sources.cite(killed.ready_source_id or killed.source_id, killed.ready_line_no),
                 kind="before",
             )
 
@@ -608,7 +608,7 @@ class _Timeline:
             rec.ready_ts,
             rec.engine or self.srv,
             f"{self._who(rec)} ready after {article(human(rec.load_s))} load — service restored",
-            self.sources.cite(rec.source_id, rec.ready_line_no),
+            self.sources.cite(rec.ready_source_id or rec.source_id, rec.ready_line_no),
             kind="restored",
             unit=rec.unit,
         )
