@@ -938,7 +938,8 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     con = duckdb.connect(str(db))
     # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6),
     # SGLang's own tables without engine columns (version 7), no Kubernetes tables (version 9), no
-    # store_parts (version 10), no unit_links (version 11), no incidents.serving (version 12)
+    # store_parts (version 10), no unit_links (version 11), no incidents.serving (version 12), no
+    # service_loads.ready_source_id (version 13)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
     con.execute("ALTER TABLE incidents DROP COLUMN serving")  # (version 12)
     con.execute("DROP TABLE containers")
@@ -956,7 +957,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
         ("server_configs", ("engine", "engine_version")),
         ("http_requests", ("engine",)),
         ("cuda_ooms", ("engine",)),
-        ("service_loads", ("engine",)),
+        ("service_loads", ("engine", "ready_source_id")),
         ("recommendations", ("headline", "summary", "action", "action_type")),
     ):
         for col in cols:
