@@ -401,7 +401,18 @@ class YearInference:
         >>> y = YearInference(2026)
         >>> [y.year_for(m, 1) for m in (3, 10, 12)]  # months apart, forward
         [2026, 2026, 2026]
+
+        A file that begins on 29 February is of a leap year: the latest one up to the year
+        guessed (a file copied since, its mtime a later year's, had no line dated at all).
+
+        >>> y = YearInference(2026)
+        >>> [y.year_for(2, 29), y.year_for(3, 1), y.base_year]
+        [2024, 2024, 2024]
         """
+        if self._last is None and (month, day) == (2, 29) and not _leap(self._year):
+            while not _leap(self._year):
+                self._year -= 1
+            self.base_year = self._year
         if self._last is not None:
             last_month = self._last[0]
             if month < last_month and last_month - month >= 6:
@@ -410,6 +421,10 @@ class YearInference:
                 return self._year - 1  # (out of order: the course stays January's)
         self._last = (month, day)
         return self._year
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
 @dataclass(frozen=True)

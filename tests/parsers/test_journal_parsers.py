@@ -733,3 +733,27 @@ def test_an_export_entry_without_message_is_not_called_a_null_one() -> None:
     assert [r["message"] for r in rows(out)] == ["hi", ""]
     assert any("1 entry had no MESSAGE field (an entry cut short" in n for n in ctx.notes), ctx.notes
     assert not any("4096" in n for n in ctx.notes)
+
+
+def test_a_year_less_syslog_that_begins_on_29_february_is_of_a_leap_year(tmp_path: Any) -> None:
+    """A syslog of 29 February 2024, copied since (its mtime in 2025): every line failed as
+    "no journal/syslog timestamp", as 29 February 2025 is no date (seed 246810, n108)."""
+    import os
+
+    from postmortem.ingest import IngestOptions, ingest_paths
+    from postmortem.store.db import Store
+    from postmortem.timeutil import get_zone
+
+    log = tmp_path / "syslog"
+    log.write_text(
+        "Feb 29 13:56:52 gpu-node-7 systemd[1]: Starting LLM inference...\n"
+        "Mar  1 00:00:01 gpu-node-7 systemd[1]: Started LLM inference.\n"
+    )
+    when = datetime(2025, 6, 23, tzinfo=UTC).timestamp()
+    os.utime(log, (when, when))
+    store = Store.memory()
+    ingest_paths(store, [log], IngestOptions(zone=get_zone("UTC"), zone_given=True))
+    years = [r[0].year for r in store.execute("SELECT ts FROM journal_entries ORDER BY line_no").fetchall()]
+    issues = store.execute("SELECT count(*) FROM parse_issues").fetchone()
+    store.close()
+    assert years == [2024, 2024] and issues == (0,)
