@@ -295,7 +295,7 @@ class _Builder:
 
 
 def _model_role(row: dict[str, Any]) -> str:
-    """Which model a startup line is of: the draft's (SGLang's speculative ``draft`` role), else
+    """Which model a startup line is of: the draft's (a speculative server's ``draft`` role), else
     the target's — vLLM's ``role`` is its process (``api``, ``engine``, ``worker``: vLLM 0.10+
     prints the weights and the graphs from the workers), not a model; its phases were read as
     no model's and the loads table showed none."""
