@@ -2428,3 +2428,19 @@ def test_a_vllm_workers_startup_lines_fill_its_loads_phases(tmp_path: Path) -> N
     rows = store.execute("SELECT weight_load_s, cuda_graph_s FROM service_loads").fetchall()
     store.close()
     assert rows and rows[0] == (258.2, 61.0), rows
+
+
+def test_a_kill_known_to_its_minute_bounds_the_servers_lines_at_the_minutes_end() -> None:
+    """dmesg -e/-H dates a kill to its minute, placed at the minute's start: the server's last
+    statistics line 37 s into that minute was left out, and the one before it quoted as the
+    requests at the kill (seed 135791, n53)."""
+    from postmortem.analysis.facts import kill_bound
+    from postmortem.analysis.model import Evidence, Incident
+
+    t = datetime(2024, 10, 3, 1, 12, tzinfo=UTC)
+    inc = Incident(1, None, t, None, "host_oom", 0.9)
+    ev = Evidence("oom_kill", t, 1, 7, "k", None)
+    inc.evidence = [ev]
+    assert kill_bound(inc, t) == t + timedelta(seconds=0, microseconds=999_999)
+    ev.raw["ts_inferred"] = "minute"
+    assert kill_bound(inc, t) == t + timedelta(seconds=59, microseconds=999_999)

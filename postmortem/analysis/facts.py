@@ -320,6 +320,13 @@ def kill_bound(incident: Incident, kill: datetime) -> datetime:
         for e in incident.evidence
         if e.kind == "oom_kill" and e.ts is not None and abs((e.ts - kill).total_seconds()) < 1
     ]
+    if any(
+        e.kind == "oom_kill" and e.ts == kill and e.raw.get("ts_inferred") == "minute"
+        for e in incident.evidence
+    ):
+        # a kill known to its minute only (dmesg -e/-H), placed at the minute's start: it came
+        # somewhere in that minute, and the server's lines of it are from before its death
+        ends.append(kill.replace(second=0, microsecond=0) + timedelta(minutes=1, microseconds=-1))
     return max([kill_second_end(kill), *ends])
 
 
