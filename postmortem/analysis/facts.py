@@ -13,7 +13,7 @@ from ..query import run_named_dicts
 from ..store.db import Store
 from .kubernetes import K8sFacts, k8s_facts
 from .load_stats import LoadStats, stats_for, up_to
-from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units, death_noun
+from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units, incident_end
 from .timeline import Bucket, Timeline, TimelineEvent, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
@@ -382,9 +382,7 @@ def gather(
         window_s=window_s,
         after_s=after,
         gpus=gpus.keys if gpus else None,
-        ended=death_noun(
-            incident.cause, incident.killed_load is not None and incident.killed_load.never_ready
-        ),
+        ended=incident_end(incident),
     )
     facts = IncidentFacts(
         incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus, reboot=reboot

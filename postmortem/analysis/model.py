@@ -365,3 +365,9 @@ def ended_word(noun: str) -> str:
     ('killed', 'crashed', 'failed')
     """
     return {"crash": "crashed", "failure": "failed"}.get(noun, "killed")
+
+
+def incident_end(inc: Incident) -> str:
+    """:func:`death_noun` of an incident (its killed run's load never ready: it was loading)."""
+    load = inc.killed_load
+    return death_noun(inc.cause, load is not None and load.never_ready)

@@ -22,7 +22,15 @@ from ..parsers.kubernetes.names import is_k8s_unit
 from ..text.formats import clock, human
 from ..timeutil import UTC
 from .facts import IncidentFacts, blocked_restarts, killed_in_vain, left_processes
-from .model import CRASH_CAUSES, Incident, death_noun, is_container, killed_process, limit_owner, restartable
+from .model import (
+    CRASH_CAUSES,
+    Incident,
+    death_noun,
+    is_container,
+    killed_process,
+    limit_owner,
+    restartable,
+)
 
 #: how each cause is said: a label for tables, a phrase for sentences (``{noun}``: unit or
 #: container). The one description of the cause enum.
@@ -71,12 +79,6 @@ def death_word(cause: str, loading: bool = False) -> str:
     if loading:
         return "failed to start" if cause in CRASH_CAUSES else "killed while loading"
     return "crashed" if cause in CRASH_CAUSES else "killed"
-
-
-def incident_end(inc: Any) -> str:
-    """:func:`death_noun` of an incident (its killed run's load never ready: it was loading)."""
-    load = inc.killed_load
-    return death_noun(inc.cause, load is not None and load.never_ready)
 
 
 def killer_words(killer: str | None) -> str:

@@ -20,8 +20,7 @@ from typing import Any
 
 from ...engines import Engine, engines, get_engine
 from ...text.templates import render_blocks
-from ..model import Recommendation, unit_words
-from ..summary import incident_end
+from ..model import Recommendation, incident_end, unit_words
 from . import Finding
 
 #: a rule template's blocks: ``title`` and ``text`` (the full reasoning, the appendix's);

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ...analysis.facts import IncidentFacts, UnitGpus
-from ...analysis.model import is_container
+from ...analysis.model import incident_end, is_container
 from ...analysis.rules.words import engine_of
-from ...analysis.summary import incident_end
 from ...lazyre import lazy_re
 from ...text.formats import human, retraction_words, size_kb
 from .common import gib_mib, utc_text

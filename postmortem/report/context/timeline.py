@@ -11,9 +11,8 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from ...analysis.facts import IncidentFacts, held_before
-from ...analysis.model import Incident, Victim, ended_word, killed_process
+from ...analysis.model import Incident, Victim, ended_word, incident_end, killed_process
 from ...analysis.rules.common import gpu_names, idle_gpus
-from ...analysis.summary import incident_end
 from ...analysis.timeline import FAILURE_KINDS, TimelineEvent, after_kill, kill_times
 from ...engines import get_engine, is_engine
 from ...lazyre import lazy_re
