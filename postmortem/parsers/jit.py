@@ -311,10 +311,21 @@ def newline_offsets(buf: U8, out: I64) -> int:
 
 
 def spans_to_arrow(buf: U8, starts: I64, ends: I64) -> Any:
-    """The spans as an Arrow ``large_string`` array (the caller guarantees UTF-8 spans)."""
+    """The spans as an Arrow ``string`` array (the caller guarantees UTF-8 spans)."""
 
     offsets, data = gather_spans(buf, np.ascontiguousarray(starts), np.ascontiguousarray(ends), -1, 0)
-    return large_strings(offsets, data)
+    return strings(offsets, data)
+
+
+def strings(offsets: I64, data: U8) -> Any:
+    """An Arrow ``string`` array over 64-bit offsets and bytes: the offsets narrowed by numpy
+    (24,000 of them: 0.017 ms, against 0.18 ms for Arrow's cast from ``large_string``, which
+    is still what checks a total of 2 GiB or more, an error)."""
+    import pyarrow as pa
+
+    if len(data) >= 1 << 31:
+        return large_strings(offsets, data).cast(pa.string())
+    return pa.StringArray.from_buffers(len(offsets) - 1, _buffer(offsets.astype(np.int32)), _buffer(data))
 
 
 def large_strings(offsets: I64, data: U8) -> Any:

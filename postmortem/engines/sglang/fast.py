@@ -406,7 +406,7 @@ class _Scan:
     def _text(self, starts: I64, ends: I64) -> Any:
         from ...parsers.jit import spans_to_arrow
 
-        return spans_to_arrow(self.buf, starts, ends).cast(pa.string())
+        return spans_to_arrow(self.buf, starts, ends)
 
     def _common(self, pos: I64, ts_us: I64, raw_end: I64) -> dict[str, Any]:
         """The columns every fast row has: where it is from, its time and stream."""
@@ -417,13 +417,13 @@ class _Scan:
         if g is not None:
             take = to_arrow(pos, pa.int64())
             return {
-                "line_no": pc.take(g.line_no, take),
-                "ts": pc.take(g.ts, take),
-                "ts_raw": pc.take(g.ts_raw, take),
-                "host": pc.take(g.host, take),
-                "unit": pc.take(g.unit, take),
-                "pid": pc.take(g.pid, take),
-                "ts_inferred": pc.take(g.ts_inferred, take),
+                "line_no": _take(g.line_no, take),
+                "ts": _take(g.ts, take),
+                "ts_raw": _take(g.ts_raw, take),
+                "host": _take(g.host, take),
+                "unit": _take(g.unit, take),
+                "pid": _take(g.pid, take),
+                "ts_inferred": _take(g.ts_inferred, take),
             }
         return {
             "line_no": to_arrow(pos + self.base, pa.int64()),
@@ -441,6 +441,15 @@ class _Scan:
         d = pc.dictionary_encode(self._text(starts, ends))
         names = [normalise_ranks(t) if t else None for t in d.dictionary.to_pylist()]
         return pc.take(pa.array(names, pa.string()), d.indices)
+
+
+def _take(values: Any, at: Any) -> Any:
+    """``pc.take(values, at)``; a column of nulls (a journal's unit, pid and most often its
+    inferred-time column) is made, not taken: Arrow's take costs as much over nulls as over
+    strings (0.1 ms per 24,000 rows)."""
+    if values.null_count == len(values):
+        return pa.nulls(len(at), values.type)
+    return pc.take(values, at)
 
 
 def _stat_columns(cols: dict[str, Any], present: Any, fvals: Any, ivals: Any, sel: Any, n: int) -> None:

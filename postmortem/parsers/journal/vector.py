@@ -443,7 +443,7 @@ def _columns(chunk: LineChunk, split: _Split, tokens: _Tokens) -> _Cols:
     import pyarrow as _pa
     import pyarrow.compute as _pc
 
-    from ..jit import large_strings, spans_to_arrow, to_arrow
+    from ..jit import spans_to_arrow, strings, to_arrow
     from .kernels import gather_messages
 
     pa: Any = _pa
@@ -457,7 +457,7 @@ def _columns(chunk: LineChunk, split: _Split, tokens: _Tokens) -> _Cols:
     offsets, msg_data, n_escaped = gather_messages(
         buf, split.itok_end[ok_idx] + 1, split.ends[ok_idx], escaped
     )
-    message = raw_msgs = large_strings(offsets, msg_data).cast(pa.string())
+    message = raw_msgs = strings(offsets, msg_data)
     if n_escaped:  # rsyslog's #012 / #011: a newline or a tab
         message = pc.replace_substring(pc.replace_substring(message, "#012", "\n"), "#011", "\t")
     if split.inferred_of is None:
@@ -471,9 +471,9 @@ def _columns(chunk: LineChunk, split: _Split, tokens: _Tokens) -> _Cols:
         tix=tix,
         line_no=to_arrow(ok_idx + chunk.first_line_no, pa.int64()),
         ts=to_arrow(split.ts_us[ok_idx], pa.timestamp("us", tz="UTC")),
-        ts_raw=spans_to_arrow(buf, split.starts[ok_idx], stamp_end).cast(pa.string()),
+        ts_raw=spans_to_arrow(buf, split.starts[ok_idx], stamp_end),
         ts_inferred=inferred,
-        host=spans_to_arrow(buf, stamp_end + 1, split.host_end[ok_idx]).cast(pa.string()),
+        host=spans_to_arrow(buf, stamp_end + 1, split.host_end[ok_idx]),
         ident=pc.take(pa.array(tokens.ids, pa.string()), tix_arr),
         pid=pc.take(pa.array(tokens.pids, pa.int32()), tix_arr),
         unit=pc.take(pa.array(tokens.units, pa.string()), tix_arr),
