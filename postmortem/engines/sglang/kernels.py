@@ -66,70 +66,6 @@ def _has(buf: U8, start: int, end: int, word: U8) -> bool:
 
 
 @kernel
-def read_int(buf: U8, s: int, e: int) -> tuple[bool, int]:
-    """``int(text)`` for 1–16 ASCII digits; anything else is not read."""
-    n = e - s
-    if n < 1 or n > 16:
-        return False, 0
-    v = 0
-    for p in range(s, e):
-        c = buf[U(p)]
-        if c < 48 or c > 57:
-            return False, 0
-        v = v * 10 + (c - 48)
-    return True, v
-
-
-@kernel
-def read_float(buf: U8, s: int, e: int) -> tuple[bool, float]:
-    """``float(text)`` for 1–15 ASCII digits with at most one dot (16 characters at most): the
-    digits as an integer over a power of ten. Both are exact doubles and IEEE division rounds
-    once, so the result is ``float()``'s."""
-    n = e - s
-    if n < 1 or n > 16:
-        return False, 0.0
-    v = 0
-    count = 0
-    frac = -1
-    for p in range(s, e):
-        c = buf[U(p)]
-        if c == 46:
-            if frac >= 0:
-                return False, 0.0
-            frac = 0
-            continue
-        if c < 48 or c > 57:
-            return False, 0.0
-        v = v * 10 + (c - 48)
-        count += 1
-        if frac >= 0:
-            frac += 1
-    if count < 1 or count > 15:
-        return False, 0.0
-    if frac <= 0:
-        return True, float(v)
-    return True, float(v) / _POW10[frac]
-
-
-@kernel
-def read_bool(buf: U8, s: int, e: int) -> tuple[bool, int]:
-    """``True`` / ``False`` exactly."""
-    n = e - s
-    if n == 4 and buf[U(s)] == 84 and buf[U(s + 1)] == 114 and buf[U(s + 2)] == 117 and buf[U(s + 3)] == 101:
-        return True, 1
-    if (
-        n == 5
-        and buf[U(s)] == 70
-        and buf[U(s + 1)] == 97
-        and buf[U(s + 2)] == 108
-        and buf[U(s + 3)] == 115
-        and buf[U(s + 4)] == 101
-    ):
-        return True, 0
-    return False, 0
-
-
-@kernel
 def _tail(buf: U8, p: int, e: int, tag_bytes: U8, tag_offs: I64) -> tuple[bool, int]:
     """``(\\.[0-9]{1,6})?((?: (DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)`` over ``buf[p:e]`` exactly:
     (matched, end of the fraction: the rank tags follow)."""
@@ -239,7 +175,29 @@ def _access(buf: U8, at: int, e: int, out: Any, row: int, bounds: I64) -> bool: 
 
 
 @kernel
-def _pairs(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
+def _key_at(buf: U8, ps: int, e: int, guess: int, key_bytes: U8, key_offs: I64) -> int:
+    """The known key at ``ps``, followed by ``": "`` (``guess``, the previous line's key at
+    this pair, tried first); -1 for none."""
+    for probe in range(len(key_offs)):
+        k = guess if probe == 0 else probe - 1
+        if k < 0 or (probe > 0 and k == guess):
+            continue
+        a = key_offs[U(k)]
+        size = key_offs[U(k + 1)] - a
+        if e - ps < size + 2 or buf[U(ps + size)] != 58 or buf[U(ps + size + 1)] != 32:
+            continue
+        same = True
+        for x in range(size):
+            if buf[U(ps + x)] != key_bytes[U(a + x)]:
+                same = False
+                break
+        if same:
+            return k
+    return -1
+
+
+@kernel
+def _pairs(  # noqa: C901 - 18 > 15: listed in docs/dev/README.md
     buf: U8,
     first: int,
     e: int,
@@ -262,68 +220,87 @@ def _pairs(  # noqa: C901 - 20 > 15: listed in docs/dev/README.md
     ``present`` comes all false (a zeroed array): a line that is not read leaves the marks
     of its pairs read so far for :func:`scan` to clear (clearing each row's marks first, 15
     strided writes a line, cost about 20 ns a batch line)."""
-    nkeys = len(key_offs) - 1
     ps = first
     j = 0
     while True:
         if ps == e and j > 0:
             return True  # a trailing ", "
-        # the key: a known one followed by ": " (the previous line's key at this pair first)
-        hit = -1
         guess = last_key[j] if j < len(last_key) else -1
-        for probe in range(nkeys + 1):
-            k = guess if probe == 0 else probe - 1
-            if k < 0 or (probe > 0 and k == guess):
-                continue
-            a = key_offs[U(k)]
-            size = key_offs[U(k + 1)] - a
-            if e - ps < size + 2 or buf[U(ps + size)] != 58 or buf[U(ps + size + 1)] != 32:
-                continue
-            same = True
-            for x in range(size):
-                if buf[U(ps + x)] != key_bytes[U(a + x)]:
-                    same = False
-                    break
-            if same:
-                hit = k
-                break
+        hit = _key_at(buf, ps, e, guess, key_bytes, key_offs)
         if hit < 0:
             return False
         if j < len(last_key):
             last_key[j] = hit
-        vs = ps + key_offs[hit + 1] - key_offs[hit] + 2
-        pe = vs
-        while pe < e and buf[U(pe)] != 44:
-            pe += 1
-        last = pe >= e
-        if not last and (pe + 1 >= e or buf[U(pe + 1)] != 32):
-            return False  # a comma inside the value
+        # the value, read while it is scanned for its end (the first comma), with no second
+        # pass and no call (the pairs were 11 % of a server log's ingest CPU, perf): an
+        # integer is 1-16 ASCII digits (int()'s value), a float 1-15 digits with at most one
+        # dot and 16 characters in all (the digits as an integer over a power of ten: both
+        # exact doubles, and IEEE division rounds once, so float()'s value), a flag exactly
+        # True or False; anything else leaves the line to the Python path
+        p = ps + key_offs[hit + 1] - key_offs[hit] + 2
+        vs = p
         col = key_cols[hit]
         kind = col_kind[col]
-        if kind == 0:
-            ok, iv = read_int(buf, vs, pe)
-            if not ok:
+        if kind == 2:
+            if (
+                e - p >= 4
+                and buf[U(p)] == 84
+                and buf[U(p + 1)] == 114
+                and buf[U(p + 2)] == 117
+                and buf[U(p + 3)] == 101
+            ):
+                ivals[U(col), U(row)] = 1
+                p += 4
+            elif (
+                e - p >= 5
+                and buf[U(p)] == 70
+                and buf[U(p + 1)] == 97
+                and buf[U(p + 2)] == 108
+                and buf[U(p + 3)] == 115
+                and buf[U(p + 4)] == 101
+            ):
+                ivals[U(col), U(row)] = 0
+                p += 5
+            else:
                 return False
-            ivals[U(col), U(row)] = iv
-        elif kind == 1:
-            ok, fv = read_float(buf, vs, pe)
-            if not ok:
+            if p < e and buf[U(p)] != 44:
                 return False
-            fvals[U(col), U(row)] = fv
         else:
-            ok, bv = read_bool(buf, vs, pe)
-            if not ok:
+            v = 0
+            count = 0
+            frac = -1
+            while p < e:
+                c = buf[U(p)]
+                if c == 44:
+                    break
+                if 48 <= c <= 57:
+                    v = v * 10 + (c - 48)
+                    count += 1
+                    if frac >= 0:
+                        frac += 1
+                elif c == 46 and kind == 1 and frac < 0:
+                    frac = 0
+                else:
+                    return False
+                p += 1
+            if p - vs > 16 or count < 1 or count > (16 if kind == 0 else 15):
                 return False
-            ivals[U(col), U(row)] = bv
+            if kind == 0:
+                ivals[U(col), U(row)] = v
+            else:
+                fvals[U(col), U(row)] = float(v) if frac <= 0 else float(v) / _POW10[frac]
+        last = p >= e
+        if not last and (p + 1 >= e or buf[U(p + 1)] != 32):
+            return False  # a comma inside the value
         present[U(col), U(row)] = True  # a later pair with the same column wins, as in parse_batch
         if last:
             return True
-        ps = pe + 2
+        ps = p + 2
         j += 1
 
 
 @kernel
-def scan(  # noqa: C901 - 21 > 15: listed in docs/dev/README.md
+def scan(  # noqa: C901 - 22 > 15: listed in docs/dev/README.md
     buf: U8,
     starts: I64,
     ends: I64,
