@@ -291,3 +291,20 @@ def test_a_recovery_no_unit_names_is_said_to_have_come_back(cli: Any, tmp_path: 
     assert "| Kill → that server started | 9 min 46 s |" in text
     listed = cli("incidents", "--db", tmp_path / "pm.duckdb").out
     assert "16 min 52 s  a server of no known unit" in listed
+
+
+def test_a_crashed_server_no_unit_names_keeps_its_signals(cli: Any, tmp_path: Path) -> None:
+    # seed 314159, night 19: SGLang 0.5.10 writes llm-qwen3.log by hand (no journal, no unit)
+    # and dies of a CUDA OOM. The timeline's statistics were read by unit only: no throughput
+    # (no "Tokens not generated"), rows reading "None: last batch line before the crash",
+    # "`?`" in the loads tables and a Summary starting "a process (…)"
+    (inc,) = _build(cli, tmp_path, "unitless-crash", "Asia/Kolkata")
+    assert (inc["unit"], inc["cause"]) == (None, "gpu_oom")
+    (report,) = (tmp_path / "out").glob("*unknown-unit.md")
+    text = report.read_text(encoding="utf-8")
+    assert "None:" not in text and "`?`" not in text
+    assert "\nA process (/models/Qwen3-235B-A22B) crashed on " in text
+    assert "SGLang: last batch line before the crash (running 208, queued 104, KV usage 0.98)" in text
+    assert "SGLang: requests begin to wait in the queue (up to 104 before the crash)" in text
+    assert "| Tokens not generated | ≈ " in text
+    assert "| — (no unit named) | crashed instance |" in text

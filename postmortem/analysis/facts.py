@@ -383,6 +383,7 @@ def gather(
         after_s=after,
         gpus=gpus.keys if gpus else None,
         ended=incident_end(incident),
+        source=incident.server_source,
     )
     facts = IncidentFacts(
         incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus, reboot=reboot

@@ -204,7 +204,7 @@ def _head(facts: IncidentFacts, noun: str) -> dict[str, Any]:
     box = inc.container
     cfg = facts.config or {}
     desc = [str(x) for x in (cfg.get("speculative_algorithm"), cfg.get("model_path")) if x]
-    what = inc.unit or "a process"
+    what = inc.unit  # None: the template's "A process"
     detail = ", ".join(desc)
     if box is not None:
         # the name an operator knows, the image and the short id `docker ps` shows

@@ -164,10 +164,13 @@ def memory_timeline(
     after_s: float = 0.0,
     gpus: list[str] | None = None,
     ended: str = "kill",
+    source: int | None = None,
 ) -> Timeline:
     """Signals from ``window_s`` before the kill to ``after_s`` after it; GPU memory of ``gpus``
     (bus ids, UUIDs or indexes as text: the unit's GPUs) or, when None, of every GPU of the host.
-    ``ended``: what ended the run at ``kill_ts`` (:attr:`Timeline.ended`)."""
+    ``ended``: what ended the run at ``kill_ts`` (:attr:`Timeline.ended`). ``source``: with
+    no ``unit``, the server log whose statistics and retractions are the server's (a log
+    nothing ties to a unit: :attr:`.model.Incident.server_source`)."""
     start = kill_ts - timedelta(seconds=window_s)
     end = kill_ts + timedelta(seconds=after_s)
     bucket_s = _bucket_seconds(window_s + after_s)
@@ -197,8 +200,8 @@ def memory_timeline(
         tl.per_gpu.setdefault(label, []).append((r["bucket"], float(used or 0), float(total or 0)))
         low = r["low_mib"] if r["low_mib"] is not None else used
         tl.per_gpu_low.setdefault(label, []).append((r["bucket"], float(low or 0)))
-    if unit is not None:
-        pu = {**p, "unit": unit}
+    if unit is not None or source is not None:
+        pu = {**p, "unit": unit, "source": source}
         for r in run_named_dicts(store, "timeline_batches", pu):
             b = at(r["bucket"])
             b.token_usage = r["token_usage_max"]
@@ -208,7 +211,7 @@ def memory_timeline(
         for r in run_named_dicts(
             store,
             "timeline_retractions",
-            {"unit": unit, "from": start, "to": end, "bucket_s": bucket_s, "host": host, "origin": kill_ts},
+            {**pu, "from": start, "to": end, "bucket_s": bucket_s, "host": host, "origin": kill_ts},
         ):
             b = at(r["bucket"])
             b.retractions = int(r["retractions"])

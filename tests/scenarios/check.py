@@ -439,6 +439,9 @@ _WRONG_WORDS = (
     "restart(s)",
     "None is taken",
     "busiest of its GPU ",
+    "| None: ",
+    "| `?` |",
+    "\na process ",
 )
 
 

@@ -138,7 +138,7 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
 
 def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) -> LoadRow:
     return LoadRow(
-        unit=ld.unit or "?",
+        unit=ld.unit,
         start_utc=utc_text(ld.start_ts),
         ready_utc=utc_text(ld.ready_ts),
         load_s=ld.load_s,
@@ -159,7 +159,7 @@ def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) ->
 def _load_summary(st: LoadStats) -> LoadSummary:
     p = st.phases
     return LoadSummary(
-        unit=st.unit or "?",
+        unit=st.unit,
         model=st.model_path or "?",
         speculative=st.speculative_algorithm or "—",
         count=st.count,

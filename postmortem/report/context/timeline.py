@@ -299,6 +299,8 @@ class _Timeline:
         self.rows: list[tuple[tuple[datetime, bool], TimelineRow, _Meta]] = []
         self.kills = kill_times(self.tl.events)
         self.srv = server_origin(facts)
+        # whose rows the server's are: its unit, else its engine (as the engine's own lines say)
+        self.who = self.inc.unit or (get_engine(self.srv).label if is_engine(self.srv) else "the server")
         self.hung: list[TimelineEvent] = []
         self.listed: dict[tuple[str | None, str], list[TimelineEvent]] = {}
         self.seen_kinds: set[tuple[str | None, str, str]] = set()
@@ -506,7 +508,7 @@ class _Timeline:
         self.add(
             first_ts,
             self.srv,
-            f"{self.inc.unit}: KV cache pool full, requests retracted — the first of "
+            f"{self.who}: KV cache pool full, requests retracted — the first of "
             f"{retraction_words(f.retractions, f.retracted_reqs)} before the {self.end}",
             self.sources.cite(first_sid, first_line),
             kind="retract",
@@ -522,7 +524,7 @@ class _Timeline:
         self.add(
             lb["ts"],
             self.srv,
-            f"{self.inc.unit}: last batch line before the {self.end} ({', '.join(parts)})",
+            f"{self.who}: last batch line before the {self.end} ({', '.join(parts)})",
             self.sources.cite(lb["source_id"], lb["line_no"]),
             kind="last_batch",
         )
@@ -538,7 +540,7 @@ class _Timeline:
         last = max(freed, key=lambda g: g.freed_after_s or 0)
         idle = idle_gpus(f)
         if f.unit_gpus:
-            text = f"GPU memory released on {inc.unit}'s {f.unit_gpus.text} (nvidia-smi)"
+            text = f"GPU memory released on {self.who}'s {f.unit_gpus.text} (nvidia-smi)"
         elif idle:
             text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the {self.end}"
         else:
@@ -574,7 +576,7 @@ class _Timeline:
             late.ts,
             "gpu",
             f"GPU memory left behind by the {ended_word(self.end)} run released on "
-            + (f"{inc.unit}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
+            + (f"{self.who}'s {f.unit_gpus.text}" if f.unit_gpus else late.text)
             + f" (nvidia-smi), {human((late.ts - inc.ts).total_seconds())} after the {self.end}",
             self.cite(late.at),
             kind="released",
@@ -587,7 +589,7 @@ class _Timeline:
         self.add(
             f.queue_start_ts,
             self.srv,
-            f"{self.inc.unit}: requests begin to wait in the queue (up to {f.queue_max} before the {self.end})",
+            f"{self.who}: requests begin to wait in the queue (up to {f.queue_max} before the {self.end})",
             self.cite(f.queue_start_at),
             kind="queue_start",
         )

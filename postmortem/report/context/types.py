@@ -65,7 +65,7 @@ class MemoryRow:
 
 @dataclass
 class LoadRow:
-    unit: str
+    unit: str | None  # None: no source names the server's unit
     start_utc: str
     ready_utc: str
     load_s: float | None
@@ -84,7 +84,7 @@ class LoadRow:
 
 @dataclass
 class LoadSummary:
-    unit: str
+    unit: str | None
     model: str
     speculative: str
     count: int
