@@ -78,3 +78,17 @@ def test_a_stop_after_the_kill_in_its_second_is_no_stop_pending(cli: Any, tmp_pa
     incs, out = _build(cli, tmp_path, pending + KILL)
     assert "1 OOM kill(s) with no time" in out
     assert all(i["cause"] != "host_oom" for i in incs)
+
+
+def test_the_advice_names_the_memory_setting_systemd_219_has(cli: Any, tmp_path: Path) -> None:
+    """systemd 219 has MemoryLimit= (MemoryMax= came in v231) and no OOMPolicy= (v243): its
+    wording ("main process exited", "holdoff time over") says so; a boot line naming the
+    version wins."""
+    _build(cli, tmp_path / "a")
+    (report,) = (p for p in (tmp_path / "a" / "out").glob("*.md") if p.name != "index.md")
+    text = report.read_text()
+    assert "Put `sglang@k26.service` under MemoryLimit=" in text and "OOMPolicy=" not in text
+    boot = "Apr 05 20:00:00 gh200-r2n4 systemd[1]: systemd 245 running in system mode. (+PAM +AUDIT)\n"
+    _build(cli, tmp_path / "b", boot + KILL)
+    (report,) = (p for p in (tmp_path / "b" / "out").glob("*.md") if p.name != "index.md")
+    assert "Put `sglang@k26.service` under MemoryMax=" in report.read_text()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from postmortem.analysis.facts import Consumer, GpuHolder, GpuRelease, IncidentFacts, Reboot
+from postmortem.analysis.facts import Consumer, GpuHolder, GpuRelease, IncidentFacts, Reboot, Systemd
 from postmortem.analysis.load_stats import load_statistics
 from postmortem.analysis.model import Evidence, Incident, Load, Victim
 from postmortem.analysis.rules import Finding, explain, rules, run
@@ -191,6 +191,50 @@ def test_rule_unit_memory_limits_tells_a_peak_above_the_limit() -> None:
     assert "below the previous run's 439 GiB peak" in rec.headline
     assert rec.factor.startswith("The limit was below what the workload used before")
     assert "close to" not in rec.headline + rec.factor + rec.detail
+
+
+@pytest.mark.parametrize(
+    ("systemd", "action", "absent"),
+    [
+        # EL7 (v219): no MemoryMax= (v231) and no OOMPolicy= (v243)
+        (Systemd(219, 219), "Review MemoryLimit= of a.service", ("MemoryMax=", "OOMPolicy=")),
+        # v220-v238 wording: before OOMPolicy=; MemoryMax= from v231
+        (
+            Systemd(None, 238),
+            "Review MemoryMax= (MemoryLimit= before systemd 231) of a.service",
+            ("OOMPolicy=",),
+        ),
+        (Systemd(239, 239), "Review MemoryMax= of a.service", ("OOMPolicy=", "MemoryLimit=")),
+        (
+            Systemd(243, None),
+            "Review MemoryMax= and OOMPolicy= of a.service",
+            ("MemoryLimit=", "243 and later"),
+        ),
+        # nothing in the data tells the version
+        (
+            Systemd(),
+            "Review MemoryMax= and OOMPolicy= (systemd 243 and later) of a.service",
+            ("MemoryLimit=",),
+        ),
+    ],
+)
+def test_rule_unit_memory_limits_names_the_settings_the_hosts_systemd_has(
+    systemd: Systemd, action: str, absent: tuple[str, ...]
+) -> None:
+    f = facts("cgroup_oom", memcg_limit_kb=1024**3)
+    f.systemd = systemd
+    rec = explain("unit_memory_limits", f)
+    assert rec is not None and rec.action == action
+    # (the detail names the limit's setting by its cgroup: "MemoryMax= or a container limit")
+    words = " ".join((rec.title, rec.headline, rec.summary, rec.action or ""))
+    assert not [w for w in absent if w in words]
+    assert "OOMPolicy=" not in rec.detail or "OOMPolicy=" not in absent
+    host = explain("unit_memory_limits", facts("host_oom"))
+    assert host is not None and "MemoryMax=" in host.title
+    f = facts("host_oom")
+    f.systemd = systemd
+    host = explain("unit_memory_limits", f)
+    assert host is not None and host.title == f"Put a.service under {systemd.memory_max}"
 
 
 def test_rule_restart_policy_tells_a_restart_from_none() -> None:

@@ -32,7 +32,7 @@ from .clock import (
     start_pair_offsets,
     year_offsets,
 )
-from .facts import IncidentFacts, gather
+from .facts import IncidentFacts, gather, host_systemd
 from .incidents import (
     FAULT_OVERRIDES,
     GPU_FAULT_LOOK_S,
@@ -469,9 +469,18 @@ def _gather_all(
     workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
     # (whether host-less rows are the store's only host's: once a build, not once an incident)
     one_host = len(run_named(store, "store_hosts").rows) <= 1
+    systemd = host_systemd(store)
     if workers < 2:
         for inc in incidents:
-            yield gather(store, inc, window_s=window_s, all_loads=stats, offsets=offsets, one_host=one_host)
+            yield gather(
+                store,
+                inc,
+                window_s=window_s,
+                all_loads=stats,
+                offsets=offsets,
+                one_host=one_host,
+                systemd=systemd,
+            )
         return
     import queue
     from concurrent.futures import ThreadPoolExecutor
@@ -483,7 +492,15 @@ def _gather_all(
     def one(inc: Incident) -> IncidentFacts:
         reader = readers.get()
         try:
-            return gather(reader, inc, window_s=window_s, all_loads=stats, offsets=offsets, one_host=one_host)
+            return gather(
+                reader,
+                inc,
+                window_s=window_s,
+                all_loads=stats,
+                offsets=offsets,
+                one_host=one_host,
+                systemd=systemd,
+            )
         finally:
             readers.put(reader)
 

@@ -124,6 +124,54 @@ def gpu_holders(messages: list[str]) -> list[GpuHolder]:
     return [GpuHolder(pid, round(gib, 2)) for pid, gib in sorted(found.items())]
 
 
+@dataclass(frozen=True)
+class Systemd:
+    """A host's systemd version as its journal tells it (``host_systemd.sql``): ``low`` and
+    ``high`` bound it (both the version when a boot line names it; None: no bound). The
+    settings the advice may name depend on it: ``MemoryMax=`` came in v231 (``MemoryLimit=``
+    before), ``OOMPolicy=`` in v243.
+
+    >>> Systemd(219, 219).memory_max, Systemd(None, 219).oom_policy, Systemd().oom_policy
+    ('MemoryLimit=', 'no', 'unknown')
+    >>> Systemd(245, 245).memory_max, Systemd(243, None).oom_policy, Systemd(None, 238).oom_policy
+    ('MemoryMax=', 'yes', 'no')
+    >>> Systemd(None, 238).memory_max
+    'MemoryMax= (MemoryLimit= before systemd 231)'
+    """
+
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def memory_max(self) -> str:
+        """The unit setting that caps its memory on this host, as the advice names it."""
+        if self.high is not None and self.high < 231:
+            return "MemoryLimit="
+        if self.high is None or (self.low is not None and self.low >= 231):
+            return "MemoryMax="
+        return "MemoryMax= (MemoryLimit= before systemd 231)"
+
+    @property
+    def oom_policy(self) -> str:
+        """Whether the host's systemd has ``OOMPolicy=``: ``yes``, ``no`` or ``unknown``."""
+        if self.low is not None and self.low >= 243:
+            return "yes"
+        if self.high is not None and self.high < 243:
+            return "no"
+        return "unknown"
+
+
+def host_systemd(store: Store) -> dict[str | None, Systemd]:
+    """Each host's :class:`Systemd` (once a build: the boot line is looked for in every
+    journal entry)."""
+    return {
+        r["host"]: Systemd(r["version"], r["version"])
+        if r["version"] is not None
+        else Systemd(r["low"], r["high"])
+        for r in run_named_dicts(store, "host_systemd")
+    }
+
+
 @dataclass
 class IncidentFacts:
     incident: Incident
@@ -155,6 +203,8 @@ class IncidentFacts:
     gpu_freed_late: LateRelease | None = None
     #: the host booted again after the kill, before the service was back (or within the hour)
     reboot: Reboot | None = None
+    #: the host's systemd (the settings advice may name depend on its version)
+    systemd: Systemd = field(default_factory=Systemd)
     #: a kill no OOM record dates (cause ``signal``): the kernel's OOM kills of the same unit
     #: whose time could not be told (``undated_kills.sql``) — most likely this one
     undated_kills: list[dict[str, Any]] = field(default_factory=list)
@@ -364,9 +414,11 @@ def gather(
     all_loads: list[LoadStats],
     offsets: list[ClockOffset],
     one_host: bool = True,
+    systemd: dict[str | None, Systemd] | None = None,
 ) -> IncidentFacts:
     """Everything the rules and the report need of one incident, read from the store.
-    ``one_host``: the store names one host at most (its host-less rows are that host's)."""
+    ``one_host``: the store names one host at most (its host-less rows are that host's);
+    ``systemd``: :func:`host_systemd` (read once a build; None: read here)."""
     kill = incident.ts
     assert kill is not None
     after = seconds_after(kill, incident.recovered_ts)
@@ -388,6 +440,8 @@ def gather(
     facts = IncidentFacts(
         incident=incident, timeline=tl, offsets=offsets, config=config, unit_gpus=gpus, reboot=reboot
     )
+    known = host_systemd(store) if systemd is None else systemd
+    facts.systemd = known.get(incident.host) or (known.get(None) if one_host else None) or Systemd()
     if incident.oom_id is not None:
         rows = run_named_dicts(store, "oom_kill_detail", {"oom_id": incident.oom_id})
         facts.oom = rows[0] if rows else None

@@ -452,6 +452,9 @@ def _words_check(r: Result, md: str) -> Check:
     wrong = [w for w in _WRONG_WORDS if w in text]
     if r.truth.cause in ("gpu_oom", "crash"):
         wrong += [w for w in ("the kill", "killed instance") if w in text]
+    # OOMPolicy= came in systemd 243: advice names it on an older host only with that version
+    if r.scenario.systemd < 243 and re.search(r"OOMPolicy=(?! \(systemd 243 and later\))", text):
+        wrong.append("OOMPolicy=")
     return Check("report_words", not wrong, "none of them", [_line_with(text, w) for w in wrong])
 
 

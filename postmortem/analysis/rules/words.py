@@ -10,7 +10,10 @@ Besides the finding's own data every rule template gets:
   (``flag("gpu_memory_fraction")`` → ``--mem-fraction-static`` for SGLang);
 * ``phrase(key)`` — an engine's own words for something the rule names (its
   :attr:`~postmortem.engines.Engine.phrases`; ``""`` when it has none);
-* ``severity`` — the finding's severity.
+* ``severity`` — the finding's severity;
+* ``memory_max`` — the unit setting that caps memory on the host (``MemoryMax=``, or
+  ``MemoryLimit=`` before systemd 231), ``oom_policy`` — whether its systemd has
+  ``OOMPolicy=`` (``yes``, ``no``, ``unknown``: see :class:`..facts.Systemd`).
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ def variables(finding: Finding, facts: Any) -> dict[str, Any]:
         "has": lambda key: engine.setting(key).flag is not None,
         "phrase": lambda key: engine.phrases.get(key, ""),
         "severity": finding.severity,
+        "memory_max": facts.systemd.memory_max,
+        "oom_policy": facts.systemd.oom_policy,
         #: the word for the moment the process ended: kill, crash, failure ("after the kill")
         "end": incident_end(inc),
         **finding.data,
