@@ -2182,7 +2182,28 @@ def test_gaps_are_told_before_the_runs_own_end() -> None:
     words = [g.detail for g in find_gaps(cov, T, 1800, "failure")]
     assert words == [
         "no data in the window before the failure",
-        "last sample 300 s before the failure (usual interval 10 s)",
+        "last sample 5 min before the failure (usual interval 10 s)",
+    ]
+
+
+def test_a_source_never_ingested_has_no_gap_and_a_busy_one_no_zero_interval() -> None:
+    """No journal in the data is no gap in the journal ("journal: no data in the window" read as
+    if one had been given); a journal writing several lines a second, silent for 264 s, said
+    "usual interval 0 s" (seed 161803, nights 11 and 6)."""
+    from postmortem.analysis.timeline import find_gaps
+
+    cov = [
+        {"series": "journal", "last_ts": None, "first_ts": None, "samples": 0, "held": False},
+        {
+            "series": "host_memory",
+            "last_ts": T - timedelta(seconds=264),
+            "first_ts": T - timedelta(seconds=1500),
+            "samples": 5000,
+            "held": True,
+        },
+    ]
+    assert [(g.series, g.detail) for g in find_gaps(cov, T, 1800, "kill")] == [
+        ("host_memory", "last sample 4 min 24 s before the kill (usual interval under a second)")
     ]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..engines import is_engine
 from ..query import run_named_dicts
 from ..store.db import Store
+from ..text.formats import human
 
 
 @dataclass
@@ -241,7 +242,9 @@ def memory_timeline(
         )
     tl.events = dedupe_events(tl.events)
     coverage = run_named_dicts(
-        store, "series_coverage", {"unit": unit, "host": host, "from": start, "to": kill_ts}
+        store,
+        "series_coverage",
+        {"unit": unit, "source": source, "host": host, "from": start, "to": kill_ts},
     )
     tl.coverage = coverage
     tl.gaps = find_gaps(coverage, kill_ts, window_s, ended)
@@ -285,10 +288,12 @@ def find_gaps(
     coverage: list[dict[str, Any]], kill_ts: datetime, window_s: float, ended: str = "kill"
 ) -> list[Gap]:
     """A source that is silent in the window, or stops well before the kill (``ended``: the
-    report's word for it)."""
+    report's word for it); one the store holds none of (for the host, or the unit) has no gap."""
     gaps = []
     for row in coverage:
         series, last, n = row["series"], row["last_ts"], int(row["samples"] or 0)
+        if not row.get("held", True):
+            continue
         if n == 0 or last is None:
             gaps.append(Gap(series, f"no data in the window before the {ended}", None))
             continue
@@ -300,7 +305,8 @@ def find_gaps(
             gaps.append(
                 Gap(
                     series,
-                    f"last sample {silent:.0f} s before the {ended} (usual interval {interval:.0f} s)",
+                    f"last sample {human(silent)} before the {ended} (usual interval "
+                    f"{human(interval) if interval >= 1 else 'under a second'})",
                     last,
                 )
             )
