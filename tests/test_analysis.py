@@ -2465,3 +2465,33 @@ def test_a_kill_known_to_its_minute_bounds_the_servers_lines_at_the_minutes_end(
     assert kill_bound(inc, t) == t + timedelta(seconds=0, microseconds=999_999)
     ev.raw["ts_inferred"] = "minute"
     assert kill_bound(inc, t) == t + timedelta(seconds=59, microseconds=999_999)
+
+
+def test_a_timers_runs_stay_out_of_the_short_timeline(cli: Any, tmp_path: Path) -> None:
+    """sysstat's collector, started every ten minutes, filled the short timeline with "Starting
+    system activity accounting tool..." (seed 314159, nights 2 and 8); a neighbour started once
+    before the kill, and any failure, stay in it. The full timeline keeps every row."""
+    lines = []
+    for minute in (0, 10, 20, 30):
+        lines += [
+            f"2025-06-11T03:{minute:02d}:24+0000 gpu1 systemd[1]: Starting system activity accounting tool...",
+            f"2025-06-11T03:{minute:02d}:24+0000 gpu1 systemd[1]: sysstat-collect.service: Deactivated successfully.",
+            f"2025-06-11T03:{minute:02d}:24+0000 gpu1 systemd[1]: Finished system activity accounting tool.",
+        ]
+    lines += [
+        "2025-06-11T03:31:00+0000 gpu1 systemd[1]: Starting Nightly ETL export...",
+        "2025-06-11T03:35:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL",
+        "2025-06-11T03:35:45+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
+    ]
+    journal = tmp_path / "journal.txt"
+    journal.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    body = text.split("\n# Appendix", 1)[0]
+    assert "system activity accounting" not in body
+    assert "Starting Nightly ETL export..." in body
+    full = text.split("## E. Full timeline", 1)[1]
+    assert full.count("Starting system activity accounting tool...") == 3  # (the window's 30 min)

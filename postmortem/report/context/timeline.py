@@ -196,6 +196,25 @@ def _is_key(meta: _Meta, inc: Incident) -> bool:
     return True  # operator, gpu, host
 
 
+#: a neighbour's rows the short timeline leaves out when they recur (a timer's runs)
+_ROUTINE_KINDS = frozenset({"starting", "stopping"})
+#: starts in the window that make a neighbour's starts routine (a timer: sysstat's every 10 min)
+ROUTINE_STARTS = 3
+
+
+def _routine_units(inc: Incident, metas: Sequence[_Meta]) -> set[str]:
+    """Units other than the incident's own (killed, recovery, fallback) that systemd started
+    :data:`ROUTINE_STARTS` times or more in the window: their starts and stops are routine (a
+    timer's job), not a moment of the incident; a neighbour started once stays in the short
+    timeline (a batch job that started before a host OOM), and so does any failure."""
+    own = {inc.unit, inc.recovery_unit, inc.fallback_unit}
+    starts: dict[str, int] = {}
+    for m in metas:
+        if m.origin == "systemd" and m.kind == "starting" and m.unit and m.unit not in own:
+            starts[m.unit] = starts.get(m.unit, 0) + 1
+    return {u for u, n in starts.items() if n >= ROUTINE_STARTS}
+
+
 #: rows that can mark the start of the impact: the kill, or the server's own failure
 _IMPACT_KINDS = (
     frozenset(
@@ -334,8 +353,14 @@ class _Timeline:
                 continue
             out.append((r, meta))
         marks = _marks(self.inc, out)
+        routine = _routine_units(self.inc, [meta for _, meta in out])
         rows = [
-            dataclasses.replace(r, mark=marks.get(i, ""), key=i in marks or _is_key(meta, self.inc))
+            dataclasses.replace(
+                r,
+                mark=marks.get(i, ""),
+                key=i in marks
+                or (_is_key(meta, self.inc) and not (meta.kind in _ROUTINE_KINDS and meta.unit in routine)),
+            )
             for i, (r, meta) in enumerate(out)
         ]
         return _fold_loop(rows, [meta for _, meta in out], self.inc.unit, utc_text(self.inc.ts)[:10])
