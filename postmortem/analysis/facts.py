@@ -241,7 +241,8 @@ class IncidentFacts:
     host_avail_start_mib: float | None = None
     host_avail_end_mib: float | None = None
     #: how long before the kill that last host-memory sample was (earlyoom prints every few
-    #: minutes: its last figure is not the memory at the kill)
+    #: minutes: its last figure is not the memory at the kill); say it with
+    #: :attr:`host_avail_before_s`
     host_avail_age_s: float | None = None
     host_total_mib: float | None = None
     token_usage_max: float | None = None
@@ -278,6 +279,15 @@ class IncidentFacts:
         if self.gpu_used_start_mib is None or self.gpu_used_end_mib is None or not self.gpu_total_mib:
             return None
         return abs(self.gpu_used_end_mib - self.gpu_used_start_mib) <= 0.02 * self.gpu_total_mib
+
+    @property
+    def host_avail_before_s(self) -> float | None:
+        """How long before the kill the last host-memory sample was, when that was more than
+        :data:`SAMPLE_AT_KILL_S` (then its figure is not the memory at the kill, and the report
+        says when it was); None when it was at the kill, or there is none. The one place that
+        decides it."""
+        age = self.host_avail_age_s
+        return age if age is not None and age > SAMPLE_AT_KILL_S else None
 
     @property
     def host_drop_mib(self) -> float | None:
@@ -1200,6 +1210,8 @@ def unit_task_pids(facts: IncidentFacts) -> list[int]:
 
 #: the span over which the growth rate at the kill is measured
 RATE_SPAN_S = 600.0
+#: a host-memory sample at most this long before the kill is the memory at the kill
+SAMPLE_AT_KILL_S = 60.0
 
 
 def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:

@@ -231,7 +231,7 @@ def _ran_out(facts: IncidentFacts) -> dict[str, Any] | None:
             "usage_kb": inc.memcg_usage_kb,
             "limit_kb": inc.memcg_limit_kb,
             "host_avail_mib": facts.host_avail_end_mib,
-            "host_avail_age_s": facts.host_avail_age_s,
+            "host_avail_before_s": facts.host_avail_before_s,
         }
     if inc.cause == "oomd":  # a pressure or swap threshold, not RAM exhausted
         return {"kind": "pressure"}

@@ -47,7 +47,7 @@ def host_ram_not_gpu(f: IncidentFacts, found: Found) -> Finding | None:
         "memcg_usage_kb": inc.memcg_usage_kb,
         "memcg_limit_kb": inc.memcg_limit_kb,
         "host_avail_end_mib": f.host_avail_end_mib,
-        "host_avail_age_s": f.host_avail_age_s,
+        "host_avail_before_s": f.host_avail_before_s,
         "host_total_mib": f.host_total_mib,
         "host_drop_mib": f.host_drop_mib,
         "gpu_used_end_mib": f.gpu_used_end_mib,

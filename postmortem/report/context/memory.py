@@ -38,15 +38,15 @@ def _flat_words(facts: IncidentFacts) -> str:
 _SWAP_PEAK = lazy_re(r"([\d.]+)([KMGT]) memory swap peak")
 
 
-def _last_sample_words(age_s: float | None, end: str) -> str:
+def _last_sample_words(before_s: float | None, end: str) -> str:
     """When the last host-memory sample was: just before the end, or (earlyoom prints every few
-    minutes) how long before it.
+    minutes) how long before it (``before_s``: :attr:`IncidentFacts.host_avail_before_s`).
 
-    >>> _last_sample_words(4.0, "kill"), _last_sample_words(235.0, "kill")
+    >>> _last_sample_words(None, "kill"), _last_sample_words(235.0, "kill")
     (' just before the kill', ' at its last sample, 3 min 55 s before the kill')
     """
-    if age_s is not None and age_s > 60:
-        return f" at its last sample, {human(age_s)} before the {end}"
+    if before_s is not None:
+        return f" at its last sample, {human(before_s)} before the {end}"
     return f" just before the {end}"
 
 
@@ -163,7 +163,7 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
             f"{utc_text(first)[11:]} UTC (its first sample in {span}), "
             f"{gib_mib(facts.host_avail_end_mib)}"
             + (f" of {gib_mib(facts.host_total_mib)} GiB" if facts.host_total_mib else " GiB")
-            + _last_sample_words(facts.host_avail_age_s, end)
+            + _last_sample_words(facts.host_avail_before_s, end)
             + "."
         )
     growth = _growth_words(facts)
