@@ -2210,10 +2210,16 @@ def test_a_source_never_ingested_has_no_gap_and_a_busy_one_no_zero_interval() ->
 def test_falling_host_memory_is_worded_without_a_double_negative() -> None:
     """Host RAM in use that fell over the window, rising at its end: the rate says which way
     (it read "fell from … -147.0 GiB; -1.1 GiB a minute")."""
+    from postmortem.analysis.facts import _summarise_timeline
     from postmortem.report.context.memory import _growth_words
 
     facts: Any = _facts_with_recovery()
-    facts.host_used = [(T - timedelta(minutes=25), 1_870_000.0), (T - timedelta(minutes=1), 1_719_000.0)]
+    total = 2_063_588.0
+    facts.timeline.host_points = [
+        (T - timedelta(minutes=25), total - 1_870_000.0, total),
+        (T - timedelta(minutes=1), total - 1_719_000.0, total),
+    ]
+    _summarise_timeline(facts)
     facts.host_rate_mib_min = -1126.4
     words = _growth_words(facts)
     assert words is not None and "fell from" in words and "; falling 1.1 GiB a minute" in words, words

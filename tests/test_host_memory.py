@@ -4,12 +4,21 @@ every section of the report states (QA: seed 161803 n3, seed 314159 n7)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from postmortem.analysis.facts import IncidentFacts, _summarise_timeline
 from postmortem.analysis.model import Incident
-from postmortem.analysis.timeline import memory_timeline
+from postmortem.analysis.rules import explain
+from postmortem.analysis.summary import summarise
+from postmortem.analysis.timeline import Timeline, memory_timeline
+from postmortem.report.context.memory import memory_facts
+from postmortem.report.context.story import _trigger
 from postmortem.store.db import Store
 from postmortem.store.parts import native
+from postmortem.text.templates import environment
 
 KILL = datetime(2026, 1, 8, 5, 32, 21, tzinfo=UTC)
 TOTAL_MIB = 2_063_588
@@ -45,6 +54,16 @@ def _facts(lines: list[tuple[float, str]], cause: str = "earlyoom") -> IncidentF
     return facts
 
 
+def _trigger_text(facts: IncidentFacts) -> str:
+    template = environment().get_template("partials/story.md.j2")
+    ctx = SimpleNamespace(end="kill", memory_figure=None, cause_words="x", cause=facts.incident.cause)
+    rest = {"factors": [], "victim": None, "limit_kb": None, "root_cite": None, "detected_utc": None}
+    rest |= {"restart_utc": None, "recovery_how": None, "fallback_gain_s": None}
+    imp = SimpleNamespace(serving=True, stop_utc="—", downtime="—")
+    text = template.render(ctx=ctx, st=SimpleNamespace(**_trigger(facts), **rest), imp=imp)
+    return " ".join(text.split("## Root cause")[0].split())
+
+
 #: seed 161803 n3: reports every 5 min, the last 2 min 1 s before the kill, rising (RAM
 #: available 320 GiB, then 357 GiB); then earlyoom's limit at the kill, 199 GiB
 NIGHT = [
@@ -62,3 +81,27 @@ def test_only_a_sample_over_a_minute_old_is_told_as_old() -> None:
     assert facts.host_avail_age_s == 121.0 and facts.host_avail_before_s == 121.0
     facts.host_avail_age_s = 60.0
     assert facts.host_avail_before_s is None
+
+
+@pytest.mark.parametrize("drop_gib", [34.47, 34.52])
+def test_every_section_states_the_growth_from_one_rounded_figure(drop_gib: float) -> None:
+    """Seed 314159 n7: Summary "grew by 35 GiB", Trigger "34 GiB" (rounded to 34.5, then to the
+    even 34), Appendix C "+34.5 GiB". One figure, rounded once to a tenth of a GiB; a half
+    rounds up where a section gives whole GiB."""
+    t0 = KILL - timedelta(minutes=25)
+    inc = Incident(1, "gh200", KILL, "a.service", "cgroup_oom", 0.9)
+    inc.memcg_usage_kb = inc.memcg_limit_kb = 270_000_000
+    tl = Timeline(kill_ts=KILL, start=KILL - timedelta(minutes=30), end=KILL, bucket_s=30)
+    start = 135_680.0
+    tl.host_points = [
+        (t0, start, float(TOTAL_MIB)),
+        (KILL - timedelta(seconds=82), start - drop_gib * 1024, TOTAL_MIB),
+    ]
+    facts: Any = IncidentFacts(incident=inc, timeline=tl, offsets=[])
+    _summarise_timeline(facts)
+    assert facts.host_growth_mib == 34.5 * 1024
+    assert "Host memory in use grew by 35 GiB in the 30 minutes before" in summarise(facts)
+    assert "Host memory in use grew by 35 GiB in the 30 minutes before the kill" in _trigger_text(facts)
+    assert "+34.5 GiB" in " ".join(memory_facts(facts))
+    rec = explain("host_ram_not_gpu", facts)
+    assert rec is not None and "(down 35 GiB over the window)" in rec.detail, rec.detail

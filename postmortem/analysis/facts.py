@@ -257,7 +257,8 @@ class IncidentFacts:
     #: host RAM in use (total − available) before and after the queue started: MiB grown and
     #: minutes, before then after
     host_queue_split: tuple[float, float, float, float] | None = None
-    #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the kill
+    #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the
+    #: kill, rounded once to a tenth of a GiB (as :attr:`host_growth_mib`)
     host_rate_mib_min: float | None = None
     #: host RAM in use (total − available, MiB) at each sample up to the kill
     host_used: list[tuple[datetime, float]] = field(default_factory=list)
@@ -290,10 +291,18 @@ class IncidentFacts:
         return age if age is not None and age > SAMPLE_AT_KILL_S else None
 
     @property
-    def host_drop_mib(self) -> float | None:
+    def host_growth_mib(self) -> float | None:
+        """How much host RAM in use grew (negative: fell) from the window's first host-memory
+        sample to its last before the kill, as available RAM fell, rounded once to a tenth of a
+        GiB: every sentence that states it (Summary, Trigger, the memory facts, the rules) says
+        this figure, not its own rounding of it. None without two samples (one measures no
+        growth)."""
         if self.host_avail_start_mib is None or self.host_avail_end_mib is None:
             return None
-        return self.host_avail_start_mib - self.host_avail_end_mib
+        kill = self.timeline.kill_ts
+        if sum(t <= kill for t, _, _ in self.timeline.host_points) < 2:
+            return None
+        return round((self.host_avail_start_mib - self.host_avail_end_mib) / 1024, 1) * 1024
 
 
 def top_consumers(tasks: list[dict[str, Any]], page_kb: int = 4) -> list[Consumer]:
@@ -1224,8 +1233,8 @@ def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]
     recent = [(t, u) for t, u in used if (end_t - t).total_seconds() <= RATE_SPAN_S]
     first_t, first_used = recent[0]
     minutes = (end_t - first_t).total_seconds() / 60
-    if minutes >= 2:
-        facts.host_rate_mib_min = (end_used - first_used) / minutes
+    if minutes >= 2:  # (rounded once, as host_growth_mib)
+        facts.host_rate_mib_min = round((end_used - first_used) / minutes / 1024, 1) * 1024
     q = facts.queue_start_ts
     if q is not None and used[0][0] < q:
         upto = [(t, u) for t, u in used if t <= q][-1]

@@ -328,12 +328,12 @@ def _other_model(facts: IncidentFacts) -> dict[str, Any] | None:
 def _growth(facts: IncidentFacts) -> dict[str, Any] | None:
     """Host memory in use grew before a host-memory kill (and the running requests with it)."""
     inc = facts.incident
-    drop = facts.host_drop_mib
-    if inc.cause not in ("cgroup_oom", "host_oom", "oomd", "earlyoom") or drop is None or drop < 1024:
+    grew = facts.host_growth_mib
+    if inc.cause not in ("cgroup_oom", "host_oom", "oomd", "earlyoom") or grew is None or grew < 1024:
         return None
     tl = facts.timeline
     return {
-        "grew_mib": drop,
+        "grew_mib": grew,
         "minutes": round((tl.kill_ts - tl.start).total_seconds() / 60),
         "running_first": facts.running_first,
         "running_last": facts.running_last,

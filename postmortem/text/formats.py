@@ -19,9 +19,11 @@ filter               733 s / 671088640 kB      used for
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 
@@ -81,19 +83,36 @@ def seconds(value: float | None) -> str:
     return f"{s} s ({m} min {sec} s)" if sec else f"{s} s ({m} min)"
 
 
+def half_up(value: float, places: int = 0) -> str:
+    """``value`` to ``places`` decimals, thousands separated, a half rounded away from zero as a
+    reader rounds: a figure given as 34.5 GiB in one place is 35 GiB in another, never the 34
+    of Python's round-half-to-even.
+
+    >>> half_up(34.5), half_up(-34.5), half_up(2.25, 1), half_up(1234.4)
+    ('35', '-35', '2.3', '1,234')
+    """
+    if not math.isfinite(value):
+        return f"{value:,.{places}f}"
+    exact = Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return f"{exact:,.{places}f}"
+
+
 def size_kb(kb: float | None) -> str:
-    """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``.
+    """``671088640`` → ``640 GiB``; ``524288`` → ``512 MiB``; ``1610612`` → ``1.5 GiB``; a half
+    rounded up (:func:`half_up`: 34.5 GiB → ``35 GiB``).
 
     >>> size_kb(671088640), size_kb(524288), size_kb(1610612), size_kb(None), size_kb(-20447 * 1024)
     ('640 GiB', '512 MiB', '1.5 GiB', '?', '-20 GiB')
+    >>> size_kb(34.5 * 1024**2)
+    '35 GiB'
     """
     if kb is None:
         return "?"
     mib = kb / 1024
     if abs(mib) < 1024:  # (a fall is negative: its unit is its size's)
-        return f"{mib:,.0f} MiB"
+        return f"{half_up(mib)} MiB"
     gib = mib / 1024
-    return f"{gib:,.0f} GiB" if abs(gib) >= 10 else f"{gib:,.1f} GiB"
+    return f"{half_up(gib)} GiB" if abs(gib) >= 10 else f"{half_up(gib, 1)} GiB"
 
 
 def capfirst(text: str) -> str:

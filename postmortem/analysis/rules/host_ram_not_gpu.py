@@ -49,7 +49,7 @@ def host_ram_not_gpu(f: IncidentFacts, found: Found) -> Finding | None:
         "host_avail_end_mib": f.host_avail_end_mib,
         "host_avail_before_s": f.host_avail_before_s,
         "host_total_mib": f.host_total_mib,
-        "host_drop_mib": f.host_drop_mib,
+        "host_growth_mib": f.host_growth_mib,
         "gpu_used_end_mib": f.gpu_used_end_mib,
         "gpu_total_mib": f.gpu_total_mib,
         "gpu_flat": f.gpu_flat,

@@ -116,13 +116,13 @@ def memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
 def _growth_words(facts: IncidentFacts) -> str | None:
     """What grew before the kill, in one sentence: host RAM in use from the first sample to the
     last, its rate at the end, and the running requests meanwhile."""
-    pts = facts.host_used
-    if len(pts) < 2:
+    pts, grew = facts.host_used, facts.host_growth_mib
+    if len(pts) < 2 or grew is None:
         return None
     (t0, u0), (t1, u1) = pts[0], pts[-1]
     text = (
-        f"Host RAM in use {'grew' if u1 >= u0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
-        f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {(u1 - u0) / 1024:+,.1f} GiB"
+        f"Host RAM in use {'grew' if grew >= 0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
+        f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {grew / 1024:+,.1f} GiB"
     )
     if facts.host_rate_mib_min is not None:
         rate = facts.host_rate_mib_min / 1024

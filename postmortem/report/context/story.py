@@ -56,11 +56,9 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
     return {
         "trigger": kind,
         "window_min": round((tl.kill_ts - tl.start).total_seconds() / 60),
-        # (one sample measures no growth: "did not grow" would be a guess)
-        "growth_gib": _gib(facts.host_drop_mib)
-        if sum(t <= tl.kill_ts for t, _, _ in tl.host_points) > 1
-        else None,
-        "rate_gib_min": _gib(facts.host_rate_mib_min),
+        # (the one figure every section states: not rounded again here)
+        "growth_mib": facts.host_growth_mib,
+        "rate_mib_min": facts.host_rate_mib_min,
         "running_first": facts.running_first,
         "running_last": facts.running_last,
         "queue_max": facts.queue_max,

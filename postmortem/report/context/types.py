@@ -235,8 +235,8 @@ class Story:
     #: loading), ``gpu_oom``, ``crash``, ``gpu_fault``, ``timeout``, ``signal`` or ``unknown``
     trigger: str
     window_min: int
-    growth_gib: float | None
-    rate_gib_min: float | None
+    growth_mib: float | None
+    rate_mib_min: float | None
     running_first: int | None
     running_last: int | None
     queue_max: int | None
