@@ -76,6 +76,53 @@ NIGHT = [
 ]
 
 
+def test_earlyooms_limit_at_the_kill_is_the_last_host_memory_sample() -> None:
+    """The Trigger said host memory "did not grow (it fell by 36 GiB)… falling 26 GiB a minute",
+    from a report 2 min before the kill, while earlyoom's own line at the kill put RAM available
+    at or below 9.87 %: 158 GiB less. The limit is the last sample (a bound: "at least")."""
+    facts = _facts(NIGHT)
+    assert facts.host_avail_limit_pct == 9.87
+    assert facts.host_avail_end_mib == round(0.0987 * TOTAL_MIB)
+    assert facts.host_avail_before_s is None  # at the kill, not 2 min 1 s before it
+    assert facts.host_growth_mib == pytest.approx(121.1 * 1024)
+    trigger = _trigger_text(facts)
+    assert "Host memory in use grew by at least 121 GiB in the 30 minutes before the kill" in trigger
+    assert "(to earlyoom's limit, 9.87 % of RAM available), at least 14 GiB a minute" in trigger
+    assert "did not grow" not in trigger and "falling" not in trigger, trigger
+    said = " ".join(memory_facts(facts))
+    assert "at most 198.9 of 2015.2 GiB at the kill (earlyoom's limit, 9.87 %)" in said, said
+    assert "to at least 1816.3 GiB (05:32:21 UTC), at least +121.1 GiB" in said, said
+    assert "before the kill." not in said  # no "at its last sample, 2 min 1 s before the kill"
+    assert "grew by at least 121 GiB in the 30 minutes before" in summarise(facts)
+    rec = explain("host_ram_not_gpu", facts)
+    assert rec is not None and "at most 199 GiB of 2,015 GiB (earlyoom's limit, 9.87 %)" in rec.detail
+
+
+def test_a_report_beside_the_limit_says_more_than_the_limit() -> None:
+    """earlyoom 1.6–1.7 print a report just before the limit at a kill: that reading is the
+    sample, not the bound."""
+    facts = _facts([*NIGHT[:4], (-0.1, _report(180_000)), (0.0, LOW), (0.0, KILLING)])
+    assert facts.host_avail_limit_pct is None
+    assert facts.host_avail_end_mib == 180_000
+    assert "at least" not in _trigger_text(facts)
+
+
+def test_a_limit_takes_the_hosts_total_from_earlyooms_start() -> None:
+    """No report in the window: the limit alone, sized from earlyoom's ``mem total`` at its start,
+    hours before. One sample measures no growth."""
+    facts = _facts([(-7200.0, f"mem total: {TOTAL_MIB} MiB, swap total: 0 MiB"), (0.0, LOW)])
+    assert (facts.host_avail_end_mib, facts.host_total_mib) == (round(0.0987 * TOTAL_MIB), TOTAL_MIB)
+    assert facts.host_growth_mib is None
+    assert "no growth measured" in _trigger_text(facts)
+
+
+def test_a_limit_above_the_first_reading_measures_no_growth() -> None:
+    """A limit is a bound: above the window's first reading it cannot say memory grew or fell,
+    so the readings alone are the samples."""
+    facts = _facts([(-1621.0, _report(150_000)), (-121.0, _report(365_095)), (0.0, LOW)])
+    assert facts.host_avail_limit_pct is None and facts.host_avail_end_mib == 365_095
+
+
 def test_only_a_sample_over_a_minute_old_is_told_as_old() -> None:
     facts = _facts(NIGHT[:4])
     assert facts.host_avail_age_s == 121.0 and facts.host_avail_before_s == 121.0
@@ -105,3 +152,13 @@ def test_every_section_states_the_growth_from_one_rounded_figure(drop_gib: float
     assert "+34.5 GiB" in " ".join(memory_facts(facts))
     rec = explain("host_ram_not_gpu", facts)
     assert rec is not None and "(down 35 GiB over the window)" in rec.detail, rec.detail
+
+
+def test_a_cgroup_kill_at_earlyooms_limit_is_no_room_to_raise_the_limit() -> None:
+    """A cgroup kill in the second earlyoom found RAM at its limit: the host had at most that
+    left, so the advice does not offer raising the unit's limit into it."""
+    facts = _facts(NIGHT, cause="cgroup_oom")
+    facts.incident.memcg_usage_kb = facts.incident.memcg_limit_kb = 270_000_000
+    rec = explain("unit_memory_limits", facts)
+    assert rec is not None and "could be raised" not in rec.detail, rec.detail
+    assert "with at most 199 GiB available (earlyoom's limit at the kill)" in rec.went_well, rec.went_well

@@ -244,6 +244,10 @@ class IncidentFacts:
     #: minutes: its last figure is not the memory at the kill); say it with
     #: :attr:`host_avail_before_s`
     host_avail_age_s: float | None = None
+    #: the last host-memory sample is earlyoom's limit at the kill (this % of RAM available), not
+    #: a reading: RAM available was at most ``host_avail_end_mib``, and in use grew by at least
+    #: :attr:`host_growth_mib` (and its rate)
+    host_avail_limit_pct: float | None = None
     host_total_mib: float | None = None
     token_usage_max: float | None = None
     queue_max: int | None = None
@@ -299,8 +303,7 @@ class IncidentFacts:
         growth)."""
         if self.host_avail_start_mib is None or self.host_avail_end_mib is None:
             return None
-        kill = self.timeline.kill_ts
-        if sum(t <= kill for t, _, _ in self.timeline.host_points) < 2:
+        if len(host_samples(self.timeline)) < 2:
             return None
         return round((self.host_avail_start_mib - self.host_avail_end_mib) / 1024, 1) * 1024
 
@@ -1223,6 +1226,31 @@ RATE_SPAN_S = 600.0
 SAMPLE_AT_KILL_S = 60.0
 
 
+def host_samples(tl: Timeline) -> list[tuple[datetime, float, float]]:
+    """The host-memory samples up to the kill: earlyoom's readings, then its limit at the kill
+    when that is the last line — the memory at the kill, where its last reading can be minutes
+    old. A limit is a bound (RAM available was at or below it), kept only as the last sample and
+    only below the window's first reading: at or above it, it measures no growth.
+
+    >>> from datetime import UTC
+    >>> t = datetime(2026, 1, 8, 5, 30, tzinfo=UTC)
+    >>> tl = Timeline(kill_ts=t, start=t - timedelta(minutes=30), end=t, bucket_s=30.0)
+    >>> tl.host_points = [(t - timedelta(minutes=25), 327677.0, 2063588.0),
+    ...                   (t - timedelta(minutes=2), 365095.0, 2063588.0), (t, 203676.0, 2063588.0)]
+    >>> tl.host_limits = {t: 9.87}
+    >>> [a for _, a, _ in host_samples(tl)]
+    [327677.0, 365095.0, 203676.0]
+    >>> tl.host_points[-1] = (t, 400000.0, 2063588.0)  # above the first reading: no growth measured
+    >>> [a for _, a, _ in host_samples(tl)]
+    [327677.0, 365095.0]
+    """
+    host = [p for p in tl.host_points if p[0] <= tl.kill_ts]
+    readings = [p for p in host if p[0] not in tl.host_limits]
+    if host and host[-1][0] in tl.host_limits and (not readings or host[-1][1] < readings[0][1]):
+        return [*readings, host[-1]]
+    return readings
+
+
 def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:
     """How host RAM in use grew before the kill: before the queue started, and its rate over the
     last :data:`RATE_SPAN_S` (at least two samples two minutes apart)."""
@@ -1233,7 +1261,9 @@ def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]
     recent = [(t, u) for t, u in used if (end_t - t).total_seconds() <= RATE_SPAN_S]
     first_t, first_used = recent[0]
     minutes = (end_t - first_t).total_seconds() / 60
-    if minutes >= 2:  # (rounded once, as host_growth_mib)
+    if minutes >= 2 and (facts.host_avail_limit_pct is None or end_used > first_used):
+        # (below a limit, a fall is no measure: available RAM was at most that at the kill);
+        # rounded once, as host_growth_mib
         facts.host_rate_mib_min = round((end_used - first_used) / minutes / 1024, 1) * 1024
     q = facts.queue_start_ts
     if q is not None and used[0][0] < q:
@@ -1280,12 +1310,13 @@ def _summarise_timeline(facts: IncidentFacts) -> None:
         totals = [b.gpu_total_mib_sum / b.gpus for b in gpu if b.gpu_total_mib_sum and b.gpus]
         facts.gpu_total_mib = max(totals) if totals else None
     kill = facts.timeline.kill_ts
-    host = [(t, a, tot) for t, a, tot in facts.timeline.host_points if t <= kill]
+    host = host_samples(facts.timeline)
     if host:
         facts.host_avail_start_mib = host[0][1]
         facts.host_avail_end_mib = host[-1][1]
         facts.host_avail_age_s = (kill - host[-1][0]).total_seconds()
         facts.host_total_mib = host[-1][2] or None
+        facts.host_avail_limit_pct = facts.timeline.host_limits.get(host[-1][0])
     _summarise_serving(facts, before)
     _host_growth(facts, host)
     facts.retractions = sum(b.retractions for b in before)

@@ -232,6 +232,7 @@ def _ran_out(facts: IncidentFacts) -> dict[str, Any] | None:
             "limit_kb": inc.memcg_limit_kb,
             "host_avail_mib": facts.host_avail_end_mib,
             "host_avail_before_s": facts.host_avail_before_s,
+            "host_avail_at_most": facts.host_avail_limit_pct is not None,
         }
     if inc.cause == "oomd":  # a pressure or swap threshold, not RAM exhausted
         return {"kind": "pressure"}
@@ -334,6 +335,8 @@ def _growth(facts: IncidentFacts) -> dict[str, Any] | None:
     tl = facts.timeline
     return {
         "grew_mib": grew,
+        # the last figure is earlyoom's limit at the kill, a bound: it grew by at least that
+        "at_least": facts.host_avail_limit_pct is not None,
         "minutes": round((tl.kill_ts - tl.start).total_seconds() / 60),
         "running_first": facts.running_first,
         "running_last": facts.running_last,

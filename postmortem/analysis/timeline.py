@@ -62,6 +62,10 @@ class Timeline:
     #: memory freed at a death and taken again by the next load, hides in a bucket's maximum
     per_gpu_low: dict[str, list[tuple[datetime, float]]] = field(default_factory=dict)
     host_points: list[tuple[datetime, float, float]] = field(default_factory=list)
+    #: the host points that are earlyoom's limit at a kill (``low memory! at or below SIGTERM
+    #: limits: mem 9.87%``), not a reading: their time → that limit (% of RAM available). RAM
+    #: available was at or below it; the buckets (the memory table) keep readings alone
+    host_limits: dict[datetime, float] = field(default_factory=dict)
     events: list[TimelineEvent] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     coverage: list[dict[str, Any]] = field(default_factory=list)
@@ -222,6 +226,9 @@ def memory_timeline(
         if r["avail_mib"] is None:
             continue
         tl.host_points.append((r["ts"], float(r["avail_mib"]), float(r["total_mib"] or 0)))
+        if r["limit_pct"] is not None:
+            tl.host_limits[r["ts"]] = float(r["limit_pct"])
+            continue
         b = at(_floor(r["ts"], bucket_s, kill_ts))
         b.host_avail_mib = float(r["avail_mib"])
         b.host_total_mib = float(r["total_mib"]) if r["total_mib"] else None

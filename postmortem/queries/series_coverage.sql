@@ -19,11 +19,14 @@ SELECT 'http_requests', min(ts), max(ts), count(*),
 FROM http_requests WHERE (unit = $unit OR ($unit IS NULL AND unit IS NULL AND source_id = $source))
   AND ts >= $from AND ts <= $to
 UNION ALL
+-- (earlyoom's reports and the limit it prints at a kill: timeline_host_memory.sql's samples)
 SELECT 'host_memory', min(ts), max(ts), count(*),
-       EXISTS (SELECT 1 FROM journal_entries WHERE ident = 'earlyoom' AND message LIKE 'mem avail:%'
-               AND ($host IS NULL OR host IS NULL OR host = $host))
-FROM journal_entries WHERE ident = 'earlyoom' AND message LIKE 'mem avail:%' AND ts >= $from AND ts <= $to
-  AND ($host IS NULL OR host IS NULL OR host = $host)
+       EXISTS (SELECT 1 FROM journal_entries
+               WHERE ident = 'earlyoom' AND (message LIKE 'mem avail:%' OR message LIKE 'low memory!%')
+                 AND ($host IS NULL OR host IS NULL OR host = $host))
+FROM journal_entries
+WHERE ident = 'earlyoom' AND (message LIKE 'mem avail:%' OR message LIKE 'low memory!%')
+  AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
 SELECT 'journal', min(ts), max(ts), count(*),
        EXISTS (SELECT 1 FROM journal_entries WHERE ($host IS NULL OR host IS NULL OR host = $host))

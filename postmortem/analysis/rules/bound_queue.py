@@ -82,4 +82,5 @@ def growth(f: IncidentFacts) -> dict[str, Any] | None:
         "before_queue": total > 0 and before >= 0.25 * total,
         "running_first": f.running_first,
         "running_last": f.running_last,
+        "at_least": f.host_avail_limit_pct is not None,
     }

@@ -48,6 +48,7 @@ def host_ram_not_gpu(f: IncidentFacts, found: Found) -> Finding | None:
         "memcg_limit_kb": inc.memcg_limit_kb,
         "host_avail_end_mib": f.host_avail_end_mib,
         "host_avail_before_s": f.host_avail_before_s,
+        "host_avail_limit_pct": f.host_avail_limit_pct,
         "host_total_mib": f.host_total_mib,
         "host_growth_mib": f.host_growth_mib,
         "gpu_used_end_mib": f.gpu_used_end_mib,

@@ -41,6 +41,7 @@ def unit_memory_limits(f: IncidentFacts, found: Found) -> Finding | None:
         "group": 1 + len(inc.killed_with),
         "host_avail_end_mib": f.host_avail_end_mib,
         "host_avail_before_s": f.host_avail_before_s,
+        "host_avail_limit_pct": f.host_avail_limit_pct,
         "queue_bounded": found["bound_queue"] is not None,
         "loading": while_loading(f),
         "growth_mib_min": rate if rate is not None and rate > 256 else None,

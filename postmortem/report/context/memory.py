@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...analysis.facts import IncidentFacts, UnitGpus
+from ...analysis.facts import IncidentFacts, UnitGpus, host_samples
 from ...analysis.model import incident_end, is_container
 from ...analysis.rules.words import engine_of
 from ...lazyre import lazy_re
@@ -38,13 +38,18 @@ def _flat_words(facts: IncidentFacts) -> str:
 _SWAP_PEAK = lazy_re(r"([\d.]+)([KMGT]) memory swap peak")
 
 
-def _last_sample_words(before_s: float | None, end: str) -> str:
-    """When the last host-memory sample was: just before the end, or (earlyoom prints every few
-    minutes) how long before it (``before_s``: :attr:`IncidentFacts.host_avail_before_s`).
+def _last_sample_words(before_s: float | None, end: str, limit_pct: float | None = None) -> str:
+    """When the last host-memory sample was: just before the end, (earlyoom prints every few
+    minutes) how long before it (``before_s``: :attr:`IncidentFacts.host_avail_before_s`), or
+    earlyoom's limit at the kill.
 
     >>> _last_sample_words(None, "kill"), _last_sample_words(235.0, "kill")
     (' just before the kill', ' at its last sample, 3 min 55 s before the kill')
+    >>> _last_sample_words(None, "kill", 9.87)
+    " at the kill (earlyoom's limit, 9.87 %)"
     """
+    if limit_pct is not None:  # (the figure is said as "at most")
+        return f" at the {end} (earlyoom's limit, {limit_pct:g} %)"
     if before_s is not None:
         return f" at its last sample, {human(before_s)} before the {end}"
     return f" just before the {end}"
@@ -120,14 +125,15 @@ def _growth_words(facts: IncidentFacts) -> str | None:
     if len(pts) < 2 or grew is None:
         return None
     (t0, u0), (t1, u1) = pts[0], pts[-1]
+    least = "at least " if facts.host_avail_limit_pct is not None else ""
     text = (
         f"Host RAM in use {'grew' if grew >= 0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
-        f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {grew / 1024:+,.1f} GiB"
+        f"to {least}{gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {least}{grew / 1024:+,.1f} GiB"
     )
     if facts.host_rate_mib_min is not None:
         rate = facts.host_rate_mib_min / 1024
         way = "rising" if rate >= 0 else "falling"
-        text += f"; {way} {abs(rate):,.1f} GiB a minute over its last 10 minutes"
+        text += f"; {way} {least}{abs(rate):,.1f} GiB a minute over its last 10 minutes"
     if facts.running_first is not None and facts.running_last is not None:
         text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
     return text + "."
@@ -157,13 +163,14 @@ def memory_facts(facts: IncidentFacts) -> list[str]:
     tl = facts.timeline
     span = f"the {round((tl.kill_ts - tl.start).total_seconds() / 60)} minutes before the {end}"
     if facts.host_avail_start_mib is not None and facts.host_avail_end_mib is not None:
-        first = facts.timeline.host_points[0][0]
+        first = host_samples(facts.timeline)[0][0]
         out.append(
             f"Host RAM available (earlyoom): {gib_mib(facts.host_avail_start_mib)} GiB at "
             f"{utc_text(first)[11:]} UTC (its first sample in {span}), "
-            f"{gib_mib(facts.host_avail_end_mib)}"
+            + ("at most " if facts.host_avail_limit_pct is not None else "")
+            + f"{gib_mib(facts.host_avail_end_mib)}"
             + (f" of {gib_mib(facts.host_total_mib)} GiB" if facts.host_total_mib else " GiB")
-            + _last_sample_words(facts.host_avail_before_s, end)
+            + _last_sample_words(facts.host_avail_before_s, end, facts.host_avail_limit_pct)
             + "."
         )
     growth = _growth_words(facts)

@@ -59,6 +59,7 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
         # (the one figure every section states: not rounded again here)
         "growth_mib": facts.host_growth_mib,
         "rate_mib_min": facts.host_rate_mib_min,
+        "host_limit_pct": facts.host_avail_limit_pct,
         "running_first": facts.running_first,
         "running_last": facts.running_last,
         "queue_max": facts.queue_max,

@@ -237,6 +237,7 @@ class Story:
     window_min: int
     growth_mib: float | None
     rate_mib_min: float | None
+    host_limit_pct: float | None
     running_first: int | None
     running_last: int | None
     queue_max: int | None
