@@ -292,13 +292,16 @@ def _stand_in(inc: Incident) -> str | None:
 
 def action_items(inc: Incident, recs: Sequence[Recommendation], clean: Redactor) -> list[ActionItem]:
     """The rules' action items (each once), then the postmortem's own: moving traffic back from
-    a fallback (or another unit standing in), and confirming the timeline.
+    a fallback (or another unit standing in), and confirming the timeline; in order of priority.
 
     >>> from datetime import UTC, datetime
     >>> inc = Incident(1, "h", datetime(2025, 1, 1, tzinfo=UTC), "vllm-main.service", "host_oom", 0.9)
     >>> inc.recovery_unit = "vllm-backup.service"
     >>> [i.action for i in action_items(inc, [], str)][0]
     'Decide when to move traffic back from vllm-backup.service to vllm-main.service'
+    >>> low = Recommendation("r", "low", "t", "d", [], "Run a check")
+    >>> [i.priority for i in action_items(inc, [low], str)]
+    ['P2', 'P3', 'P3']
     >>> inc.recovery_unit = "vllm-main.service"
     >>> len(action_items(inc, [], str))
     1
@@ -324,7 +327,9 @@ def action_items(inc: Incident, recs: Sequence[Recommendation], clean: Redactor)
             "P3",
         )
     )
-    return items
+    # by priority, each priority's items in the order above (a P2 of the postmortem's own came
+    # after the rules' P3 items)
+    return sorted(items, key=lambda i: i.priority)
 
 
 def _death(inc: Incident, host: str, clean: Redactor) -> dict[str, str]:
