@@ -17,7 +17,10 @@ def _stamp(ts: datetime) -> str:
     return ts.strftime("%Y-%m-%dT%H:%M:%S.%f+0000")
 
 
-def _night(logs: Path, *, el7: bool = False) -> None:
+def _night(logs: Path, *, el7: bool = False, limit_later: bool = False) -> None:
+    """Five starts of a unit whose model has no config.json, then its start limit. ``el7``:
+    systemd 219's words; ``limit_later``: its start limit (and the failed state it repeats after
+    it) in the second after the last attempt's exit, as on a loaded host."""
     journal: list[tuple[datetime, str]] = []
     server: list[str] = []
 
@@ -46,7 +49,11 @@ def _night(logs: Path, *, el7: bool = False) -> None:
         sd(t, f"{UNIT}: Scheduled restart job, restart counter is at {attempt + 1}.")
         sd(t, f"Stopped {UNIT} - Inference API.")
         t += timedelta(seconds=0.1)
-    if el7:
+    if limit_later:
+        t += timedelta(seconds=0.7)
+        sd(t, f"start request repeated too quickly for {UNIT}")
+        sd(t, f"Unit {UNIT} entered failed state.")
+    elif el7:
         sd(t, f"{UNIT} start request repeated too quickly, refusing to start.")
     else:
         sd(t, f"{UNIT}: Start request repeated too quickly.")
@@ -64,10 +71,12 @@ def _night(logs: Path, *, el7: bool = False) -> None:
     (logs / f"{UNIT}.log").write_text("\n".join(server) + "\n")
 
 
-def _incidents(cli: Any, tmp_path: Path, el7: bool) -> tuple[list[dict[str, Any]], str]:
+def _incidents(
+    cli: Any, tmp_path: Path, el7: bool, limit_later: bool = False
+) -> tuple[list[dict[str, Any]], str]:
     logs = tmp_path / "logs"
     logs.mkdir()
-    _night(logs, el7=el7)
+    _night(logs, el7=el7, limit_later=limit_later)
     db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
     r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC")
     assert r.code == 0, r
@@ -89,6 +98,33 @@ def test_systemd_219s_words_make_the_same_incident(cli: Any, tmp_path: Path) -> 
     incs, report = _incidents(cli, tmp_path, el7=True)
     assert [(i["unit"], i["cause"]) for i in incs] == [(UNIT, "crash")]
     assert "failed to start" in report.splitlines()[0]
+
+
+def test_attempts_are_the_main_process_exits(cli: Any, tmp_path: Path) -> None:
+    """systemd 219 repeats "entered failed state" after its start limit, here in the second
+    after the last exit: no attempt of its own (five exits, four restarts)."""
+    incs, report = _incidents(cli, tmp_path, el7=True, limit_later=True)
+    assert [(i["unit"], i["cause"]) for i in incs] == [(UNIT, "crash")]
+    assert "5 attempts ended with an error exit, and systemd stopped restarting it" in report
+    assert "| Automatic restarts | 4 |" in report
+
+
+def test_start_attempts_without_exit_lines_stop_at_the_start_limit() -> None:
+    """A journal without the exit lines: the seconds of failure lines before the start limit."""
+    from postmortem.analysis.incidents import start_attempts
+    from postmortem.analysis.model import Evidence
+
+    def failed(s: float, line: int, **raw: str) -> Evidence:
+        return Evidence("unit_start_failed", T + timedelta(seconds=s), 1, line, "", "h", UNIT, raw=raw)
+
+    items = [failed(3 * i, 10 * i, result="exit-code") for i in range(3)]
+    items += [failed(6.5, 25, action="start_limit_hit"), failed(7.1, 26)]
+    assert start_attempts(items) == 3
+    exits = [
+        Evidence("unit_start_exit", T + timedelta(seconds=3 * i), 1, 10 * i - 1, "", "h", UNIT)
+        for i in range(3)
+    ]
+    assert start_attempts(items + exits + exits[:1]) == 3  # (the same exit in two copies)
 
 
 def _load(n: int, start: datetime, ready: datetime | None) -> Any:

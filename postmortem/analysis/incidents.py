@@ -136,6 +136,8 @@ def evidence_from_rows(rows: Iterable[dict[str, Any]]) -> list[Evidence]:
                 continue  # systemd repeats OOM sentences for ancestor slices; the leaf is kept
             if action == "failed" and r.get("result") not in _DEATH_RESULTS:
                 kind = "unit_failed_other"
+            elif action == "main_exited" and r.get("code") == "exited":
+                kind = "unit_error_exit"  # (kept by start_failures when a start failed)
             else:
                 kind = f"unit_{action}"
         out.append(
@@ -410,9 +412,8 @@ def classify(items: Sequence[Evidence]) -> tuple[str, float, str | None, str | N
     crash = [e for e in items if e.kind in CRASH_KINDS]
     if crash:
         return ("crash", 0.8 if signal or len(crash) > 1 else 0.7, None, None, crash_words(crash))
-    failed_start = [e for e in items if e.kind == "unit_start_failed"]
-    if failed_start and not signal:
-        return ("crash", 0.7, None, None, start_failure_words(failed_start))
+    if any(e.kind == "unit_start_failed" for e in items) and not signal:
+        return ("crash", 0.7, None, None, start_failure_words(items))
     if signal:
         return (
             "signal",
@@ -734,18 +735,30 @@ _START_RESULTS = {"exit-code", "start-limit-hit", "resources", "exec-condition",
 _START_LOOK = timedelta(hours=2)
 
 
+#: evidence of a start that failed, named so when the unit's last start never became ready
+#: (else dropped: a serving run's error exit or bare traceback is no evidence of its death)
+_OF_FAILED_START = {"unit_error_exit": "unit_start_exit", "server_bare_exception": "server_start_error"}
+
+
 def start_failures(evidence: Sequence[Evidence], loads: Sequence[Load]) -> list[Evidence]:
     """``evidence`` with systemd's failures of a server unit that never became ready since it
     started (``Failed with result 'exit-code'``, ``'start-limit-hit'``) made ``unit_start_failed``:
     a start that failed is an incident (a wrong model path, a missing file), where the same words
-    of a oneshot, a timer's job or a unit that was serving are not."""
+    of a oneshot, a timer's job or a unit that was serving are not. Each attempt's error exit
+    (``unit_start_exit``: its attempts are counted by them) and the traceback its server wrote
+    (``server_start_error``) join it."""
     out = []
     for ev in evidence:
         failed = ev.kind == "unit_failed_other" and ev.raw.get("result") in _START_RESULTS
-        if (failed or ev.kind == "unit_start_limit_hit") and ev.ts is not None:
+        attempt = ev.kind in _OF_FAILED_START
+        if (failed or attempt or ev.kind == "unit_start_limit_hit") and ev.ts is not None and ev.unit:
             last = _last_load_before(ev, loads)
             if last is not None and last.outcome != "ready":
-                ev = Evidence(**{**ev.__dict__, "kind": "unit_start_failed"})
+                ev = Evidence(**{**ev.__dict__, "kind": _OF_FAILED_START.get(ev.kind, "unit_start_failed")})
+            elif attempt:
+                continue
+        elif attempt:
+            continue
         out.append(ev)
     return out
 
@@ -764,16 +777,36 @@ def _last_load_before(ev: Evidence, loads: Sequence[Load]) -> Load | None:
     return max(mine, key=lambda ld: ld.start_ts or when) if mine else None
 
 
+def _start_limit(e: Evidence) -> bool:
+    return e.raw.get("result") == "start-limit-hit" or e.raw.get("action") == "start_limit_hit"
+
+
+def start_attempts(items: Sequence[Evidence]) -> int:
+    """How many starts of a failed start's incident ended: its main process's error exits (one a
+    second: the same line in two copies of the journal); without them, the seconds of systemd's
+    failure lines before its start limit (systemd before 232 says "failed" twice, and after the
+    limit once more, in the next second maybe: no attempt of its own)."""
+    exits = {e.ts.replace(microsecond=0) for e in items if e.kind == "unit_start_exit" and e.ts is not None}
+    if exits:
+        return len(exits)
+    failed = [e for e in items if e.kind == "unit_start_failed" and e.ts is not None]
+    limits = [(e.ts, e.line_no) for e in failed if _start_limit(e)]
+    gave_up = min(limits) if limits else None
+    return len(
+        {
+            e.ts.replace(microsecond=0)
+            for e in failed
+            if e.ts is not None and not _start_limit(e) and (gave_up is None or (e.ts, e.line_no) < gave_up)
+        }
+    )
+
+
 def start_failure_words(items: Sequence[Evidence]) -> str:
-    """The explanation of a unit that failed to start."""
-
-    def limit(e: Evidence) -> bool:
-        return e.raw.get("result") == "start-limit-hit" or e.raw.get("action") == "start_limit_hit"
-
-    # one attempt per second of failure lines (systemd before 232 says "failed" twice)
-    tries = len({e.ts.replace(microsecond=0) for e in items if e.ts is not None and not limit(e)})
+    """The explanation of a unit that failed to start (``items``: its incident's evidence)."""
+    tries = start_attempts(items)
     said = f"{tries} attempts ended" if tries > 1 else "its start ended"
-    gave_up = ", and systemd stopped restarting it at its start limit" if any(map(limit, items)) else ""
+    limit = any(_start_limit(e) for e in items if e.kind == "unit_start_failed")
+    gave_up = ", and systemd stopped restarting it at its start limit" if limit else ""
     return (
         f"the unit's server failed before it was ready: {said} with an error exit{gave_up} — a "
         "start-up error (a wrong path or argument, a missing file), not a kill; its own output "

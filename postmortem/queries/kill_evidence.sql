@@ -18,6 +18,9 @@ WHERE u.ts IS NOT NULL
   AND ($since IS NULL OR u.ts >= $since) AND ($until IS NULL OR u.ts <= $until)
   AND (u.action IN ('oom_killed', 'oomd_killed')
        OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped'))
+       -- an error exit (code=exited, a status not 0): an attempt of a start that failed
+       OR (u.action = 'main_exited' AND u.code = 'exited'
+           AND split_part(coalesce(u.status, ''), '/', 1) NOT IN ('', '0'))
        OR (u.action = 'failed' AND coalesce(u.result, '') <> 'success')
        -- (systemd before 232 says no result: "Unit x entered failed state.")
        OR u.action = 'start_limit_hit')
@@ -35,6 +38,17 @@ WHERE e.ts IS NOT NULL
        OR (e.kind = 'exception' AND (e.message ILIKE '%out of memory%'
            OR (json_extract_string(e.detail, '$.who') IS NOT NULL
                AND json_extract_string(e.detail, '$.who') NOT ILIKE '%ASGI%'))))
+UNION ALL
+-- a traceback no server process claims (a bare one, before serving: the launcher's own, such as
+-- a missing model file's OSError): the error of a start that failed (start_failures keeps it then)
+SELECT 'server_bare_exception', e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
+       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred
+FROM server_events e
+WHERE e.ts IS NOT NULL
+  AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
+  AND e.kind = 'exception' AND coalesce(e.phase, '') <> 'runtime'
+  AND json_extract_string(e.detail, '$.who') IS NULL AND e.message NOT ILIKE '%out of memory%'
 UNION ALL
 SELECT 'cuda_oom', c.source_id, c.line_no, c.ts, c.host, c.unit, NULL, NULL, c.pid, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.message,
