@@ -17,10 +17,20 @@ def _stamp(ts: datetime) -> str:
     return ts.strftime("%Y-%m-%dT%H:%M:%S.%f+0000")
 
 
-def _night(logs: Path, *, el7: bool = False, limit_later: bool = False) -> None:
+NO_CONFIG = "OSError: /models/x does not appear to have a file named config.json."
+
+
+def _night(
+    logs: Path,
+    *,
+    el7: bool = False,
+    limit_later: bool = False,
+    errors: tuple[str, ...] = (NO_CONFIG,) * 5,
+) -> None:
     """Five starts of a unit whose model has no config.json, then its start limit. ``el7``:
     systemd 219's words; ``limit_later``: its start limit (and the failed state it repeats after
-    it) in the second after the last attempt's exit, as on a loaded host."""
+    it) in the second after the last attempt's exit, as on a loaded host; ``errors``: each
+    attempt's exception line (empty: its server wrote none, to that log)."""
     journal: list[tuple[datetime, str]] = []
     server: list[str] = []
 
@@ -34,10 +44,8 @@ def _night(logs: Path, *, el7: bool = False, limit_later: bool = False) -> None:
         server.append(
             f"[{t + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/x', tp_size=8, port=30001)"
         )
-        server += [
-            "Traceback (most recent call last):",
-            "OSError: /models/x does not appear to have a file named config.json.",
-        ]
+        if errors[attempt]:
+            server += ["Traceback (most recent call last):", errors[attempt]]
         t += timedelta(seconds=3)
         if el7:
             sd(t, f"{UNIT}: main process exited, code=exited, status=1/FAILURE")
@@ -71,12 +79,10 @@ def _night(logs: Path, *, el7: bool = False, limit_later: bool = False) -> None:
     (logs / f"{UNIT}.log").write_text("\n".join(server) + "\n")
 
 
-def _incidents(
-    cli: Any, tmp_path: Path, el7: bool, limit_later: bool = False
-) -> tuple[list[dict[str, Any]], str]:
+def _incidents(cli: Any, tmp_path: Path, el7: bool, **night: Any) -> tuple[list[dict[str, Any]], str]:
     logs = tmp_path / "logs"
     logs.mkdir()
-    _night(logs, el7=el7, limit_later=limit_later)
+    _night(logs, el7=el7, **night)
     db, out = tmp_path / "pm.duckdb", tmp_path / "reports"
     r = cli("build", "--logs", logs, "--db", db, "--out", out, "--tz", "UTC")
     assert r.code == 0, r
@@ -109,9 +115,37 @@ def test_attempts_are_the_main_process_exits(cli: Any, tmp_path: Path) -> None:
     assert "| Automatic restarts | 4 |" in report
 
 
+def _section(report: str, title: str) -> str:
+    return report.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_distinct_errors_are_quoted_with_the_attempts_each_ended(cli: Any, tmp_path: Path) -> None:
+    other = "ValueError: tp_size 8 is more than the 4 GPUs visible"
+    _, report = _incidents(cli, tmp_path, el7=False, errors=(NO_CONFIG,) * 3 + (other,) * 2)
+    evidence = _section(report, "B. Root cause evidence")
+    assert f"     3  {NO_CONFIG}\n    12  {other}\n```" in evidence
+    assert "- Line 3's error ended 3 of the 5 failed attempts (again at lines 6, 9)." in evidence
+    assert "- Line 12's error ended 2 of the 5 failed attempts (again at line 15)." in evidence
+    assert "not a kill; its own output says which" in evidence
+
+
+def test_a_long_systemd_quote_keeps_the_start_limit(cli: Any, tmp_path: Path) -> None:
+    """systemd 219's three lines an attempt, then its start limit: the quote keeps its first and
+    last lines and counts those between."""
+    _, report = _incidents(cli, tmp_path, el7=True, limit_later=True)
+    evidence = _section(report, "B. Root cause evidence")
+    quote = evidence.split("**systemd**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    lines = quote.strip().splitlines()
+    assert lines[0].endswith(f"{UNIT}: main process exited, code=exited, status=1/FAILURE")
+    assert lines[-2].endswith(f"start request repeated too quickly for {UNIT}")
+    assert lines[-1].endswith(f"Unit {UNIT} entered failed state.")
+    assert "     …" in lines and "The `…` stands for 7 more lines" in evidence
+    assert f"not a kill: every attempt ended with {NO_CONFIG[:-1]}." in evidence
+
+
 def test_start_attempts_without_exit_lines_stop_at_the_start_limit() -> None:
     """A journal without the exit lines: the seconds of failure lines before the start limit."""
-    from postmortem.analysis.incidents import start_attempts
+    from postmortem.analysis.attempts import start_attempts
     from postmortem.analysis.model import Evidence
 
     def failed(s: float, line: int, **raw: str) -> Evidence:

@@ -17,6 +17,7 @@ from typing import Any
 from ..engines import get_engine
 from ..parsers.kubernetes.names import pod_cgroup
 from ..text.formats import size_kb
+from .attempts import attempt_errors, start_attempts, start_limit
 from .model import Evidence, Incident, Load, Victim
 
 #: evidence that can start an incident; everything else only attaches to one
@@ -777,41 +778,32 @@ def _last_load_before(ev: Evidence, loads: Sequence[Load]) -> Load | None:
     return max(mine, key=lambda ld: ld.start_ts or when) if mine else None
 
 
-def _start_limit(e: Evidence) -> bool:
-    return e.raw.get("result") == "start-limit-hit" or e.raw.get("action") == "start_limit_hit"
-
-
-def start_attempts(items: Sequence[Evidence]) -> int:
-    """How many starts of a failed start's incident ended: its main process's error exits (one a
-    second: the same line in two copies of the journal); without them, the seconds of systemd's
-    failure lines before its start limit (systemd before 232 says "failed" twice, and after the
-    limit once more, in the next second maybe: no attempt of its own)."""
-    exits = {e.ts.replace(microsecond=0) for e in items if e.kind == "unit_start_exit" and e.ts is not None}
-    if exits:
-        return len(exits)
-    failed = [e for e in items if e.kind == "unit_start_failed" and e.ts is not None]
-    limits = [(e.ts, e.line_no) for e in failed if _start_limit(e)]
-    gave_up = min(limits) if limits else None
-    return len(
-        {
-            e.ts.replace(microsecond=0)
-            for e in failed
-            if e.ts is not None and not _start_limit(e) and (gave_up is None or (e.ts, e.line_no) < gave_up)
-        }
-    )
-
-
 def start_failure_words(items: Sequence[Evidence]) -> str:
     """The explanation of a unit that failed to start (``items``: its incident's evidence)."""
     tries = start_attempts(items)
     said = f"{tries} attempts ended" if tries > 1 else "its start ended"
-    limit = any(_start_limit(e) for e in items if e.kind == "unit_start_failed")
+    limit = any(start_limit(e) for e in items if e.kind == "unit_start_failed")
     gave_up = ", and systemd stopped restarting it at its start limit" if limit else ""
     return (
         f"the unit's server failed before it was ready: {said} with an error exit{gave_up} — a "
-        "start-up error (a wrong path or argument, a missing file), not a kill; its own output "
-        "says which"
+        f"start-up error (a wrong path or argument, a missing file), not a kill{_start_error(items, tries)}"
     )
+
+
+def _start_error(items: Sequence[Evidence], tries: int) -> str:
+    """The error a failed start's server wrote, when all its lines say the same (and how many
+    attempts it ended); else that its output says which."""
+    errors = attempt_errors(items, [e for e in items if e.kind == "server_start_error"])
+    if len(errors) != 1:
+        return "; its own output says which"
+    text = errors[0].first.detail.strip()
+    if len(text) > 200:
+        text = text[:197] + "…"
+    elif text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]  # (the sentence goes on after it)
+    n = errors[0].attempts
+    who = "it" if tries < 2 else ("every attempt" if n >= tries else f"{n} of them")
+    return f": {who} ended with {text}"
 
 
 #: a unit's failed starts this close are one failure to start

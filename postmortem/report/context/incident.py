@@ -9,6 +9,7 @@ from typing import Any
 
 from ... import __version__
 from ...analysis import Analysis
+from ...analysis.attempts import AttemptError, attempt_errors, start_attempts
 from ...analysis.facts import IncidentFacts
 from ...analysis.load_stats import LoadStats, is_regression
 from ...analysis.model import (
@@ -47,6 +48,7 @@ from .types import (
     LoadSummary,
     OffsetRow,
     Quote,
+    QuoteError,
     RecommendationRow,
     SourceRow,
     VictimRow,
@@ -61,35 +63,27 @@ def _zones_assumed(sources: Sources, own: list[int]) -> list[str]:
     return sorted(found)
 
 
+#: the kernel's OOM record's lines a quote shows
+_OOM_WORDS = (
+    "invoked oom-killer",
+    "memory: usage",
+    "oom-kill:",
+    "Killed process",
+    "Mem-Info",
+    "Free swap",
+    "are going to be killed",
+    "Task in ",
+)
+#: systemd's lines a quote shows in full; more: the first QUOTE_HEAD and the last QUOTE_TAIL
+#: (a start limit's lines come last), the rest left to the full timeline
+QUOTE_LINES, QUOTE_HEAD, QUOTE_TAIL = 12, 4, 6
+#: the server's lines (or distinct errors) a quote shows
+QUOTE_SERVER = 6
+
+
 def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
     inc = facts.incident
-    quotes: list[Quote] = []
-    oom = facts.oom
-    if oom is not None:
-        sid = int(oom["source_id"])
-        first = int(oom["header_line_no"] or oom["line_no"])
-        last = int(oom["line_no"])
-        lines = run_named_dicts(store, "record_lines", {"source_id": sid, "first": first, "last": last + 1})
-        picked = [
-            r
-            for r in lines
-            if any(
-                k in str(r["message"])
-                for k in (
-                    "invoked oom-killer",
-                    "memory: usage",
-                    "oom-kill:",
-                    "Killed process",
-                    "Mem-Info",
-                    "Free swap",
-                    "are going to be killed",
-                    "Task in ",
-                )
-            )
-        ]
-        text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
-        if text:
-            quotes.append(Quote("The kernel's OOM record", sources.cite(sid, first), text))
+    quotes = _oom_quote(store, facts, sources, clean)
     for e in inc.evidence:
         if e.kind == "xid":  # the GPU fault that made this a gpu_fault incident
             rows = run_named_dicts(
@@ -98,16 +92,43 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
             if rows:
                 text = f"{e.line_no:>6}  {clean(str(rows[0]['message']))}"
                 quotes.append(Quote("The NVIDIA driver", sources.cite(e.source_id, e.line_no), text))
-    # systemd's lines from one source (the line numbers are that file's): the source with the
-    # most of them; the same journal in a second file or rendering adds nothing
+    quotes += _systemd_quote(inc, sources, clean)
+    quotes += _server_quote(store, facts, sources, clean)
+    return quotes
+
+
+def _oom_quote(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
+    oom = facts.oom
+    if oom is None:
+        return []
+    sid = int(oom["source_id"])
+    first = int(oom["header_line_no"] or oom["line_no"])
+    last = int(oom["line_no"])
+    lines = run_named_dicts(store, "record_lines", {"source_id": sid, "first": first, "last": last + 1})
+    picked = [r for r in lines if any(k in str(r["message"]) for k in _OOM_WORDS)]
+    text = "\n".join(f"{r['line_no']:>6}  {clean(str(r['message']))}" for r in picked[:12])
+    return [Quote("The kernel's OOM record", sources.cite(sid, first), text)] if text else []
+
+
+def _systemd_quote(inc: Incident, sources: Sources, clean: Redactor) -> list[Quote]:
+    """systemd's lines from one source (the line numbers are that file's): the source with the
+    most of them; the same journal in a second file or rendering adds nothing. Many lines (a
+    restart loop's) keep their first and their last: how it began, how systemd gave up."""
     units = [e for e in inc.evidence if e.kind.startswith("unit_")]
-    if units:
-        best = max(
-            {e.source_id for e in units}, key=lambda sid: (sum(e.source_id == sid for e in units), -sid)
-        )
-        sysd = [e for e in units if e.source_id == best]
-        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sysd[:8])
-        quotes.append(Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text))
+    if not units:
+        return []
+    best = max({e.source_id for e in units}, key=lambda sid: (sum(e.source_id == sid for e in units), -sid))
+    sysd = [e for e in units if e.source_id == best]
+    left_out = len(sysd) - QUOTE_HEAD - QUOTE_TAIL if len(sysd) > QUOTE_LINES else 0
+    shown = [*sysd[:QUOTE_HEAD], None, *sysd[-QUOTE_TAIL:]] if left_out else sysd
+    text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" if e else f"{'…':>6}" for e in shown)
+    return [Quote("systemd", sources.cite(sysd[0].source_id, sysd[0].line_no), text, left_out=left_out)]
+
+
+def _server_quote(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
+    """The server's own error lines; a failed start's several attempts: each distinct error
+    once, with the attempts it ended. Else the run's last statistics line."""
+    inc = facts.incident
     sg = []
     seen_lines: set[tuple[int, int]] = set()
     for e in inc.evidence:
@@ -115,25 +136,41 @@ def _quote_lines(store: Store, facts: IncidentFacts, sources: Sources, clean: Re
         if e.kind.startswith(("server_", "cuda_oom")) and (e.source_id, e.line_no) not in seen_lines:
             seen_lines.add((e.source_id, e.line_no))
             sg.append(e)
-    if sg:
-        text = "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:6])
-        quotes.append(Quote(engine_of(facts).label, sources.cite(sg[0].source_id, sg[0].line_no), text))
-    elif facts.last_batch is not None:
-        lb = facts.last_batch
-        rows = run_named_dicts(
-            store,
-            "record_lines",
-            {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]},
-        )
-        if rows:
-            quotes.append(
-                Quote(
-                    f"{engine_of(facts).label}'s last words",
-                    sources.cite(lb["source_id"], lb["line_no"]),
-                    clean(str(rows[0]["message"])),
-                )
-            )
-    return quotes
+    if not sg:
+        return _last_words(store, facts, sources, clean)
+    label, cite = engine_of(facts).label, sources.cite(sg[0].source_id, sg[0].line_no)
+    attempts = start_attempts(inc.evidence)
+    if attempts < 2:
+        return [
+            Quote(label, cite, "\n".join(f"{e.line_no:>6}  {clean(e.detail)}" for e in sg[:QUOTE_SERVER]))
+        ]
+    errors = attempt_errors(inc.evidence, sg)[:QUOTE_SERVER]
+    text = "\n".join(f"{x.first.line_no:>6}  {clean(x.first.detail)}" for x in errors)
+    said = [QuoteError(x.first.line_no, x.attempts, _same_at(x, sources)) for x in errors]
+    return [Quote(label, cite, text, attempts=attempts, errors=said)]
+
+
+def _last_words(store: Store, facts: IncidentFacts, sources: Sources, clean: Redactor) -> list[Quote]:
+    """The run's last statistics line, when none of the server's errors is evidence."""
+    lb = facts.last_batch
+    if lb is None:
+        return []
+    where = {"source_id": lb["source_id"], "first": lb["line_no"], "last": lb["line_no"]}
+    rows = run_named_dicts(store, "record_lines", where)
+    if not rows:
+        return []
+    label = engine_of(facts).label
+    cite = sources.cite(lb["source_id"], lb["line_no"])
+    return [Quote(f"{label}'s last words", cite, clean(str(rows[0]["message"])))]
+
+
+def _same_at(error: AttemptError, sources: Sources) -> list[str]:
+    """An error's other lines: their numbers in the first one's file, else their citations."""
+    sid = error.first.source_id
+    return [
+        str(e.line_no) if e.source_id == sid else sources.cite(e.source_id, e.line_no)
+        for e in error.lines[1:]
+    ]
 
 
 def _load_row(ld: Load, role: str, stats: LoadStats | None, sources: Sources) -> LoadRow:

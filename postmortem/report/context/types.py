@@ -24,10 +24,20 @@ class TimelineRow:
 
 
 @dataclass
+class QuoteError:
+    line_no: int
+    attempts: int
+    same_at: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclass
 class Quote:
     title: str
     cite: str
     text: str
+    left_out: int = 0
+    attempts: int = 0
+    errors: list[QuoteError] = dataclasses.field(default_factory=list)
 
 
 @dataclass
