@@ -367,14 +367,18 @@ def test_rule_server_error_tells_a_watchdog_from_an_error() -> None:
         return Evidence(kind, T, 1, 2, detail, "h", "a.service", {})
 
     assert finding("server_error", facts("crash", evidence=[ev("server_exception")])).data == {
-        "case": "error"
+        "case": "error",
+        "quoted": True,
     }  # type: ignore[union-attr]
     dog = finding("server_error", facts("crash", evidence=[ev("server_watchdog")]))
-    assert dog is not None and dog.data == {"case": "server_watchdog"}
+    assert dog is not None and dog.data == {"case": "server_watchdog", "quoted": True}
     nccl = finding(
         "server_error", facts("crash", evidence=[ev("server_exception", "collective operation timeout")])
     )
-    assert nccl is not None and nccl.data == {"case": "nccl_watchdog"}
+    assert nccl is not None and nccl.data == {"case": "nccl_watchdog", "quoted": True}
+    # a failed start known from systemd's lines alone: no error of the server's to quote
+    alone = finding("server_error", facts("crash", evidence=[ev("unit_start_failed")]))
+    assert alone is not None and alone.data == {"case": "error", "quoted": False}
 
 
 def test_rule_hicache_host_memory_sums_the_pools() -> None:

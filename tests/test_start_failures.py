@@ -26,11 +26,13 @@ def _night(
     el7: bool = False,
     limit_later: bool = False,
     errors: tuple[str, ...] = (NO_CONFIG,) * 5,
+    server_late_s: float = 0.0,
 ) -> None:
     """Five starts of a unit whose model has no config.json, then its start limit. ``el7``:
     systemd 219's words; ``limit_later``: its start limit (and the failed state it repeats after
     it) in the second after the last attempt's exit, as on a loaded host; ``errors``: each
-    attempt's exception line (empty: its server wrote none, to that log)."""
+    attempt's exception line (empty: its server wrote none, to that log); ``server_late_s``: the
+    server's stamps are that late (its clock behind the journal's, or its lines flushed late)."""
     journal: list[tuple[datetime, str]] = []
     server: list[str] = []
 
@@ -42,7 +44,7 @@ def _night(
         sd(t, f"Starting {UNIT} - Inference API...")
         sd(t, f"Started {UNIT} - Inference API.")
         server.append(
-            f"[{t + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/x', tp_size=8, port=30001)"
+            f"[{t + timedelta(seconds=2 + server_late_s):%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/x', tp_size=8, port=30001)"
         )
         if errors[attempt]:
             server += ["Traceback (most recent call last):", errors[attempt]]
@@ -141,6 +143,28 @@ def test_a_long_systemd_quote_keeps_the_start_limit(cli: Any, tmp_path: Path) ->
     assert lines[-1].endswith(f"Unit {UNIT} entered failed state.")
     assert "     …" in lines and "The `…` stands for 7 more lines" in evidence
     assert f"not a kill: every attempt ended with {NO_CONFIG[:-1]}." in evidence
+
+
+def test_the_root_cause_cites_the_servers_error(cli: Any, tmp_path: Path) -> None:
+    """The server's OSError, not systemd's word that the unit failed; the words claim the quote
+    the appendix has (the error, not a traceback)."""
+    _, report = _incidents(cli, tmp_path, el7=True, server_late_s=1.5)
+    root = _section(report, "Root cause and contributing factors")
+    log = tmp_path / "logs" / f"{UNIT}.log"
+    assert f"**Root cause:** an error in the server itself (nothing killed it). _{log}:3_" in root
+    assert "The server raised an error of its own (quoted in the appendix)." in root
+    assert "traceback in the appendix" not in report and "traceback quoted" not in report
+
+
+def test_a_failed_start_without_the_servers_error_claims_no_quote(cli: Any, tmp_path: Path) -> None:
+    """The server's log has its starts but not its errors (written elsewhere): nothing of them is
+    quoted, and the report says so."""
+    _, report = _incidents(cli, tmp_path, el7=False, errors=("",) * 5)
+    assert "quoted in the appendix" not in report and "traceback in the appendix" not in report
+    root = _section(report, "Root cause and contributing factors")
+    assert "The server stopped on an error of its own (its log, not in the data, says which)." in root
+    assert "None of the server's own lines about the failure is in the data" in report
+    assert "**SGLang**" not in report
 
 
 def test_start_attempts_without_exit_lines_stop_at_the_start_limit() -> None:

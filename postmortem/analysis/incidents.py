@@ -500,6 +500,13 @@ def kubernetes_cause(items: Sequence[Evidence]) -> tuple[str, float, str | None,
     return None
 
 
+def cause_line(items: Sequence[Evidence]) -> Evidence | None:
+    """The server's line a crash's explanation rests on: the first of its firmest kind (as
+    :func:`crash_words` takes it), else the first error a failed start's server wrote."""
+    order = (*CRASH_KINDS, "server_start_error")
+    return min((e for e in items if e.kind in order), key=lambda e: order.index(e.kind), default=None)
+
+
 def crash_words(crash: Sequence[Evidence]) -> str:
     """What the server's own lines say stopped it (the firmest kind of evidence first)."""
     first = min(crash, key=lambda e: CRASH_KINDS.index(e.kind))

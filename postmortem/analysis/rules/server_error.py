@@ -11,7 +11,9 @@ NAME = "server_error"
 @rule(NAME, severity="high", requires=("incident",))
 def server_error(f: IncidentFacts, found: Found) -> Finding | None:
     """The server stopped on its own error (cause ``crash``): the traceback is the lead, not
-    memory settings; a hang ended by NCCL's or the server's watchdog is told apart."""
+    memory settings; a hang ended by NCCL's or the server's watchdog is told apart. ``quoted``:
+    the server's error lines are in the data (the report quotes them); a failed start known
+    from systemd's lines alone has none."""
     inc = f.incident
     if inc.cause != "crash":
         return None
@@ -21,4 +23,4 @@ def server_error(f: IncidentFacts, found: Found) -> Finding | None:
         case = "server_watchdog" if watchdog else "nccl_watchdog"
     else:
         case = "error"
-    return spec(NAME).finding({"case": case}, [e.ref for e in lines[:2]])
+    return spec(NAME).finding({"case": case, "quoted": bool(lines)}, [e.ref for e in lines[:2]])

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...analysis.facts import IncidentFacts
+from ...analysis.incidents import cause_line
 from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_container, limit_owner
 from ...analysis.summary import killer_words
 from ...query import run_named_dicts
@@ -80,8 +81,11 @@ def _gib(mib: float | None, places: int = 1) -> float | None:
 def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
     inc = facts.incident
     v = inc.victim
+    said = cause_line(inc.evidence) if inc.cause == "crash" else None
     if v is not None:
         cite = sources.cite(v.source_id, v.line_no)
+    elif said is not None:  # the server's own error, not systemd's word that the unit failed
+        cite = sources.cite(said.source_id, said.line_no)
     elif inc.evidence:
         cite = sources.cite(inc.evidence[0].source_id, inc.evidence[0].line_no)
     else:
