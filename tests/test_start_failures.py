@@ -27,12 +27,14 @@ def _night(
     limit_later: bool = False,
     errors: tuple[str, ...] = (NO_CONFIG,) * 5,
     server_late_s: float = 0.0,
+    ranks: int = 1,
 ) -> None:
     """Five starts of a unit whose model has no config.json, then its start limit. ``el7``:
     systemd 219's words; ``limit_later``: its start limit (and the failed state it repeats after
     it) in the second after the last attempt's exit, as on a loaded host; ``errors``: each
     attempt's exception line (empty: its server wrote none, to that log); ``server_late_s``: the
-    server's stamps are that late (its clock behind the journal's, or its lines flushed late)."""
+    server's stamps are that late (its clock behind the journal's, or its lines flushed late);
+    ``ranks``: how many processes print each attempt's traceback."""
     journal: list[tuple[datetime, str]] = []
     server: list[str] = []
 
@@ -47,7 +49,7 @@ def _night(
             f"[{t + timedelta(seconds=2 + server_late_s):%Y-%m-%d %H:%M:%S}] server_args=ServerArgs(model_path='/models/x', tp_size=8, port=30001)"
         )
         if errors[attempt]:
-            server += ["Traceback (most recent call last):", errors[attempt]]
+            server += ["Traceback (most recent call last):", errors[attempt]] * ranks
         t += timedelta(seconds=3)
         if el7:
             sd(t, f"{UNIT}: main process exited, code=exited, status=1/FAILURE")
@@ -165,6 +167,14 @@ def test_a_failed_start_without_the_servers_error_claims_no_quote(cli: Any, tmp_
     assert "The server stopped on an error of its own (its log, not in the data, says which)." in root
     assert "None of the server's own lines about the failure is in the data" in report
     assert "**SGLang**" not in report
+
+
+def test_the_timeline_shows_the_error_of_every_attempt(cli: Any, tmp_path: Path) -> None:
+    """Attempts three seconds apart: the same OSError is each one's, shown at each; the same
+    error of two ranks at once is one row."""
+    _, report = _incidents(cli, tmp_path, el7=False, ranks=2)
+    assert _section(report, "Timeline").count(NO_CONFIG) == 5
+    assert _section(report, "E. Full timeline").count(NO_CONFIG) == 5
 
 
 def test_start_attempts_without_exit_lines_stop_at_the_start_limit() -> None:

@@ -326,6 +326,12 @@ class _Timeline:
         self.failures_shown: dict[tuple[str | None, str, str], datetime] = {}
         self.kills_shown: set[tuple[int | None, int]] = set()
         self.grouped_pids = {v.pid for v in self.inc.killed_with}
+        # each unit's server starts (a failed start's attempts among them)
+        self.starts: dict[str | None, list[datetime]] = {}
+        for st in (facts.unit_loads, facts.recovery_loads):
+            for ld in st.loads if st is not None else []:
+                if ld.start_ts is not None:
+                    self.starts.setdefault(ld.unit, []).append(ld.start_ts)
 
     def add(
         self,
@@ -468,9 +474,14 @@ class _Timeline:
                 return True
             self.seen_kinds.add(key)
         elif ev.kind in FAILURE_KINDS:
-            # the same failure on several ranks at once: its first line stands for them
+            # the same failure on several ranks at once: its first line stands for them (the
+            # same failure of the next attempt, a server started in between, is shown again)
             shown = self.failures_shown.get(key)
-            if shown is not None and (ev.ts - shown).total_seconds() < 10:
+            if (
+                shown is not None
+                and (ev.ts - shown).total_seconds() < 10
+                and not any(shown < t <= ev.ts for t in self.starts.get(ev.unit, ()))
+            ):
                 return True
             self.failures_shown[key] = ev.ts
         return ev.kind == "retract"  # told by one row of their own (retractions)
