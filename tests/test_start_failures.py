@@ -108,6 +108,9 @@ def test_systemd_219s_words_make_the_same_incident(cli: Any, tmp_path: Path) -> 
     incs, report = _incidents(cli, tmp_path, el7=True)
     assert [(i["unit"], i["cause"]) for i in incs] == [(UNIT, "crash")]
     assert "failed to start" in report.splitlines()[0]
+    # "<unit> start request repeated too quickly, refusing to start." is v219's start limit
+    assert "systemd stopped restarting it" in report
+    assert "| Automatic restarts | 4 |" in report
 
 
 def test_attempts_are_the_main_process_exits(cli: Any, tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ worded AS (
                    WHEN message LIKE 'Unit % entered failed state.'
                         OR message LIKE '% holdoff time over, scheduling restart.'
                         OR message LIKE '%: main process exited, %'
-                        OR message LIKE 'start request repeated too quickly for %' THEN 219
+                        OR message LIKE 'start request repeated too quickly for %'
+                        OR message LIKE '% start request repeated too quickly, refusing to start.' THEN 219
                    WHEN message LIKE '%: Unit entered failed state.'
                         OR message LIKE '%: Service hold-off time over, scheduling restart.' THEN 238
                END) AS high,

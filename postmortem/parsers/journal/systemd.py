@@ -242,7 +242,10 @@ _SKIPPED = lazy_re(
     r"^(.+?) (?:was skipped because of an unmet condition check \((.+)\)\.|skipped, unmet condition check (.+))$"
 )
 _OLD_FAILED = lazy_re(rf"^Unit ({_UNIT_RE}) entered failed state\.$|^({_UNIT_RE}) failed\.$")
-_OLD_LIMIT = lazy_re(rf"^start request repeated too quickly for ({_UNIT_RE})$")
+_OLD_LIMIT = lazy_re(
+    rf"^start request repeated too quickly for ({_UNIT_RE})$"
+    rf"|^({_UNIT_RE}) start request repeated too quickly, refusing to start\.$"
+)
 _OLD_HOLDOFF = lazy_re(rf"^({_UNIT_RE}) holdoff time over, scheduling restart\.$")
 
 
@@ -341,6 +344,8 @@ def classify(message: str) -> Lifecycle | None:
     Lifecycle(unit=None, action='stopped', ..., description='LLM demo server')
     >>> classify("Unit foo.service entered failed state.").action
     'failed'
+    >>> classify("foo.service start request repeated too quickly, refusing to start.").unit
+    'foo.service'
     """
     if not message:
         return None
@@ -357,7 +362,7 @@ def classify(message: str) -> Lifecycle | None:
             return Lifecycle(m.group(1) or m.group(2), "failed")
         m = _OLD_LIMIT.match(message)
         if m:
-            return Lifecycle(m.group(1), "start_limit_hit", result="start-limit-hit")
+            return Lifecycle(m.group(1) or m.group(2), "start_limit_hit", result="start-limit-hit")
         m = _OLD_HOLDOFF.match(message)
         if m:
             return Lifecycle(m.group(1), "restart_scheduled")
