@@ -197,7 +197,7 @@ def _load_summary(st: LoadStats) -> LoadSummary:
     p = st.phases
     return LoadSummary(
         unit=st.unit,
-        model=st.model_path or "?",
+        model=st.model_path,
         speculative=st.speculative_algorithm or "—",
         count=st.count,
         min_s=p["load_s"].min if "load_s" in p else None,

@@ -95,7 +95,7 @@ class LoadRow:
 @dataclass
 class LoadSummary:
     unit: str | None
-    model: str
+    model: str | None  # None: no line of its loads names the model
     speculative: str
     count: int
     min_s: float | None
