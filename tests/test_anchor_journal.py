@@ -44,3 +44,77 @@ def test_each_boot_of_a_monotonic_journal_is_dated_by_its_server_lines(cli: Any,
     again = cli("build", "--db", db, "--out", tmp_path / "out", "--tz", "UTC", "--no-ingest")
     assert again.code == 0, again
     assert json.loads(cli("query", "--db", db, "--format", "json", sql).out) == rows  # idempotent
+
+
+# ----------------------------------------------------------------------------- the kill as a bound
+
+#: the kernel's record of a cgroup OOM kill, dated by dmesg --time-format iso (QA night 161803/5):
+#: the host booted at 2026-07-29T08:00:01.817541Z; "Killed process" is 559300.027389 s after it
+DMESG_ISO = """\
+2026-07-29T10:00:01,817541+02:00 Linux version 5.15.0-126-generic (buildd@lcy02-amd64-054) (gcc 13.3.0) #1 SMP
+2026-08-04T21:21:41,844611+02:00 python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), \
+order=0, oom_score_adj=0
+2026-08-04T21:21:41,844737+02:00 memory: usage 205870848kB, limit 206569472kB, failcnt 8696
+2026-08-04T21:21:41,844755+02:00 Memory cgroup stats for /system.slice/llm.service:
+2026-08-04T21:21:41,844773+02:00 Tasks state (memory values in pages):
+2026-08-04T21:21:41,844782+02:00 [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name
+2026-08-04T21:21:41,844791+02:00 [  27397]  1001 27397 12599564  6518132   128000        0             0 python3
+2026-08-04T21:21:41,844881+02:00 oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,\
+oom_memcg=/system.slice/llm.service,task_memcg=/system.slice/llm.service,task=python3,pid=27397,uid=1001
+2026-08-04T21:21:41,844930+02:00 Memory cgroup out of memory: Killed process 27397 (python3) total-vm:50398256kB, \
+anon-rss:25600672kB, file-rss:419428kB, shmem-rss:52428kB, UID:1001 pgtables:125kB oom_score_adj:0
+"""
+BOOT_UTC = "2026-07-29 08:00:01.817541"
+#: systemd's lines of that kill in a short-monotonic journal: the OOM notice 1.9 ms after the
+#: kill, the main process's exit 1.1 s after it
+SYSTEMD_OOM = f"""\
+[556932.862480] gpu7 systemd[1]: Started {UNIT} - LLM server.
+[559300.029289] gpu7 systemd[1]: {UNIT}: A process of this unit has been killed by the OOM killer.
+[559301.127389] gpu7 systemd[1]: {UNIT}: Main process exited, code=killed, status=9/KILL
+[559301.129389] gpu7 systemd[1]: {UNIT}: Failed with result 'oom-kill'.
+"""
+
+
+def _times(cli: Any, tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
+    """Build ``files``; the journal's dated lines (line → time) and its boot as the store has it."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name, text in files.items():
+        (logs / name).write_text(text)
+    db = tmp_path / "pm.duckdb"
+    r = cli("build", "--logs", logs, "--db", db, "--out", tmp_path / "out", "--tz", "Europe/Berlin")
+    assert r.code == 0, r
+    sql = (
+        "SELECT j.line_no, strftime(j.ts, '%Y-%m-%d %H:%M:%S.%f') AS t, "
+        "strftime(j.ts - to_microseconds(CAST(round(j.monotonic_s * 1e6) AS BIGINT)), "
+        "'%Y-%m-%d %H:%M:%S.%f') AS boot, s.notes "
+        "FROM journal_entries AS j JOIN sources AS s USING (source_id) "
+        "WHERE s.path LIKE '%journal.txt' ORDER BY j.line_no"
+    )
+    rows = json.loads(cli("query", "--db", db, "--format", "json", sql).out)
+    return {
+        "lines": {x["line_no"]: x["t"] for x in rows},
+        "boots": sorted({x["boot"] for x in rows if x["boot"]}),
+        "notes": rows[0]["notes"] if rows else None,
+    }
+
+
+def test_systemd_s_exit_line_is_no_anchor_of_the_kill(cli: Any, tmp_path: Path) -> None:
+    """QA night 161803/5: the journal was dated by pairing the main process's exit, 1.1 s after the
+    kill, with the kill, which put systemd's OOM notice 1.1 s before the kill. The pairs are lower
+    bounds of the boot: the highest (the notice's) dates it, 1 µs after the kill at the least."""
+    got = _times(cli, tmp_path, {"journal.txt": SYSTEMD_OOM, "dmesg.log": DMESG_ISO})
+    # the truth: boot 08:00:01.817541, the notice at 19:21:41.846830, the exit at 19:21:42.944930
+    assert got["lines"][2] == "2026-08-04 19:21:41.844931"  # the kill's µs + 1: not before it
+    assert got["lines"][3] == "2026-08-04 19:21:42.943031"
+    assert got["boots"] == ["2026-07-29 08:00:01.815642"]  # 1.9 ms early: a bound, at most that
+
+
+def test_a_kill_whose_exit_came_late_is_bounded_by_its_first_line(cli: Any, tmp_path: Path) -> None:
+    """The main process reaped 6 s after the kill (a stop timeout): one kill's lines are one
+    event, bounded by its first line — not two events that tie, the earlier bound taken."""
+    late = SYSTEMD_OOM.replace("[559301.127389]", "[559306.127389]").replace(
+        "[559301.129389]", "[559306.129389]"
+    )
+    got = _times(cli, tmp_path, {"journal.txt": late, "dmesg.log": DMESG_ISO})
+    assert got["lines"][2] == "2026-08-04 19:21:41.844931"

@@ -6,8 +6,9 @@
 -- beside anything (finding F05). A server line inside it (an engine's own prefix) carries its own
 -- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
 -- server lines (stamps in whole seconds are truncated: half a second on); without server
--- lines, systemd's lines about an OOM kill the kernel dated, or the same boot's lines in another
--- file of the journal (below). Each boot of the source
+-- lines, systemd's lines about an OOM kill the kernel dated (a lower bound of the boot only:
+-- systemd logs them after the kill), or the same boot's lines in another file of the journal
+-- (below). Each boot of the source
 -- (monotonic_s falls back by more than 5 s at a reboot; less is two files' lines merged) is
 -- anchored by its own lines. Every entry of an anchored boot takes ts = boot + monotonic_s
 -- (ts_inferred = 'boot'), and the rows read from
@@ -42,32 +43,59 @@ GROUP BY e.source_id, e.boot_seq;
 
 -- A boot no server line dates (the servers log to files): systemd's lines in it about a unit's
 -- OOM kill ("A process of this unit has been killed by the OOM killer.", "Main process exited,
--- code=killed"), logged within about a second of the kill, and the kernel's dated record of
--- that kill (dmesg -T or iso): each (line, kill) pair of the same unit proposes a boot; the one
--- most lines agree on (within 2 s) wins, its earliest proposal taken (systemd follows the kill).
-INSERT INTO anchor_journal_boots
-WITH pairs AS (
-    SELECT e.source_id, e.boot_seq, e.line_no,
-           epoch_us(o.ts) - CAST(round(e.monotonic_s * 1000000) AS BIGINT) AS boot_us
+-- code=killed") and the kernel's dated record of that kill (dmesg -T or iso). systemd logs them
+-- after the kill — the first within milliseconds, the main process's exit up to seconds later —
+-- so a pair gives a lower bound of the boot (kill time - the line's seconds since boot), never
+-- the boot itself. A unit's lines less than 2 minutes apart are one kill's (event); its first
+-- line gives its bound. Each (event, kill) pair of the same unit proposes a bound; the one most
+-- events agree on (their bounds within the 2 s below it) wins, the earliest of a tie (a line
+-- paired with another kill of the unit). Taking the highest bound of the agreeing events puts
+-- none of systemd's lines about a kill before the kill (1 µs after it at the least: never on it).
+CREATE OR REPLACE TEMP TABLE anchor_journal_kills AS
+WITH lines AS (
+    SELECT e.source_id, e.boot_seq, e.line_no, e.monotonic_s, u.unit, u.host,
+           lag(e.monotonic_s) OVER (PARTITION BY e.source_id, e.boot_seq, u.unit
+                                    ORDER BY e.monotonic_s, e.line_no) AS prev
     FROM anchor_journal_entries AS e
     JOIN unit_events AS u ON u.source_id = e.source_id AND u.line_no = e.line_no
-    JOIN oom_kills AS o
-      ON o.unit = u.unit AND o.ts IS NOT NULL AND coalesce(o.ts_inferred, '') NOT IN ('minute', 'boot')
-     AND (o.host IS NULL OR u.host IS NULL OR o.host = u.host)
     WHERE u.ts IS NULL
       AND (u.action = 'oom_killed' OR (u.action = 'main_exited' AND u.code IN ('killed', 'dumped')))
-      AND NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
-                      WHERE b.source_id = e.source_id AND b.boot_seq = e.boot_seq)
 ),
-buckets AS (
-    SELECT source_id, boot_seq, boot_us // 2000000 AS bucket,
-           count(DISTINCT line_no) AS lines, min(boot_us) AS boot_us
-    FROM pairs
-    GROUP BY source_id, boot_seq, boot_us // 2000000
+events AS (
+    SELECT source_id, boot_seq, unit, host, monotonic_s,
+           sum(CASE WHEN prev IS NULL OR monotonic_s > prev + 120 THEN 1 ELSE 0 END)
+               OVER (PARTITION BY source_id, boot_seq, unit ORDER BY monotonic_s, line_no) AS event
+    FROM lines
+),
+firsts AS (
+    SELECT source_id, boot_seq, unit, event, any_value(host) AS host, min(monotonic_s) AS monotonic_s
+    FROM events
+    GROUP BY source_id, boot_seq, unit, event
+),
+pairs AS (
+    SELECT f.source_id, f.boot_seq, f.unit, f.event,
+           epoch_us(o.ts) - CAST(round(f.monotonic_s * 1000000) AS BIGINT) + 1 AS boot_us
+    FROM firsts AS f
+    JOIN oom_kills AS o
+      ON o.unit = f.unit AND o.ts IS NOT NULL AND coalesce(o.ts_inferred, '') NOT IN ('minute', 'boot')
+     AND (o.host IS NULL OR f.host IS NULL OR o.host = f.host)
+),
+support AS (
+    SELECT c.source_id, c.boot_seq, c.boot_us, count(DISTINCT (p.unit, p.event)) AS events
+    FROM (SELECT DISTINCT source_id, boot_seq, boot_us FROM pairs) AS c
+    JOIN pairs AS p ON p.source_id = c.source_id AND p.boot_seq = c.boot_seq
+     AND p.boot_us BETWEEN c.boot_us - 2000000 AND c.boot_us
+    GROUP BY c.source_id, c.boot_seq, c.boot_us
 )
-SELECT source_id, boot_seq, arg_max(boot_us, lines * 1e12 - boot_us / 1e6) AS boot_us
-FROM buckets
+SELECT source_id, boot_seq, arg_max(boot_us, events * 1e12 - boot_us / 1e6) AS boot_us
+FROM support
 GROUP BY source_id, boot_seq;
+
+INSERT INTO anchor_journal_boots
+SELECT k.source_id, k.boot_seq, k.boot_us
+FROM anchor_journal_kills AS k
+WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
+                  WHERE b.source_id = k.source_id AND b.boot_seq = k.boot_seq);
 
 -- A boot still without a time whose lines go on, in another file of the host's journal, from
 -- where an anchored boot's lines stop (a capture rotated or split: journal.txt.1, journal.txt),
@@ -140,4 +168,5 @@ WHERE s.source_id = t.source_id;
 
 DROP TABLE anchor_journal_times;
 DROP TABLE anchor_journal_boots;
+DROP TABLE anchor_journal_kills;
 DROP TABLE anchor_journal_entries;
