@@ -118,3 +118,28 @@ def test_a_kill_whose_exit_came_late_is_bounded_by_its_first_line(cli: Any, tmp_
     )
     got = _times(cli, tmp_path, {"journal.txt": late, "dmesg.log": DMESG_ISO})
     assert got["lines"][2] == "2026-08-04 19:21:41.844931"
+
+
+# ----------------------------------------------------------------------------- exact anchors
+
+#: the kill as journald shows it: the kernel's lines with dmesg's own stamps (seconds since boot)
+KERNEL_OOM = """\
+[559300.027070] gpu7 kernel: python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), \
+order=0, oom_score_adj=0
+[559300.027196] gpu7 kernel: memory: usage 205870848kB, limit 206569472kB, failcnt 8696
+[559300.027340] gpu7 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,\
+oom_memcg=/system.slice/llm.service,task_memcg=/system.slice/llm.service,task=python3,pid=27397,uid=1001
+[559300.027389] gpu7 kernel: Memory cgroup out of memory: Killed process 27397 (python3) total-vm:50398256kB, \
+anon-rss:25600672kB, file-rss:419428kB, shmem-rss:52428kB, UID:1001 pgtables:125kB oom_score_adj:0
+"""
+
+
+def test_kernel_lines_a_dated_dmesg_also_holds_date_the_journal_exactly(cli: Any, tmp_path: Path) -> None:
+    """The journal's kernel lines carry dmesg's stamps: the same line dated in dmesg gives the
+    boot to the microsecond, before systemd's lines of the kill (a bound) are looked at."""
+    head, tail = SYSTEMD_OOM.split("\n", 1)
+    journal = f"{head}\n{KERNEL_OOM}{tail}"
+    got = _times(cli, tmp_path, {"journal.txt": journal, "dmesg.log": DMESG_ISO})
+    assert got["boots"] == [BOOT_UTC]
+    assert got["lines"][5] == "2026-08-04 19:21:41.844930"  # "Killed process", as dmesg dates it
+    assert got["lines"][6] == "2026-08-04 19:21:41.846830"  # systemd's notice, 1.9 ms on

@@ -1,19 +1,17 @@
 -- anchor_journal: give a journal read without wall-clock times (`journalctl -o short-monotonic`)
--- its times from the server lines it carries.
+-- its times from the lines it shares with dated sources.
 --
 -- Such a journal's entries keep monotonic_s (seconds since their boot) and ts NULL, and so do
 -- the systemd lines read from them (unit_events): a unit's start or death could not be put
--- beside anything (finding F05). A server line inside it (an engine's own prefix) carries its own
--- wall-clock time: boot = that time - the entry's monotonic_s, the median over the source's
--- server lines (stamps in whole seconds are truncated: half a second on); without server
--- lines, systemd's lines about an OOM kill the kernel dated (a lower bound of the boot only:
--- systemd logs them after the kill), or the same boot's lines in another file of the journal
--- (below). Each boot of the source
--- (monotonic_s falls back by more than 5 s at a reboot; less is two files' lines merged) is
--- anchored by its own lines. Every entry of an anchored boot takes ts = boot + monotonic_s
--- (ts_inferred = 'boot'), and the rows read from
--- those entries (unit_events, kernel_messages, oom_kills, gpu_xids) take their entry's time.
--- Rows that have a ts are never changed; no parameters; idempotent.
+-- beside anything (finding F05). Each boot of the source (monotonic_s falls back by more than
+-- 5 s at a reboot; less is two files' lines merged) is dated by the best of, in this order:
+-- its kernel lines that a dated kernel log also holds (exact); the server lines it carries (an
+-- engine's own prefix: boot = that time - the entry's monotonic_s, the median over them);
+-- systemd's lines about an OOM kill the kernel dated (a lower bound of the boot only: systemd
+-- logs them after the kill); the same boot's lines in another file of the journal (below).
+-- Every entry of an anchored boot takes ts = boot + monotonic_s (ts_inferred = 'boot'), and the
+-- rows read from those entries (unit_events, kernel_messages, oom_kills, gpu_xids) take their
+-- entry's time. Rows that have a ts are never changed; no parameters; idempotent.
 
 CREATE OR REPLACE TEMP TABLE anchor_journal_entries AS
 SELECT source_id, line_no, monotonic_s,
@@ -26,7 +24,41 @@ FROM (
     WHERE ts IS NULL AND monotonic_s IS NOT NULL AND monotonic_s BETWEEN 0 AND 3.2e9  -- (a century)
 );
 
+-- The journal's kernel lines carry the kernel's own stamps (journalctl prints a kernel entry's
+-- _SOURCE_MONOTONIC_TIMESTAMP), the same as dmesg's: a line printed once in a boot of the
+-- journal and once in a dated kernel log (dmesg -T or iso, a syslog file) gives that boot
+-- exactly (boot = the dated line's time - the journal's seconds since boot; the median over
+-- such lines; stamps in whole seconds, dmesg -T's, are truncated: half a second on).
+-- method: how each boot was dated ('kernel' exact, 'kernel-s' to the second, 'server', 'kill'
+-- a lower bound, 'follows' another file's).
 CREATE OR REPLACE TEMP TABLE anchor_journal_boots AS
+WITH mine AS (
+    SELECT e.source_id, e.boot_seq, k.host, k.message, any_value(k.monotonic_s) AS monotonic_s
+    FROM anchor_journal_entries AS e
+    JOIN kernel_messages AS k ON k.source_id = e.source_id AND k.line_no = e.line_no
+    WHERE k.ts IS NULL AND k.monotonic_s IS NOT NULL
+    GROUP BY e.source_id, e.boot_seq, k.host, k.message
+    HAVING count(*) = 1
+),
+dated AS (
+    SELECT source_id, host, message, any_value(ts) AS ts
+    FROM kernel_messages
+    WHERE ts IS NOT NULL AND coalesce(ts_inferred, '') NOT IN ('boot', 'minute', 'witness', 'previous')
+    GROUP BY source_id, host, message
+    HAVING count(*) = 1
+)
+SELECT m.source_id, m.boot_seq,
+       CAST(median(epoch_us(d.ts) - CAST(round(m.monotonic_s * 1000000) AS BIGINT))
+            + CASE WHEN bool_and(epoch_us(d.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us,
+       CASE WHEN bool_and(epoch_us(d.ts) % 1000000 = 0) THEN 'kernel-s' ELSE 'kernel' END AS method
+FROM mine AS m
+JOIN dated AS d
+  ON d.message = m.message AND d.source_id <> m.source_id
+ AND (m.host IS NULL OR d.host IS NULL OR m.host = d.host)
+GROUP BY m.source_id, m.boot_seq;
+
+-- A boot no kernel line dates: the server lines in it.
+INSERT INTO anchor_journal_boots
 WITH witness AS (
     SELECT source_id, line_no, ts FROM server_stats
     WHERE ts IS NOT NULL AND coalesce(ts_inferred, '') NOT IN ('previous', 'boot')
@@ -36,9 +68,12 @@ WITH witness AS (
 )
 SELECT e.source_id, e.boot_seq,
        CAST(median(epoch_us(w.ts) - CAST(round(e.monotonic_s * 1000000) AS BIGINT))
-            + CASE WHEN bool_and(epoch_us(w.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us
+            + CASE WHEN bool_and(epoch_us(w.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us,
+       'server' AS method
 FROM anchor_journal_entries AS e
 JOIN witness AS w ON w.source_id = e.source_id AND w.line_no = e.line_no
+WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
+                  WHERE b.source_id = e.source_id AND b.boot_seq = e.boot_seq)
 GROUP BY e.source_id, e.boot_seq;
 
 -- A boot no server line dates (the servers log to files): systemd's lines in it about a unit's
@@ -92,7 +127,7 @@ FROM support
 GROUP BY source_id, boot_seq;
 
 INSERT INTO anchor_journal_boots
-SELECT k.source_id, k.boot_seq, k.boot_us
+SELECT k.source_id, k.boot_seq, k.boot_us, 'kill' AS method
 FROM anchor_journal_kills AS k
 WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
                   WHERE b.source_id = k.source_id AND b.boot_seq = k.boot_seq);
@@ -122,7 +157,7 @@ follows AS (
     WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS x
                       WHERE x.source_id = u.source_id AND x.boot_seq = u.boot_seq)
 )
-SELECT source_id, boot_seq, min(boot_us) AS boot_us
+SELECT source_id, boot_seq, min(boot_us) AS boot_us, 'follows' AS method
 FROM follows
 GROUP BY source_id, boot_seq
 HAVING max(boot_us) - min(boot_us) <= 2000000;
