@@ -65,6 +65,19 @@ class Boot(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class JournalHeader(Record):
+    """A text journal's ``-- Journal begins at …, ends at … --`` (``-- Logs begin at …, end at
+    … --``, systemd before 250): the wall-clock times, to the second, of the first and last
+    entries of the whole journal journalctl read (not only of those it printed)."""
+
+    TABLE: ClassVar[str] = "journal_headers"
+    line_no: int
+    begins_ts: datetime
+    ends_ts: datetime | None
+    ts_inferred: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class UnitEvent(Record):
     TABLE: ClassVar[str] = "unit_events"
     line_no: int
@@ -458,6 +471,7 @@ RECORD_TYPES: tuple[type[Record], ...] = (
     JournalEntry,
     KernelMessage,
     Boot,
+    JournalHeader,
     UnitEvent,
     OomKill,
     OomTask,

@@ -143,3 +143,52 @@ def test_kernel_lines_a_dated_dmesg_also_holds_date_the_journal_exactly(cli: Any
     assert got["boots"] == [BOOT_UTC]
     assert got["lines"][5] == "2026-08-04 19:21:41.844930"  # "Killed process", as dmesg dates it
     assert got["lines"][6] == "2026-08-04 19:21:41.846830"  # systemd's notice, 1.9 ms on
+
+
+# ----------------------------------------------------------------------------- the header
+
+HEADER = "-- Journal begins at Tue 2026-08-04 20:37:31 CEST, ends at Tue 2026-08-04 21:47:31 CEST. --\n"
+#: the journal's first and last entries (18:37:31.680021 and 19:47:31.680021 UTC, truly)
+FIRST = "[556649.862480] gpu7 CRON[1200]: (root) CMD (true)\n"
+LAST = "[560849.862480] gpu7 CRON[1201]: (root) CMD (true)\n"
+
+
+def test_a_whole_journal_s_header_dates_it_to_the_second(cli: Any, tmp_path: Path) -> None:
+    """No line of a dated source: the header's first and last times (whole seconds) put the boot
+    within a second, the middle of it taken; Data coverage's first line agrees with the header."""
+    got = _times(cli, tmp_path, {"journal.txt": HEADER + FIRST + SYSTEMD_OOM + LAST})
+    assert got["boots"] == ["2026-07-29 08:00:01.637520"]  # the truth: 08:00:01.817541
+    assert got["lines"][2] == "2026-08-04 18:37:31.500000"  # "Journal begins at … 20:37:31 CEST"
+    assert got["lines"][7] == "2026-08-04 19:47:31.500000"
+
+
+def test_a_filtered_journal_s_header_dates_nothing(cli: Any, tmp_path: Path) -> None:
+    """journalctl -u/-b/--since prints the whole journal's times in the header: the file's first
+    line is not the journal's first, and the two times do not agree on a boot."""
+    early = HEADER.replace("20:37:31", "08:02:11")
+    got = _times(cli, tmp_path, {"journal.txt": early + FIRST + SYSTEMD_OOM + LAST})
+    assert got["boots"] == []
+
+
+def test_the_kill_s_bound_raises_a_boot_the_header_dates(cli: Any, tmp_path: Path) -> None:
+    """The header says the boot to a second; systemd's notice of the kill says it is no earlier
+    than 1.9 ms before the truth: the bound, within that second, wins (QA night 161803/5)."""
+    files = {"journal.txt": HEADER + FIRST + SYSTEMD_OOM + LAST, "dmesg.log": DMESG_ISO}
+    got = _times(cli, tmp_path, files)
+    assert got["boots"] == ["2026-07-29 08:00:01.815642"]
+    assert got["lines"][2] == "2026-08-04 18:37:31.678122"  # Data coverage's first: 18:37:31
+    assert got["lines"][4] == "2026-08-04 19:21:41.844931"  # after the kill
+
+
+def test_the_kill_s_bound_raises_a_boot_server_lines_date(cli: Any, tmp_path: Path) -> None:
+    """A server's whole-second stamps put the boot within a second (the middle taken: 0.32 s
+    early here, its line written 0.82 s into its second), which would put systemd's notice before
+    the kill; the notice's bound, within 2 s above, raises it."""
+    batch = (
+        "[559290.000000] gpu7 python3[4242]: [2026-08-04 21:21:31 TP0] Decode batch, #running-req: 3, "
+        "#token: 100, token usage: 0.10, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0\n"
+    )
+    head, tail = SYSTEMD_OOM.split("\n", 1)
+    got = _times(cli, tmp_path, {"journal.txt": f"{head}\n{batch}{tail}", "dmesg.log": DMESG_ISO})
+    assert got["boots"] == ["2026-07-29 08:00:01.815642"]  # not 08:00:01.500000
+    assert got["lines"][3] == "2026-08-04 19:21:41.844931"

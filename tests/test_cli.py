@@ -939,7 +939,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6),
     # SGLang's own tables without engine columns (version 7), no Kubernetes tables (version 9), no
     # store_parts (version 10), no unit_links (version 11), no incidents.serving (version 12), no
-    # service_loads.ready_source_id (version 13)
+    # service_loads.ready_source_id (version 13), no journal_headers (version 14)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
     con.execute("ALTER TABLE incidents DROP COLUMN serving")  # (version 12)
     con.execute("DROP TABLE containers")
@@ -947,6 +947,7 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     con.execute("DROP TABLE k8s_events")
     con.execute("DROP TABLE store_parts")  # (version 10)
     con.execute("DROP TABLE unit_links")  # (version 11)
+    con.execute("DROP TABLE journal_headers")  # (version 14)
     con.execute("DROP VIEW sglang_events")
     con.execute("DROP VIEW sglang_batches")
     con.execute("ALTER TABLE server_events RENAME TO sglang_events")

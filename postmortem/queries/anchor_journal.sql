@@ -6,9 +6,11 @@
 -- beside anything (finding F05). Each boot of the source (monotonic_s falls back by more than
 -- 5 s at a reboot; less is two files' lines merged) is dated by the best of, in this order:
 -- its kernel lines that a dated kernel log also holds (exact); the server lines it carries (an
--- engine's own prefix: boot = that time - the entry's monotonic_s, the median over them);
--- systemd's lines about an OOM kill the kernel dated (a lower bound of the boot only: systemd
--- logs them after the kill); the same boot's lines in another file of the journal (below).
+-- engine's own prefix: boot = that time - the entry's monotonic_s, the median over them); its
+-- header's times of the first and last entries (to the second); systemd's lines about an OOM
+-- kill the kernel dated (a lower bound of the boot only: systemd logs them after the kill; it
+-- also raises a boot dated to about a second); the same boot's lines in another file of the
+-- journal (below).
 -- Every entry of an anchored boot takes ts = boot + monotonic_s (ts_inferred = 'boot'), and the
 -- rows read from those entries (unit_events, kernel_messages, oom_kills, gpu_xids) take their
 -- entry's time. Rows that have a ts are never changed; no parameters; idempotent.
@@ -29,8 +31,8 @@ FROM (
 -- journal and once in a dated kernel log (dmesg -T or iso, a syslog file) gives that boot
 -- exactly (boot = the dated line's time - the journal's seconds since boot; the median over
 -- such lines; stamps in whole seconds, dmesg -T's, are truncated: half a second on).
--- method: how each boot was dated ('kernel' exact, 'kernel-s' to the second, 'server', 'kill'
--- a lower bound, 'follows' another file's).
+-- method: how each boot was dated ('kernel' exact, 'kernel-s' to the second, 'server',
+-- 'header', 'kill' a lower bound, 'follows' another file's).
 CREATE OR REPLACE TEMP TABLE anchor_journal_boots AS
 WITH mine AS (
     SELECT e.source_id, e.boot_seq, k.host, k.message, any_value(k.monotonic_s) AS monotonic_s
@@ -76,7 +78,45 @@ WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
                   WHERE b.source_id = e.source_id AND b.boot_seq = e.boot_seq)
 GROUP BY e.source_id, e.boot_seq;
 
--- A boot no server line dates (the servers log to files): systemd's lines in it about a unit's
+-- A boot no line of a dated source dates: the journal's own header ("-- Journal begins at …,
+-- ends at … --", systemd before 250) gives the wall times of the whole journal's first and last
+-- entries, to the second (truncated). Printed whole, the journal's first and last entries are
+-- the file's: the boots they give ([begins - first line's seconds, 1 s on), the same with ends
+-- and the last line) meet, and the middle of where they meet is the boot (a file of one boot,
+-- one header). Printed filtered (-b, -u, --since), they do not: the header dates nothing.
+INSERT INTO anchor_journal_boots
+WITH heads AS (
+    SELECT source_id, any_value(line_no) AS line_no, any_value(begins_ts) AS begins_ts,
+           any_value(ends_ts) AS ends_ts
+    FROM journal_headers
+    GROUP BY source_id
+    HAVING count(*) = 1 AND bool_and(ends_ts IS NOT NULL)
+),
+edges AS (
+    SELECT j.source_id, min(j.line_no) AS first_line, max(j.line_no) AS last_line
+    FROM journal_entries AS j
+    WHERE j.source_id IN (SELECT source_id FROM heads)
+    GROUP BY j.source_id
+),
+spans AS (
+    SELECT h.source_id, f.boot_seq,
+           epoch_us(h.begins_ts) - CAST(round(f.monotonic_s * 1000000) AS BIGINT) AS from_first,
+           epoch_us(h.ends_ts) - CAST(round(l.monotonic_s * 1000000) AS BIGINT) AS from_last
+    FROM heads AS h
+    JOIN edges AS n ON n.source_id = h.source_id AND h.line_no < n.first_line
+    JOIN anchor_journal_entries AS f ON f.source_id = n.source_id AND f.line_no = n.first_line
+    JOIN anchor_journal_entries AS l
+      ON l.source_id = n.source_id AND l.line_no = n.last_line AND l.boot_seq = f.boot_seq
+)
+SELECT s.source_id, s.boot_seq,
+       (greatest(s.from_first, s.from_last) + least(s.from_first, s.from_last) + 1000000) // 2 AS boot_us,
+       'header' AS method
+FROM spans AS s
+WHERE abs(s.from_first - s.from_last) < 1000000
+  AND NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
+                  WHERE b.source_id = s.source_id AND b.boot_seq = s.boot_seq);
+
+-- A boot nothing above dates (the servers log to files): systemd's lines in it about a unit's
 -- OOM kill ("A process of this unit has been killed by the OOM killer.", "Main process exited,
 -- code=killed") and the kernel's dated record of that kill (dmesg -T or iso). systemd logs them
 -- after the kill — the first within milliseconds, the main process's exit up to seconds later —
@@ -125,6 +165,15 @@ support AS (
 SELECT source_id, boot_seq, arg_max(boot_us, events * 1e12 - boot_us / 1e6) AS boot_us
 FROM support
 GROUP BY source_id, boot_seq;
+
+-- … and a boot dated to about a second (server lines, dmesg -T, the header) is no earlier than
+-- that bound: none of systemd's lines about a kill before the kill (a bound more than 2 s
+-- above is a line paired with another kill, or the clock stepped: the dating stands).
+UPDATE anchor_journal_boots AS b
+SET boot_us = k.boot_us
+FROM anchor_journal_kills AS k
+WHERE b.source_id = k.source_id AND b.boot_seq = k.boot_seq AND b.method <> 'kernel'
+  AND k.boot_us > b.boot_us AND k.boot_us <= b.boot_us + 2000000;
 
 INSERT INTO anchor_journal_boots
 SELECT k.source_id, k.boot_seq, k.boot_us, 'kill' AS method

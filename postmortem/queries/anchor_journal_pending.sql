@@ -1,6 +1,7 @@
 -- anchor_journal_pending: the sources whose journal entries without a wall-clock time carry
 -- what dates them for anchor_journal: a kernel line a dated kernel log also holds, a server line
--- that has a time, or systemd's line about an OOM kill the kernel dated. No parameters.
+-- that has a time, the journal's header, or systemd's line about an OOM kill the kernel dated.
+-- No parameters.
 SELECT DISTINCT j.source_id
 FROM journal_entries AS j
 WHERE j.ts IS NULL AND j.monotonic_s IS NOT NULL
@@ -13,6 +14,7 @@ WHERE j.ts IS NULL AND j.monotonic_s IS NOT NULL
                   WHERE s.source_id = j.source_id AND s.line_no = j.line_no AND s.ts IS NOT NULL)
        OR EXISTS (SELECT 1 FROM server_events AS s
                   WHERE s.source_id = j.source_id AND s.line_no = j.line_no AND s.ts IS NOT NULL)
+       OR EXISTS (SELECT 1 FROM journal_headers AS h WHERE h.source_id = j.source_id)
        OR EXISTS (SELECT 1 FROM unit_events AS u
                   JOIN oom_kills AS o ON o.unit = u.unit AND o.ts IS NOT NULL
                   WHERE u.source_id = j.source_id AND u.line_no = j.line_no AND u.ts IS NULL

@@ -51,6 +51,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import ClassVar
 
 from ...lazyre import lazy_re
+from ...records import JournalHeader
 from ...timeutil import ForwardLocalizer, Inferred, YearInference, localize_abbrev, month_number, parse_iso
 from .. import register
 from ..base import Head, LineChunk, Output, ParseContext, Parser, run_parser
@@ -60,7 +61,15 @@ from .systemd import is_unit_name
 __all__ = ["JournalShortParser", "ParseContext", "StampParser", "run_parser"]
 
 #: every table a journal parser may write
-JOURNAL_TABLES = ("journal_entries", "unit_events", "boots", "oom_kills", "k8s_events", "containers")
+JOURNAL_TABLES = (
+    "journal_entries",
+    "unit_events",
+    "boots",
+    "oom_kills",
+    "k8s_events",
+    "containers",
+    "journal_headers",
+)
 #: the structured modes (json, export, verbose) also name the containers whose output they carry
 STRUCTURED_TABLES = JOURNAL_TABLES
 
@@ -68,6 +77,11 @@ _CACHE_MAX = 1 << 17
 #: journalctl -x catalog lines start "-- " (older versions) or "░░ " (newer ones, e.g. v252)
 CATALOG = "░░"
 _HEADER_DATE = lazy_re(r"(?:Logs begin at|Journal begins at) \w+ (\d{4})-(\d\d)-(\d\d)")
+#: the whole header: the first and last entries' wall times, each with its zone word
+_HEADER_SPAN = lazy_re(
+    r"^-- (?:Logs begin|Journal begins) at \S+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (\S+?)"
+    r"(?:, ends? at \S+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (\S+?))?\. --$"
+)
 _BOOT_MARKER = lazy_re(r"^-- Boot ([0-9a-f]{32}) --$")
 _TIME = lazy_re(r"\d\d:\d\d:\d\d$")
 
@@ -543,8 +557,13 @@ class JournalShortParser(Parser):
         yield from state.close()
 
 
-def meta_line(line: str, stamps: StampParser, sink: JournalSink) -> None:
-    """A ``-- …`` line: boot markers switch the boot; a journal header gives the year."""
+def meta_line(line_no: int, line: str, stamps: StampParser, sink: JournalSink) -> None:
+    """A ``-- …`` line: boot markers switch the boot; a journal header gives the year, and its
+    times are kept (a ``journal_headers`` row)."""
+    if line.startswith(("-- Logs begin at ", "-- Journal begins at ")):
+        header = journal_header(line_no, line, stamps.zone)
+        if header is not None:
+            sink.add_output(header)
     if line.startswith("-- Boot "):
         m = _BOOT_MARKER.match(line)
         if m:
@@ -557,6 +576,32 @@ def meta_line(line: str, stamps: StampParser, sink: JournalSink) -> None:
         m = _HEADER_DATE.search(line)
         if m:
             stamps.header_date = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+
+def journal_header(line_no: int, line: str, zone: tzinfo) -> JournalHeader | None:
+    """The times of a ``-- Journal begins at …, ends at … --`` header (zone words as
+    ``short-full`` stamps read them: ``ts_inferred`` ``zone`` when ``zone`` had to be assumed).
+
+    >>> from datetime import UTC
+    >>> h = journal_header(1, "-- Journal begins at Tue 2026-08-04 20:37:31 CEST, ends at "
+    ...                       "Tue 2026-08-04 21:47:31 CEST. --", UTC)
+    >>> h.begins_ts.isoformat(), h.ends_ts.isoformat(), h.ts_inferred
+    ('2026-08-04T18:37:31+00:00', '2026-08-04T19:47:31+00:00', None)
+    >>> journal_header(1, "-- Logs begin at Thu 2025-05-01 12:00:00 UTC. --", UTC).ends_ts is None
+    True
+    """
+    m = _HEADER_SPAN.match(line)
+    if m is None:
+        return None
+    try:
+        begins, exact = localize_abbrev(datetime.fromisoformat(m.group(1)), m.group(2), zone)
+        ends: datetime | None = None
+        if m.group(3):
+            ends, exact_end = localize_abbrev(datetime.fromisoformat(m.group(3)), m.group(4), zone)
+            exact = exact and exact_end
+    except ValueError:
+        return None  # (an impossible date: no header to go by)
+    return JournalHeader(line_no, begins, ends, None if exact else Inferred.ZONE)
 
 
 #: a syslog-stamped line (``Mar 14 09:00:02 host ident[pid]: …``) whose message starts with a
@@ -671,7 +716,7 @@ class ShortState:
                         issues.append(ctx.issue(line_no, "continuation line before any entry", line))
                     continue
             elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
-                meta_line(line, stamps, sink)
+                meta_line(line_no, line, stamps, sink)
                 ignored += 1
                 have = False  # a header, marker or catalog line ends the entry above
                 continue

@@ -523,7 +523,7 @@ class _PerLine:
                 self._continuation(i, line)
                 return
         elif (c == "-" and line.startswith("--")) or (c == "░" and line.startswith(CATALOG)):
-            meta_line(line, self.state.stamps, self.state.sink)
+            meta_line(self.first + i, line, self.state.stamps, self.state.sink)
             self.ignored += 1
             self.last_break = i  # a header, marker or catalog line ends the entry above
             return
