@@ -108,6 +108,9 @@ def test_systemd_s_exit_line_is_no_anchor_of_the_kill(cli: Any, tmp_path: Path) 
     assert got["lines"][2] == "2026-08-04 19:21:41.844931"  # the kill's µs + 1: not before it
     assert got["lines"][3] == "2026-08-04 19:21:42.943031"
     assert got["boots"] == ["2026-07-29 08:00:01.815642"]  # 1.9 ms early: a bound, at most that
+    assert got["notes"] == (
+        "seconds since boot, dated by systemd's lines of an OOM kill the kernel dated (no earlier than the kill)"
+    )
 
 
 def test_a_kill_whose_exit_came_late_is_bounded_by_its_first_line(cli: Any, tmp_path: Path) -> None:
@@ -143,6 +146,10 @@ def test_kernel_lines_a_dated_dmesg_also_holds_date_the_journal_exactly(cli: Any
     assert got["boots"] == [BOOT_UTC]
     assert got["lines"][5] == "2026-08-04 19:21:41.844930"  # "Killed process", as dmesg dates it
     assert got["lines"][6] == "2026-08-04 19:21:41.846830"  # systemd's notice, 1.9 ms on
+    assert (
+        got["notes"]
+        == "seconds since boot, dated by its kernel lines, as a dated kernel log has them (exact)"
+    )
 
 
 # ----------------------------------------------------------------------------- the header
@@ -160,6 +167,7 @@ def test_a_whole_journal_s_header_dates_it_to_the_second(cli: Any, tmp_path: Pat
     assert got["boots"] == ["2026-07-29 08:00:01.637520"]  # the truth: 08:00:01.817541
     assert got["lines"][2] == "2026-08-04 18:37:31.500000"  # "Journal begins at … 20:37:31 CEST"
     assert got["lines"][7] == "2026-08-04 19:47:31.500000"
+    assert got["notes"] == "seconds since boot, dated by its header's first and last times (to the second)"
 
 
 def test_a_filtered_journal_s_header_dates_nothing(cli: Any, tmp_path: Path) -> None:
@@ -178,6 +186,10 @@ def test_the_kill_s_bound_raises_a_boot_the_header_dates(cli: Any, tmp_path: Pat
     assert got["boots"] == ["2026-07-29 08:00:01.815642"]
     assert got["lines"][2] == "2026-08-04 18:37:31.678122"  # Data coverage's first: 18:37:31
     assert got["lines"][4] == "2026-08-04 19:21:41.844931"  # after the kill
+    assert got["notes"] == (
+        "seconds since boot, dated by its header's first and last times (to the second), "
+        "no earlier than the OOM kill systemd's lines report"
+    )
 
 
 def test_the_kill_s_bound_raises_a_boot_server_lines_date(cli: Any, tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ FROM (
 -- exactly (boot = the dated line's time - the journal's seconds since boot; the median over
 -- such lines; stamps in whole seconds, dmesg -T's, are truncated: half a second on).
 -- method: how each boot was dated ('kernel' exact, 'kernel-s' to the second, 'server',
--- 'header', 'kill' a lower bound, 'follows' another file's).
+-- 'header', 'kill' a lower bound, 'follows' another file's); raised: moved up to the kill's
+-- bound (below).
 CREATE OR REPLACE TEMP TABLE anchor_journal_boots AS
 WITH mine AS (
     SELECT e.source_id, e.boot_seq, k.host, k.message, any_value(k.monotonic_s) AS monotonic_s
@@ -52,7 +53,8 @@ dated AS (
 SELECT m.source_id, m.boot_seq,
        CAST(median(epoch_us(d.ts) - CAST(round(m.monotonic_s * 1000000) AS BIGINT))
             + CASE WHEN bool_and(epoch_us(d.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us,
-       CASE WHEN bool_and(epoch_us(d.ts) % 1000000 = 0) THEN 'kernel-s' ELSE 'kernel' END AS method
+       CASE WHEN bool_and(epoch_us(d.ts) % 1000000 = 0) THEN 'kernel-s' ELSE 'kernel' END AS method,
+       false AS raised
 FROM mine AS m
 JOIN dated AS d
   ON d.message = m.message AND d.source_id <> m.source_id
@@ -71,7 +73,7 @@ WITH witness AS (
 SELECT e.source_id, e.boot_seq,
        CAST(median(epoch_us(w.ts) - CAST(round(e.monotonic_s * 1000000) AS BIGINT))
             + CASE WHEN bool_and(epoch_us(w.ts) % 1000000 = 0) THEN 500000 ELSE 0 END AS BIGINT) AS boot_us,
-       'server' AS method
+       'server' AS method, false AS raised
 FROM anchor_journal_entries AS e
 JOIN witness AS w ON w.source_id = e.source_id AND w.line_no = e.line_no
 WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
@@ -110,7 +112,7 @@ spans AS (
 )
 SELECT s.source_id, s.boot_seq,
        (greatest(s.from_first, s.from_last) + least(s.from_first, s.from_last) + 1000000) // 2 AS boot_us,
-       'header' AS method
+       'header' AS method, false AS raised
 FROM spans AS s
 WHERE abs(s.from_first - s.from_last) < 1000000
   AND NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
@@ -170,13 +172,13 @@ GROUP BY source_id, boot_seq;
 -- that bound: none of systemd's lines about a kill before the kill (a bound more than 2 s
 -- above is a line paired with another kill, or the clock stepped: the dating stands).
 UPDATE anchor_journal_boots AS b
-SET boot_us = k.boot_us
+SET boot_us = k.boot_us, raised = true
 FROM anchor_journal_kills AS k
 WHERE b.source_id = k.source_id AND b.boot_seq = k.boot_seq AND b.method <> 'kernel'
   AND k.boot_us > b.boot_us AND k.boot_us <= b.boot_us + 2000000;
 
 INSERT INTO anchor_journal_boots
-SELECT k.source_id, k.boot_seq, k.boot_us, 'kill' AS method
+SELECT k.source_id, k.boot_seq, k.boot_us, 'kill' AS method, false AS raised
 FROM anchor_journal_kills AS k
 WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS b
                   WHERE b.source_id = k.source_id AND b.boot_seq = k.boot_seq);
@@ -206,7 +208,7 @@ follows AS (
     WHERE NOT EXISTS (SELECT 1 FROM anchor_journal_boots AS x
                       WHERE x.source_id = u.source_id AND x.boot_seq = u.boot_seq)
 )
-SELECT source_id, boot_seq, min(boot_us) AS boot_us, 'follows' AS method
+SELECT source_id, boot_seq, min(boot_us) AS boot_us, 'follows' AS method, false AS raised
 FROM follows
 GROUP BY source_id, boot_seq
 HAVING max(boot_us) - min(boot_us) <= 2000000;
@@ -249,6 +251,26 @@ FROM (
     GROUP BY source_id
 ) AS t
 WHERE s.source_id = t.source_id;
+
+-- … and how they were dated, in its notes (the report's Data coverage says it), once
+UPDATE sources AS s
+SET notes = concat_ws('; ', nullif(s.notes, ''), n.note)
+FROM (
+    SELECT b.source_id,
+           'seconds since boot, dated by ' || string_agg(DISTINCT CASE b.method
+               WHEN 'kernel' THEN 'its kernel lines, as a dated kernel log has them (exact)'
+               WHEN 'kernel-s' THEN 'its kernel lines, as dmesg -T has them (to the second)'
+               WHEN 'server' THEN 'the server lines it carries (their own stamps)'
+               WHEN 'header' THEN 'its header''s first and last times (to the second)'
+               WHEN 'kill' THEN 'systemd''s lines of an OOM kill the kernel dated (no earlier than the kill)'
+               ELSE 'the lines of its boot in another file of the journal' END
+               || CASE WHEN b.raised THEN ', no earlier than the OOM kill systemd''s lines report' ELSE '' END,
+               ' and ') AS note
+    FROM anchor_journal_boots AS b
+    WHERE b.source_id IN (SELECT source_id FROM anchor_journal_times)
+    GROUP BY b.source_id
+) AS n
+WHERE s.source_id = n.source_id AND NOT contains(coalesce(s.notes, ''), n.note);
 
 DROP TABLE anchor_journal_times;
 DROP TABLE anchor_journal_boots;
