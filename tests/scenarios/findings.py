@@ -236,15 +236,16 @@ def _kill_dated(s: Scenario) -> bool:
 
 def _no_wall(s: Scenario, t: Truth) -> set[str]:
     """A journal without wall-clock times (``-o cat``, or ``short-monotonic`` with no server
-    line in it nor systemd's line of a dated kill to date its boot): no unit's start or death can
-    be put beside the server's lines, so the recovery's unit is not named."""
+    line in it, no header, nor systemd's line of a dated kill to date its boot): no unit's start
+    or death can be put beside the server's lines, so the recovery's unit is not named."""
     if s.journal_mode not in NO_WALL:
         return set()
     if s.journal_mode == "short-monotonic" and (
-        s.sglang_in == "journal" or (_kill_dated(s) and systemd_tells_kill(s))
+        s.sglang_in == "journal" or (_kill_dated(s) and systemd_tells_kill(s)) or s.systemd < 250
     ):
-        # the server's stamps, or the dated kill beside systemd's line of it, give its boot
-        # (queries/anchor_journal.sql); a vLLM API server's exit 1 is no line of a kill
+        # the server's stamps, the dated kill beside systemd's line of it, or the header of
+        # systemd before 250 (each file printed whole) give its boot (queries/anchor_journal.sql);
+        # a vLLM API server's exit 1 is no line of a kill
         return set()
     rec = recovery_server(s)
     if rec is None or by_hand(rec) or not readable(s):
