@@ -44,6 +44,9 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 - task-table-pid (seed 2718, night 11): kernel 4.15 and no journal; the victim is an SGLang
   scheduler, and the OOM record's task table lists the pid the server's log names as its own
   (``queries/task_table_units.sql``).
+- vllm-engine-first (seed 161803, night 0): vLLM 0.31 in a CRI file; the engine core's
+  "Initializing a V1 LLM engine … with config:" comes 2 ms before its API server's version and
+  args lines: one start, one configuration (``engines/vllm/stream.py``, ``_joins_ahead``).
 """
 
 from __future__ import annotations
@@ -308,3 +311,22 @@ def test_a_crashed_server_no_unit_names_keeps_its_signals(cli: Any, tmp_path: Pa
     assert "SGLang: requests begin to wait in the queue (up to 104 before the crash)" in text
     assert "| Tokens not generated | ≈ " in text
     assert "| — (no unit named) | crashed instance |" in text
+
+
+def test_a_vllm_engine_line_ahead_of_its_api_args_is_one_start(cli: Any, tmp_path: Path) -> None:
+    """The engine core's configuration line, 2 ms before the API server's version line, was
+    read as a start of its own: it took systemd's "Starting" (journal.txt:5) and never got
+    ready (a phantom "history … incomplete" row), and the killed run started at its args line,
+    3 s late; the Summary row said "Loads 2" over three rows."""
+    _build(cli, tmp_path, "vllm-engine-first", "America/Los_Angeles")
+    sql = "SELECT start_source, start_line_no, outcome, load_s FROM service_loads ORDER BY load_id"
+    out = cli("query", sql, "--db", tmp_path / "pm.duckdb", "--format", "json").out
+    rows = [
+        (r["start_source"], r["start_line_no"], r["outcome"], round(r["load_s"] or -1))
+        for r in json.loads(out)
+    ]
+    assert rows == [("systemd_starting", 5, "ready", 359), ("systemd_starting", 69, "ready", 359)]
+    (report,) = (tmp_path / "out").glob("*vllm-llama70b.service.md")
+    text = report.read_text(encoding="utf-8")
+    assert "| killed instance | 2024-11-07 04:03:17 | 2024-11-07 04:09:16 | 5 min 59 s |" in text
+    assert "| history |" not in text

@@ -125,3 +125,58 @@ def test_a_bare_traceback_before_ready_is_the_servers_exception() -> None:
     assert (
         ev.detail is not None and '"header_line_no": 2' in ev.detail and '"exception": "OSError"' in ev.detail
     )
+
+
+def _engine_first(gap_s: int) -> str:
+    """A CRI log whose engine core prints its configuration before its API server's version and
+    args lines (seed 161803, night 0: vLLM 0.31), those ``gap_s`` seconds later."""
+
+    def line(s: int, who: str, msg: str) -> str:
+        return f"2024-11-07T04:03:{20 + s:02d}.087660000Z stdout F ({who}) INFO 11-07 04:03:{20 + s:02d} [x.py:1] {msg}\n"
+
+    return (
+        line(
+            0,
+            "EngineCore pid=5183",
+            "Initializing a V1 LLM engine (v0.31.0) with config: model='/m/l', tensor_parallel_size=8",
+        )
+        + line(gap_s, "APIServer pid=5174", "vLLM server version 0.31.0, serving model /m/l")
+        + line(
+            gap_s,
+            "APIServer pid=5174",
+            "non-default args: {'model': '/m/l', 'port': 30000, 'tensor_parallel_size': 8}",
+        )
+        + line(gap_s + 2, "Worker_TP0 pid=5175", "Starting to load model /m/l...")
+    )
+
+
+def test_an_engine_config_printed_ahead_of_its_api_args_is_one_start() -> None:
+    """The engine core's line came first and was recorded as a run's configuration, then the API
+    server's version line began a run of its own: one start read as two, the first (an engine
+    line and nothing else) never ready, and systemd's start claimed by it (a phantom load)."""
+    from conftest import records_of
+
+    from postmortem.records import ServerConfig, ServerEvent
+
+    outputs, _ = parse_text("vllm", _engine_first(0), year=2024, tz="UTC")
+    (cfg,) = records_of(outputs, ServerConfig)
+    assert (cfg.line_no, cfg.pid, cfg.port, cfg.tp_size) == (3, 5174, 30000, 8)
+    assert [e.line_no for e in records_of(outputs, ServerEvent) if e.kind == "server_args"] == [3]
+
+
+def test_an_engine_config_long_before_the_next_version_line_is_its_own_run() -> None:
+    """A run that printed its engine's configuration and nothing else, then a restart (its
+    version line after the new process's imports): two starts, in line order."""
+    from conftest import records_of
+
+    from postmortem.records import ServerConfig
+
+    outputs, _ = parse_text("vllm", _engine_first(30), year=2024, tz="UTC")
+    assert [c.line_no for c in records_of(outputs, ServerConfig)] == [1, 3]
+    text = "\n".join(_engine_first(0).splitlines()[::3]) + "\n"  # the engine line, then loading
+    outputs, _ = parse_text("vllm", text, year=2024, tz="UTC")
+    assert [(type(r).__name__, r.line_no) for r in outputs if hasattr(r, "line_no")][:3] == [
+        ("ServerConfig", 1),
+        ("ServerEvent", 1),
+        ("ServerEvent", 2),
+    ]

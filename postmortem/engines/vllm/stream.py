@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from ...lazyre import lazy_re
@@ -99,6 +99,10 @@ _PHASE_AFTER = {
 }
 #: … and the phase a line ends: its own event keeps the phase it closes
 _PHASE_NEXT = {"load_weight_end": "kv_pool"}
+#: how far ahead of its API server's version and args lines an engine core's configuration
+#: line may come and still be their echo (one start), not a run of its own: a restart's
+#: version line comes seconds later, after the new process's imports
+ENGINE_AHEAD = timedelta(seconds=5)
 
 
 class VllmStream:
@@ -128,6 +132,10 @@ class VllmStream:
         self._ready = False
         self._phase = "startup"
         self._held: ServerStats | None = None  # a statistics line waiting for its spec metrics
+        #: an engine core's configuration that came before any API line of its run: held until
+        #: the next line tells whether the API server's version and args lines follow
+        self._ahead: list[Output] = []
+        self._ahead_ts: datetime | None = None
         self._oom_seen = False
         #: the line of a bare traceback's header, until its exception line ends it
         self._tb_line: int | None = None
@@ -171,6 +179,7 @@ class VllmStream:
         return self._handle(line_no, parts)
 
     def close(self) -> Iterator[Output]:
+        self._release_ahead()
         self._flush()
         out, self._out = self._out, []
         yield from out
@@ -200,6 +209,8 @@ class VllmStream:
     # ------------------------------------------------------------------ dispatch
     def _handle(self, line_no: int, p: Parts) -> int:
         msg = p.message
+        if self._ahead and not self._joins_ahead(msg):
+            self._release_ahead()
         if self._held is not None and not self._spec(msg):
             self._flush()
         if p.uvicorn is not None:
@@ -314,6 +325,9 @@ class VllmStream:
             return PARSED
         if self._configured:
             self._new_run()  # a new args line without a version line: a restart
+        if m is not None:
+            self._ahead.clear()  # the engine core's line printed ahead of these args: their echo
+        mark = len(self._out)
         args, form = parsed
         cols = settings(args)
         ts, raw, inf, host, unit, pid = self._meta(p)
@@ -356,7 +370,25 @@ class VllmStream:
         )
         self._configured = True
         detail = {k: cols[k] for k in ("model_path", "speculative_algorithm", "tp_size")}
-        return self._ev(line_no, p, "server_args", phase="init", detail=detail)
+        status = self._ev(line_no, p, "server_args", phase="init", detail=detail)
+        if engine_line is not None:
+            # (not a new list: the file parser holds ``_out`` and drains it after each line)
+            self._ahead, self._ahead_ts = self._out[mark:], self._ts
+            del self._out[mark:]
+        return status
+
+    def _joins_ahead(self, msg: str) -> bool:
+        """Whether a line is the API server's version or args line of the run whose engine
+        core's configuration was held: one start, its lines interleaved (seed 161803, n0)."""
+        if not (VERSION_RE.match(msg) or ARGS_NEW_RE.match(msg) or ARGS_OLD_RE.match(msg)):
+            return False
+        held, now = self._ahead_ts, self._ts
+        return held is None or now is None or timedelta(0) <= now - held <= ENGINE_AHEAD
+
+    def _release_ahead(self) -> None:
+        """The held engine configuration is its run's own (no API args came right after it)."""
+        self._out.extend(self._ahead)
+        self._ahead = []
 
     def _event(self, line_no: int, p: Parts) -> int:
         for kind, pattern in EVENTS:
