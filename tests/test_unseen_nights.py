@@ -43,7 +43,8 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
   parser no longer gives a text mode's process the unit started last, ``build`` links it.
 - task-table-pid (seed 2718, night 11): kernel 4.15 and no journal; the victim is an SGLang
   scheduler, and the OOM record's task table lists the pid the server's log names as its own
-  (``queries/task_table_units.sql``).
+  (``queries/task_table_units.sql``); the operator's recovery in sglang-manual.log, which no
+  source ties to a unit, is a row of the loads table (``load_stats.stats_of``).
 - vllm-engine-first (seed 161803, night 0): vLLM 0.31 in a CRI file; the engine core's
   "Initializing a V1 LLM engine … with config:" comes 2 ms before its API server's version and
   args lines: one start, one configuration (``engines/vllm/stream.py``, ``_joins_ahead``).
@@ -311,6 +312,25 @@ def test_a_crashed_server_no_unit_names_keeps_its_signals(cli: Any, tmp_path: Pa
     assert "SGLang: requests begin to wait in the queue (up to 104 before the crash)" in text
     assert "| Tokens not generated | ≈ " in text
     assert "| — (no unit named) | crashed instance |" in text
+
+
+def test_a_recovery_no_unit_names_is_a_row_of_the_loads_table(cli: Any, tmp_path: Path) -> None:
+    """The Summary and Resolution told the hand-started recovery's load and Appendix E its
+    phases, but Appendix D listed only its unit's loads: the killed unit's (seeds 314159 and
+    161803, nights 1, 13, 16; 2, 5, 18, 19). Every load the report tells is in its table."""
+    _build(cli, tmp_path, "task-table-pid", "Asia/Tokyo", year=2025)
+    (report,) = (tmp_path / "out").glob("*sglang-glm46.service.md")
+    text = report.read_text(encoding="utf-8")
+    loads = text.split("## D. Service loads", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "| `sglang-glm46.service` | killed instance | 2025-08-27 16:39:23 | 2025-08-27 16:46:28 | 7 min 5 s |"
+        in loads
+    )
+    assert (
+        "| — (no unit named) | recovery load | 2025-08-27 17:59:50 | 2025-08-27 18:06:56 | 7 min 6 s |"
+        in loads
+    )
+    assert "| — (no unit named) | `/models/GLM-4.6` | — | 1 | 7 min 6 s |" in loads
 
 
 def test_a_vllm_engine_line_ahead_of_its_api_args_is_one_start(cli: Any, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from ..parsers.kernel.oom import unit_of
 from ..query import run_named_dicts
 from ..store.db import Store
 from .kubernetes import K8sFacts, k8s_facts
-from .load_stats import LoadStats, stats_for, up_to
+from .load_stats import LoadStats, stats_of, up_to
 from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units, incident_end
 from .timeline import Bucket, Timeline, TimelineEvent, memory_timeline, seconds_after
 
@@ -475,12 +475,16 @@ def gather(
     # the history up to this incident (its recovery, or an hour on when none came): a report
     # written today reads the same after later nights are ingested
     until = incident.recovered_ts or kill + timedelta(hours=1)
-    facts.unit_loads = up_to(stats_for(incident.unit, all_loads, incident.host), until)
+    facts.unit_loads = up_to(stats_of(incident.killed_load, incident.unit, all_loads, incident.host), until)
+    if incident.recovery_unit or incident.recovery_load is not None:
+        # (a recovery no unit is named for, a server started by hand, has its log's loads)
+        rec = stats_of(incident.recovery_load, incident.recovery_unit, all_loads, incident.host)
+        facts.recovery_loads = up_to(rec, until)
     facts.k8s = k8s_facts(store, incident, until)
     acts = run_named_dicts(store, "operator_after", {"after": kill, "until": until, "host": incident.host})
     facts.first_operator = acts[0] if acts else None
     if incident.recovery_unit:
-        _recovery_facts(store, facts, all_loads, until)
+        _recovery_facts(store, facts)
     _gpu_release(store, facts, released)
     incident.serving, facts.served_on = _serving(store, facts, kill, one_host)
     _cause_facts(store, facts, kill)
@@ -617,10 +621,9 @@ def _restarts(facts: IncidentFacts) -> None:
         incident.restart_count -= 1
 
 
-def _recovery_facts(store: Store, facts: IncidentFacts, all_loads: list[LoadStats], until: datetime) -> None:
-    """The recovery unit's loads, its configuration and the health polls during its load."""
+def _recovery_facts(store: Store, facts: IncidentFacts) -> None:
+    """The recovery unit's configuration and the health polls during its load."""
     incident = facts.incident
-    facts.recovery_loads = up_to(stats_for(incident.recovery_unit, all_loads, incident.host), until)
     rec = incident.recovery_load
     if rec is None or rec.ready_ts is None:
         return

@@ -145,3 +145,23 @@ def stats_for(unit: str | None, all_stats: Sequence[LoadStats], host: str | None
         if best is None or len(st.loads) > len(best.loads):
             best = st
     return best
+
+
+def stats_of(
+    load: Load | None, unit: str | None, all_stats: Sequence[LoadStats], host: str | None = None
+) -> LoadStats | None:
+    """The loads ``load`` is one of — its unit's, or those of its log's model when no unit is
+    named for it (a server started by hand) — else :func:`stats_for` ``unit``: an incident's
+    killed and recovery loads are in the statistics that describe them, whatever their unit.
+
+    >>> from datetime import UTC, datetime
+    >>> mk = lambda i, u: Load(i, "h", u, datetime(2025, 1, 1, tzinfo=UTC), None, 300.0, "ready", "/m", None, 1)
+    >>> stats = load_statistics([mk(1, "u.service"), mk(2, None)])
+    >>> stats_of(mk(2, None), "u.service", stats).unit is None, stats_of(None, "u.service", stats).unit
+    (True, 'u.service')
+    """
+    if load is not None:
+        for st in all_stats:
+            if any(ld.load_id == load.load_id for ld in st.loads):
+                return st
+    return stats_for(unit, all_stats, host)

@@ -545,13 +545,17 @@ def _load_tag(inc: Incident, facts: IncidentFacts, ld: Load) -> str:
 def _load_rows(
     inc: Incident, facts: IncidentFacts, sources: Sources
 ) -> tuple[list[LoadRow], list[LoadSummary]]:
+    """The killed run's loads and the recovery's (each group once: a unit restarted, or one log
+    a server was started by hand into twice, is one group)."""
     loads: list[LoadRow] = []
     sums: list[LoadSummary] = []
-    for st, role in ((facts.unit_loads, "killed unit"), (facts.recovery_loads, "recovery")):
-        if st is None or (role == "recovery" and inc.recovery_unit == inc.unit):
+    listed: set[int] = set()
+    for st in (facts.unit_loads, facts.recovery_loads):
+        if st is None or all(ld.load_id in listed for ld in st.loads):
             continue
         sums.append(_load_summary(st))
         loads.extend(_load_row(ld, _load_tag(inc, facts, ld), st, sources) for ld in st.loads)
+        listed.update(ld.load_id for ld in st.loads)
     return loads, sums
 
 
