@@ -141,6 +141,7 @@ class OomKill(Record):
     memsw_usage_kb: int | None = None
     memsw_limit_kb: int | None = None
     free_pages: int | None = None
+    vm_rss_kb: int | None = None  # earlyoom's VmRSS of its victim (the kernel splits its RSS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -2501,3 +2502,30 @@ def test_a_timers_runs_stay_out_of_the_short_timeline(cli: Any, tmp_path: Path) 
     assert "Starting Nightly ETL export..." in body
     full = text.split("## E. Full timeline", 1)[1]
     assert full.count("Starting system activity accounting tool...") == 3  # (the window's 30 min)
+
+
+def test_an_earlyoom_victims_resident_memory_is_in_the_report(cli: Any, tmp_path: Path) -> None:
+    """earlyoom prints its victim's VmRSS (its whole resident memory): the victims table gave
+    "—" for it (the kernel's anon-rss column) and the Root cause no size."""
+    lines = [
+        "2025-06-11T03:10:00+0000 gpu1 earlyoom[900]: mem avail: 40960 of 2063588 MiB ( 1.98%), swap free:    0 of    0 MiB ( 0.00%)",
+        "2025-06-11T03:10:02+0000 gpu1 earlyoom[900]: low memory! at or below SIGTERM limits: mem  2.00%, swap  1.00%",
+        '2025-06-11T03:10:02+0000 gpu1 earlyoom[900]: sending SIGTERM to process 4242 uid 0 "sglang::schedul": '
+        'oom_score 1134, VmRSS 61234 MiB, cmdline "python3 -m sglang.launch_server"',
+        "2025-06-11T03:10:03+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=15/TERM",
+        "2025-06-11T03:10:03+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
+    ]
+    journal = tmp_path / "journal.txt"
+    journal.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    text = report.read_text()
+    assert "| PID | Name | Resident memory (VmRSS) | Chosen by earlyoom | Evidence |" in text
+    assert "| 4242 | `sglang::schedul` | 59.8 GiB | yes |" in text
+    assert "(pid 4242, 60 GiB)" in text
+    rows = cli(
+        "query", "SELECT vm_rss_kb FROM incident_victims", "--db", tmp_path / "pm.duckdb", "--format", "json"
+    )
+    assert json.loads(rows.out) == [{"vm_rss_kb": 61234 * 1024}]

@@ -649,7 +649,17 @@ def _persist(store: Store, result: Analysis) -> None:
             ]
         )
         victims.extend(
-            [inc.incident_id, x.source_id, x.line_no, x.ts, x.pid, x.comm, x.anon_rss_kb, x.chosen]
+            [
+                inc.incident_id,
+                x.source_id,
+                x.line_no,
+                x.ts,
+                x.pid,
+                x.comm,
+                x.anon_rss_kb,
+                x.chosen,
+                x.vm_rss_kb,
+            ]
             for x in inc.victims
         )
         evidence.extend(
@@ -710,7 +720,17 @@ _DERIVED_COLUMNS = {
         "summary",
         "serving",
     ),
-    "incident_victims": ("incident_id", "source_id", "line_no", "ts", "pid", "comm", "anon_rss_kb", "chosen"),
+    "incident_victims": (
+        "incident_id",
+        "source_id",
+        "line_no",
+        "ts",
+        "pid",
+        "comm",
+        "anon_rss_kb",
+        "chosen",
+        "vm_rss_kb",
+    ),
     "incident_evidence": ("incident_id", "source_id", "line_no", "ts", "kind", "detail"),
     "recommendations": (
         "incident_id",

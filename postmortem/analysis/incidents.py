@@ -273,17 +273,21 @@ def victims_of(items: Sequence[Evidence]) -> list[Victim]:
             continue
         # the same kill in several sources: the most complete record stands for it (a record
         # cut by a rotation lacks its header's memory figures)
-        rich = sum(r.get(c) is not None for c in ("memcg_usage_kb", "memcg_limit_kb", "scope", "anon_rss_kb"))
+        rich = sum(
+            r.get(c) is not None
+            for c in ("memcg_usage_kb", "memcg_limit_kb", "scope", "anon_rss_kb", "vm_rss_kb")
+        )
         if key in seen and rich <= richness[key]:
             continue
         richness[key] = rich
         if key in seen:
             v = seen[key]
-            v.source_id, v.line_no, v.oom_id, v.anon_rss_kb = (
+            v.source_id, v.line_no, v.oom_id, v.anon_rss_kb, v.vm_rss_kb = (
                 ev.source_id,
                 ev.line_no,
                 r.get("oom_id"),
                 r.get("anon_rss_kb"),
+                r.get("vm_rss_kb"),
             )
             continue
         seen[key] = Victim(
@@ -295,6 +299,7 @@ def victims_of(items: Sequence[Evidence]) -> list[Victim]:
             line_no=ev.line_no,
             chosen=key in chosen,
             oom_id=r.get("oom_id"),
+            vm_rss_kb=r.get("vm_rss_kb"),
         )
     victims = list(seen.values())
     if victims and not any(v.chosen for v in victims):

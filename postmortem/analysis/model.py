@@ -50,6 +50,8 @@ class Victim:
     line_no: int
     chosen: bool
     oom_id: int | None = None
+    #: earlyoom's VmRSS of the process (its whole resident memory; the kernel prints anon-rss)
+    vm_rss_kb: int | None = None
 
 
 @dataclass

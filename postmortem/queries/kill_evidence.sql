@@ -5,14 +5,14 @@ SELECT 'oom_kill' AS kind, k.source_id, k.line_no, k.ts, k.host, k.unit, k.kille
        k.memcg_limit_kb, NULL::VARCHAR AS action, NULL::VARCHAR AS code, NULL::VARCHAR AS status,
        NULL::VARCHAR AS result, NULL::INTEGER AS restart_count, k.message,
        k.oom_memcg, NULL::VARCHAR AS server_detail, NULL::VARCHAR AS phase, NULL::VARCHAR AS engine,
-       k.ts_inferred
+       k.ts_inferred, k.vm_rss_kb
 FROM oom_kills k
 WHERE k.ts IS NOT NULL
   AND ($since IS NULL OR k.ts >= $since) AND ($until IS NULL OR k.ts <= $until)
 UNION ALL
 SELECT 'unit_event', u.source_id, u.line_no, u.ts, u.host, u.unit, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, u.action, u.code, u.status, u.result, u.restart_count, u.message,
-       NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL
 FROM unit_events u
 WHERE u.ts IS NOT NULL
   AND ($since IS NULL OR u.ts >= $since) AND ($until IS NULL OR u.ts <= $until)
@@ -27,7 +27,7 @@ WHERE u.ts IS NOT NULL
 UNION ALL
 SELECT 'server_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
-       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred
+       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred, NULL
 FROM server_events e
 WHERE e.ts IS NOT NULL
   AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
@@ -43,7 +43,7 @@ UNION ALL
 -- a missing model file's OSError): the error of a start that failed (start_failures keeps it then)
 SELECT 'server_bare_exception', e.source_id, e.line_no, e.ts, e.host, e.unit, NULL, NULL, e.pid,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, CAST(e.exit_code AS VARCHAR), NULL, NULL, e.message,
-       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred
+       NULL, CAST(e.detail AS VARCHAR), e.phase, e.engine, e.ts_inferred, NULL
 FROM server_events e
 WHERE e.ts IS NOT NULL
   AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)
@@ -52,7 +52,7 @@ WHERE e.ts IS NOT NULL
 UNION ALL
 SELECT 'cuda_oom', c.source_id, c.line_no, c.ts, c.host, c.unit, NULL, NULL, c.pid, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.message,
-       NULL, NULL, NULL, c.engine, c.ts_inferred
+       NULL, NULL, NULL, c.engine, c.ts_inferred, NULL
 FROM cuda_ooms c
 WHERE c.ts IS NOT NULL
   AND ($since IS NULL OR c.ts >= $since) AND ($until IS NULL OR c.ts <= $until)
@@ -61,7 +61,7 @@ UNION ALL
 -- (not 0, not SIGTERM's 143), an eviction, a probe kill, the runtime's and kubelet's OOM words
 SELECT 'k8s_' || e.kind, e.source_id, e.line_no, e.ts, e.host, e.unit, 'kubelet', NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, e.reason, NULL, CAST(e.exit_code AS VARCHAR), e.probe, e.count, e.message,
-       NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL
 FROM k8s_events e
 WHERE e.ts IS NOT NULL
   AND ($since IS NULL OR e.ts >= $since) AND ($until IS NULL OR e.ts <= $until)

@@ -602,6 +602,7 @@ class JournalSink:
                 victim_comm=kill.name,
                 victim_uid=kill.uid,
                 oom_score_adj=kill.oom_score_adj,
+                vm_rss_kb=kill.vm_rss_mib * 1024 if kill.vm_rss_mib is not None else None,
             )
         )
 

@@ -449,7 +449,7 @@ def unit_from_cgroup(path: str | None) -> str | None:
 _OOMD = lazy_re(r"^(?:Killed (/\S*) |Marked (/\S*) for killing )(due to .*)$")
 _EARLYOOM = lazy_re(
     r'^sending (SIG\w+) to process (\d+)(?: uid (\d+))? "(.*)": '
-    r"(?:badness|oom_score) -?\d+(?:, oom_score_adj (-?\d+))?"
+    r"(?:badness|oom_score) -?\d+(?:, oom_score_adj (-?\d+))?(?:, VmRSS (\d+) MiB)?"
 )
 
 
@@ -505,13 +505,14 @@ class EarlyoomKill:
     uid: int | None
     name: str
     oom_score_adj: int | None
+    vm_rss_mib: int | None = None
 
 
 def earlyoom_kill(message: str) -> EarlyoomKill | None:
     """An earlyoom ``sending SIG… to process …`` line (v1.3–v1.9 wordings).
 
     >>> earlyoom_kill('sending SIGTERM to process 4242 uid 1000 "python3": badness 812, VmRSS 61234 MiB')
-    EarlyoomKill(signal='SIGTERM', pid=4242, uid=1000, name='python3', oom_score_adj=None)
+    EarlyoomKill(signal='SIGTERM', pid=4242, uid=1000, name='python3', oom_score_adj=None, vm_rss_mib=61234)
     >>> earlyoom_kill('sending SIGKILL to process 7 "a b": oom_score 900, oom_score_adj 0, VmRSS 1 MiB, cmdline "x"').name
     'a b'
     """
@@ -526,4 +527,5 @@ def earlyoom_kill(message: str) -> EarlyoomKill | None:
         int(m.group(3)) if m.group(3) else None,
         m.group(4),
         int(m.group(5)) if m.group(5) else None,
+        int(m.group(6)) if m.group(6) else None,
     )

@@ -687,6 +687,7 @@ def incident_report(
                 v.chosen,
                 sources.cite(v.source_id, v.line_no),
                 v.anon_rss_kb,
+                v.vm_rss_kb,
             )
             for v in inc.victims
         ],

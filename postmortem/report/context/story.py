@@ -94,8 +94,9 @@ def _root(facts: IncidentFacts, sources: Sources) -> dict[str, Any]:
         "victim": (v.comm or "?") if v is not None else "",
         "killer": killer_words(inc.killer),
         "victim_pid": v.pid if v is not None else None,
-        "victim_rss_gib": gib_kb(v.anon_rss_kb) if v is not None else None,
-        "victim_rss_kb": v.anon_rss_kb if v is not None else None,
+        # the kernel's anonymous RSS, else earlyoom's VmRSS
+        "victim_rss_gib": gib_kb(v.anon_rss_kb or v.vm_rss_kb) if v is not None else None,
+        "victim_rss_kb": (v.anon_rss_kb or v.vm_rss_kb) if v is not None else None,
         "killed_with": len(inc.killed_with),
         "limit_gib": gib_kb(inc.memcg_limit_kb),
         "limit_kb": inc.memcg_limit_kb,

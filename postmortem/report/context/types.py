@@ -49,6 +49,8 @@ class VictimRow:
     cite: str
     #: the same in kB, as the kernel gave it (the table prints it with ``size_kb``)
     anon_rss_kb: int | None = None
+    #: earlyoom's VmRSS of it in kB (the whole resident memory; earlyoom prints no anon-rss)
+    vm_rss_kb: int | None = None
 
 
 @dataclass
