@@ -557,6 +557,11 @@ def test_an_old_host_memory_sample_is_not_told_as_the_memory_at_the_kill() -> No
     for cause, words in (("oomd", "Host memory came under pressure"), ("earlyoom", "Host RAM ran low")):
         rec = explain("host_ram_not_gpu", facts(cause))
         assert rec is not None and rec.title == words, rec.title
+    # systemd-oomd acts on pressure (PSI), not on low memory: its summary said "ran low"
+    f = facts("oomd", killer="systemd-oomd")
+    rec = explain("host_ram_not_gpu", f)
+    assert rec is not None and "killed the whole unit as host memory came under pressure" in rec.summary
+    assert "ran low" not in rec.summary
 
 
 def test_rule_bound_queue_lays_no_growth_on_a_queue_when_memory_fell() -> None:

@@ -312,10 +312,12 @@ def unit_words(inc: Incident) -> str:
 
     >>> unit_words(Incident(1, "h", None, "a.service", "unknown", 0.3))
     'a.service'
+    >>> unit_words(Incident(1, "h", None, None, "gpu_oom", 0.8))
+    'the server'
     """
     if inc.container is not None:
         return inc.container.words()
-    return inc.unit or "the unit"
+    return inc.unit or "the server"  # (no source names its unit: a log started by hand)
 
 
 def cgroup_is_units(cgroup_unit: str | None, inc: Incident) -> bool:

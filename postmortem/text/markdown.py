@@ -74,7 +74,8 @@ def _html(text: str) -> str:
 # any text: every scheme goes in the span, even with nothing after it the span can hold.
 _BARE_URL = lazy_re(
     r"(?i)(?:[a-z][a-z0-9+.-]*://|(?<![a-z])www\.(?=[^\s<>&\"'`|\\\[\]]))[^\s<>&\"'`|\\\[\]]*"
-    r"|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    # (an address inside a path is spanned with the whole path: logs/vllm@k26.service.log:377)
+    r"|(?<![\w./~+-])[\w./~+-]*?[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?::\d+)?"
 )
 
 
@@ -103,6 +104,8 @@ def _urls(text: str) -> list[tuple[bool, str]]:
     [(False, '1'), (True, '`ftp://a.b`'), (False, ' to '), (True, '`smb://evil/s`'), (False, '|x')]
     >>> _urls("mail ops+oom@corp.example, unit sglang@k26.service, not root@host")
     [(False, 'mail '), (True, '`ops+oom@corp.example`'), (False, ', unit '), (True, '`sglang@k26.service`'), (False, ', not root@host')]
+    >>> _urls("logs/vllm@k26.service.log:377 and /var/log/a@b.log")
+    [(True, '`logs/vllm@k26.service.log:377`'), (False, ' and '), (True, '`/var/log/a@b.log`')]
     """
     out: list[tuple[bool, str]] = []
     pos = 0
@@ -193,7 +196,13 @@ def md_span(text: object, *, in_table: bool = False) -> str:
 
 
 def md_span_cell(text: object) -> str:
-    """:func:`md_span` for a table cell."""
+    """:func:`md_span` for a table cell; the dash of a missing value stays a dash.
+
+    >>> md_span_cell("—"), md_span_cell("a|b")
+    ('—', '`a\\\\|b`')
+    """
+    if text == "—":
+        return "—"
     return md_span(text, in_table=True)
 
 
