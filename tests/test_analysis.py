@@ -1740,20 +1740,15 @@ def test_hung_tasks_are_in_the_timeline_once_for_all(cli: Any, tmp_path: Path) -
         "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL",
         "2025-06-11T03:17:45+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
     ]
-    journal = tmp_path / "journal.txt"
-    journal.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    full = report.read_text().split("## E. Full timeline", 1)[1].split("\n## ", 1)[0]
+    text = _journal_report(cli, tmp_path, lines)
+    full = text.split("## E. Full timeline", 1)[1].split("\n## ", 1)[0]
     rows = [ln for ln in full.splitlines() if "blocked for more than" in ln]
     assert len(rows) == 1, rows
     assert (
         "| 2025-06-11 03:15:00 | kernel | INFO: task python3:31880 blocked for more than 122 seconds."
         in rows[0]
     )
-    body = report.read_text().split("\n# Appendix", 1)[0]
+    body = text.split("\n# Appendix", 1)[0]
     assert len([ln for ln in body.splitlines() if "blocked for more than" in ln]) == 1
     assert "(2 more tasks reported blocked by 03:17:02 UTC)" in rows[0]
     assert "journal.txt:2 " in rows[0] or rows[0].rstrip().endswith("journal.txt:2 |")
@@ -2490,13 +2485,7 @@ def test_a_timers_runs_stay_out_of_the_short_timeline(cli: Any, tmp_path: Path) 
         "2025-06-11T03:35:45+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=9/KILL",
         "2025-06-11T03:35:45+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
     ]
-    journal = tmp_path / "journal.txt"
-    journal.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    text = report.read_text()
+    text = _journal_report(cli, tmp_path, lines)
     body = text.split("\n# Appendix", 1)[0]
     assert "system activity accounting" not in body
     assert "Starting Nightly ETL export..." in body
@@ -2515,13 +2504,7 @@ def test_an_earlyoom_victims_resident_memory_is_in_the_report(cli: Any, tmp_path
         "2025-06-11T03:10:03+0000 gpu1 systemd[1]: llm.service: Main process exited, code=killed, status=15/TERM",
         "2025-06-11T03:10:03+0000 gpu1 systemd[1]: llm.service: Failed with result 'signal'.",
     ]
-    journal = tmp_path / "journal.txt"
-    journal.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "reports"
-    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
-    assert r.code == 0, r
-    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
-    text = report.read_text()
+    text = _journal_report(cli, tmp_path, lines)
     assert "| PID | Name | Resident memory (VmRSS) | Chosen by earlyoom | Evidence |" in text
     assert "| 4242 | `sglang::schedul` | 59.8 GiB | yes |" in text
     assert "(pid 4242, 60 GiB)" in text
@@ -2529,3 +2512,14 @@ def test_an_earlyoom_victims_resident_memory_is_in_the_report(cli: Any, tmp_path
         "query", "SELECT vm_rss_kb FROM incident_victims", "--db", tmp_path / "pm.duckdb", "--format", "json"
     )
     assert json.loads(rows.out) == [{"vm_rss_kb": 61234 * 1024}]
+
+
+def _journal_report(cli: Any, tmp_path: Path, lines: list[str]) -> str:
+    """The one incident report of a journal of ``lines`` (zone UTC)."""
+    journal = tmp_path / "journal.txt"
+    journal.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports"
+    r = cli("build", "--logs", journal, "--db", tmp_path / "pm.duckdb", "--out", out, "--tz", "UTC")
+    assert r.code == 0, r
+    (report,) = [p for p in out.glob("*.md") if p.name != "index.md"]
+    return report.read_text()

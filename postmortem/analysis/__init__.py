@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
@@ -469,18 +470,17 @@ def _gather_all(
     workers = min(GATHER_THREADS, usable_cpus(), len(incidents))
     # (whether host-less rows are the store's only host's: once a build, not once an incident)
     one_host = len(run_named(store, "store_hosts").rows) <= 1
-    systemd = host_systemd(store)
+    of = functools.partial(
+        gather,
+        window_s=window_s,
+        all_loads=stats,
+        offsets=offsets,
+        one_host=one_host,
+        systemd=host_systemd(store),
+    )
     if workers < 2:
         for inc in incidents:
-            yield gather(
-                store,
-                inc,
-                window_s=window_s,
-                all_loads=stats,
-                offsets=offsets,
-                one_host=one_host,
-                systemd=systemd,
-            )
+            yield of(store, inc)
         return
     import queue
     from concurrent.futures import ThreadPoolExecutor
@@ -492,15 +492,7 @@ def _gather_all(
     def one(inc: Incident) -> IncidentFacts:
         reader = readers.get()
         try:
-            return gather(
-                reader,
-                inc,
-                window_s=window_s,
-                all_loads=stats,
-                offsets=offsets,
-                one_host=one_host,
-                systemd=systemd,
-            )
+            return of(reader, inc)
         finally:
             readers.put(reader)
 
