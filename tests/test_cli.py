@@ -939,8 +939,11 @@ def test_a_store_from_the_previous_schema_is_upgraded_when_read(cli: Any, tmp_pa
     # as schema 3 left it: no sources.file_id (version 4), no containers table (version 6),
     # SGLang's own tables without engine columns (version 7), no Kubernetes tables (version 9), no
     # store_parts (version 10), no unit_links (version 11), no incidents.serving (version 12), no
-    # service_loads.ready_source_id (version 13), no journal_headers (version 14)
+    # service_loads.ready_source_id (version 13), no journal_headers (version 14), no vm_rss_kb
+    # (version 15)
     con.execute("ALTER TABLE sources DROP COLUMN file_id")
+    con.execute("ALTER TABLE oom_kills DROP COLUMN vm_rss_kb")  # (version 15)
+    con.execute("ALTER TABLE incident_victims DROP COLUMN vm_rss_kb")
     con.execute("ALTER TABLE incidents DROP COLUMN serving")  # (version 12)
     con.execute("DROP TABLE containers")
     con.execute("DROP TABLE k8s_containers")  # (version 9)

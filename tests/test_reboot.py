@@ -279,7 +279,7 @@ def test_a_slow_load_without_an_incident_is_in_the_index(cli: Any, tmp_path: Pat
     assert "## Slow loads" in index
     row = next(ln for ln in index.splitlines() if ln.startswith("| 2025-05-04 09:00:00"))
     # (no journal names a unit: the file's name is not made into one)
-    assert "| `—` | 15 min | 9 min 35 s | 3 | " in row and "sglang-k26.log:7" in row, row
+    assert "| — | 15 min | 9 min 35 s | 3 | " in row and "sglang-k26.log:7" in row, row
     # a window of the usual loads lists none
     window = ("--since", "2025-05-02", "--until", "2025-05-03 12:00")
     r = cli("build", "--no-ingest", "--db", db, "--out", tmp_path / "b", *window)

@@ -267,7 +267,7 @@ def test_the_report_sets_the_killed_runs_settings_beside_the_recoverys(built: tu
     back setting, a fallback without speculative decoding) is the first question of a review."""
     text = built[1].reports[0].read_text()  # type: ignore[attr-defined]
     assert "| Setting | Killed run | `sglang-k26.service` | Changed |" in text
-    assert "| `speculative_algorithm` | `EAGLE3` | `—` | yes |" in text
+    assert "| `speculative_algorithm` | `EAGLE3` | — | yes |" in text
     assert "| `model_path` | `/models/Kimi-K2.6` | `/models/Kimi-K2.6` | |" in text
 
 
