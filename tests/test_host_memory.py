@@ -162,3 +162,16 @@ def test_a_cgroup_kill_at_earlyooms_limit_is_no_room_to_raise_the_limit() -> Non
     rec = explain("unit_memory_limits", facts)
     assert rec is not None and "could be raised" not in rec.detail, rec.detail
     assert "with at most 199 GiB available (earlyoom's limit at the kill)" in rec.went_well, rec.went_well
+
+
+def test_a_rate_under_a_gib_a_minute_is_rounded_once_in_mib() -> None:
+    """Seed 8128 n7: "307 MiB a minute" where the samples give 315 — the rate was rounded to a
+    tenth of a GiB, then shown in MiB (so 256–358 MiB all read 307). Every section says the
+    figure its unit rounds once."""
+    facts = _facts(
+        [(-1530.0, _report(520_000)), (-330.0, _report(500_000)), (-30.0, _report(500_000 - 5 * 315))],
+        cause="host_oom",
+    )
+    assert facts.host_rate_mib_min == pytest.approx(315.0)
+    assert "315 MiB a minute over the last ten" in _trigger_text(facts)
+    assert "; rising 315 MiB a minute over its last 10 minutes" in " ".join(memory_facts(facts))

@@ -262,7 +262,8 @@ class IncidentFacts:
     #: minutes, before then after
     host_queue_split: tuple[float, float, float, float] | None = None
     #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the
-    #: kill, rounded once to a tenth of a GiB (as :attr:`host_growth_mib`)
+    #: kill; not rounded: every section says it with ``size_mib``, which rounds it once in the
+    #: unit it shows (a tenth of a GiB times 1024 read "307 MiB" for 256–358 MiB a minute)
     host_rate_mib_min: float | None = None
     #: host RAM in use (total − available, MiB) at each sample up to the kill
     host_used: list[tuple[datetime, float]] = field(default_factory=list)
@@ -1265,9 +1266,8 @@ def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]
     first_t, first_used = recent[0]
     minutes = (end_t - first_t).total_seconds() / 60
     if minutes >= 2 and (facts.host_avail_limit_pct is None or end_used > first_used):
-        # (below a limit, a fall is no measure: available RAM was at most that at the kill);
-        # rounded once, as host_growth_mib
-        facts.host_rate_mib_min = round((end_used - first_used) / minutes / 1024, 1) * 1024
+        # (below a limit, a fall is no measure: available RAM was at most that at the kill)
+        facts.host_rate_mib_min = (end_used - first_used) / minutes
     q = facts.queue_start_ts
     if q is not None and used[0][0] < q:
         upto = [(t, u) for t, u in used if t <= q][-1]

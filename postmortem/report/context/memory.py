@@ -6,7 +6,7 @@ from ...analysis.facts import IncidentFacts, UnitGpus, host_samples
 from ...analysis.model import incident_end, is_container
 from ...analysis.rules.words import engine_of
 from ...lazyre import lazy_re
-from ...text.formats import human, retraction_words, size_kb
+from ...text.formats import human, retraction_words, size_kb, size_mib
 from .common import gib_mib, utc_text
 from .types import MemoryRow
 
@@ -131,9 +131,9 @@ def _growth_words(facts: IncidentFacts) -> str | None:
         f"to {least}{gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {least}{grew / 1024:+,.1f} GiB"
     )
     if facts.host_rate_mib_min is not None:
-        rate = facts.host_rate_mib_min / 1024
+        rate = facts.host_rate_mib_min  # (as the Trigger says it: size_mib rounds it once)
         way = "rising" if rate >= 0 else "falling"
-        text += f"; {way} {least}{abs(rate):,.1f} GiB a minute over its last 10 minutes"
+        text += f"; {way} {least}{size_mib(abs(rate))} a minute over its last 10 minutes"
     if facts.running_first is not None and facts.running_last is not None:
         text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
     return text + "."
