@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from postmortem.analysis.facts import IncidentFacts, _summarise_timeline
+from postmortem.analysis.facts import IncidentFacts, _host_growth, _summarise_timeline, host_samples
 from postmortem.analysis.model import Incident
 from postmortem.analysis.rules import explain
 from postmortem.analysis.summary import summarise
@@ -175,3 +175,13 @@ def test_a_rate_under_a_gib_a_minute_is_rounded_once_in_mib() -> None:
     assert facts.host_rate_mib_min == pytest.approx(315.0)
     assert "315 MiB a minute over the last ten" in _trigger_text(facts)
     assert "; rising 315 MiB a minute over its last 10 minutes" in " ".join(memory_facts(facts))
+
+
+def test_the_queue_advice_says_which_way_each_rate_went() -> None:
+    """Seed 8128 n0: "fell by 141 GiB before requests began to queue … and grew by 223 GiB after
+    (falling 28 GiB a minute, then 11 GiB)" — the second rate, a rise, read as falling too."""
+    facts = _facts([(-1500.0, _report(400_000)), (-900.0, _report(500_000)), (-30.0, _report(300_000))])
+    facts.queue_max, facts.queue_start_ts = 40, KILL - timedelta(minutes=15)
+    _host_growth(facts, host_samples(facts.timeline))
+    rec = explain("bound_queue", facts)
+    assert rec is not None and "(falling 9.8 GiB a minute, then rising 13 GiB)" in rec.detail, rec.detail

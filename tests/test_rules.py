@@ -576,7 +576,9 @@ def test_rule_bound_queue_lays_no_growth_on_a_queue_when_memory_fell() -> None:
     f.host_queue_split = (-36_705.0, 20.0, 51_200.0, 10.0)
     rec = explain("bound_queue", f)
     assert rec is not None and "Host RAM in use fell by 36 GiB before requests began to queue" in rec.detail
-    assert "grew by 50 GiB after (falling 1.8 GiB a minute, then 5.0 GiB)" in " ".join(rec.detail.split())
+    assert "grew by 50 GiB after (falling 1.8 GiB a minute, then rising 5.0 GiB)" in " ".join(
+        rec.detail.split()
+    )
 
 
 def test_rule_gpu_headroom_tells_fragmentation_from_too_little_headroom() -> None:
