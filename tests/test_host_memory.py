@@ -87,11 +87,14 @@ def test_earlyooms_limit_at_the_kill_is_the_last_host_memory_sample() -> None:
     assert facts.host_growth_mib == pytest.approx(121.1 * 1024)
     trigger = _trigger_text(facts)
     assert "Host memory in use grew by at least 121 GiB in the 30 minutes before the kill" in trigger
-    assert "(to earlyoom's limit, 9.87 % of RAM available), at least 14 GiB a minute" in trigger
+    assert "(to earlyoom's limit, 9.87 % of RAM available), rising at least 14 GiB a minute" in trigger
     assert "did not grow" not in trigger and "falling" not in trigger, trigger
     said = " ".join(memory_facts(facts))
     assert "at most 198.9 of 2015.2 GiB at the kill (earlyoom's limit, 9.87 %)" in said, said
-    assert "to at least 1816.3 GiB (05:32:21 UTC), at least +121.1 GiB" in said, said
+    assert "to 1658.7 GiB (05:30:20 UTC, earlyoom's last reading), -36.5 GiB, then to at least" in said, said
+    assert (
+        "1816.3 GiB (05:32:21 UTC, earlyoom's limit), at least +157.6 GiB: at least +121.1 GiB over" in said
+    )
     assert "before the kill." not in said  # no "at its last sample, 2 min 1 s before the kill"
     assert "grew by at least 121 GiB in the 30 minutes before" in summarise(facts)
     rec = explain("host_ram_not_gpu", facts)
@@ -116,11 +119,11 @@ def test_a_limit_takes_the_hosts_total_from_earlyooms_start() -> None:
     assert "no growth measured" in _trigger_text(facts)
 
 
-def test_a_limit_above_the_first_reading_measures_no_growth() -> None:
-    """A limit is a bound: above the window's first reading it cannot say memory grew or fell,
-    so the readings alone are the samples."""
-    facts = _facts([(-1621.0, _report(150_000)), (-121.0, _report(365_095)), (0.0, LOW)])
-    assert facts.host_avail_limit_pct is None and facts.host_avail_end_mib == 365_095
+def test_a_limit_above_the_last_reading_measures_no_growth() -> None:
+    """A limit is a bound: at or above earlyoom's last reading it cannot say memory grew or fell
+    after it, so the readings alone are the samples."""
+    facts = _facts([(-1621.0, _report(150_000)), (-121.0, _report(200_000)), (0.0, LOW)])
+    assert facts.host_avail_limit_pct is None and facts.host_avail_end_mib == 200_000
 
 
 def test_only_a_sample_over_a_minute_old_is_told_as_old() -> None:
@@ -173,7 +176,7 @@ def test_a_rate_under_a_gib_a_minute_is_rounded_once_in_mib() -> None:
         cause="host_oom",
     )
     assert facts.host_rate_mib_min == pytest.approx(315.0)
-    assert "315 MiB a minute over the last ten" in _trigger_text(facts)
+    assert "rising 315 MiB a minute over the last ten" in _trigger_text(facts)
     assert "; rising 315 MiB a minute over its last 10 minutes" in " ".join(memory_facts(facts))
 
 
@@ -185,3 +188,44 @@ def test_the_queue_advice_says_which_way_each_rate_went() -> None:
     _host_growth(facts, host_samples(facts.timeline))
     rec = explain("bound_queue", facts)
     assert rec is not None and "(falling 9.8 GiB a minute, then rising 13 GiB)" in rec.detail, rec.detail
+
+
+#: seed 496 n17: reports every 5 min, RAM available 190 GiB at the window's first and 216 GiB
+#: at its last, 4 min 23 s before the kill; then earlyoom's limit, at most 199 GiB: above the
+#: first reading (the window's growth is unknown), below the last (in use grew after it)
+NIGHT_17 = [
+    (-1763.0, _report(194_593)),
+    (-1463.0, _report(370_327)),
+    (-1163.0, _report(388_796)),
+    (-863.0, _report(97_669)),
+    (-563.0, _report(302_165)),
+    (-263.0, _report(221_191)),
+    (0.0, LOW),
+    (0.0, KILLING),
+]
+
+
+def test_a_limit_below_the_last_reading_is_growth_after_it() -> None:
+    """Seed 496 n17 (and 8128 n31, 496 n53): the Trigger said host memory "did not grow (it fell
+    by 26 GiB) … falling 12 GiB a minute over the last ten", while earlyoom's own line at the
+    kill put RAM available at or below 9.87 %: in use rose by at least 17 GiB after its last
+    reading. The limit was dropped for being above the window's first reading, and the ten
+    minutes were counted back from that reading, 4 min 23 s before the kill."""
+    facts = _facts(NIGHT_17)
+    assert facts.host_avail_limit_pct == 9.87
+    assert facts.host_growth_mib is None  # at least −8.9 GiB: neither grew nor fell over the window
+    assert facts.host_reading_growth_mib == pytest.approx(-26.0 * 1024)
+    assert facts.host_end_growth_mib == pytest.approx(17.1 * 1024)
+    trigger = _trigger_text(facts)
+    assert (
+        "Host memory in use fell by 26 GiB from 05:02:58 UTC to earlyoom's last reading at 05:27:58 UTC, "
+        "4 min 23 s before the kill, then grew by at least 17 GiB up to the kill (to earlyoom's limit, "
+        "9.87 % of RAM available), rising at least 10 GiB a minute over the last ten." in trigger
+    ), trigger
+    assert "did not grow" not in trigger and "falling" not in trigger
+    said = " ".join(memory_facts(facts))
+    assert "(05:27:58 UTC, earlyoom's last reading), -26.0 GiB, then to at least 1816.3 GiB" in said, said
+    assert "(05:32:21 UTC, earlyoom's limit), at least +17.1 GiB; rising at least 10 GiB a minute" in said
+    assert "over the window" not in said
+    summary = summarise(facts)
+    assert "did not grow" not in summary and "fell" not in summary, summary

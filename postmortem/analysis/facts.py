@@ -297,16 +297,60 @@ class IncidentFacts:
 
     @property
     def host_growth_mib(self) -> float | None:
-        """How much host RAM in use grew (negative: fell) from the window's first host-memory
-        sample to its last before the kill, as available RAM fell, rounded once to a tenth of a
-        GiB: every sentence that states it (Summary, Trigger, the memory facts, the rules) says
-        this figure, not its own rounding of it. None without two samples (one measures no
-        growth)."""
+        """How much host RAM in use grew (negative: fell) over the window, from its first
+        host-memory sample to its last before the kill, rounded once to a tenth of a GiB: every
+        sentence that states it (Summary, Trigger, the memory facts, the rules) says this figure,
+        not its own rounding of it. None without two samples (one measures no growth).
+
+        When the last sample is earlyoom's limit at the kill, a lower bound: the growth up to its
+        last reading (:attr:`host_reading_growth_mib`) plus at least the growth after it
+        (:attr:`host_end_growth_mib`), as those two figures say it; None when that bound is not
+        above zero (it says neither that memory grew over the window nor that it fell)."""
         if self.host_avail_start_mib is None or self.host_avail_end_mib is None:
             return None
         if len(host_samples(self.timeline)) < 2:
             return None
-        return round((self.host_avail_start_mib - self.host_avail_end_mib) / 1024, 1) * 1024
+        if self.host_avail_limit_pct is None:
+            return _tenth_gib(self.host_avail_start_mib - self.host_avail_end_mib)
+        grew = (self.host_reading_growth_mib or 0.0) + (self.host_end_growth_mib or 0.0)
+        return grew if grew > 0 else None
+
+    @property
+    def host_reading_growth_mib(self) -> float | None:
+        """How much host RAM in use grew (negative: fell) from the window's first earlyoom
+        reading to its last (limits left out), rounded once; None without two readings."""
+        readings = [p for p in host_samples(self.timeline) if p[0] not in self.timeline.host_limits]
+        return _tenth_gib(readings[0][1] - readings[-1][1]) if len(readings) >= 2 else None
+
+    @property
+    def host_end_growth_mib(self) -> float | None:
+        """How much host RAM in use grew at least from earlyoom's last reading to its limit at
+        the kill (above zero: :func:`host_samples` keeps a limit only below that reading),
+        rounded once; None when the last sample is no limit after a reading."""
+        host = host_samples(self.timeline)
+        if self.host_avail_limit_pct is None or len(host) < 2:
+            return None
+        return _tenth_gib(host[-2][1] - host[-1][1])
+
+    @property
+    def host_reading_ts(self) -> datetime | None:
+        """When earlyoom's last reading before the kill was (its limit at the kill is none)."""
+        readings = [p for p in host_samples(self.timeline) if p[0] not in self.timeline.host_limits]
+        return readings[-1][0] if readings else None
+
+    @property
+    def host_reading_before_s(self) -> float | None:
+        """How long before the kill earlyoom's last reading was, when more than
+        :data:`SAMPLE_AT_KILL_S` (as :attr:`host_avail_before_s`, but of that reading, also when
+        its limit at the kill follows it); None when it was at the kill, or there is none."""
+        ts = self.host_reading_ts
+        age = (self.timeline.kill_ts - ts).total_seconds() if ts is not None else None
+        return age if age is not None and age > SAMPLE_AT_KILL_S else None
+
+
+def _tenth_gib(mib: float) -> float:
+    """``mib`` rounded once to a tenth of a GiB, in MiB."""
+    return round(mib / 1024, 1) * 1024
 
 
 def top_consumers(tasks: list[dict[str, Any]], page_kb: int = 4) -> list[Consumer]:
@@ -1234,7 +1278,8 @@ def host_samples(tl: Timeline) -> list[tuple[datetime, float, float]]:
     """The host-memory samples up to the kill: earlyoom's readings, then its limit at the kill
     when that is the last line — the memory at the kill, where its last reading can be minutes
     old. A limit is a bound (RAM available was at or below it), kept only as the last sample and
-    only below the window's first reading: at or above it, it measures no growth.
+    only below the last reading: in use grew after that reading by at least the difference,
+    whatever it did before (at or above it, the limit says nothing the reading does not).
 
     >>> from datetime import UTC
     >>> t = datetime(2026, 1, 8, 5, 30, tzinfo=UTC)
@@ -1244,20 +1289,23 @@ def host_samples(tl: Timeline) -> list[tuple[datetime, float, float]]:
     >>> tl.host_limits = {t: 9.87}
     >>> [a for _, a, _ in host_samples(tl)]
     [327677.0, 365095.0, 203676.0]
-    >>> tl.host_points[-1] = (t, 400000.0, 2063588.0)  # above the first reading: no growth measured
+    >>> tl.host_points[0] = (t - timedelta(minutes=25), 150000.0, 2063588.0)  # above the first: kept
     >>> [a for _, a, _ in host_samples(tl)]
-    [327677.0, 365095.0]
+    [150000.0, 365095.0, 203676.0]
+    >>> tl.host_points[-1] = (t, 400000.0, 2063588.0)  # above the last reading: no growth measured
+    >>> [a for _, a, _ in host_samples(tl)]
+    [150000.0, 365095.0]
     """
     host = [p for p in tl.host_points if p[0] <= tl.kill_ts]
     readings = [p for p in host if p[0] not in tl.host_limits]
-    if host and host[-1][0] in tl.host_limits and (not readings or host[-1][1] < readings[0][1]):
+    if host and host[-1][0] in tl.host_limits and (not readings or host[-1][1] < readings[-1][1]):
         return [*readings, host[-1]]
     return readings
 
 
 def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:
     """How host RAM in use grew before the kill: before the queue started, and its rate over the
-    last :data:`RATE_SPAN_S` (at least two samples two minutes apart)."""
+    last :data:`RATE_SPAN_S` up to the last sample (at least two samples two minutes apart)."""
     used = facts.host_used = [(t, tot - a) for t, a, tot in host if tot]
     if len(used) < 2:
         return

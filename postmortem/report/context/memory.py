@@ -120,23 +120,48 @@ def memory_rows(facts: IncidentFacts, max_rows: int = 14) -> list[MemoryRow]:
 
 def _growth_words(facts: IncidentFacts) -> str | None:
     """What grew before the kill, in one sentence: host RAM in use from the first sample to the
-    last, its rate at the end, and the running requests meanwhile."""
-    pts, grew = facts.host_used, facts.host_growth_mib
-    if len(pts) < 2 or grew is None:
+    last (earlyoom's last reading, then its limit at the kill: a bound), its rate at the end,
+    and the running requests meanwhile."""
+    pts = facts.host_used
+    if len(pts) < 2:
         return None
-    (t0, u0), (t1, u1) = pts[0], pts[-1]
-    least = "at least " if facts.host_avail_limit_pct is not None else ""
-    text = (
-        f"Host RAM in use {'grew' if grew >= 0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
-        f"to {least}{gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {least}{grew / 1024:+,.1f} GiB"
-    )
+    if facts.host_avail_limit_pct is not None:
+        text = _limit_growth_words(facts)
+    else:
+        (t0, u0), (t1, u1), grew = pts[0], pts[-1], facts.host_growth_mib
+        if grew is None:
+            return None
+        text = (
+            f"Host RAM in use {'grew' if grew >= 0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
+            f"to {gib_mib(u1)} GiB ({utc_text(t1)[11:]} UTC), {grew / 1024:+,.1f} GiB"
+        )
     if facts.host_rate_mib_min is not None:
         rate = facts.host_rate_mib_min  # (as the Trigger says it: size_mib rounds it once)
         way = "rising" if rate >= 0 else "falling"
+        least = "at least " if facts.host_avail_limit_pct is not None else ""
         text += f"; {way} {least}{size_mib(abs(rate))} a minute over its last 10 minutes"
     if facts.running_first is not None and facts.running_last is not None:
         text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
     return text + "."
+
+
+def _limit_growth_words(facts: IncidentFacts) -> str:
+    """Host RAM in use up to earlyoom's last reading, then up to at least its limit at the kill;
+    in all over the window when that bound says it grew."""
+    pts = facts.host_used
+    (t0, u0), (tr, ur), (tk, uk) = pts[0], pts[-2], pts[-1]
+    after = facts.host_end_growth_mib or 0.0
+    end = f"at least {gib_mib(uk)} GiB ({utc_text(tk)[11:]} UTC, earlyoom's limit), at least {after / 1024:+,.1f} GiB"
+    before = facts.host_reading_growth_mib
+    if before is None:  # one reading, then the limit
+        return f"Host RAM in use grew from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) to {end}"
+    text = (
+        f"Host RAM in use {'grew' if before >= 0 else 'fell'} from {gib_mib(u0)} GiB ({utc_text(t0)[11:]} UTC) "
+        f"to {gib_mib(ur)} GiB ({utc_text(tr)[11:]} UTC, earlyoom's last reading), {before / 1024:+,.1f} GiB, "
+        f"then to {end}"
+    )
+    grew = facts.host_growth_mib
+    return text + (f": at least {grew / 1024:+,.1f} GiB over the window" if grew is not None else "")
 
 
 def memory_facts(facts: IncidentFacts) -> list[str]:

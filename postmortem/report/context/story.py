@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...analysis.facts import IncidentFacts
+from ...analysis.facts import IncidentFacts, host_samples
 from ...analysis.incidents import cause_line
 from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_container, limit_owner
 from ...analysis.summary import killer_words
@@ -61,6 +61,7 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
         "growth_mib": facts.host_growth_mib,
         "rate_mib_min": facts.host_rate_mib_min,
         "host_limit_pct": facts.host_avail_limit_pct,
+        **_host_legs(facts),
         "running_first": facts.running_first,
         "running_last": facts.running_last,
         "queue_max": facts.queue_max,
@@ -71,6 +72,22 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
         # 1.42 GiB allocation did not fit in 1.36 GiB
         "oom_asked_gib": _gib(oom.get("tried_mib"), 2),
         "oom_free_gib": _gib(oom.get("free_mib"), 2),
+    }
+
+
+def _host_legs(facts: IncidentFacts) -> dict[str, Any]:
+    """Where host memory's figures begin and end: the window's first sample, earlyoom's last
+    reading (and how old it was at the kill), the growth up to it and, to earlyoom's limit at
+    the kill, after it."""
+    host = host_samples(facts.timeline)
+    first = host[0][0] if host else None
+    reading = facts.host_reading_ts
+    return {
+        "first_utc": utc_text(first) if first is not None else "",
+        "reading_utc": utc_text(reading) if reading is not None else "",
+        "reading_before_s": facts.host_reading_before_s,
+        "reading_growth_mib": facts.host_reading_growth_mib,
+        "end_growth_mib": facts.host_end_growth_mib,
     }
 
 

@@ -250,6 +250,11 @@ class Story:
     growth_mib: float | None
     rate_mib_min: float | None
     host_limit_pct: float | None
+    first_utc: str
+    reading_utc: str
+    reading_before_s: float | None
+    reading_growth_mib: float | None
+    end_growth_mib: float | None
     running_first: int | None
     running_last: int | None
     queue_max: int | None
