@@ -151,7 +151,8 @@ def test_every_section_states_the_growth_from_one_rounded_figure(drop_gib: float
     _summarise_timeline(facts)
     assert facts.host_growth_mib == 34.5 * 1024
     assert "Host memory in use grew by 35 GiB in the 30 minutes before" in summarise(facts)
-    assert "Host memory in use grew by 35 GiB in the 30 minutes before the kill" in _trigger_text(facts)
+    trigger = _trigger_text(facts)  # (its last reading 1 min 22 s before the kill: said so)
+    assert "Host memory in use grew by 35 GiB from 05:07:21 UTC to earlyoom's last reading" in trigger
     assert "+34.5 GiB" in " ".join(memory_facts(facts))
     rec = explain("host_ram_not_gpu", facts)
     assert rec is not None and "(down 35 GiB over the window)" in rec.detail, rec.detail
@@ -216,6 +217,7 @@ def test_a_limit_below_the_last_reading_is_growth_after_it() -> None:
     assert facts.host_growth_mib is None  # at least −8.9 GiB: neither grew nor fell over the window
     assert facts.host_reading_growth_mib == pytest.approx(-26.0 * 1024)
     assert facts.host_end_growth_mib == pytest.approx(17.1 * 1024)
+    assert facts.host_rate_from == KILL - timedelta(seconds=563)
     trigger = _trigger_text(facts)
     assert (
         "Host memory in use fell by 26 GiB from 05:02:58 UTC to earlyoom's last reading at 05:27:58 UTC, "
@@ -229,3 +231,23 @@ def test_a_limit_below_the_last_reading_is_growth_after_it() -> None:
     assert "over the window" not in said
     summary = summarise(facts)
     assert "did not grow" not in summary and "fell" not in summary, summary
+
+
+def test_a_rate_that_ends_at_an_old_reading_says_where_it_ends() -> None:
+    """Seed 8128 n0: "grew by 82 GiB in the 30 minutes before the kill, falling 3.1 GiB a minute
+    over the last ten", a rate from 22:12:09 to earlyoom's last reading at 22:22:09 while the
+    kill was at 22:24:52. The Trigger says when that reading was, and where the rate ends."""
+    facts = _facts(
+        [(-1663.0, _report(300_000)), (-763.0, _report(100_000)), (-163.0, _report(250_000))],
+        cause="host_oom",
+    )
+    assert facts.host_rate_from == KILL - timedelta(seconds=763)
+    assert facts.host_rate_mib_min == pytest.approx(-150_000 / 10)
+    trigger = _trigger_text(facts)
+    assert (
+        "Host memory in use grew by 49 GiB from 05:04:38 UTC to earlyoom's last reading at 05:29:38 UTC, "
+        "2 min 43 s before the kill, falling 15 GiB a minute from 05:19:38 UTC to that reading." in trigger
+    ), trigger
+    assert "over the last ten" not in trigger
+    said = " ".join(memory_facts(facts))
+    assert "; falling 15 GiB a minute from 05:19:38 to 05:29:38 UTC." in said, said

@@ -261,10 +261,13 @@ class IncidentFacts:
     #: host RAM in use (total − available) before and after the queue started: MiB grown and
     #: minutes, before then after
     host_queue_split: tuple[float, float, float, float] | None = None
-    #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes before the
-    #: kill; not rounded: every section says it with ``size_mib``, which rounds it once in the
-    #: unit it shows (a tenth of a GiB times 1024 read "307 MiB" for 256–358 MiB a minute)
+    #: host RAM in use grew at this rate (MiB per minute) over the last ten minutes up to the last
+    #: sample (at the kill, or an old reading: :attr:`host_avail_before_s`); not rounded: every
+    #: section says it with ``size_mib``, which rounds it once in the unit it shows (a tenth of a
+    #: GiB times 1024 read "307 MiB" for 256–358 MiB a minute)
     host_rate_mib_min: float | None = None
+    #: the first sample of that rate's span (it ends at the last sample)
+    host_rate_from: datetime | None = None
     #: host RAM in use (total − available, MiB) at each sample up to the kill
     host_used: list[tuple[datetime, float]] = field(default_factory=list)
     retractions: int = 0
@@ -1305,17 +1308,21 @@ def host_samples(tl: Timeline) -> list[tuple[datetime, float, float]]:
 
 def _host_growth(facts: IncidentFacts, host: list[tuple[datetime, float, float]]) -> None:
     """How host RAM in use grew before the kill: before the queue started, and its rate over the
-    last :data:`RATE_SPAN_S` up to the last sample (at least two samples two minutes apart)."""
+    last :data:`RATE_SPAN_S` up to the last sample (at least two samples two minutes apart) —
+    the kill's, or an old reading: the span begins at :attr:`IncidentFacts.host_rate_from`."""
     used = facts.host_used = [(t, tot - a) for t, a, tot in host if tot]
     if len(used) < 2:
         return
     end_t, end_used = used[-1]
+    # (a span as long whether or not the last sample is at the kill, so that rates compare;
+    # the report names its end when that is an old reading)
     recent = [(t, u) for t, u in used if (end_t - t).total_seconds() <= RATE_SPAN_S]
     first_t, first_used = recent[0]
     minutes = (end_t - first_t).total_seconds() / 60
     if minutes >= 2 and (facts.host_avail_limit_pct is None or end_used > first_used):
         # (below a limit, a fall is no measure: available RAM was at most that at the kill)
         facts.host_rate_mib_min = (end_used - first_used) / minutes
+        facts.host_rate_from = first_t
     q = facts.queue_start_ts
     if q is not None and used[0][0] < q:
         upto = [(t, u) for t, u in used if t <= q][-1]

@@ -139,7 +139,7 @@ def _growth_words(facts: IncidentFacts) -> str | None:
         rate = facts.host_rate_mib_min  # (as the Trigger says it: size_mib rounds it once)
         way = "rising" if rate >= 0 else "falling"
         least = "at least " if facts.host_avail_limit_pct is not None else ""
-        text += f"; {way} {least}{size_mib(abs(rate))} a minute over its last 10 minutes"
+        text += f"; {way} {least}{size_mib(abs(rate))} a minute {_rate_span_words(facts)}"
     if facts.running_first is not None and facts.running_last is not None:
         text += f"; running requests went from {facts.running_first} to {facts.running_last} meanwhile"
     return text + "."
@@ -162,6 +162,15 @@ def _limit_growth_words(facts: IncidentFacts) -> str:
     )
     grew = facts.host_growth_mib
     return text + (f": at least {grew / 1024:+,.1f} GiB over the window" if grew is not None else "")
+
+
+def _rate_span_words(facts: IncidentFacts) -> str:
+    """Over which span the rate was measured: the ten minutes up to the last sample, at the kill,
+    or (it is an old reading) from their first sample to that reading."""
+    frm = facts.host_rate_from
+    if facts.host_avail_before_s is None or frm is None or not facts.host_used:
+        return "over its last 10 minutes"
+    return f"from {utc_text(frm)[11:]} to {utc_text(facts.host_used[-1][0])[11:]} UTC"
 
 
 def memory_facts(facts: IncidentFacts) -> list[str]:

@@ -78,16 +78,18 @@ def _trigger(facts: IncidentFacts) -> dict[str, Any]:
 def _host_legs(facts: IncidentFacts) -> dict[str, Any]:
     """Where host memory's figures begin and end: the window's first sample, earlyoom's last
     reading (and how old it was at the kill), the growth up to it and, to earlyoom's limit at
-    the kill, after it."""
+    the kill, after it; where the rate's span began when it ends at an old reading."""
     host = host_samples(facts.timeline)
     first = host[0][0] if host else None
     reading = facts.host_reading_ts
+    old_end = facts.host_avail_before_s is not None  # (the last sample is an old reading)
     return {
         "first_utc": utc_text(first) if first is not None else "",
         "reading_utc": utc_text(reading) if reading is not None else "",
         "reading_before_s": facts.host_reading_before_s,
         "reading_growth_mib": facts.host_reading_growth_mib,
         "end_growth_mib": facts.host_end_growth_mib,
+        "rate_from_utc": utc_text(facts.host_rate_from) if old_end and facts.host_rate_from else "",
     }
 
 

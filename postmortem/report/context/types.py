@@ -255,6 +255,7 @@ class Story:
     reading_before_s: float | None
     reading_growth_mib: float | None
     end_growth_mib: float | None
+    rate_from_utc: str
     running_first: int | None
     running_last: int | None
     queue_max: int | None
