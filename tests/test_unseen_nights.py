@@ -48,6 +48,12 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 - vllm-engine-first (seed 161803, night 0): vLLM 0.31 in a CRI file; the engine core's
   "Initializing a V1 LLM engine … with config:" comes 2 ms before its API server's version and
   args lines: one start, one configuration (``engines/vllm/stream.py``, ``_joins_ahead``).
+
+
+  (``queries/task_table_units.sql``).
+- stop-before-failure (seed 8128, night 32): a ``systemctl restart`` stops the serving run and
+  the new one fails at once; GPU memory fell after systemd's "Stopped …", so the release is
+  the stop's, not the failure's (``analysis/release_stop.py``).
 """
 
 from __future__ import annotations
@@ -350,3 +356,49 @@ def test_a_vllm_engine_line_ahead_of_its_api_args_is_one_start(cli: Any, tmp_pat
     text = report.read_text(encoding="utf-8")
     assert "| killed instance | 2024-11-07 04:03:17 | 2024-11-07 04:09:16 | 5 min 59 s |" in text
     assert "| history |" not in text
+
+
+def _report(tmp_path: Path) -> str:
+    (report,) = (tmp_path / "out").glob("*Z-*.md")
+    return report.read_text(encoding="utf-8")
+
+
+def test_gpu_memory_freed_by_a_stop_before_a_failed_start_is_the_stop_s(cli: Any, tmp_path: Path) -> None:
+    # seed 8128, night 32: the operator's `systemctl restart` stops the serving run ("Stopped
+    # Serve gpt-oss-120b." at 06:38:53 IST), the new one fails at 06:38:57 reading its config;
+    # nvidia-smi shows 75794 MiB at 06:38:52 and 1 MiB at 06:38:57. The report credited the
+    # failure: "GPU memory was released: all 4 GPUs within a second of the failure", also under
+    # "What went well"
+    (inc,) = _build(cli, tmp_path, "stop-before-failure", "Asia/Kolkata")
+    assert (inc["unit"], inc["cause"]) == ("serve-gptoss.service", "crash")
+    text = _report(tmp_path)
+    assert "GPU memory was released" not in text
+    assert "**What went well**" not in text
+    assert (
+        "**GPU memory was freed by systemd's stop of serve-gptoss.service at 01:08:53 UTC, not by the failure**"
+        in text
+    )
+    assert (
+        "GPU memory released on all 4 GPUs (nvidia-smi): freed by the stop at 01:08:53 UTC, not by the failure"
+        in text
+    )
+
+
+def test_gpu_memory_freed_with_no_stop_before_the_failure_is_the_failure_s(cli: Any, tmp_path: Path) -> None:
+    """The same night without systemd's "Stopped …" line (its "Stopping …" came before the last
+    sample that showed the memory held): the release is the failure's again."""
+
+    def no_stop(logs: Path) -> None:
+        journal = logs / "node7-journal.log"
+        journal.write_text(
+            "".join(
+                x
+                for x in journal.read_text().splitlines(keepends=True)
+                if "06:38:53+0530" not in x or "Stopped" not in x
+            )
+        )
+
+    _build(cli, tmp_path, "stop-before-failure", "Asia/Kolkata", no_stop)
+    text = _report(tmp_path)
+    assert "**GPU memory was released: all 4 GPUs within a second of the failure**" in text
+    assert "freed by the stop" not in text

@@ -14,6 +14,7 @@ from ..store.db import Store
 from .kubernetes import K8sFacts, k8s_facts
 from .load_stats import LoadStats, stats_of, up_to
 from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units, incident_end
+from .release_stop import stop_before_release
 from .timeline import Bucket, Timeline, TimelineEvent, memory_timeline, seconds_after
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
@@ -196,6 +197,10 @@ class IncidentFacts:
     unit_loads: LoadStats | None = None
     recovery_loads: LoadStats | None = None
     gpu_release: list[GpuRelease] = field(default_factory=list)
+    #: the unit's stop (systemd's Stopping/Stopped of it, an operator's systemctl stop or
+    #: restart) after the last samples that showed its released GPUs' memory held, before the
+    #: death: that release was the stop's, not the death's (``release_stop.py``)
+    gpu_freed_by_stop: TimelineEvent | None = None
     gpu_procs_after: list[dict[str, Any]] = field(default_factory=list)
     #: memory left behind after the kill (GPUs still holding it past the grace), freed later:
     #: the sample at which the last of those GPUs fell to the freed level, before the recovery
@@ -1163,10 +1168,13 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
     inc = facts.incident
     assert inc.ts is not None
     mine = facts.unit_gpus
+    held: list[datetime] = []  # the last samples that showed the released GPUs' memory held
     for r in rows:
         if mine is not None and r["gpu_index"] not in mine.indexes:
             continue  # another server's GPU
         before, after, freed = r["before_mib"], r["min_after_mib"], r["freed"]
+        if freed and r["before_ts"] is not None and before is not None and before > GPU_FREED_MIB:
+            held.append(r["before_ts"])
         secs = None
         if freed is not None:
             secs = (r["freed_ts"] - inc.ts).total_seconds() if r["freed_ts"] else None
@@ -1177,6 +1185,7 @@ def _gpu_release(store: Store, facts: IncidentFacts, rows: list[dict[str, Any]])
             else None
         )
         facts.gpu_release.append(GpuRelease(label, before, after, secs, freed, at))
+    facts.gpu_freed_by_stop = stop_before_release(store, inc, facts.timeline.events, held)
     left = {int(pid) for pid, _name, _ev in left_processes(facts)}
     pids = sorted({v.pid for v in inc.victims if v.pid is not None} | set(unit_task_pids(facts)) | left)
     load = inc.killed_load

@@ -16,7 +16,15 @@ NAME = "verify_gpu_freed"
 @rule(
     NAME,
     severity="medium",
-    requires=("incident", "gpu_procs_after", "gpu_release", "gpu_holders", "gpu_freed_late", "reboot"),
+    requires=(
+        "incident",
+        "gpu_procs_after",
+        "gpu_release",
+        "gpu_freed_by_stop",
+        "gpu_holders",
+        "gpu_freed_late",
+        "reboot",
+    ),
 )
 def verify_gpu_freed(f: IncidentFacts, found: Found) -> Finding | None:
     """GPU memory after the kill: left behind by the unit's processes (listed by nvidia-smi, or
@@ -55,8 +63,13 @@ def _finding(f: IncidentFacts) -> Finding | None:
     freed = released(f)
     if freed and gpu:
         idle = idle_gpus(f)
+        stop = f.gpu_freed_by_stop
         data = {
-            "case": "released",
+            # (a release after the unit's stop is the stop's, not the death's)
+            "case": "released" if stop is None else "after_stop",
+            "stop_ts": stop.ts if stop is not None else None,
+            "stop_kind": stop.kind if stop is not None else None,
+            "stop_command": stop.message if stop is not None and stop.origin == "operator" else None,
             "count": len(freed),
             "unit_gpus": f.unit_gpus.text if f.unit_gpus else None,
             "freed_names": gpu_names(freed),
@@ -64,7 +77,8 @@ def _finding(f: IncidentFacts) -> Finding | None:
             "left_mib": max(g.min_after_mib or 0 for g in freed),
             "within_s": max((g.freed_after_s or 0.0) for g in freed),
         }
-        return spec(NAME).finding(data, severity="info")
+        refs = [SourceRef(stop.source_id, stop.line_no)] if stop is not None else []
+        return spec(NAME).finding(data, refs, severity="info")
     if inc.cause != "signal" and gpu and f.reboot is None:  # a reboot frees every GPU
         return spec(NAME).finding({"case": "unknown"})
     return None

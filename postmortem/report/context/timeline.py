@@ -581,6 +581,10 @@ class _Timeline:
             text = f"GPU memory released on {gpu_names(freed)} (nvidia-smi); {gpu_names(idle)} held none before the {self.end}"
         else:
             text = f"GPU memory released on all {len(freed)} GPUs (nvidia-smi)"
+        stop = f.gpu_freed_by_stop
+        if stop is not None:
+            # (held until the unit's stop before the death: the stop's release, not the death's)
+            text += f": freed by the stop at {utc_text(stop.ts)[11:]} UTC, not by the {self.end}"
         self.add(
             inc.ts + timedelta(seconds=last.freed_after_s or 0),
             "gpu",
