@@ -51,6 +51,10 @@ truth the generator wrote down. They pin the mechanisms fixed for them:
 
 
   (``queries/task_table_units.sql``).
+- cat-kill-lines (seed 8128, night 10): ``journalctl -o cat`` holds the unit's OOM lines and,
+  after them, the operator's ``systemctl restart``; the kill is dated by dmesg. Lines after
+  the kill's own lines in the file came after the kill (``analysis/undated.py``); edited, it
+  is also seed 496's night 7 (left failed, no restart) and a journal that cannot be placed.
 - stop-before-failure (seed 8128, night 32): a ``systemctl restart`` stops the serving run and
   the new one fails at once; GPU memory fell after systemd's "Stopped …", so the release is
   the stop's, not the failure's (``analysis/release_stop.py``).
@@ -361,6 +365,28 @@ def test_a_vllm_engine_line_ahead_of_its_api_args_is_one_start(cli: Any, tmp_pat
 def _report(tmp_path: Path) -> str:
     (report,) = (tmp_path / "out").glob("*Z-*.md")
     return report.read_text(encoding="utf-8")
+
+
+def test_a_cat_journal_s_unit_left_failed_gets_the_restart_advice(cli: Any, tmp_path: Path) -> None:
+    # seed 496, night 7, in night 10's data: `journalctl -o cat` shows "Failed with result
+    # 'oom-kill'" and nothing started the unit again (no restart job, no operator, no server
+    # back). Its lines had no time, so systemd's account of the death was not seen: no advice
+    # to set Restart= or to reset the failed state, which other nights left down get
+
+    def left_down(logs: Path) -> None:
+        journal = logs / "journalctl.log"
+        lines = journal.read_text().splitlines(keepends=True)
+        journal.write_text("".join(lines[:30] + lines[39:]))  # (no login, sudo, start)
+        server = logs / "server.log"
+        server.write_text(
+            "".join(x for x in server.read_text().splitlines(keepends=True) if "pid=21136" not in x)
+        )
+
+    (inc,) = _build(cli, tmp_path, "cat-kill-lines", "America/New_York", left_down)
+    assert inc["recovered_ts"] is None
+    text = _report(tmp_path)
+    assert "**Set Restart= on sglang-llama70b.service: nothing restarted it**" in text
+    assert "| Run `systemctl reset-failed sglang-llama70b.service` before its next start |" in text
 
 
 def test_gpu_memory_freed_by_a_stop_before_a_failed_start_is_the_stop_s(cli: Any, tmp_path: Path) -> None:

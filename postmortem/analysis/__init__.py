@@ -48,6 +48,7 @@ from .model import ClockOffset, ContainerInfo, Incident, Load, Recommendation, i
 from .rules import recommend
 from .server_units import link_server_units
 from .summary import summarise
+from .undated import kill_ranks
 
 DERIVED_TABLES = (
     "clock_offsets",
@@ -346,6 +347,9 @@ def rebuild(
         _containers(store, incidents)
         _k8s_ready(store, incidents)
         _gpu_faults(store, incidents)
+        ranks = kill_ranks(incidents)
+        for inc in incidents:
+            inc.kill_rank = ranks.get(inc.incident_id)
         result = Analysis(incidents=incidents, offsets=offsets, loads=loads, load_stats=stats)
         result.zones = host_zones(store)
         timed = [

@@ -16,6 +16,7 @@ from .load_stats import LoadStats, stats_of, up_to
 from .model import GPU_COMMS, ClockOffset, Incident, cgroup_is_units, incident_end
 from .release_stop import stop_before_release
 from .timeline import Bucket, Timeline, TimelineEvent, memory_timeline, seconds_after
+from .undated import Undated, place
 
 GPU_FREED_MIB = 1024  # a GPU at or below this after a kill counts as released
 GPU_GRACE_S = 60.0
@@ -286,6 +287,9 @@ class IncidentFacts:
     earlier_peaks: list[dict[str, Any]] = field(default_factory=list)
     #: a pod's container: its Pod object's spec and status, its events (``kubernetes.py``)
     k8s: K8sFacts | None = None
+    #: the unit's lines in files with no times (``journalctl -o cat``), placed by their order
+    #: around the kill's own lines, or not placeable (``undated.py``)
+    undated: Undated = field(default_factory=Undated)
 
     @property
     def gpu_flat(self) -> bool | None:
@@ -524,6 +528,7 @@ def gather(
         facts.consumers = top_consumers(facts.tasks, page_kb_of(facts.oom, facts.tasks))
     if incident.unit or incident.server_source is not None:
         _unit_facts(store, facts, kill)
+    _undated_facts(store, facts)
     _restarts(facts)
     # the history up to this incident (its recovery, or an hour on when none came): a report
     # written today reads the same after later nights are ingested
@@ -658,6 +663,28 @@ def _started_by(store: Store, unit: str, start: datetime, host: str | None) -> d
     return cmd
 
 
+def _undated_facts(store: Store, facts: IncidentFacts) -> None:
+    """The unit's lines in files with no times, placed around the kill (``undated.py``); the
+    restart jobs among those after it count as its restarts (with no time: ``ts`` None)."""
+    inc = facts.incident
+    if inc.unit is None:
+        return
+    rows = run_named_dicts(store, "undated_lines", {"unit": inc.unit, "host": inc.host})
+    facts.undated = place(rows, inc.kill_rank)
+    if facts.restarts:
+        return  # (a dated journal tells them, and when)
+    facts.restarts = [
+        {
+            "ts": None,
+            "restart_count": ln.restart_count,
+            "source_id": ln.source_id,
+            "line_no": ln.line_no,
+            "message": ln.message,
+        }
+        for ln in facts.undated.restarts_after()
+    ]
+
+
 def _restarts(facts: IncidentFacts) -> None:
     """The incident's restart count from systemd's restart jobs (one that hit the start limit
     never happened)."""
@@ -666,7 +693,12 @@ def _restarts(facts: IncidentFacts) -> None:
         return
     counts = [r["restart_count"] for r in facts.restarts if r["restart_count"] is not None]
     incident.restart_count = max(counts) if counts else len(facts.restarts)
-    last = max(r["ts"] for r in facts.restarts)
+    dated = [r["ts"] for r in facts.restarts if r["ts"] is not None]
+    if not dated:
+        if facts.undated.start_limit_after_restarts():
+            incident.restart_count -= 1
+        return
+    last = max(dated)
     if any(
         ev.origin == "systemd" and ev.unit == incident.unit and ev.kind == "start_limit_hit" and ev.ts >= last
         for ev in facts.timeline.events

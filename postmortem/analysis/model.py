@@ -177,6 +177,10 @@ class Incident:
     #: the recovery was taken to be another unit's server, the first ready on the host after the
     #: kill, as the killed run's model and port are not in the data (its start was not logged)
     recovery_guessed: bool = False
+    #: this kill's place among its unit's dated kills on its host, in time order, and how many
+    #: there are (``undated.kill_ranks``): a journal with no times holding as many deaths of
+    #: the unit holds this one as its own that many-th
+    kill_rank: tuple[int, int] | None = None
     #: the same unit's earlier kills on the same host in the week before: (time, cause), latest first
     earlier_week: list[tuple[datetime, str]] = field(default_factory=list)
     running_at_kill: int | None = None

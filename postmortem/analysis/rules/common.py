@@ -141,6 +141,8 @@ def death_seen(f: IncidentFacts) -> bool:
     inc = f.incident
     if inc.ts is None:
         return False
+    if f.undated.death_told():
+        return True  # (a journal with no times holding the kill's own lines)
     return any(
         ev.origin == "systemd" and ev.unit == inc.unit and abs((ev.ts - inc.ts).total_seconds()) <= 120
         for ev in f.timeline.events
@@ -149,11 +151,14 @@ def death_seen(f: IncidentFacts) -> bool:
 
 def operator_started(f: IncidentFacts) -> bool:
     """Whether an operator's ``systemctl start|restart`` of the unit came between the kill's
-    run-up and the recovery's start: then it was brought back on purpose, not left down."""
+    run-up and the recovery's start: then it was brought back on purpose, not left down. In a
+    journal with no times, one after the kill's own lines, before systemd started the unit."""
     inc = f.incident
     rec = inc.recovery_load
     if inc.ts is None or inc.unit is None:
         return False
+    if f.undated.operator_started(inc.container.name if inc.container is not None else inc.unit):
+        return True
     until = rec.start_ts if rec is not None and rec.start_ts is not None else inc.recovered_ts or inc.ts
     for ev in f.timeline.events:
         if ev.origin != "operator" or not (inc.ts - timedelta(minutes=15) <= ev.ts <= until):

@@ -14,7 +14,9 @@ from .common import death_seen, operator_started, refs, while_loading
 NAME = "restart_policy"
 
 
-@rule(NAME, severity="medium", requires=("incident", "restarts", "unit_loads", "reboot", "timeline"))
+@rule(
+    NAME, severity="medium", requires=("incident", "restarts", "unit_loads", "reboot", "timeline", "undated")
+)
 def restart_policy(f: IncidentFacts, found: Found) -> Finding | None:
     """systemd's (or a container runtime's) restart after the kill: what it reloaded, whether the
     fallback beat it, restarts blocked by leftover processes; or no restart when none was set."""
@@ -28,7 +30,8 @@ def restart_policy(f: IncidentFacts, found: Found) -> Finding | None:
     if not is_service(inc.unit):
         return None  # a session's scope or a slice: nothing systemd starts, so nothing it restarts
     if inc.restart_count:
-        ended = _restart_ended(f, f.restarts[0]["ts"]) if f.restarts and inc.fallback_unit else None
+        first = f.restarts[0]["ts"] if f.restarts else None
+        ended = _restart_ended(f, first) if isinstance(first, datetime) and inc.fallback_unit else None
         data = {
             "case": "restarted",
             "restart_count": inc.restart_count,

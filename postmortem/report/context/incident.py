@@ -488,7 +488,11 @@ def _recovery_impact(impact: Impact, inc: Incident, facts: IncidentFacts) -> Non
     if rl is not None and rl.start_ts is not None and inc.ts is not None and rl.start_ts >= inc.ts:
         impact.until_start_s = (rl.start_ts - inc.ts).total_seconds()
         impact.until_start = human(impact.until_start_s)
-        earlier = [r["ts"] for r in facts.restarts if r["ts"] < rl.start_ts - timedelta(seconds=5)]
+        earlier = [
+            r["ts"]
+            for r in facts.restarts
+            if r["ts"] is not None and r["ts"] < rl.start_ts - timedelta(seconds=5)
+        ]
         if rl.unit == inc.unit and earlier:
             # the start that came back was not the first: the ones before it failed
             n = len(earlier)
