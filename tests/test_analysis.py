@@ -2295,6 +2295,7 @@ def test_the_trigger_tells_memory_that_did_not_grow_from_no_samples(tmp_path: Pa
     )
     rest = {"factors": [], "victim": None, "limit_kb": None, "root_cite": None, "detected_utc": None}
     rest |= {"restart_utc": None, "recovery_how": None, "fallback_gain_s": None}
+    rest |= {"detected_what": "", "undated_commands": 0, "restart_cite": ""}
     imp = SimpleNamespace(serving=True, stop_utc="—", downtime="—")
     text = template.render(ctx=ctx, st=SimpleNamespace(**st, **rest), imp=imp)
     trigger = text.split("## Root cause")[0]

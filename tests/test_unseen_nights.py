@@ -367,6 +367,55 @@ def _report(tmp_path: Path) -> str:
     return report.read_text(encoding="utf-8")
 
 
+def test_an_operator_s_command_after_a_cat_journal_s_kill_lines_came_after_the_kill(
+    cli: Any, tmp_path: Path
+) -> None:
+    # seed 8128, night 10: `journalctl -o cat` (no times), the kill dated by dmesg. The journal's
+    # "Failed with result 'oom-kill'" (lines 26-30) is the kill's own; the operator's `systemctl
+    # restart` at line 37 comes after it. The report said "No operator action after the kill
+    # appears in the logs", not that the operator started the restart, and "Covers the kill: no"
+    (inc,) = _build(cli, tmp_path, "cat-kill-lines", "America/New_York")
+    assert (inc["unit"], inc["recovery_unit"]) == ("sglang-llama70b.service", "sglang-llama70b.service")
+    text = _report(tmp_path)
+    assert "No operator action after the kill" not in text
+    assert (
+        "The first operator action after the kill was `/usr/bin/systemctl restart sglang-llama70b.service` ("
+        in text
+    )
+    assert (
+        "journalctl.log:37); its journal has no timestamps (journalctl -o cat), so when is not known" in text
+    )
+    assert "only that it came after the kill's own lines there (lines 26–30)." in text
+    assert "A restart of sglang-llama70b.service, started by the operator at 05:58:50 UTC" in text
+
+
+@pytest.mark.parametrize("change", ["kill lines gone", "an earlier death"])
+def test_a_cat_journal_that_cannot_be_lined_up_with_the_kill_says_so(
+    cli: Any, tmp_path: Path, change: str
+) -> None:
+    """The same journal without the kill's own lines, or with another death of the unit before
+    them (two deaths where the dated sources know one): its lines cannot be placed, and the
+    operator's command is not said to come after the kill, nor to be missing."""
+
+    def edit(logs: Path) -> None:
+        journal = logs / "journalctl.log"
+        lines = journal.read_text().splitlines(keepends=True)
+        kill = lines[25:30]
+        lines = lines[:25] + lines[30:] if change == "kill lines gone" else lines[:3] + kill + lines[3:]
+        journal.write_text("".join(lines))
+
+    _build(cli, tmp_path, "cat-kill-lines", "America/New_York", edit)
+    text = _report(tmp_path)
+    assert "No operator action after the kill appears" not in text
+    assert "The first operator action" not in text
+    assert "No dated operator action after the kill appears in the logs; " in text
+    assert (
+        "journalctl.log has no timestamps (journalctl -o cat) and its lines cannot be placed around the kill,"
+        " so whether the operator command there came after it is not known." in text
+    )
+    assert "started by the operator" not in text
+
+
 def test_a_cat_journal_s_unit_left_failed_gets_the_restart_advice(cli: Any, tmp_path: Path) -> None:
     # seed 496, night 7, in night 10's data: `journalctl -o cat` shows "Failed with result
     # 'oom-kill'" and nothing started the unit again (no restart job, no operator, no server

@@ -11,6 +11,7 @@ from ...analysis.facts import IncidentFacts, host_samples
 from ...analysis.incidents import cause_line
 from ...analysis.model import RUNTIME_NAMES, Incident, Recommendation, is_container, limit_owner
 from ...analysis.summary import killer_words
+from ...analysis.undated import Undated
 from ...query import run_named_dicts
 from ...store.db import Store
 from ..redact import Redactor
@@ -132,18 +133,56 @@ def _detection(facts: IncidentFacts, sources: Sources, clean: Redactor) -> dict[
     systemd's automatic restart."""
     inc = facts.incident
     kill = inc.ts
-    # (past the timeline's end too: a stop 16 minutes after a failed start that never came back)
-    act = facts.first_operator
     restart = next((r["ts"] for r in facts.restarts if isinstance(r.get("ts"), datetime)), None)
+    # (a restart job in a journal with no times, after the kill's own lines there)
+    undated_restart = facts.restarts[0] if facts.restarts and restart is None else None
     return {
-        "detected_utc": utc_text(act["ts"]) if act else "",
-        "detected_after_s": (act["ts"] - kill).total_seconds() if act and kill else None,
-        "detected_what": clean(str(act["message"])) if act else "",
-        "detected_cite": sources.cite(act["source_id"], act["line_no"]) if act else "",
+        **_first_action(facts, sources, clean),
         "restart_utc": utc_text(restart) if restart else "",
         "restart_after_s": (restart - kill).total_seconds() if restart and kill else None,
+        "restart_cite": sources.cite(undated_restart["source_id"], undated_restart["line_no"])
+        if undated_restart
+        else "",
         "restarter": _restarter(inc),
     }
+
+
+def _first_action(facts: IncidentFacts, sources: Sources, clean: Redactor) -> dict[str, Any]:
+    """The first operator command after the kill: a dated one; else one in a journal with no
+    times after the kill's own lines there (no time of its own); else none, and the commands
+    of such journals that cannot be placed around the kill."""
+    # (past the timeline's end too: a stop 16 minutes after a failed start that never came back)
+    act, kill, undated = facts.first_operator, facts.incident.ts, facts.undated
+    out: dict[str, Any] = {
+        "detected_utc": "",
+        "detected_after_s": None,
+        "detected_what": "",
+        "detected_cite": "",
+        "detected_kill_lines": "",
+        "undated_commands": 0,
+        "undated_files": [],
+    }
+    if act is not None:
+        out["detected_utc"] = utc_text(act["ts"])
+        out["detected_after_s"] = (act["ts"] - kill).total_seconds() if kill else None
+        out["detected_what"] = clean(str(act["message"]))
+        out["detected_cite"] = sources.cite(act["source_id"], act["line_no"])
+    elif placed := undated.commands_after():
+        out["detected_what"] = clean(placed[0].message)
+        out["detected_cite"] = sources.cite(placed[0].source_id, placed[0].line_no)
+        out["detected_kill_lines"] = _kill_lines(undated, placed[0].source_id)
+    else:
+        out["undated_commands"] = sum(u.commands for u in undated.unplaced)
+        out["undated_files"] = [
+            clean(sources.cite(u.source_id, None)) for u in undated.unplaced if u.commands
+        ]
+    return out
+
+
+def _kill_lines(undated: Undated, source_id: int) -> str:
+    """The kill's own lines in a file with no times: ``26–30`` (``26``: one)."""
+    first, last = next(p.kill_lines for p in undated.placed if p.source_id == source_id)
+    return f"{first}–{last}" if last > first else str(first)
 
 
 def _restarter(inc: Incident) -> str:
@@ -181,16 +220,19 @@ def _resolution(facts: IncidentFacts, unnamed_file: str = "") -> dict[str, Any]:
         and inc.recovery_unit
         and inc.recovery_unit in ev.message
         for ev in facts.timeline.events
-    )
+    ) or bool(inc.recovery_unit and facts.undated.operator_started(inc.recovery_unit))
     # systemd started the unit's OnFailure= units: a fallback it started, not the operator
-    on_failure = how in ("fallback", "other") and any(
-        ev.origin == "systemd"
-        and ev.kind == "on_failure"
-        and ev.unit == inc.unit
-        and kill is not None
-        and ev.ts >= kill - timedelta(seconds=1)
-        and (start is None or ev.ts <= start + timedelta(seconds=1))
-        for ev in facts.timeline.events
+    on_failure = how in ("fallback", "other") and (
+        any(
+            ev.origin == "systemd"
+            and ev.kind == "on_failure"
+            and ev.unit == inc.unit
+            and kill is not None
+            and ev.ts >= kill - timedelta(seconds=1)
+            and (start is None or ev.ts <= start + timedelta(seconds=1))
+            for ev in facts.timeline.events
+        )
+        or facts.undated.says("on_failure")  # (a journal with no times, after the kill's lines)
     )
     expected, gain = _restart_versus_fallback(facts) if how == "fallback" else (None, None)
     return {

@@ -283,8 +283,18 @@ class Story:
     detected_after_s: float | None
     detected_what: str
     detected_cite: str
+    #: that action has no time (a journal printed without times): the kill's own lines in its
+    #: file (``26–30``), which it comes after; empty when it is dated or there is none
+    detected_kill_lines: str
+    #: no such action: operators' commands in files with no times that cannot be placed before
+    #: or after the kill (the file holds none of the kill's own lines), and those files
+    undated_commands: int
+    undated_files: list[str]
     restart_utc: str
     restart_after_s: float | None
+    #: systemd's restart job in a journal with no times, after the kill's own lines there
+    #: (``file:line``; ``restart_utc`` is empty then)
+    restart_cite: str
     #: who restarts the unit: ``systemd``, or a container's runtime (``Docker``, ``Kubernetes``)
     restarter: str
     #: resolution: ``fallback``, ``restart``, ``other`` (another unit), ``reboot``, or empty
