@@ -367,6 +367,10 @@ def _report(tmp_path: Path) -> str:
     return report.read_text(encoding="utf-8")
 
 
+def _coverage_row(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("| ") and f"/{name} |" in line)
+
+
 def test_an_operator_s_command_after_a_cat_journal_s_kill_lines_came_after_the_kill(
     cli: Any, tmp_path: Path
 ) -> None:
@@ -387,6 +391,12 @@ def test_an_operator_s_command_after_a_cat_journal_s_kill_lines_came_after_the_k
     )
     assert "only that it came after the kill's own lines there (lines 26–30)." in text
     assert "A restart of sglang-llama70b.service, started by the operator at 05:58:50 UTC" in text
+    row = _coverage_row(text, "journalctl.log")
+    assert row.endswith(
+        "| — | — | yes | no timestamps (journalctl -o cat); placed by line order around the kill's own lines"
+        " (lines 26–30) |"
+    )
+    assert "ts NULL" not in text
 
 
 @pytest.mark.parametrize("change", ["kill lines gone", "an earlier death"])
@@ -414,6 +424,10 @@ def test_a_cat_journal_that_cannot_be_lined_up_with_the_kill_says_so(
         " so whether the operator command there came after it is not known." in text
     )
     assert "started by the operator" not in text
+    row = _coverage_row(text, "journalctl.log")
+    assert row.endswith(
+        "| — | — | no | no timestamps (journalctl -o cat); its lines cannot be placed before or after the kill |"
+    )
 
 
 def test_a_cat_journal_s_unit_left_failed_gets_the_restart_advice(cli: Any, tmp_path: Path) -> None:

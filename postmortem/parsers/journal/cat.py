@@ -1,15 +1,17 @@
 """``journalctl -o cat``: messages only, no timestamps: ``journal-cat``.
 
-Every line is stored as an entry with ``ts`` NULL (the ingest summary says so). With no
-identifiers, routing works from the text: systemd lifecycle sentences → ``unit_events``; a
-kernel OOM record (from its ``invoked oom-killer`` / ``oom-kill:`` / kill line to the kill line)
-→ the kernel stream; an engine's lines (and later unclassified lines) → one stream of that engine.
+Every line is stored as an entry with ``ts`` NULL (the ingest summary says the file has no
+timestamps); the analysis places them by their order in the file around a kill's own lines
+(``postmortem/analysis/undated.py``). With no identifiers, routing works from the text:
+systemd lifecycle sentences → ``unit_events``; a kernel OOM record (from its ``invoked
+oom-killer`` / ``oom-kill:`` / kill line to the kill line) → the kernel stream; an engine's
+lines (and later unclassified lines) → one stream of that engine.
 
 >>> out, ctx = run_parser(JournalCatParser(), "llm-qwen.service: Failed with result 'oom-kill'.")
 >>> out[0].unit, out[0].action, out[0].result, out[0].ts
 ('llm-qwen.service', 'failed', 'oom-kill', None)
 >>> ctx.notes
-['no timestamps (journalctl -o cat): entries are stored with ts NULL']
+['no timestamps (journalctl -o cat)']
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .sink import JournalSink
 
 __all__ = ["JournalCatParser", "run_parser"]
 
-NOTE = "no timestamps (journalctl -o cat): entries are stored with ts NULL"
+NOTE = "no timestamps (journalctl -o cat)"
 
 
 @register

@@ -25,6 +25,7 @@ from ...analysis.model import (
 )
 from ...analysis.rules.words import engine_of
 from ...analysis.summary import CAUSE_LABELS, cause_phrase, death_label, death_word, downtime_text
+from ...analysis.undated import Undated
 from ...engines import get_engine
 from ...lazyre import lazy_re
 from ...query import run_named_dicts
@@ -267,11 +268,16 @@ def source_rows(
     near: set[int] | None = None,
     window_s: float = 0.0,
     ended: str = "kill",
+    undated: Undated | None = None,
 ) -> list[SourceRow]:
     """Rows for the sources ``ids`` (default: every source). ``near``: the sources with a line
     from ``window_s`` before the ``kill`` to just after it (:func:`sources_near`); a file whose
     span includes the kill across a gap (its service not running then) does not cover it.
-    ``ended``: the report's word for that moment (kill, crash, failure)."""
+    ``ended``: the report's word for that moment (kill, crash, failure). ``undated``: the files
+    with no times whose lines were placed around it (they cover it: they hold its own lines),
+    or could not be."""
+    placed = {p.source_id: p.kill_lines for p in undated.placed} if undated else {}
+    unplaced = {u.source_id for u in undated.unplaced} if undated else set()
     out = []
     for sid in sorted(sources.by_id) if ids is None else ids:
         r = sources.by_id[sid]
@@ -283,7 +289,14 @@ def source_rows(
         if spans and near is not None and sid not in near:
             said.append(f"no line in the {human(window_s)} before the {ended}")
         if r["notes"]:
-            said.append(clean(str(r["notes"])))
+            # (a store ingested by an earlier build words the `journalctl -o cat` note in database terms)
+            said.append(clean(str(r["notes"]).replace(": entries are stored with ts NULL", "")))
+        if sid in placed:
+            a, b = placed[sid]
+            lines = f"lines {a}–{b}" if b > a else f"line {a}"
+            said.append(f"placed by line order around the {ended}'s own {lines.split()[0]} ({lines})")
+        elif sid in unplaced:
+            said.append(f"its lines cannot be placed before or after the {ended}")
         out.append(
             SourceRow(
                 file=clean(sources.names[sid]),
@@ -294,7 +307,7 @@ def source_rows(
                 parse_issues=int(r["parse_issues"]),
                 first_utc=utc_text(first),
                 last_utc=utc_text(last),
-                covers_kill=spans and (near is None or sid in near),
+                covers_kill=(spans and (near is None or sid in near)) or sid in placed,
                 notes="; ".join(said),
             )
         )
@@ -732,6 +745,7 @@ def incident_report(
             near=sources_near(store, inc.ts, window_s),
             window_s=window_s,
             ended=facts.timeline.ended,
+            undated=facts.undated,
         ),
         gaps=[GapRow(g.series, g.detail) for g in facts.timeline.gaps],
         offsets=_offset_rows(facts, sources, clean, mine),
