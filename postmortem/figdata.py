@@ -147,7 +147,7 @@ def memory_data(facts: IncidentFacts, zone: tzinfo, title: str = "") -> MemoryDa
     data = MemoryData(
         title=title,
         zone_name=str(getattr(zone, "key", "UTC")),
-        unit=inc.unit,
+        unit=inc.unit or "no unit named",
         panels=panels,
         engine_label=engine_of_facts(facts).label,
         kill=local(inc.ts, zone) if inc.ts is not None else None,
@@ -314,7 +314,8 @@ def loads_data(
         if ld.load_s is None:
             continue
         phases = [(v, name, color) for attr, name, color in PHASE_COLORS if (v := getattr(ld, attr))]
-        label = f"{ld.unit}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else str(ld.unit)
+        who = ld.unit or "no unit named"
+        label = f"{who}  {ld.start_ts.astimezone(zone):%m-%d %H:%M}" if ld.start_ts else who
         if ld.load_id in cold:
             label += "  (after reboot)"
         bars.append(LoadBar(label, phases, ld.load_s, ld.outcome, ld.load_id in framed))

@@ -173,6 +173,10 @@ def test_the_memory_figure_marks_the_gpu_fault_and_no_refused_restart() -> None:
     tl.events = []
     data = memory_data(facts, UTC)
     assert data is not None and data.restart_start == restart.replace(tzinfo=None)
+    # a server no source names the unit of: its serving panel read "SGLang serving (None)"
+    facts.incident.unit = None
+    data = memory_data(facts, UTC)
+    assert data is not None and data.unit == "no unit named"
 
 
 def test_the_memory_figure_is_drawn_in_utc_when_the_clocks_change_in_its_window() -> None:
@@ -323,3 +327,7 @@ def test_the_loads_figure_names_only_what_it_frames() -> None:
     assert both is not None and both.framed_words == "the killed instance and the recovery"
     unloaded = loads_data([ld(1, None), ld(2, 300.0)], UTC, (1, 2), ended="failure")
     assert unloaded is not None and unloaded.framed_words == "the recovery"
+    # a load no source names the unit of: its bar read "None  04-05 01:00"
+    nameless = Load(3, "h", None, t, t + timedelta(seconds=9), 9.0, "ready", None, None, None)
+    bars = loads_data([nameless], UTC, (3, None))
+    assert bars is not None and bars.bars[0].label == "no unit named  04-05 01:00"

@@ -161,7 +161,7 @@ class FigurePlan:
         zone = analysis.zone_of(inc.host, self.options.zone)
         job = FigureJob(
             stem,
-            memory_data(facts, zone, f"{inc.unit} — {utc_text(inc.ts)} UTC"),
+            memory_data(facts, zone, f"{inc.unit or 'a server of no known unit'} — {utc_text(inc.ts)} UTC"),
             out / f"{stem}-memory.png",
             loads_data(loads, zone, framed, cold, facts.timeline.ended),
             out / f"{stem}-loads.png",
