@@ -58,6 +58,7 @@ def _trigger_text(facts: IncidentFacts) -> str:
     template = environment().get_template("partials/story.md.j2")
     ctx = SimpleNamespace(end="kill", memory_figure=None, cause_words="x", cause=facts.incident.cause)
     rest = {"factors": [], "victim": None, "limit_kb": None, "root_cite": None, "detected_utc": None}
+    rest |= {"detected_what": "", "undated_commands": 0, "restart_cite": None}
     rest |= {"restart_utc": None, "recovery_how": None, "fallback_gain_s": None}
     imp = SimpleNamespace(serving=True, stop_utc="—", downtime="—")
     text = template.render(ctx=ctx, st=SimpleNamespace(**_trigger(facts), **rest), imp=imp)
