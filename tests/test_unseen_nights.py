@@ -397,6 +397,8 @@ def test_an_operator_s_command_after_a_cat_journal_s_kill_lines_came_after_the_k
         " (lines 26–30) |"
     )
     assert "ts NULL" not in text
+    # a journal with no times has no window to be silent in
+    assert "journal: no data in the window before the kill" not in text
 
 
 @pytest.mark.parametrize("change", ["kill lines gone", "an earlier death"])

@@ -28,7 +28,9 @@ FROM journal_entries
 WHERE ident = 'earlyoom' AND (message LIKE 'mem avail:%' OR message LIKE 'low memory!%')
   AND ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 UNION ALL
+-- (a journal printed without times, journalctl -o cat, has no window to be silent in)
 SELECT 'journal', min(ts), max(ts), count(*),
-       EXISTS (SELECT 1 FROM journal_entries WHERE ($host IS NULL OR host IS NULL OR host = $host))
+       EXISTS (SELECT 1 FROM journal_entries
+               WHERE ts IS NOT NULL AND ($host IS NULL OR host IS NULL OR host = $host))
 FROM journal_entries WHERE ts >= $from AND ts <= $to AND ($host IS NULL OR host IS NULL OR host = $host)
 ORDER BY series
