@@ -338,6 +338,8 @@ def _growth(facts: IncidentFacts) -> dict[str, Any] | None:
         # the last figure is earlyoom's limit at the kill, a bound: it grew by at least that
         "at_least": facts.host_avail_limit_pct is not None,
         "minutes": round((tl.kill_ts - tl.start).total_seconds() / 60),
+        # the last reading long before the kill: the growth is up to it, not to the kill
+        "old_s": facts.host_avail_before_s if facts.host_avail_limit_pct is None else None,
         "running_first": facts.running_first,
         "running_last": facts.running_last,
         "queued": facts.queue_max,
