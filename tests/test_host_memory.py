@@ -154,7 +154,7 @@ def test_every_section_states_the_growth_from_one_rounded_figure(drop_gib: float
     summary = summarise(facts)
     assert "Host memory in use grew by 35 GiB in the 30 minutes before" in summary
     # (the growth ends at that reading, 1 min 22 s before the kill: the Summary said "before the kill")
-    assert "(up to its last reading, 1 min 22 s before the kill)" in summary
+    assert "(up to the last reading, 1 min 22 s before the kill)" in summary
     trigger = _trigger_text(facts)  # (its last reading 1 min 22 s before the kill: said so)
     assert "Host memory in use grew by 35 GiB from 05:07:21 UTC to earlyoom's last reading" in trigger
     assert "+34.5 GiB" in " ".join(memory_facts(facts))
